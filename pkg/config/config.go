@@ -1,0 +1,125 @@
+// Package config loads a service's configuration from the environment, the
+// only source of configuration (ARCHITECTURE.md §6). Each service declares
+// one Config struct with `env` and `envDefault` tags; Load fills and
+// validates it, and Masked renders it for the start-up log without secrets.
+package config
+
+import (
+	_ "time/tzdata" // DAILY_RESET_TZ must load on hosts without a zoneinfo database
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Connections are the settings every service shares.
+type Connections struct {
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/parley?sslmode=disable" secret:"url"`
+	RedisURL    string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0" secret:"url"`
+	NATSURL     string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"url"`
+
+	// RedisPrefix starts every Redis key, so that test runs and checkouts
+	// sharing one Redis never collide.
+	RedisPrefix string `env:"REDIS_PREFIX" envDefault:"parley:"`
+	// EventsStream and EventsSubjectPrefix name the JetStream stream of
+	// customer events and its subjects (<prefix>.<workspace_id>.<event>).
+	EventsStream        string `env:"EVENTS_STREAM" envDefault:"EVENTS"`
+	EventsSubjectPrefix string `env:"EVENTS_SUBJECT_PREFIX" envDefault:"events"`
+	// RPCSubjectPrefix starts the subjects of the gateway-to-service calls.
+	RPCSubjectPrefix string `env:"RPC_SUBJECT_PREFIX" envDefault:"parley.rpc"`
+
+	// DailyResetTZ is where "midnight" is for daily caps.
+	DailyResetTZ string `env:"DAILY_RESET_TZ" envDefault:"Asia/Ulaanbaatar"`
+}
+
+// Location returns the time zone for daily resets.
+func (c Connections) Location() (*time.Location, error) {
+	return time.LoadLocation(c.DailyResetTZ)
+}
+
+// Validate checks the shared settings. A service Config that embeds
+// Connections and adds its own Validate must call this one too.
+func (c Connections) Validate() error {
+	if _, err := c.Location(); err != nil {
+		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
+	}
+	for name, v := range map[string]string{"EVENTS_STREAM": c.EventsStream, "EVENTS_SUBJECT_PREFIX": c.EventsSubjectPrefix, "RPC_SUBJECT_PREFIX": c.RPCSubjectPrefix} {
+		if v == "" || strings.ContainsAny(v, " *>") {
+			return fmt.Errorf("%s: %q is not a valid NATS name", name, v)
+		}
+	}
+	return nil
+}
+
+// Validator is implemented by configs that check themselves after loading.
+type Validator interface {
+	Validate() error
+}
+
+// Load reads T from the environment and validates it.
+func Load[T any]() (T, error) {
+	var cfg T
+	if err := env.Parse(&cfg); err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	if v, ok := any(&cfg).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return cfg, fmt.Errorf("invalid config: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+// Masked returns the settings as env name → value for logging. Fields tagged
+// secret:"true" are replaced by "***"; secret:"url" keeps the URL but hides
+// its password.
+func Masked(cfg any) map[string]string {
+	out := map[string]string{}
+	mask(reflect.ValueOf(cfg), out)
+	return out
+}
+
+func mask(v reflect.Value, out map[string]string) {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Tag.Get("env")
+		if name == "" {
+			mask(v.Field(i), out)
+			continue
+		}
+		val := fmt.Sprint(v.Field(i).Interface())
+		switch f.Tag.Get("secret") {
+		case "true":
+			if val != "" {
+				val = "***"
+			}
+		case "url":
+			val = redactURL(val)
+		}
+		out[name] = val
+	}
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "***"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
+}

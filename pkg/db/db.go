@@ -1,0 +1,137 @@
+// Package db opens PostgreSQL through gorm for one service schema and applies
+// that service's versioned migrations. Each service owns one schema
+// (ARCHITECTURE.md §2); its tables are named "<schema>.<table>" by the naming
+// strategy, so a service cannot reach another's tables by accident.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
+	"go.uber.org/zap"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
+)
+
+// Open connects to url, applies migrations (SQL files at the root of
+// migrations) to schemaName and returns a gorm handle whose table names are
+// qualified with that schema. Migrations are serialized across processes with
+// a Postgres advisory lock, so several instances may start at once.
+func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *zap.Logger) (*gorm.DB, error) {
+	gdb, err := gorm.Open(postgres.Open(url), &gorm.Config{
+		NamingStrategy:         schema.NamingStrategy{TablePrefix: schemaName + "."},
+		Logger:                 logger.Discard,
+		TranslateError:         true,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(20)
+	sqlDB.SetMaxIdleConns(10)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("reach postgres: %w", err)
+	}
+	if err := Migrate(ctx, sqlDB, schemaName, migrations, log); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return gdb, nil
+}
+
+// Migrate creates schemaName if needed and applies the pending migrations,
+// recording them in <schema>.goose_db_version.
+func Migrate(ctx context.Context, sqlDB *sql.DB, schemaName string, migrations fs.FS, log *zap.Logger) error {
+	if _, err := sqlDB.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+quoteIdent(schemaName)); err != nil {
+		// Two instances may race on CREATE SCHEMA before either holds the
+		// migration lock; the loser sees a unique violation and can go on.
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+			return fmt.Errorf("create schema %s: %w", schemaName, err)
+		}
+	}
+	store, err := database.NewStore(database.DialectPostgres, schemaName+".goose_db_version")
+	if err != nil {
+		return fmt.Errorf("migration store: %w", err)
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(advisoryLockID(schemaName)))
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	provider, err := goose.NewProvider("", sqlDB, migrations,
+		goose.WithStore(store),
+		goose.WithSessionLocker(locker),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return fmt.Errorf("load migrations for %s: %w", schemaName, err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schemaName, err)
+	}
+	for _, r := range results {
+		log.Info("migration applied", zap.String("schema", schemaName), zap.String("file", r.Source.Path), zap.Duration("took", r.Duration))
+	}
+	return nil
+}
+
+// advisoryLockID gives each schema its own lock, so services migrating at the
+// same time do not wait for each other.
+func advisoryLockID(schemaName string) int64 {
+	var h int64 = 0x5041524c // "PARL"
+	for _, c := range schemaName {
+		h = h*31 + int64(c)
+	}
+	return h
+}
+
+func quoteIdent(s string) string {
+	return `"` + s + `"`
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation.
+func IsUniqueViolation(err error) bool {
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// Close closes the pool behind gdb.
+func Close(gdb *gorm.DB) error {
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks the connection, for readiness probes.
+func Ping(ctx context.Context, gdb *gorm.DB) error {
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}

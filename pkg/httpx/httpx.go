@@ -1,0 +1,129 @@
+// Package httpx builds the echo instances of Parley processes the same way:
+// request ids, panic recovery, one error handler, an access log, and the
+// /healthz, /readyz and /metrics endpoints every process serves.
+package httpx
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+// NewEcho returns an echo with Parley's error handler, request ids, panic
+// recovery and access log.
+func NewEcho(log *zap.Logger) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errs.EchoHandler(log)
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisableStackAll: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic in handler", zap.Error(err), zap.ByteString("stack", stack),
+				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+			return errs.Internal()
+		},
+	}))
+	e.Use(accessLog(log))
+	return e
+}
+
+func accessLog(log *zap.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			if p := c.Path(); p == "/healthz" || p == "/readyz" || p == "/metrics" {
+				return nil
+			}
+			log.Debug("http request",
+				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+				zap.String("method", c.Request().Method),
+				zap.String("path", c.Request().URL.Path),
+				zap.Int("status", c.Response().Status),
+				zap.Duration("took", time.Since(start)))
+			return nil
+		}
+	}
+}
+
+// Check is one readiness dependency (Postgres, Redis, NATS).
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// MountProbes adds /healthz (the process is alive), /readyz (every check
+// passes) and /metrics (Prometheus, from reg) to e.
+func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks ...Check) {
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		result := map[string]string{}
+		ready := true
+		for _, ch := range checks {
+			if err := ch.Check(ctx); err != nil {
+				result[ch.Name] = err.Error()
+				ready = false
+				continue
+			}
+			result[ch.Name] = "ok"
+		}
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		return c.JSON(status, map[string]any{"ready": ready, "checks": result})
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+}
+
+// Serve listens on addr until ctx ends, then stops taking requests and waits
+// up to ten seconds for those in flight.
+func Serve(ctx context.Context, e *echo.Echo, addr string) error {
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// BindJSON decodes the request body into v, strictly: unknown fields are
+// allowed (clients evolve), but malformed JSON and wrong types are 400
+// invalid_request naming the field.
+func BindJSON(c echo.Context, v any) error {
+	return DecodeJSON(c.Request().Body, v)
+}

@@ -1,0 +1,35 @@
+// Package logging builds the zap logger every Parley process uses: JSON by
+// default, human-readable with LOG_FORMAT=console, level from LOG_LEVEL.
+package logging
+
+import (
+	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// New returns a logger whose entries carry the service name.
+func New(service string) (*zap.Logger, error) {
+	level := zapcore.InfoLevel
+	if s := os.Getenv("LOG_LEVEL"); s != "" {
+		if err := level.Set(s); err != nil {
+			return nil, fmt.Errorf("LOG_LEVEL: %w", err)
+		}
+	}
+	cfg := zap.NewProductionConfig()
+	if os.Getenv("LOG_FORMAT") == "console" {
+		cfg = zap.NewDevelopmentConfig()
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.DisableStacktrace = true
+	}
+	cfg.Level = zap.NewAtomicLevelAt(level)
+	cfg.EncoderConfig.TimeKey = "ts"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	log, err := cfg.Build()
+	if err != nil {
+		return nil, fmt.Errorf("build logger: %w", err)
+	}
+	return log.With(zap.String("service", service)), nil
+}

@@ -1,0 +1,38 @@
+// Package redisx opens Redis and names keys under the process's prefix, so
+// that test runs and checkouts sharing one Redis never collide.
+package redisx
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open connects to url and checks the connection.
+func Open(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	client := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pingCtx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("reach redis: %w", err)
+	}
+	return client, nil
+}
+
+// Keys builds prefixed key names.
+type Keys struct {
+	Prefix string
+}
+
+// Key joins parts with ":" after the prefix: Keys{"parley:"}.Key("rl", id).
+func (k Keys) Key(parts ...string) string {
+	return k.Prefix + strings.Join(parts, ":")
+}

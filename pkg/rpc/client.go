@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+)
+
+// CallTimeout is how long a client waits for a service's answer.
+const CallTimeout = HandlerTimeout + 5*time.Second
+
+// Client calls services' endpoints.
+type Client struct {
+	nc     *nats.Conn
+	prefix string
+}
+
+// NewClient returns a client for services registered under prefix.
+func NewClient(nc *nats.Conn, prefix string) *Client {
+	return &Client{nc: nc, prefix: prefix}
+}
+
+// Do sends req to a service endpoint and returns its response. A service with
+// no running instance is 503 service_unavailable.
+func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Request) (*rpcv1.Response, error) {
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode rpc request: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
+	msg, err := c.nc.RequestWithContext(ctx, Subject(c.prefix, service, endpoint), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, errs.Newf(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "%s is not running; try again shortly", service)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return nil, errs.Newf(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "%s did not answer in time; try again shortly", service)
+	case err != nil:
+		return nil, fmt.Errorf("call %s: %w", service, err)
+	}
+	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
+		return nil, fmt.Errorf("call %s: %s %s", service, code, msg.Header.Get("Nats-Service-Error"))
+	}
+	var resp rpcv1.Response
+	if err := proto.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("decode %s response: %w", service, err)
+	}
+	return &resp, nil
+}
+
+// CallJSON is Do for JSON endpoints: it sends in (nil for no body) and
+// decodes a 2xx body into out (nil to ignore it). A non-2xx answer comes back
+// as the service's *errs.Error.
+func (c *Client) CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error {
+	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: method, Path: path}
+	if in != nil {
+		body, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		req.Body = body
+		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
+	}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	resp, err := c.Do(ctx, service, endpoint, req)
+	if err != nil {
+		return err
+	}
+	if resp.GetStatus() < 200 || resp.GetStatus() > 299 {
+		var body struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(resp.GetBody(), &body) != nil || body.Code == "" {
+			body.Code, body.Message = errs.CodeInternal, string(resp.GetBody())
+		}
+		return errs.New(int(resp.GetStatus()), body.Code, body.Message)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(resp.GetBody(), out); err != nil {
+		return fmt.Errorf("decode %s response: %w", service, err)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+// Package rpc carries HTTP requests between Parley processes over NATS
+// request/reply (ARCHITECTURE.md §3). A service registers as a NATS micro
+// service in a queue group, so N instances share the load, and serves each
+// endpoint with an ordinary http.Handler (its echo router). The gateway and
+// parleyctl are the clients. Messages are the protobufs of proto/parley/rpc.
+package rpc
+
+import "context"
+
+// Endpoints every service may serve. "api" receives the public /v1 routes the
+// gateway forwards after authentication; "admin" receives parleyctl's
+// operator calls.
+const (
+	EndpointAPI   = "api"
+	EndpointAdmin = "admin"
+)
+
+// Service names, which are also the queue groups.
+const (
+	ServiceGateway    = "gateway"
+	ServiceMessaging  = "messaging"
+	ServiceDispatcher = "webhook-dispatcher"
+	ServiceFlowRunner = "flow-runner"
+)
+
+// Subject is the NATS subject of one endpoint of a service.
+func Subject(prefix, service, endpoint string) string {
+	return prefix + "." + service + "." + endpoint
+}
+
+type workspaceKey struct{}
+
+// WithWorkspace stores the authenticated workspace id in ctx.
+func WithWorkspace(ctx context.Context, workspaceID string) context.Context {
+	return context.WithValue(ctx, workspaceKey{}, workspaceID)
+}
+
+// WorkspaceID returns the workspace the gateway authenticated, or "".
+func WorkspaceID(ctx context.Context) string {
+	id, _ := ctx.Value(workspaceKey{}).(string)
+	return id
+}

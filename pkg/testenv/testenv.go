@@ -1,0 +1,227 @@
+// Package testenv gives each integration test its own slice of the real
+// servers: a fresh PostgreSQL database, a Redis key prefix, and JetStream
+// stream and subject names, so tests run in parallel, and beside another
+// checkout's, without colliding. Everything is removed when the test ends.
+//
+// The servers are found through DATABASE_URL, REDIS_URL and NATS_URL (the
+// defaults of ARCHITECTURE.md §6); scripts/deps.sh starts them when stopped.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/redisx"
+)
+
+// Env is one test's share of PostgreSQL, Redis and NATS.
+type Env struct {
+	// ID is unique to this test and names everything it owns.
+	ID          string
+	DatabaseURL string
+	RedisURL    string
+	RedisPrefix string
+	NATSURL     string
+	Stream      natsx.EventsStream
+	RPCPrefix   string
+}
+
+// New creates the test's database, prefix and names, and registers their
+// removal with t.Cleanup.
+func New(t testing.TB) *Env {
+	t.Helper()
+	id := "t" + randomHex(6)
+	e := &Env{
+		ID:          id,
+		RedisURL:    getenv("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix: "parleytest:" + id + ":",
+		NATSURL:     getenv("NATS_URL", nats.DefaultURL),
+		Stream:      natsx.EventsStream{Name: "EVENTS_" + strings.ToUpper(id), SubjectPrefix: id + ".events"},
+		RPCPrefix:   id + ".rpc",
+	}
+	base := getenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/parley?sslmode=disable")
+	e.DatabaseURL = createDatabase(t, base, "parley_"+id)
+	t.Cleanup(func() { e.cleanRedis(t); e.cleanNATS(t) })
+	return e
+}
+
+// Connections returns the settings a service would load with this Env.
+func (e *Env) Connections() config.Connections {
+	return config.Connections{
+		DatabaseURL:         e.DatabaseURL,
+		RedisURL:            e.RedisURL,
+		NATSURL:             e.NATSURL,
+		RedisPrefix:         e.RedisPrefix,
+		EventsStream:        e.Stream.Name,
+		EventsSubjectPrefix: e.Stream.SubjectPrefix,
+		RPCSubjectPrefix:    e.RPCPrefix,
+		DailyResetTZ:        "Asia/Ulaanbaatar",
+	}
+}
+
+// Environ returns the environment a service binary needs to run in this Env,
+// as KEY=VALUE pairs to append to os.Environ().
+func (e *Env) Environ() []string {
+	return []string{
+		"DATABASE_URL=" + e.DatabaseURL,
+		"REDIS_URL=" + e.RedisURL,
+		"REDIS_PREFIX=" + e.RedisPrefix,
+		"NATS_URL=" + e.NATSURL,
+		"EVENTS_STREAM=" + e.Stream.Name,
+		"EVENTS_SUBJECT_PREFIX=" + e.Stream.SubjectPrefix,
+		"RPC_SUBJECT_PREFIX=" + e.RPCPrefix,
+	}
+}
+
+// Logger returns a logger that writes through t.
+func (e *Env) Logger(t testing.TB) *zap.Logger {
+	return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+}
+
+// DB opens the test database for schemaName with its migrations applied.
+func (e *Env) DB(t testing.TB, schemaName string, migrations fs.FS) *gorm.DB {
+	t.Helper()
+	gdb, err := db.Open(context.Background(), e.DatabaseURL, schemaName, migrations, zap.NewNop())
+	if err != nil {
+		t.Fatalf("testenv: open database: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close(gdb) })
+	return gdb
+}
+
+// Redis returns a client; keys must start with e.RedisPrefix.
+func (e *Env) Redis(t testing.TB) *redis.Client {
+	t.Helper()
+	client, err := redisx.Open(context.Background(), e.RedisURL)
+	if err != nil {
+		t.Fatalf("testenv: %v (start it with scripts/deps.sh)", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// NATS returns a connection closed at the end of the test.
+func (e *Env) NATS(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := natsx.Connect(e.NATSURL, "test-"+e.ID, zap.NewNop())
+	if err != nil {
+		t.Fatalf("testenv: %v (start it with scripts/deps.sh)", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// JetStream returns a JetStream handle on a fresh connection.
+func (e *Env) JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(e.NATS(t))
+	if err != nil {
+		t.Fatalf("testenv: jetstream: %v", err)
+	}
+	return js
+}
+
+func createDatabase(t testing.TB, base, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("testenv: DATABASE_URL: %v", err)
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, admin.String())
+	if err != nil {
+		t.Fatalf("testenv: reach postgres at %s: %v (start it with scripts/deps.sh)", admin.Host, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		t.Fatalf("testenv: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin.String())
+		if err != nil {
+			t.Logf("testenv: drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+			t.Logf("testenv: drop database %s: %v", name, err)
+		}
+	})
+	own := *u
+	own.Path = "/" + name
+	return own.String()
+}
+
+func (e *Env) cleanRedis(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := redisx.Open(ctx, e.RedisURL)
+	if err != nil {
+		return
+	}
+	defer client.Close()
+	iter := client.Scan(ctx, 0, e.RedisPrefix+"*", 500).Iterator()
+	for iter.Next(ctx) {
+		client.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Logf("testenv: clean redis: %v", err)
+	}
+}
+
+func (e *Env) cleanNATS(t testing.TB) {
+	nc, err := nats.Connect(e.NATSURL)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := js.DeleteStream(ctx, e.Stream.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Logf("testenv: delete stream %s: %v", e.Stream.Name, err)
+	}
+}
+
+func getenv(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("testenv: random: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
