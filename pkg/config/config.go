@@ -5,12 +5,12 @@
 package config
 
 import (
-	_ "time/tzdata" // DAILY_RESET_TZ must load on hosts without a zoneinfo database
 	"fmt"
 	"net/url"
 	"reflect"
 	"strings"
 	"time"
+	_ "time/tzdata" // DAILY_RESET_TZ must load on hosts without a zoneinfo database
 
 	"github.com/caarlos0/env/v11"
 )
