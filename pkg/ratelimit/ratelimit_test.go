@@ -1,0 +1,140 @@
+package ratelimit_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+func TestAllowCountsDownThenRefuses(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	rdb := env.Redis(t)
+	l := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	ctx := context.Background()
+
+	for i, wantRemaining := range []int{2, 1, 0} {
+		r, err := l.Allow(ctx, "ws-a", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Allowed || r.Limit != 3 || r.Remaining != wantRemaining {
+			t.Fatalf("request %d: got %+v, want allowed with %d remaining", i+1, r, wantRemaining)
+		}
+		if r.Reset <= 0 || r.Reset > time.Minute {
+			t.Fatalf("request %d: reset %v out of (0, 1m]", i+1, r.Reset)
+		}
+	}
+	r, err := l.Allow(ctx, "ws-a", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Allowed || r.Remaining != 0 || r.RetryAfter() <= 0 || r.RetryAfter() > time.Minute {
+		t.Fatalf("fourth request: got %+v (retry after %v), want refused", r, r.RetryAfter())
+	}
+
+	// Refused requests are not counted: the counter still says 3.
+	if n, err := rdb.Get(ctx, l.Key("ws-a")).Int(); err != nil || n != 3 {
+		t.Fatalf("counter = %d, %v; want 3", n, err)
+	}
+	// Another bucket has its own window.
+	if r, err := l.Allow(ctx, "ws-b", 3); err != nil || !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("other bucket: %+v, %v", r, err)
+	}
+	// A raised limit applies to the current window at once.
+	if r, err := l.Allow(ctx, "ws-a", 4); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("raised limit: %+v, %v", r, err)
+	}
+}
+
+func TestKeysLiveUnderThePrefixAndExpire(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	rdb := env.Redis(t)
+	window := 300 * time.Millisecond
+	l := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, window)
+	ctx := context.Background()
+
+	if !strings.HasPrefix(l.Key("ws"), env.RedisPrefix) {
+		t.Fatalf("key %q does not start with %q", l.Key("ws"), env.RedisPrefix)
+	}
+	if _, err := l.Allow(ctx, "ws", 1); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(ctx, env.RedisPrefix+"*").Result()
+	if err != nil || len(keys) != 1 || keys[0] != l.Key("ws") {
+		t.Fatalf("keys under prefix = %v, %v", keys, err)
+	}
+	if ttl := rdb.PTTL(ctx, l.Key("ws")).Val(); ttl <= 0 || ttl > window {
+		t.Fatalf("ttl = %v, want in (0, %v]", ttl, window)
+	}
+	if r, _ := l.Allow(ctx, "ws", 1); r.Allowed {
+		t.Fatal("second request in the window allowed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := l.Allow(ctx, "ws", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("window never ended")
+		}
+		time.Sleep(r.RetryAfter())
+	}
+}
+
+func TestRejectsLimitBelowOne(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	l := ratelimit.New(env.Redis(t), redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	if _, err := l.Allow(context.Background(), "ws", 0); err == nil {
+		t.Fatal("limit 0 accepted")
+	}
+}
+
+func TestSetHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give ratelimit.Result
+		want map[string]string
+	}{
+		{
+			name: "allowed",
+			give: ratelimit.Result{Allowed: true, Limit: 120, Remaining: 7, Reset: 41200 * time.Millisecond},
+			want: map[string]string{"RateLimit-Limit": "120", "RateLimit-Remaining": "7", "RateLimit-Reset": "42", "Retry-After": ""},
+		},
+		{
+			name: "refused rounds up",
+			give: ratelimit.Result{Allowed: false, Limit: 3, Remaining: 0, Reset: 1500 * time.Millisecond},
+			want: map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "0", "RateLimit-Reset": "2", "Retry-After": "2"},
+		},
+		{
+			name: "refused at the very end of the window waits at least a second",
+			give: ratelimit.Result{Allowed: false, Limit: 3, Remaining: 0, Reset: 0},
+			want: map[string]string{"RateLimit-Reset": "1", "Retry-After": "1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			tt.give.SetHeaders(h)
+			for k, v := range tt.want {
+				if got := h.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
