@@ -1,0 +1,156 @@
+// Package cli implements parleyctl's commands (ARCHITECTURE.md §7). Each
+// command is a thin client of a service's "admin" endpoint over NATS: the
+// service that owns the data validates and stores it. Results are JSON on
+// stdout; failures are one line on stderr and a non-zero exit.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/parleyhq/parley/services/parleyctl/internal/config"
+)
+
+// Caller calls a service endpoint with JSON; *rpc.Client implements it.
+type Caller interface {
+	CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error
+}
+
+// UsageError is a mistake in the command line; main exits 2 for it.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+// errHelp asks Run to print the command's usage.
+var errHelp = errors.New("help requested")
+
+func usagef(format string, args ...any) error {
+	return &UsageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// CLI runs commands against the services.
+type CLI struct {
+	cfg    config.Config
+	call   Caller
+	stdout io.Writer
+}
+
+// New returns a CLI writing results to stdout.
+func New(cfg config.Config, call Caller, stdout io.Writer) *CLI {
+	return &CLI{cfg: cfg, call: call, stdout: stdout}
+}
+
+type command struct {
+	usage string
+	run   func(ctx context.Context, c *CLI, args []string) error
+}
+
+// commands maps "group verb" (or a lone verb) to its implementation.
+var commands = map[string]command{
+	"workspace create":  {"--name NAME [--slug SLUG] [--modules developer_api,flows,flow_ai,flow_script] [--ai-limit N] [--rate-per-minute N]", workspaceCreate},
+	"workspace update":  {"--workspace ID [--modules ...] [--ai-limit N] [--rate-per-minute N]", workspaceUpdate},
+	"workspace feature": {"--workspace ID --feature NAME --on|--off", workspaceFeature},
+	"apikey create":     {"--workspace ID [--name NAME]", apikeyCreate},
+	"apikey revoke":     {"--id KEY_ID", apikeyRevoke},
+	"channel create":    {"--workspace ID --kind telegram|messenger|instagram|webchat [--external-id X] [--token T] [--secret S]", channelCreate},
+	"channel set-mode":  {"--channel ID --mode auto|suggest|external", channelSetMode},
+	"webhook resave":    {"--workspace ID", webhookResave},
+	"demo":              {"", demo},
+}
+
+// Run executes the command named by args (without the program name).
+func (c *CLI) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		return usagef("usage:\n%s", Usage())
+	}
+	name, rest := args[0], args[1:]
+	if _, ok := commands[name]; !ok && len(args) >= 2 {
+		name, rest = args[0]+" "+args[1], args[2:]
+	}
+	if cmd, ok := commands[name]; ok {
+		err := cmd.run(ctx, c, rest)
+		if errors.Is(err, errHelp) {
+			return usagef("usage: parleyctl %s %s", name, cmd.usage)
+		}
+		return err
+	}
+	return usagef("unknown command %q; run parleyctl help", strings.Join(args[:min(2, len(args))], " "))
+}
+
+// Usage lists every command.
+func Usage() string {
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "  parleyctl %s %s\n", name, commands[name].usage)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (c *CLI) print(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// flags is a flag set that reports mistakes as usage errors and checks
+// required flags.
+type flags struct {
+	*flag.FlagSet
+	name string
+}
+
+func newFlags(name string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &flags{FlagSet: fs, name: name}
+}
+
+func (f *flags) parse(args []string, required ...string) error {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%s: %v", f.name, err)
+	}
+	if f.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", f.name, f.Arg(0))
+	}
+	for _, name := range required {
+		if f.Lookup(name).Value.String() == "" {
+			return usagef("%s: --%s is required", f.name, name)
+		}
+	}
+	return nil
+}
+
+// set reports whether the flag was given on the command line.
+func (f *flags) set(name string) bool {
+	found := false
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/parleyhq/parley/pkg/rpc"
+)
+
+// workspace is the gateway's admin view of a workspace (only what the CLI
+// itself reads; everything else is printed as received).
+type workspace struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+}
+
+func workspaceCreate(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("workspace create")
+	name := f.String("name", "", "workspace name")
+	slug := f.String("slug", "", "URL-safe short name")
+	modules := f.String("modules", "developer_api", "comma-separated plan modules")
+	aiLimit := f.Int("ai-limit", 0, "AI replies allowed by the plan")
+	rate := f.Int("rate-per-minute", 0, "API requests per minute")
+	if err := f.parse(args, "name"); err != nil {
+		return err
+	}
+	body := map[string]any{"name": *name, "modules": splitList(*modules)}
+	if *slug != "" {
+		body["slug"] = *slug
+	}
+	if f.set("ai-limit") {
+		body["ai_limit"] = *aiLimit
+	}
+	if f.set("rate-per-minute") {
+		body["rate_per_minute"] = *rate
+	}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, "/admin/workspaces", body, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("workspace update")
+	id := f.String("workspace", "", "workspace id")
+	modules := f.String("modules", "", "comma-separated plan modules")
+	aiLimit := f.Int("ai-limit", 0, "AI replies allowed by the plan")
+	rate := f.Int("rate-per-minute", 0, "API requests per minute")
+	if err := f.parse(args, "workspace"); err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if f.set("modules") {
+		body["modules"] = splitList(*modules)
+	}
+	if f.set("ai-limit") {
+		body["ai_limit"] = *aiLimit
+	}
+	if f.set("rate-per-minute") {
+		body["rate_per_minute"] = *rate
+	}
+	if len(body) == 0 {
+		return usagef("workspace update: nothing to change; give --modules, --ai-limit or --rate-per-minute")
+	}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPatch, "/admin/workspaces/"+url.PathEscape(*id), body, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("workspace feature")
+	id := f.String("workspace", "", "workspace id")
+	feature := f.String("feature", "", "feature flag, e.g. flows_api")
+	on := f.Bool("on", false, "turn the feature on")
+	off := f.Bool("off", false, "turn the feature off")
+	if err := f.parse(args, "workspace", "feature"); err != nil {
+		return err
+	}
+	if *on == *off {
+		return usagef("workspace feature: give exactly one of --on and --off")
+	}
+	var out map[string]any
+	path := "/admin/workspaces/" + url.PathEscape(*id) + "/features/" + url.PathEscape(*feature)
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPut, path, map[string]bool{"on": *on}, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("apikey create")
+	id := f.String("workspace", "", "workspace id")
+	name := f.String("name", "", "a label for the key")
+	if err := f.parse(args, "workspace"); err != nil {
+		return err
+	}
+	var out map[string]any
+	path := "/admin/workspaces/" + url.PathEscape(*id) + "/api-keys"
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, path, map[string]string{"name": *name}, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func apikeyRevoke(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("apikey revoke")
+	id := f.String("id", "", "API key id")
+	if err := f.parse(args, "id"); err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodDelete, "/admin/api-keys/"+url.PathEscape(*id), nil, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func channelCreate(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("channel create")
+	wsID := f.String("workspace", "", "workspace id")
+	kind := f.String("kind", "", "telegram, messenger, instagram or webchat")
+	externalID := f.String("external-id", "", "the channel's id on the platform")
+	token := f.String("token", "", "the platform access token (Telegram bot token)")
+	secret := f.String("secret", "", "the ingress secret (generated when absent)")
+	if err := f.parse(args, "workspace", "kind"); err != nil {
+		return err
+	}
+	// The channel belongs to a workspace the gateway owns: check it exists
+	// so a typo fails here instead of creating an orphan channel.
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodGet, "/admin/workspaces/"+url.PathEscape(*wsID), nil, nil); err != nil {
+		return err
+	}
+	body := map[string]string{"workspace_id": *wsID, "kind": *kind, "external_id": *externalID, "token": *token, "secret": *secret}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels", body, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func channelSetMode(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("channel set-mode")
+	id := f.String("channel", "", "channel id")
+	mode := f.String("mode", "", "auto, suggest or external")
+	if err := f.parse(args, "channel", "mode"); err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPatch, "/admin/channels/"+url.PathEscape(*id), map[string]string{"ai_mode": *mode}, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}
+
+func webhookResave(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("webhook resave")
+	wsID := f.String("workspace", "", "workspace id")
+	if err := f.parse(args, "workspace"); err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.call.CallJSON(ctx, rpc.ServiceDispatcher, rpc.EndpointAdmin, "", http.MethodPost, "/admin/webhooks/"+url.PathEscape(*wsID)+"/resave", nil, &out); err != nil {
+		return err
+	}
+	return c.print(out)
+}

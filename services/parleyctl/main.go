@@ -1,0 +1,66 @@
+// Command parleyctl is the operator CLI (ARCHITECTURE.md §7): it creates
+// workspaces, API keys and channels, re-saves webhooks and seeds the demo
+// workspace by calling the services' admin endpoints over NATS.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
+	ctlconfig "github.com/parleyhq/parley/services/parleyctl/internal/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "parleyctl: "+oneLine(err.Error()))
+		var usage *cli.UsageError
+		if errors.As(err, &usage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := config.Load[ctlconfig.Config]()
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stdout, "usage:\n"+cli.Usage())
+		return nil
+	}
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("parleyctl"), nats.Timeout(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("reach nats at %s: %w (is `make run` up?)", cfg.NATSURL, err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, rpc.CallTimeout)
+	defer cancel()
+	return cli.New(cfg, rpc.NewClient(nc, cfg.RPCSubjectPrefix), stdout).Run(ctx, args)
+}
+
+// oneLine keeps the error on the single line ARCHITECTURE.md §7 promises.
+func oneLine(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		if r == '\n' || r == '\r' {
+			r = ' '
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
