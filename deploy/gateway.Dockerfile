@@ -1,0 +1,16 @@
+# syntax=docker/dockerfile:1
+# Builds gateway on its own module (GOWORK=off): the module's go.mod replaces
+# the shared pkg module with ../../pkg, so the build context is the repo root.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY pkg/go.mod pkg/go.sum ./pkg/
+COPY services/gateway/go.mod services/gateway/go.sum ./services/gateway/
+RUN cd services/gateway && GOWORK=off go mod download
+COPY pkg ./pkg
+COPY services/gateway ./services/gateway
+RUN cd services/gateway && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway .
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/gateway /usr/local/bin/gateway
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/gateway"]
