@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+// binDir holds the binaries TestMain builds once for every test.
+var binDir string
+
+var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "parleyctl"}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "parley-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, name := range binaries {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), ".")
+		cmd.Dir = filepath.Join("..", "services", name)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// suite is one running copy of Parley.
+type suite struct {
+	env          *testenv.Env
+	environ      []string
+	gatewayURL   string
+	messagingURL string
+}
+
+// startSuite runs gateway, messaging and webhook-dispatcher in t's own
+// environment and waits until each is ready. extra entries (KEY=VALUE) are
+// added to every process's environment.
+func startSuite(t *testing.T, extra ...string) *suite {
+	t.Helper()
+	env := testenv.New(t)
+	ports := freePorts(t, 3)
+	s := &suite{
+		env:          env,
+		gatewayURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		messagingURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+	}
+	s.environ = append(append(os.Environ(), env.Environ()...),
+		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", ports[0]),
+		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", ports[2]),
+		"PUBLIC_BASE_URL="+s.gatewayURL,
+		"MESSAGING_PUBLIC_URL="+s.messagingURL,
+		"LOG_LEVEL=warn",
+	)
+	s.environ = append(s.environ, extra...)
+	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher"} {
+		s.start(t, name, ports[i])
+	}
+	return s
+}
+
+func (s *suite) start(t *testing.T, name string, port int) {
+	t.Helper()
+	out := &lockedBuffer{}
+	cmd := exec.Command(filepath.Join(binDir, name))
+	cmd.Env = s.environ
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("--- %s output ---\n%s", name, out.String())
+		}
+	})
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited during start:\n%s", name, out.String())
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready on port %d:\n%s", name, port, out.String())
+}
+
+// ctl runs parleyctl with args and decodes its JSON output into out.
+func (s *suite) ctl(t *testing.T, out any, args ...string) {
+	t.Helper()
+	stdout, stderr, err := s.ctlRaw(args...)
+	if err != nil {
+		t.Fatalf("parleyctl %s: %v: %s", strings.Join(args, " "), err, stderr)
+	}
+	if out != nil {
+		if err := json.Unmarshal(stdout, out); err != nil {
+			t.Fatalf("parleyctl %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, stdout)
+		}
+	}
+}
+
+func (s *suite) ctlRaw(args ...string) (stdout, stderr []byte, err error) {
+	var o, e bytes.Buffer
+	cmd := exec.Command(filepath.Join(binDir, "parleyctl"), args...)
+	cmd.Env = s.environ
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
+}
+
+// api calls the gateway with key and decodes the JSON answer.
+func (s *suite) api(t *testing.T, key, method, path string, body any) (int, http.Header, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.gatewayURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
+		}
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// receiver is the developer's webhook endpoint: it records every request.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []received
+	arrived  chan struct{}
+}
+
+type received struct {
+	Header http.Header
+	Body   []byte
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{arrived: make(chan struct{}, 1000)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.requests = append(r.requests, received{Header: req.Header.Clone(), Body: body})
+		r.mu.Unlock()
+		r.arrived <- struct{}{}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// waitFor returns the first request whose X-Service-Event is event.
+func (r *receiver) waitFor(t *testing.T, event string) received {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		r.mu.Lock()
+		for _, req := range r.requests {
+			if req.Header.Get("X-Service-Event") == event {
+				r.mu.Unlock()
+				return req
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.arrived:
+		case <-deadline:
+			t.Fatalf("receiver got no %s event", event)
+		}
+	}
+}
+
+func (r *receiver) count(event string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, req := range r.requests {
+		if req.Header.Get("X-Service-Event") == event {
+			n++
+		}
+	}
+	return n
+}
+
+// verifySignature checks X-Service-Signature the way the README tells
+// receivers to: HMAC-SHA256 over "<timestamp>.<raw body>", constant-time
+// compare, timestamp within 300 seconds.
+func verifySignature(t *testing.T, req received, secret string) {
+	t.Helper()
+	ts := req.Header.Get("X-Service-Timestamp")
+	var unix int64
+	if _, err := fmt.Sscan(ts, &unix); err != nil {
+		t.Fatalf("X-Service-Timestamp %q is not unix seconds", ts)
+	}
+	if d := time.Since(time.Unix(unix, 0)); d > 300*time.Second || d < -300*time.Second {
+		t.Fatalf("X-Service-Timestamp %q is %s away from now", ts, d)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(req.Body)
+	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(req.Header.Get("X-Service-Signature")), []byte(want)) {
+		t.Fatalf("signature %q does not verify with the secret from PUT /v1/webhook", req.Header.Get("X-Service-Signature"))
+	}
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	listeners := make([]net.Listener, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners[i] = l
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	return ports
+}
+
+// lockedBuffer collects a process's output from two pipes at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
