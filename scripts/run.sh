@@ -19,6 +19,14 @@ export DISPATCHER_ADDR=${DISPATCHER_ADDR:-:${PORTS[webhook-dispatcher]}}
 scripts/deps.sh
 
 pids=()
+# Without a real bot (DEMO_TELEGRAM_TOKEN and TELEGRAM_API_BASE unset), the
+# Telegram sandbox plays the Bot API and prints what the bot would send.
+if [ -z "${TELEGRAM_API_BASE:-}" ] && [ -z "${DEMO_TELEGRAM_TOKEN:-}" ]; then
+  export TELEGRAM_SANDBOX_ADDR=${TELEGRAM_SANDBOX_ADDR:-127.0.0.1:8089}
+  export TELEGRAM_API_BASE="http://$TELEGRAM_SANDBOX_ADDR"
+  bin/telegram-sandbox > >(sed -u "s/^/[telegram] /") 2>&1 &
+  pids+=($!)
+fi
 stop() {
   trap - INT TERM EXIT
   echo
@@ -66,6 +74,7 @@ cat <<MSG
   Demo API key:       $api_key
   Telegram ingress:   $ingress
   Ingress secret:     $secret
+  Telegram API:       $TELEGRAM_API_BASE
 
   Try:  curl -s -H "Authorization: Bearer $api_key" $gateway_url/v1/me
   The README's "Getting started" walks the whole path. Ctrl-C stops everything.

@@ -1,0 +1,147 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
+	"github.com/parleyhq/parley/services/parleyctl/internal/config"
+)
+
+// recorder stands in for the services' admin endpoints: it records each
+// call and answers from a table keyed by "METHOD path" (query left out).
+type recorder struct {
+	calls   []string
+	bodies  []map[string]any
+	answers map[string]any
+}
+
+func (r *recorder) CallJSON(_ context.Context, service, endpoint, _, method, path string, in, out any) error {
+	route, _, _ := strings.Cut(path, "?")
+	key := method + " " + route
+	r.calls = append(r.calls, service+"/"+endpoint+" "+key)
+	var body map[string]any
+	if in != nil {
+		raw, _ := json.Marshal(in)
+		_ = json.Unmarshal(raw, &body)
+	}
+	r.bodies = append(r.bodies, body)
+	answer, ok := r.answers[key]
+	if !ok {
+		return errs.NotFound("not_found", "no answer for "+key)
+	}
+	if err, isErr := answer.(error); isErr {
+		return err
+	}
+	if out != nil {
+		raw, _ := json.Marshal(answer)
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+func testConfig() config.Config {
+	return config.Config{GatewayAddr: ":8080", MessagingAddr: ":8081", DemoAPIKey: "pk_demo_key_for_tests_0000000000000000", DemoTelegramToken: "1:t", DemoTelegramSecret: "s"}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage"},
+		{"unknown", []string{"nope"}, "unknown command"},
+		{"missing flag", []string{"workspace", "create"}, "--name is required"},
+		{"bad flag", []string{"workspace", "create", "--name", "x", "--bogus"}, "bogus"},
+		{"stray argument", []string{"apikey", "revoke", "--id", "k", "extra"}, "unexpected argument"},
+		{"on and off", []string{"workspace", "feature", "--workspace", "w", "--feature", "flows_api", "--on", "--off"}, "exactly one"},
+		{"nothing to update", []string{"workspace", "update", "--workspace", "w"}, "nothing to change"},
+		{"help", []string{"channel", "create", "--help"}, "usage: parleyctl channel create"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{}
+			err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), tt.args)
+			var usage *cli.UsageError
+			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a usage error mentioning %q", err, tt.want)
+			}
+			if len(rec.calls) != 0 {
+				t.Errorf("a usage error still called %v", rec.calls)
+			}
+		})
+	}
+}
+
+func TestWorkspaceCreateSendsOnlyGivenFields(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: map[string]any{"POST /admin/workspaces": map[string]any{"workspace": map[string]any{"id": "w1"}}}}
+	var out bytes.Buffer
+	err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"workspace", "create", "--name", "Acme", "--modules", "developer_api, flows", "--rate-per-minute", "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := rec.bodies[0]
+	if body["name"] != "Acme" || body["rate_per_minute"] != float64(10) || len(body["modules"].([]any)) != 2 {
+		t.Errorf("body = %v", body)
+	}
+	if _, sent := body["ai_limit"]; sent {
+		t.Errorf("ai_limit sent though not given: %v", body)
+	}
+	if !json.Valid(out.Bytes()) {
+		t.Errorf("stdout is not JSON: %s", out.String())
+	}
+}
+
+func TestDemoReusesWhatExists(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: map[string]any{
+		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
+		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1", "key": "pk_demo_key_for_tests_0000000000000000"},
+		"GET /admin/channels":                map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s"}}},
+		"POST /admin/workspaces":             errors.New("must not create the workspace again"),
+		"POST /admin/channels":               errors.New("must not create the channel again"),
+	}}
+	var out bytes.Buffer
+	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
+		t.Fatalf("demo: %v (calls %v)", err, rec.calls)
+	}
+	var printed struct {
+		APIKey          string `json:"api_key"`
+		GatewayURL      string `json:"gateway_url"`
+		TelegramIngress struct {
+			URL string `json:"url"`
+		} `json:"telegram_ingress"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
+		t.Fatal(err)
+	}
+	if printed.APIKey != "pk_demo_key_for_tests_0000000000000000" || printed.GatewayURL != "http://localhost:8080" ||
+		printed.TelegramIngress.URL != "http://localhost:8081/ingress/telegram/c1" {
+		t.Errorf("printed = %+v", printed)
+	}
+	if rec.bodies[1]["key"] != "pk_demo_key_for_tests_0000000000000000" {
+		t.Errorf("demo key request body = %v", rec.bodies[1])
+	}
+}
+
+func TestServiceErrorsPassThrough(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: map[string]any{
+		"PATCH /admin/channels/c1": errs.InvalidRequest("ai_mode must be auto, suggest or external"),
+	}}
+	err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"channel", "set-mode", "--channel", "c1", "--mode", "loud"})
+	e, ok := errs.As(err)
+	if !ok || e.Status != http.StatusBadRequest || !strings.Contains(e.Error(), "ai_mode") {
+		t.Fatalf("err = %v", err)
+	}
+}
