@@ -1,0 +1,26 @@
+// Package adapters implements the domain's ports on PostgreSQL (gorm) and
+// JetStream. Row structs and their converters live here, so tables can
+// change without touching the rules. Platform clients live in subpackages
+// (telegram/).
+package adapters
+
+import (
+	"time"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+)
+
+// validID keeps strings that cannot be ids away from uuid columns, where
+// PostgreSQL would reject them with an error instead of finding nothing.
+func validID(ids ...string) bool {
+	for _, id := range ids {
+		if !channel.IsID(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// utc normalizes times read back from PostgreSQL, which come in the
+// connection's zone.
+func utc(t time.Time) time.Time { return t.UTC() }

@@ -1,0 +1,323 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
+)
+
+// ConversationStore keeps contacts, conversations and messages, and takes
+// received deliveries (with their dedupe claims and outbox events) in one
+// transaction.
+type ConversationStore struct {
+	db *gorm.DB
+}
+
+var _ conversation.Store = (*ConversationStore)(nil)
+
+// NewConversationStore returns a store on gdb.
+func NewConversationStore(gdb *gorm.DB) *ConversationStore { return &ConversationStore{db: gdb} }
+
+type contactRow struct {
+	ID          string `gorm:"column:id"`
+	WorkspaceID string `gorm:"column:workspace_id"`
+	ChannelID   string `gorm:"column:channel_id"`
+	SenderID    string `gorm:"column:sender_id"`
+	Name        string `gorm:"column:name"`
+	ProfilePic  string `gorm:"column:profile_pic"`
+}
+
+func (r contactRow) toDomain() conversation.Contact {
+	return conversation.Contact{ID: r.ID, WorkspaceID: r.WorkspaceID, ChannelID: r.ChannelID, SenderID: r.SenderID, Name: r.Name, ProfilePic: r.ProfilePic}
+}
+
+// conversationRow is a conversation joined with its contact.
+type conversationRow struct {
+	ID                    string     `gorm:"column:id"`
+	WorkspaceID           string     `gorm:"column:workspace_id"`
+	ChannelID             string     `gorm:"column:channel_id"`
+	Platform              string     `gorm:"column:platform"`
+	ReplyTo               string     `gorm:"column:reply_to"`
+	LastMessageAt         time.Time  `gorm:"column:last_message_at"`
+	LastCustomerMessageAt *time.Time `gorm:"column:last_customer_message_at"`
+	CreatedAt             time.Time  `gorm:"column:created_at"`
+	ContactID             string     `gorm:"column:contact_id"`
+	SenderID              string     `gorm:"column:sender_id"`
+	Name                  string     `gorm:"column:name"`
+	ProfilePic            string     `gorm:"column:profile_pic"`
+}
+
+func (r conversationRow) toDomain() conversation.Conversation {
+	c := conversation.Conversation{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, ChannelID: r.ChannelID, Platform: channel.Kind(r.Platform),
+		ReplyTo: r.ReplyTo, LastMessageAt: utc(r.LastMessageAt), CreatedAt: utc(r.CreatedAt),
+		Contact: conversation.Contact{
+			ID: r.ContactID, WorkspaceID: r.WorkspaceID, ChannelID: r.ChannelID,
+			SenderID: r.SenderID, Name: r.Name, ProfilePic: r.ProfilePic,
+		},
+	}
+	if r.LastCustomerMessageAt != nil {
+		c.LastCustomerMessageAt = utc(*r.LastCustomerMessageAt)
+	}
+	return c
+}
+
+const conversationColumns = `v.id, v.workspace_id, v.channel_id, v.platform, v.reply_to, v.last_message_at,
+	v.last_customer_message_at, v.created_at, c.id AS contact_id, c.sender_id, c.name, c.profile_pic`
+
+type messageRow struct {
+	ID             string    `gorm:"column:id"`
+	WorkspaceID    string    `gorm:"column:workspace_id"`
+	ConversationID string    `gorm:"column:conversation_id"`
+	Sender         string    `gorm:"column:sender"`
+	Type           string    `gorm:"column:type"`
+	Content        string    `gorm:"column:content"`
+	Metadata       string    `gorm:"column:metadata;type:jsonb"`
+	ExternalID     string    `gorm:"column:external_id"`
+	CreatedAt      time.Time `gorm:"column:created_at"`
+}
+
+func (messageRow) TableName() string { return "messaging.messages" }
+
+func messageToRow(m conversation.Message) (messageRow, error) {
+	md := m.Metadata
+	if md == nil {
+		md = map[string]any{}
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return messageRow{}, fmt.Errorf("encode message metadata: %w", err)
+	}
+	return messageRow{
+		ID: m.ID, WorkspaceID: m.WorkspaceID, ConversationID: m.ConversationID, Sender: string(m.Sender),
+		Type: m.Type, Content: m.Content, Metadata: string(b), ExternalID: m.ExternalID, CreatedAt: m.CreatedAt,
+	}, nil
+}
+
+func (r messageRow) toDomain() (conversation.Message, error) {
+	md := map[string]any{}
+	if r.Metadata != "" {
+		if err := json.Unmarshal([]byte(r.Metadata), &md); err != nil {
+			return conversation.Message{}, fmt.Errorf("decode metadata of message %s: %w", r.ID, err)
+		}
+	}
+	return conversation.Message{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, ConversationID: r.ConversationID, Sender: conversation.Sender(r.Sender),
+		Type: r.Type, Content: r.Content, Metadata: md, ExternalID: r.ExternalID, CreatedAt: utc(r.CreatedAt),
+	}, nil
+}
+
+type outboxRow struct {
+	Seq       int64      `gorm:"column:seq;primaryKey;autoIncrement"`
+	EventID   string     `gorm:"column:event_id"`
+	Subject   string     `gorm:"column:subject"`
+	Payload   []byte     `gorm:"column:payload"`
+	CreatedAt time.Time  `gorm:"column:created_at"`
+	Published *time.Time `gorm:"column:published_at"`
+}
+
+func (outboxRow) TableName() string { return "messaging.outbox" }
+
+func (r outboxRow) toDomain() outbox.Event {
+	return outbox.Event{ID: r.EventID, Subject: r.Subject, Payload: r.Payload, CreatedAt: utc(r.CreatedAt)}
+}
+
+// Receive runs fn in a transaction.
+func (s *ConversationStore) Receive(ctx context.Context, fn func(conversation.ReceiveTx) error) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(receiveTx{tx: tx})
+	})
+}
+
+// Get returns a conversation of the workspace.
+func (s *ConversationStore) Get(ctx context.Context, workspaceID, id string) (conversation.Conversation, error) {
+	if !validID(workspaceID, id) {
+		return conversation.Conversation{}, conversation.ErrNotFound
+	}
+	var rows []conversationRow
+	err := s.conversations(ctx).Where("v.workspace_id = ? AND v.id = ?", workspaceID, id).Limit(1).Scan(&rows).Error
+	if err != nil {
+		return conversation.Conversation{}, fmt.Errorf("load conversation %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return conversation.Conversation{}, conversation.ErrNotFound
+	}
+	return rows[0].toDomain(), nil
+}
+
+func (s *ConversationStore) conversations(ctx context.Context) *gorm.DB {
+	return s.db.WithContext(ctx).Table("messaging.conversations AS v").
+		Select(conversationColumns).
+		Joins("JOIN messaging.contacts AS c ON c.id = v.contact_id")
+}
+
+// ListConversations returns a page of the workspace's conversations.
+func (s *ConversationStore) ListConversations(ctx context.Context, q conversation.ConversationQuery) ([]conversation.Conversation, error) {
+	if !validID(q.WorkspaceID) {
+		return nil, nil
+	}
+	tx := s.conversations(ctx).Where("v.workspace_id = ?", q.WorkspaceID)
+	if q.Platform != "" {
+		tx = tx.Where("v.platform = ?", string(q.Platform))
+	}
+	switch {
+	case q.At != nil:
+		tx = tx.Where("v.last_message_at = ?", *q.At)
+	case q.Before != nil:
+		tx = tx.Where("v.last_message_at < ?", *q.Before)
+	}
+	if q.At == nil {
+		tx = tx.Limit(q.Limit)
+	}
+	var rows []conversationRow
+	if err := tx.Order("v.last_message_at DESC, v.id DESC").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	out := make([]conversation.Conversation, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, nil
+}
+
+// ListMessages returns a page of a conversation's messages.
+func (s *ConversationStore) ListMessages(ctx context.Context, q conversation.MessageQuery) ([]conversation.Message, error) {
+	if !validID(q.ConversationID) {
+		return nil, nil
+	}
+	tx := s.db.WithContext(ctx).Model(&messageRow{}).Where("conversation_id = ?", q.ConversationID)
+	switch {
+	case q.At != nil:
+		tx = tx.Where("created_at = ?", *q.At)
+	case q.Before != nil:
+		tx = tx.Where("created_at < ?", *q.Before)
+	}
+	if q.At == nil {
+		tx = tx.Limit(q.Limit)
+	}
+	var rows []messageRow
+	if err := tx.Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	out := make([]conversation.Message, len(rows))
+	for i, r := range rows {
+		m, err := r.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// AddSent stores a sent message and moves the conversation forward.
+func (s *ConversationStore) AddSent(ctx context.Context, m conversation.Message) error {
+	row, err := messageToRow(m)
+	if err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?) WHERE id = ?`, m.CreatedAt, m.ConversationID)
+		if res.Error != nil {
+			return fmt.Errorf("update conversation %s: %w", m.ConversationID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return conversation.ErrNotFound
+		}
+		return nil
+	})
+}
+
+// receiveTx is one delivery's transaction.
+type receiveTx struct {
+	tx *gorm.DB
+}
+
+func (r receiveTx) ClaimTelegramUpdate(ctx context.Context, channelID string, updateID int64) (bool, error) {
+	res := r.tx.WithContext(ctx).Exec(`INSERT INTO messaging.telegram_updates (channel_id, update_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, channelID, updateID)
+	if res.Error != nil {
+		return false, fmt.Errorf("claim telegram update %d: %w", updateID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func (r receiveTx) UpsertContact(ctx context.Context, c conversation.Contact) (conversation.Contact, error) {
+	var rows []contactRow
+	// A platform may send an empty name or picture (privacy settings); keep
+	// what we knew rather than erase it.
+	err := r.tx.WithContext(ctx).Raw(`
+		INSERT INTO messaging.contacts AS k (id, workspace_id, channel_id, sender_id, name, profile_pic)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (channel_id, sender_id) DO UPDATE SET
+			name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE k.name END,
+			profile_pic = CASE WHEN excluded.profile_pic <> '' THEN excluded.profile_pic ELSE k.profile_pic END,
+			updated_at = now()
+		RETURNING id, workspace_id, channel_id, sender_id, name, profile_pic`,
+		c.ID, c.WorkspaceID, c.ChannelID, c.SenderID, c.Name, c.ProfilePic).Scan(&rows).Error
+	if err != nil {
+		return conversation.Contact{}, fmt.Errorf("upsert contact: %w", err)
+	}
+	if len(rows) != 1 {
+		return conversation.Contact{}, errors.New("upsert contact: no row returned")
+	}
+	return rows[0].toDomain(), nil
+}
+
+func (r receiveTx) UpsertConversation(ctx context.Context, c conversation.Conversation) (conversation.Conversation, error) {
+	var lastCustomer *time.Time
+	if !c.LastCustomerMessageAt.IsZero() {
+		lastCustomer = &c.LastCustomerMessageAt
+	}
+	var rows []conversationRow
+	// A retried, older delivery must not move the conversation back in time
+	// nor redirect replies to an older chat.
+	err := r.tx.WithContext(ctx).Raw(`
+		INSERT INTO messaging.conversations AS v
+			(id, workspace_id, channel_id, contact_id, platform, reply_to, last_message_at, last_customer_message_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (channel_id, contact_id) DO UPDATE SET
+			reply_to = CASE WHEN excluded.last_message_at >= v.last_message_at THEN excluded.reply_to ELSE v.reply_to END,
+			last_message_at = GREATEST(v.last_message_at, excluded.last_message_at),
+			last_customer_message_at = GREATEST(v.last_customer_message_at, excluded.last_customer_message_at)
+		RETURNING id, workspace_id, channel_id, platform, reply_to, last_message_at, last_customer_message_at, created_at`,
+		c.ID, c.WorkspaceID, c.ChannelID, c.Contact.ID, string(c.Platform), c.ReplyTo, c.LastMessageAt, lastCustomer).Scan(&rows).Error
+	if err != nil {
+		return conversation.Conversation{}, fmt.Errorf("upsert conversation: %w", err)
+	}
+	if len(rows) != 1 {
+		return conversation.Conversation{}, errors.New("upsert conversation: no row returned")
+	}
+	out := rows[0].toDomain()
+	out.Contact = c.Contact
+	return out, nil
+}
+
+func (r receiveTx) AddMessage(ctx context.Context, m conversation.Message) error {
+	row, err := messageToRow(m)
+	if err != nil {
+		return err
+	}
+	if err := r.tx.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("insert message: %w", err)
+	}
+	return nil
+}
+
+func (r receiveTx) AddEvent(ctx context.Context, e outbox.Event) error {
+	row := outboxRow{EventID: e.ID, Subject: e.Subject, Payload: e.Payload, CreatedAt: e.CreatedAt}
+	if err := r.tx.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("insert outbox event: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+// Package app holds the messaging use cases: receiving customer messages,
+// sending replies, reading the inbox and managing channels. It decides; the
+// domain holds the rules and the adapters do the I/O.
+package app
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+)
+
+// Deps are what the use cases need.
+type Deps struct {
+	Channels channel.Store
+	Inbox    conversation.Store
+	// Transports send on each platform; a platform missing here cannot be
+	// sent to yet.
+	Transports map[channel.Kind]conversation.Transport
+	// EventSubject names the stream subject of an event of a workspace.
+	EventSubject func(workspaceID, eventType string) string
+	// EventWritten is called after a commit that wrote an outbox event, so
+	// the relay publishes it without waiting for its next poll.
+	EventWritten func()
+	Metrics      *Metrics
+	Log          *zap.Logger
+	// Now and NewID default to the clock and UUIDv7.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// App is the messaging use cases.
+type App struct {
+	channels     channel.Store
+	inbox        conversation.Store
+	transports   map[channel.Kind]conversation.Transport
+	eventSubject func(workspaceID, eventType string) string
+	eventWritten func()
+	metrics      *Metrics
+	log          *zap.Logger
+	now          func() time.Time
+	newID        func() string
+}
+
+// New returns the use cases over d.
+func New(d Deps) *App {
+	a := &App{
+		channels:     d.Channels,
+		inbox:        d.Inbox,
+		transports:   d.Transports,
+		eventSubject: d.EventSubject,
+		eventWritten: d.EventWritten,
+		metrics:      d.Metrics,
+		log:          d.Log,
+		now:          d.Now,
+		newID:        d.NewID,
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.newID == nil {
+		a.newID = NewID
+	}
+	if a.eventWritten == nil {
+		a.eventWritten = func() {}
+	}
+	if a.log == nil {
+		a.log = zap.NewNop()
+	}
+	if a.metrics == nil {
+		a.metrics = NewMetrics(nil)
+	}
+	return a
+}
+
+// NewID returns a UUIDv7: time-ordered, so new rows land at the end of
+// their indexes.
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// timestamp is the clock at the store's precision, so what a use case
+// returns equals what is read back later.
+func (a *App) timestamp() time.Time {
+	return a.now().UTC().Truncate(time.Microsecond)
+}

@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
+)
+
+// RelayConfig tunes the outbox relay.
+type RelayConfig struct {
+	// Poll is how often the relay looks for unpublished events without
+	// being kicked.
+	Poll time.Duration
+	// Retention is how long published events are kept before pruning.
+	Retention time.Duration
+	// PublishTimeout bounds the wait for the stream's ack of one event.
+	PublishTimeout time.Duration
+	// Batch is how many events one transaction takes.
+	Batch int
+	// MinBackoff and MaxBackoff bound the wait after a failed pass.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+func (c RelayConfig) withDefaults() RelayConfig {
+	if c.Poll <= 0 {
+		c.Poll = time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.Batch <= 0 {
+		c.Batch = 100
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = 5 * time.Second
+	}
+	return c
+}
+
+// pruneEvery spaces the deletions of published events.
+const pruneEvery = 10 * time.Minute
+
+// Relay publishes outbox events to the stream: right after a commit that
+// wrote one (Kick), and on a poll for those a crash or an outage left
+// behind. On failure it keeps the events and retries with backoff; the
+// event id as Nats-Msg-Id makes a repeated publish harmless.
+type Relay struct {
+	store   outbox.Store
+	pub     outbox.Publisher
+	cfg     RelayConfig
+	log     *zap.Logger
+	metrics *Metrics
+	kick    chan struct{}
+	now     func() time.Time
+}
+
+// NewRelay returns a relay from store to pub.
+func NewRelay(store outbox.Store, pub outbox.Publisher, cfg RelayConfig, metrics *Metrics, log *zap.Logger) *Relay {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	return &Relay{
+		store:   store,
+		pub:     pub,
+		cfg:     cfg.withDefaults(),
+		log:     log,
+		metrics: metrics,
+		kick:    make(chan struct{}, 1),
+		now:     time.Now,
+	}
+}
+
+// Kick asks for a pass now; it never blocks, and kicks during a pass are
+// merged into one more pass.
+func (r *Relay) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run relays until ctx ends. A pass under way when ctx ends finishes its
+// current event first.
+func (r *Relay) Run(ctx context.Context) {
+	poll := time.NewTicker(r.cfg.Poll)
+	defer poll.Stop()
+	var backoff time.Duration
+	var lastPrune time.Time
+	failing := false
+	for {
+		err := r.drain(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.metrics.outboxFailures.Inc()
+			if !failing {
+				r.log.Warn("outbox publish failed, retrying", zap.Error(err))
+				failing = true
+			}
+			backoff = min(max(2*backoff, r.cfg.MinBackoff), r.cfg.MaxBackoff)
+			r.updateBacklog(ctx)
+			// Kicks are not waited on here: while NATS is down they would
+			// only turn the backoff into a busy loop.
+			if !sleep(ctx, backoff) {
+				return
+			}
+			continue
+		}
+		if failing {
+			r.log.Info("outbox publishing again")
+			failing = false
+		}
+		backoff = 0
+		if now := r.now(); now.Sub(lastPrune) >= pruneEvery {
+			r.prune(ctx, now)
+			lastPrune = now
+		}
+		r.updateBacklog(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-poll.C:
+		}
+	}
+}
+
+// drain publishes batches until the outbox is empty or a pass fails.
+func (r *Relay) drain(ctx context.Context) error {
+	// The transaction outlives a cancelled ctx so that what was published
+	// is also marked; each publish is bounded by PublishTimeout.
+	work := context.WithoutCancel(ctx)
+	for ctx.Err() == nil {
+		n, err := r.store.PublishPending(work, r.cfg.Batch, r.publish)
+		r.metrics.outboxPublished.Add(float64(n))
+		if err != nil {
+			return err
+		}
+		if n < r.cfg.Batch {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *Relay) publish(ctx context.Context, e outbox.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	return r.pub.Publish(ctx, e)
+}
+
+func (r *Relay) prune(ctx context.Context, now time.Time) {
+	n, err := r.store.Prune(ctx, now.Add(-r.cfg.Retention))
+	if err != nil {
+		r.log.Warn("outbox prune failed", zap.Error(err))
+		return
+	}
+	r.metrics.outboxPruned.Add(float64(n))
+}
+
+func (r *Relay) updateBacklog(ctx context.Context) {
+	n, err := r.store.Backlog(ctx)
+	if err != nil {
+		// The gauge keeps its last value; the failing pass is logged.
+		return
+	}
+	r.metrics.outboxBacklog.Set(float64(n))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

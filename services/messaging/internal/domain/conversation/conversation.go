@@ -1,0 +1,139 @@
+// Package conversation is the inbox: contacts (the customers), their
+// conversations with a channel, and the messages exchanged, plus the rules
+// of what may be sent and the port through which each platform sends it.
+package conversation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
+)
+
+// Contact is a customer as one channel knows them.
+type Contact struct {
+	ID          string
+	WorkspaceID string
+	ChannelID   string
+	// SenderID is the customer's id on the platform (Telegram's from.id).
+	SenderID   string
+	Name       string
+	ProfilePic string
+}
+
+// Conversation is the thread between a channel and one contact.
+type Conversation struct {
+	ID          string
+	WorkspaceID string
+	ChannelID   string
+	Platform    channel.Kind
+	Contact     Contact
+	// ReplyTo is where the platform takes replies (Telegram's chat.id).
+	ReplyTo       string
+	LastMessageAt time.Time
+	// LastCustomerMessageAt is the platform's timestamp of the customer's
+	// latest message, from which Meta's 24-hour window runs.
+	LastCustomerMessageAt time.Time
+	CreatedAt             time.Time
+}
+
+// Sender is who wrote a message.
+type Sender string
+
+// Senders of the specification: the customer, an operator or the developer
+// through the API, and the built-in AI.
+const (
+	SenderContact Sender = "contact"
+	SenderUser    Sender = "user"
+	SenderAI      Sender = "ai"
+)
+
+// TypeText is a message of plain text (with quick replies or buttons for
+// outbound ones).
+const TypeText = "text"
+
+// Message is one message of a conversation.
+type Message struct {
+	ID             string
+	WorkspaceID    string
+	ConversationID string
+	Sender         Sender
+	Type           string
+	Content        string
+	// Metadata holds what the content alone does not: for sent messages the
+	// buttons and quick replies.
+	Metadata   map[string]any
+	ExternalID string
+	// CreatedAt is the platform's timestamp for customer messages, the
+	// moment Parley stored it for others.
+	CreatedAt time.Time
+}
+
+// Inbound is a customer message as a platform delivered it.
+type Inbound struct {
+	SenderID   string
+	SenderName string
+	ProfilePic string
+	// ReplyTo is where replies to this customer go.
+	ReplyTo    string
+	Type       string
+	Text       string
+	ExternalID string
+	SentAt     time.Time
+}
+
+// ErrNotFound is a conversation that does not exist in the workspace asking.
+var ErrNotFound = errors.New("conversation not found")
+
+// ConversationQuery selects a page of a workspace's conversations, most
+// recent message first (last_message_at, then id, descending).
+type ConversationQuery struct {
+	WorkspaceID string
+	// Platform, when set, keeps only that platform's conversations.
+	Platform channel.Kind
+	// Before, when set, keeps conversations whose last message is older.
+	Before *time.Time
+	// At, when set, selects every conversation whose last message is at
+	// exactly this time, and Before and Limit are ignored.
+	At    *time.Time
+	Limit int
+}
+
+// MessageQuery selects a page of a conversation's messages, newest first.
+type MessageQuery struct {
+	ConversationID string
+	Before         *time.Time
+	At             *time.Time
+	Limit          int
+}
+
+// Store keeps the inbox.
+type Store interface {
+	// Receive runs fn in one transaction; an error from fn rolls it all back.
+	Receive(ctx context.Context, fn func(ReceiveTx) error) error
+	// Get returns the conversation if it belongs to workspaceID, else
+	// ErrNotFound: other workspaces' conversations do not exist for it.
+	Get(ctx context.Context, workspaceID, id string) (Conversation, error)
+	ListConversations(ctx context.Context, q ConversationQuery) ([]Conversation, error)
+	ListMessages(ctx context.Context, q MessageQuery) ([]Message, error)
+	// AddSent stores a message sent to the customer and moves the
+	// conversation's last_message_at.
+	AddSent(ctx context.Context, m Message) error
+}
+
+// ReceiveTx is what one received delivery may do, all in one transaction.
+type ReceiveTx interface {
+	// ClaimTelegramUpdate records that the channel received update_id;
+	// false means it was received before and must be ignored.
+	ClaimTelegramUpdate(ctx context.Context, channelID string, updateID int64) (bool, error)
+	// UpsertContact stores c, or updates the contact with the same channel
+	// and sender id; it returns the stored contact.
+	UpsertContact(ctx context.Context, c Contact) (Contact, error)
+	// UpsertConversation stores c, or moves the existing conversation of the
+	// same channel and contact forward; it returns the stored conversation.
+	UpsertConversation(ctx context.Context, c Conversation) (Conversation, error)
+	AddMessage(ctx context.Context, m Message) error
+	AddEvent(ctx context.Context, e outbox.Event) error
+}

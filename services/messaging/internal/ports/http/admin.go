@@ -1,0 +1,72 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+)
+
+type createChannelRequest struct {
+	WorkspaceID string `json:"workspace_id"`
+	Kind        string `json:"kind"`
+	ExternalID  string `json:"external_id"`
+	Token       string `json:"token"`
+	Secret      string `json:"secret"`
+}
+
+// POST /admin/channels {workspace_id, kind, external_id?, token?, secret?}
+func (h *Handlers) createChannel(c echo.Context) error {
+	var req createChannelRequest
+	if err := httpx.BindJSON(c, &req); err != nil {
+		return err
+	}
+	ch, err := h.app.CreateChannel(c.Request().Context(), channel.NewChannel{
+		WorkspaceID: req.WorkspaceID, Kind: req.Kind, ExternalID: req.ExternalID, Token: req.Token, Secret: req.Secret,
+	})
+	if err != nil {
+		return toHTTP(err)
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"channel": toAdminChannelJSON(ch)})
+}
+
+// GET /admin/channels?workspace_id=W
+func (h *Handlers) adminListChannels(c echo.Context) error {
+	ws := c.QueryParam("workspace_id")
+	if ws == "" {
+		return errs.InvalidRequest("workspace_id is required")
+	}
+	if !channel.IsID(ws) {
+		return errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
+	}
+	chans, err := h.app.ListChannels(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTP(err)
+	}
+	out := make([]adminChannelJSON, len(chans))
+	for i, ch := range chans {
+		out[i] = toAdminChannelJSON(ch)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"channels": out})
+}
+
+// PATCH /admin/channels/:id {ai_mode}
+func (h *Handlers) setChannelAIMode(c echo.Context) error {
+	var req struct {
+		AIMode *string `json:"ai_mode"`
+	}
+	if err := httpx.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if req.AIMode == nil {
+		return errs.InvalidRequest("ai_mode is required (auto, suggest or external)")
+	}
+	ch, err := h.app.SetChannelAIMode(c.Request().Context(), c.Param("id"), *req.AIMode)
+	if err != nil {
+		return toHTTP(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"channel": toAdminChannelJSON(ch)})
+}

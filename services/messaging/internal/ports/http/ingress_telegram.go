@@ -1,0 +1,59 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters/telegram"
+	"github.com/parleyhq/parley/services/messaging/internal/app"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+)
+
+const platformTelegram = string(channel.KindTelegram)
+
+// telegramIngress takes one Update that Telegram posts to the bot's webhook
+// (setWebhook url=.../ingress/telegram/<channel_id>, secret_token=<secret>).
+// Every update it accepts gets 200, handled or not: Telegram redelivers
+// anything else until it succeeds.
+func (h *Handlers) telegramIngress(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := h.app.TelegramChannel(ctx, c.Param("channel_id"))
+	if errors.Is(err, channel.ErrNotFound) {
+		h.metrics.Ingress(platformTelegram, app.IngressNotFound)
+		return errChannelNotFound
+	}
+	if err != nil {
+		return err
+	}
+	// The secret is checked before the body is read: nothing from an
+	// unauthenticated sender is parsed or stored.
+	if !ch.SecretMatches(c.Request().Header.Get(telegram.SecretHeader)) {
+		h.metrics.Ingress(platformTelegram, app.IngressUnauthorized)
+		return errs.Unauthorized(telegram.SecretHeader + " is missing or does not match the channel's secret")
+	}
+	var u telegram.Update
+	if err := httpx.BindJSON(c, &u); err != nil {
+		h.metrics.Ingress(platformTelegram, app.IngressInvalid)
+		return err
+	}
+	if u.UpdateID == nil {
+		h.metrics.Ingress(platformTelegram, app.IngressInvalid)
+		return errs.InvalidRequest("update_id is required")
+	}
+	var in *conversation.Inbound
+	if msg, ok := u.Inbound(time.Now()); ok {
+		in = &msg
+	}
+	if _, err := h.app.ReceiveTelegramUpdate(ctx, ch, *u.UpdateID, in); err != nil {
+		return err
+	}
+	// An empty body: Telegram would execute a Bot API method named in a JSON
+	// answer.
+	return c.NoContent(http.StatusOK)
+}

@@ -1,0 +1,173 @@
+// Command messaging runs Parley's messaging service: platform ingress on
+// MESSAGING_ADDR, the inbox and send API over the gateway's rpc, and the
+// relay that publishes customer events from the outbox to JetStream.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/logging"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters/telegram"
+	"github.com/parleyhq/parley/services/messaging/internal/app"
+	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	httpport "github.com/parleyhq/parley/services/messaging/internal/ports/http"
+	"github.com/parleyhq/parley/services/messaging/migrations"
+)
+
+const (
+	schema  = "messaging"
+	version = "1.0.0"
+)
+
+func main() {
+	log, err := logging.New("messaging")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log); err != nil {
+		log.Error("stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *zap.Logger) error {
+	cfg, err := config.Load[svcconfig.Config]()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", zap.Any("config", config.Masked(cfg)))
+
+	gdb, err := db.Open(ctx, cfg.DatabaseURL, schema, migrations.FS, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+
+	nc, err := natsx.Connect(cfg.NATSURL, "messaging", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Drain()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	svc, err := build(ctx, cfg, gdb, nc, log, reg)
+	if err != nil {
+		return err
+	}
+
+	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceMessaging, version, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Handle(rpc.EndpointAPI, svc.api); err != nil {
+		return err
+	}
+	if err := srv.Handle(rpc.EndpointAdmin, svc.admin); err != nil {
+		return err
+	}
+
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		svc.relay.Run(relayCtx)
+	}()
+
+	log.Info("serving", zap.String("addr", cfg.Addr))
+	serveErr := httpx.Serve(ctx, svc.public, cfg.Addr)
+
+	// Shut down in order: HTTP is closed; then the rpc endpoints, then the
+	// relay (its current event finishes); NATS and the database close in
+	// the deferred calls.
+	if err := srv.Stop(); err != nil {
+		log.Warn("stop rpc server", zap.Error(err))
+	}
+	stopRelay()
+	<-relayDone
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", cfg.Addr, serveErr)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// service is the wired messaging service: its three HTTP surfaces and the
+// outbox relay.
+type service struct {
+	public *echo.Echo // platform ingress and probes, on MESSAGING_ADDR
+	api    *echo.Echo // rpc endpoint "api": the public /v1 routes
+	admin  *echo.Echo // rpc endpoint "admin": parleyctl
+	relay  *app.Relay
+}
+
+// build wires adapters, use cases and ports, and makes sure the events
+// stream exists.
+func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Conn, log *zap.Logger, reg *prometheus.Registry) (*service, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	stream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
+	if _, err := stream.Ensure(ctx, js); err != nil {
+		return nil, err
+	}
+
+	metrics := app.NewMetrics(reg)
+	relay := app.NewRelay(
+		adapters.NewOutboxStore(gdb),
+		adapters.NewJetStreamPublisher(js, stream.Name),
+		app.RelayConfig{Poll: cfg.OutboxPollInterval, Retention: cfg.OutboxRetention},
+		metrics, log)
+	use := app.New(app.Deps{
+		Channels: adapters.NewChannelStore(gdb),
+		Inbox:    adapters.NewConversationStore(gdb),
+		Transports: map[channel.Kind]conversation.Transport{
+			channel.KindTelegram: telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
+		},
+		EventSubject: stream.Subject,
+		EventWritten: relay.Kick,
+		Metrics:      metrics,
+		Log:          log,
+	})
+	handlers := httpport.New(use, metrics)
+
+	public := httpx.NewEcho(log)
+	httpx.MountProbes(public, reg,
+		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
+		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
+	)
+	handlers.RegisterPublic(public)
+	api := httpx.NewEcho(log)
+	handlers.RegisterAPI(api)
+	admin := httpx.NewEcho(log)
+	handlers.RegisterAdmin(admin)
+	return &service{public: public, api: api, admin: admin, relay: relay}, nil
+}
