@@ -1,0 +1,136 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+)
+
+// WebhookStore keeps webhooks in dispatch.webhooks.
+type WebhookStore struct {
+	db *gorm.DB
+}
+
+var _ webhook.Store = (*WebhookStore)(nil)
+
+// NewWebhookStore returns the store over gdb (opened for Schema).
+func NewWebhookStore(gdb *gorm.DB) *WebhookStore { return &WebhookStore{db: gdb} }
+
+type webhookRow struct {
+	ID                  string `gorm:"primaryKey"`
+	WorkspaceID         string
+	URL                 string
+	Secret              string
+	Status              string
+	ConsecutiveFailures int
+	CreatedAt           time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt           time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (webhookRow) TableName() string { return Schema + ".webhooks" }
+
+func webhookToRow(w *webhook.Webhook) webhookRow {
+	return webhookRow{
+		ID:                  w.ID,
+		WorkspaceID:         w.WorkspaceID,
+		URL:                 w.URL,
+		Secret:              w.Secret,
+		Status:              string(w.Status),
+		ConsecutiveFailures: w.ConsecutiveFailures,
+		CreatedAt:           w.CreatedAt,
+		UpdatedAt:           w.UpdatedAt,
+	}
+}
+
+func (r webhookRow) toDomain() *webhook.Webhook {
+	return &webhook.Webhook{
+		ID:                  r.ID,
+		WorkspaceID:         r.WorkspaceID,
+		URL:                 r.URL,
+		Secret:              r.Secret,
+		Status:              webhook.Status(r.Status),
+		ConsecutiveFailures: r.ConsecutiveFailures,
+		CreatedAt:           r.CreatedAt.UTC(),
+		UpdatedAt:           r.UpdatedAt.UTC(),
+	}
+}
+
+// Get implements webhook.Store.
+func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.Webhook, error) {
+	var row webhookRow
+	err := s.db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, webhook.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load webhook: %w", err)
+	}
+	return row.toDomain(), nil
+}
+
+// Put implements webhook.Store in one statement, so two saves racing for a
+// workspace without a webhook end in one row.
+func (s *WebhookStore) Put(ctx context.Context, w *webhook.Webhook) (*webhook.Webhook, error) {
+	in := webhookToRow(w)
+	var out webhookRow
+	err := s.db.WithContext(ctx).Raw(`
+		INSERT INTO `+Schema+`.webhooks (id, workspace_id, url, secret, status, consecutive_failures, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (workspace_id) DO UPDATE SET
+			url = EXCLUDED.url,
+			secret = EXCLUDED.secret,
+			status = EXCLUDED.status,
+			consecutive_failures = EXCLUDED.consecutive_failures,
+			updated_at = EXCLUDED.updated_at
+		RETURNING *`,
+		in.ID, in.WorkspaceID, in.URL, in.Secret, in.Status, in.ConsecutiveFailures, in.CreatedAt, in.UpdatedAt,
+	).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("save webhook: %w", err)
+	}
+	return out.toDomain(), nil
+}
+
+// Update implements webhook.Store.
+func (s *WebhookStore) Update(ctx context.Context, workspaceID string, fn func(*webhook.Webhook) error) (*webhook.Webhook, error) {
+	var out *webhook.Webhook
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row webhookRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("workspace_id = ?", workspaceID).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return webhook.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("load webhook: %w", err)
+		}
+		w := row.toDomain()
+		if err := fn(w); err != nil {
+			return err
+		}
+		next := webhookToRow(w)
+		if err := tx.Save(&next).Error; err != nil {
+			return fmt.Errorf("update webhook: %w", err)
+		}
+		out = w
+		return nil
+	})
+	return out, err
+}
+
+// Delete implements webhook.Store.
+func (s *WebhookStore) Delete(ctx context.Context, workspaceID string) error {
+	res := s.db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Delete(&webhookRow{})
+	if res.Error != nil {
+		return fmt.Errorf("delete webhook: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return webhook.ErrNotFound
+	}
+	return nil
+}

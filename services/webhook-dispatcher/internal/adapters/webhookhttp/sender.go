@@ -1,0 +1,219 @@
+// Package webhookhttp posts signed deliveries to receivers over HTTP. Its
+// client is built for hostile receivers: redirects are never followed,
+// responses are never decompressed and are read only up to a cap, no proxy
+// from the environment is used, and (unless private targets are allowed)
+// every connection is checked at dial time against the resolved address,
+// so DNS rebinding cannot reach loopback, private or metadata addresses.
+package webhookhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+)
+
+// Header names of a delivery (specification §6 "Headers").
+const (
+	HeaderEvent     = "X-Service-Event"
+	HeaderDelivery  = "X-Service-Delivery"
+	HeaderTimestamp = "X-Service-Timestamp"
+	HeaderSignature = "X-Service-Signature"
+)
+
+// Bounds on what a receiver can make the dispatcher read.
+const (
+	// MaxResponseBody is how much of a response body is read.
+	MaxResponseBody = 64 << 10
+	// MaxResponseHeader bounds the response headers.
+	MaxResponseHeader = 64 << 10
+	// errorBodyChars is how much of a failing response's body is kept in
+	// the delivery's last_error.
+	errorBodyChars = 512
+)
+
+// Options configure a Sender.
+type Options struct {
+	// AllowPrivateTargets lets deliveries use plain http and reach
+	// loopback and private addresses (development and tests).
+	AllowPrivateTargets bool
+	// UserAgent is sent as User-Agent ("Parley-Webhooks/<version>").
+	UserAgent string
+	// Clock stamps X-Service-Timestamp; time.Now when nil.
+	Clock func() time.Time
+}
+
+// Sender implements delivery.Sender.
+type Sender struct {
+	client       *http.Client
+	userAgent    string
+	clock        func() time.Time
+	allowPrivate bool
+}
+
+var _ delivery.Sender = (*Sender)(nil)
+
+// New returns a Sender with its own connection pool.
+func New(o Options) *Sender {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if !o.AllowPrivateTargets {
+		dialer.Control = guard
+	}
+	transport := &http.Transport{
+		Proxy:                  nil, // never HTTP(S)_PROXY: it would dial for us, unguarded
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    10 * time.Second,
+		MaxIdleConns:           512,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeader,
+		DisableCompression:     true, // no gzip bombs: bodies are read as sent, capped
+	}
+	clock := o.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse // a redirect is the answer, and a failure
+			},
+		},
+		userAgent:    o.UserAgent,
+		clock:        clock,
+		allowPrivate: o.AllowPrivateTargets,
+	}
+}
+
+// Send implements delivery.Sender: one POST, signed with the current time.
+func (s *Sender) Send(ctx context.Context, r delivery.Request) delivery.Result {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return delivery.Result{Error: "invalid webhook url"}
+	}
+	if !s.allowPrivate && u.Scheme != "https" {
+		return delivery.Result{Error: "refused: webhook url is not https"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return delivery.Result{Error: "invalid webhook url"}
+	}
+	ts := s.clock().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.userAgent)
+	req.Header.Set(HeaderEvent, r.Event)
+	req.Header.Set(HeaderDelivery, r.DeliveryID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, delivery.Sign(r.Secret, ts, r.Body))
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return delivery.Result{Error: describe(err)}
+	}
+	defer resp.Body.Close()
+	// Read (capped) so the connection can be reused; a body cut short by
+	// the attempt deadline does not change the answer already given.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
+
+	res := delivery.Result{Status: resp.StatusCode}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+		res.Error = fmt.Sprintf("receiver answered %d (redirects are not followed)", resp.StatusCode)
+		if loc := resp.Header.Get("Location"); loc != "" {
+			res.Error += ": Location " + truncate(clean([]byte(loc)), errorBodyChars)
+		}
+	default:
+		res.Error = fmt.Sprintf("receiver answered %d", resp.StatusCode)
+		if snippet := truncate(clean(body), errorBodyChars); snippet != "" {
+			res.Error += ": " + snippet
+		}
+	}
+	return res
+}
+
+// guard is the dialer's Control: it runs on the address actually being
+// dialed, after DNS resolution, so a name cannot resolve around it.
+func guard(network, address string, _ syscall.RawConn) error {
+	switch network {
+	case "tcp4", "tcp6":
+	default:
+		return &BlockedError{Address: address, Reason: "network " + network + " is not allowed"}
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return &BlockedError{Address: address, Reason: "not an IP address"}
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return &BlockedError{Address: address, Reason: "not an IP address"}
+	}
+	if err := webhook.CheckAddr(ip); err != nil {
+		return &BlockedError{Address: address, Reason: err.Error()}
+	}
+	return nil
+}
+
+// BlockedError is a dial the guard refused.
+type BlockedError struct {
+	Address string
+	Reason  string
+}
+
+func (e *BlockedError) Error() string {
+	return "refused to connect to " + e.Address + ": " + e.Reason
+}
+
+// describe turns a transport error into last_error text without Go's
+// wrapping ("Post \"https://...\": dial tcp ...").
+func describe(err error) string {
+	var blocked *BlockedError
+	if errors.As(err, &blocked) {
+		return blocked.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return truncate(err.Error(), errorBodyChars)
+}
+
+// clean makes receiver-supplied bytes fit to store and show: valid UTF-8,
+// no control characters, trimmed.
+func clean(b []byte) string {
+	s := strings.ToValidUTF8(string(bytes.TrimSpace(b)), "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// truncate keeps at most n bytes of s, cut at a rune boundary, and marks
+// the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+)
+
+// DeliverEvent delivers one customer event to its workspace's webhook and
+// records the outcome:
+//
+//   - no webhook: nothing is sent or recorded;
+//   - paused webhook: the delivery is recorded as skipped, not sent;
+//   - active webhook: the envelope is rendered once and stored, then sent
+//     with retries; the outcome and the webhook's failure count are stored
+//     together (enough consecutive failures pause the webhook).
+//
+// The delivery id is the event id, so a redelivered event finds its row:
+// settled, it is not sent again; still pending (an earlier round never
+// finished), it gets a new round with the stored body byte for byte.
+//
+// DeliverEvent returns nil once the event is settled and may be
+// acknowledged; an error wrapping delivery.ErrMalformedEvent when it can
+// never be delivered; any other error (ctx ended, storage failed) when it
+// must be handled again later. keepAlive, when set, is called before each
+// attempt.
+func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
+	payload, err := envelope.Render(ev)
+	if err != nil {
+		return err
+	}
+	hook, err := a.webhooks.Get(ctx, ev.GetWorkspaceId())
+	if errors.Is(err, webhook.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load webhook of %s: %w", ev.GetWorkspaceId(), err)
+	}
+
+	now := a.now()
+	d := delivery.New(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, now)
+	if !hook.Active() {
+		d = delivery.NewSkipped(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, now)
+	}
+	d, created, err := a.deliveries.Create(ctx, d)
+	if err != nil {
+		return fmt.Errorf("record delivery %s: %w", ev.GetId(), err)
+	}
+	if d.WorkspaceID != ev.GetWorkspaceId() {
+		return fmt.Errorf("%w: id %s already names a delivery of another workspace", delivery.ErrMalformedEvent, d.ID)
+	}
+	switch {
+	case d.Status.Final() && created:
+		// Recorded as skipped: the webhook is paused.
+		a.obs.DeliveryFinished(d.Event, d.Status)
+		a.log.Info("webhook paused; delivery skipped", zap.String("delivery_id", d.ID), zap.String("workspace_id", d.WorkspaceID))
+		return nil
+	case d.Status.Final():
+		// Settled by an earlier delivery of the same message.
+		return nil
+	case !hook.Active():
+		// A round that never finished, and the webhook paused since.
+		d.Skip()
+		return a.finish(ctx, d, nil)
+	}
+
+	if err := a.attempt(ctx, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
+		return err
+	}
+	d.Finish()
+	delivered := d.Status == delivery.StatusDelivered
+	now = a.now()
+	paused := false
+	err = a.finish(ctx, d, func(w *webhook.Webhook) bool {
+		if w.ID != hook.ID || w.Secret != hook.Secret {
+			// Saved again (or replaced) since this round began: the
+			// outcome belongs to the old setup and must not count.
+			return false
+		}
+		var changed bool
+		changed, paused = w.RecordDelivery(delivered, a.cfg.PauseAfter, now)
+		return changed
+	})
+	if err != nil {
+		return err
+	}
+	if paused {
+		a.log.Warn("webhook paused after consecutive failures",
+			zap.String("workspace_id", d.WorkspaceID), zap.Int("pause_after", a.cfg.PauseAfter))
+	}
+	return nil
+}

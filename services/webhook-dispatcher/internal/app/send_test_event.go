@@ -1,0 +1,41 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
+)
+
+// SendTestEvent delivers a test event to the workspace's webhook now, in
+// one attempt, and returns the recorded delivery (POST /v1/webhook/test).
+// It is the dashboard's button check: it is not retried, it does not count
+// towards pausing (nor does a success clear the count), and it is sent even
+// to a paused webhook so a developer can check the receiver before saving
+// again. It appears in the delivery log like any delivery.
+func (a *App) SendTestEvent(ctx context.Context, workspaceID string) (*delivery.Delivery, error) {
+	hook, err := a.webhooks.Get(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	id := uuid.NewString()
+	payload, err := envelope.RenderTest(id, workspaceID, now)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := a.deliveries.Create(ctx, delivery.New(id, workspaceID, delivery.EventTest, payload, now))
+	if err != nil {
+		return nil, fmt.Errorf("record test delivery: %w", err)
+	}
+	// A cancelled request still gets its one attempt recorded, as failed.
+	_ = a.attempt(ctx, hook, d, 1, nil)
+	d.Finish()
+	if err := a.finish(ctx, d, nil); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -1,0 +1,200 @@
+// Package delivery is one event sent (or not) to a workspace's webhook: the
+// exact body, every attempt, and the outcome the delivery log shows
+// (specification §2 "Webhook delivery", §6 "Events"). It also holds the
+// signature rule and the ports to the receiver and to storage.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+)
+
+// Status is where a delivery stands.
+type Status string
+
+// Delivery states: pending while attempts are under way; delivered after a
+// 2xx; failed when every attempt failed; skipped when the event arrived
+// while the webhook was paused (recorded, not sent).
+const (
+	StatusPending   Status = "pending"
+	StatusDelivered Status = "delivered"
+	StatusFailed    Status = "failed"
+	StatusSkipped   Status = "skipped"
+)
+
+// Statuses lists every status, for validating filters.
+var Statuses = []Status{StatusPending, StatusDelivered, StatusFailed, StatusSkipped}
+
+// Final reports whether the delivery has its outcome.
+func (s Status) Final() bool { return s != StatusPending }
+
+// Event kinds the dispatcher sends.
+const (
+	EventMessageReceived  = "message.received"
+	EventPostbackReceived = "postback.received"
+	EventCommentReceived  = "comment.received"
+	EventTest             = "test"
+)
+
+// Events lists every event kind, for validating filters.
+var Events = []string{EventMessageReceived, EventPostbackReceived, EventCommentReceived, EventTest}
+
+// ErrMalformedEvent marks an event that can never be delivered (it does not
+// decode, or lacks what the envelope needs); consumers drop it.
+var ErrMalformedEvent = errors.New("malformed event")
+
+// SkippedPaused is last_error of a delivery skipped because the webhook was
+// paused.
+const SkippedPaused = "webhook paused; not sent"
+
+// Attempt is one POST to the receiver.
+type Attempt struct {
+	Number    int
+	StartedAt time.Time
+	Duration  time.Duration
+	// ResponseStatus is the receiver's HTTP status, 0 when it gave none.
+	ResponseStatus int
+	// Error says why the attempt failed; empty on success.
+	Error string
+}
+
+// Succeeded reports whether the receiver accepted the event (any 2xx).
+func (a Attempt) Succeeded() bool {
+	return a.Error == "" && a.ResponseStatus >= 200 && a.ResponseStatus <= 299
+}
+
+// Delivery is one event for one workspace. Its id is the event id, the
+// envelope id and X-Service-Delivery.
+type Delivery struct {
+	ID          string
+	WorkspaceID string
+	Event       string
+	// Payload is the serialized envelope, sent byte for byte on every
+	// attempt.
+	Payload        []byte
+	Status         Status
+	Attempts       int
+	ResponseStatus *int
+	LastError      *string
+	DeliveredAt    *time.Time
+	CreatedAt      time.Time
+	// History holds every attempt, oldest first.
+	History []Attempt
+}
+
+// New returns a pending delivery of payload.
+func New(id, workspaceID, event string, payload []byte, now time.Time) *Delivery {
+	return &Delivery{ID: id, WorkspaceID: workspaceID, Event: event, Payload: payload, Status: StatusPending, CreatedAt: now}
+}
+
+// NewSkipped returns the record of an event that arrived while the webhook
+// was paused.
+func NewSkipped(id, workspaceID, event string, payload []byte, now time.Time) *Delivery {
+	d := New(id, workspaceID, event, payload, now)
+	d.Skip()
+	return d
+}
+
+// Skip marks the delivery as not sent because the webhook is paused.
+func (d *Delivery) Skip() {
+	d.Status = StatusSkipped
+	msg := SkippedPaused
+	d.LastError = &msg
+}
+
+// NextAttempt is the number the next attempt carries.
+func (d *Delivery) NextAttempt() int { return d.Attempts + 1 }
+
+// Record adds an attempt: the delivery shows its status and error until
+// the next one.
+func (d *Delivery) Record(a Attempt) {
+	d.History = append(d.History, a)
+	d.Attempts = a.Number
+	d.ResponseStatus = nil
+	if a.ResponseStatus != 0 {
+		s := a.ResponseStatus
+		d.ResponseStatus = &s
+	}
+	d.LastError = nil
+	if a.Error != "" {
+		e := a.Error
+		d.LastError = &e
+	}
+	if a.Succeeded() {
+		at := a.StartedAt.Add(a.Duration)
+		d.DeliveredAt = &at
+	}
+}
+
+// Finish sets the outcome from the last attempt: delivered after a 2xx,
+// failed otherwise.
+func (d *Delivery) Finish() {
+	if n := len(d.History); n > 0 && d.History[n-1].Succeeded() {
+		d.Status = StatusDelivered
+		return
+	}
+	d.Status = StatusFailed
+	d.DeliveredAt = nil
+}
+
+// Request is one signed POST of a delivery.
+type Request struct {
+	URL        string
+	Secret     string
+	Event      string
+	DeliveryID string
+	Body       []byte
+}
+
+// Result is what came back from one POST.
+type Result struct {
+	// Status is the HTTP status, 0 when there was no response.
+	Status int
+	// Error says why the attempt failed; empty for a 2xx.
+	Error string
+}
+
+// Sender posts deliveries to receivers. It signs each request afresh with
+// the current time; the caller bounds it with ctx.
+type Sender interface {
+	Send(ctx context.Context, r Request) Result
+}
+
+// Page-size bounds of the delivery log.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// ListQuery selects a page of a workspace's log, newest first.
+type ListQuery struct {
+	Limit int
+	// Status and Event filter when set.
+	Status Status
+	Event  string
+	// Before returns deliveries created strictly before it when set.
+	Before time.Time
+}
+
+// Store keeps the delivery log.
+type Store interface {
+	// Create stores d unless a delivery with its id exists, and returns
+	// the stored delivery and whether it was created now. A redelivered
+	// event so finds its earlier row and body instead of adding one.
+	Create(ctx context.Context, d *Delivery) (stored *Delivery, created bool, err error)
+	// Progress stores d's attempts so far while it is still pending.
+	Progress(ctx context.Context, d *Delivery) error
+	// Finish stores d's outcome and, in the same transaction, passes the
+	// workspace's webhook to count (when count is not nil and the webhook
+	// still exists) and stores what count changed, so the log and the
+	// failure counter never disagree.
+	Finish(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) error
+	// List returns a page of the workspace's log, newest first.
+	List(ctx context.Context, workspaceID string, q ListQuery) ([]*Delivery, error)
+	// Purge deletes up to limit deliveries created before cutoff and says
+	// how many went.
+	Purge(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+}

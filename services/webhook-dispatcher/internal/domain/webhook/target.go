@@ -1,0 +1,114 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// MaxURLLength bounds a webhook URL.
+const MaxURLLength = 2048
+
+// URLError says why a URL cannot be saved; Error() names the field, as
+// invalid_request messages must.
+type URLError struct {
+	Reason string
+}
+
+func (e *URLError) Error() string { return "url " + e.Reason }
+
+// ValidateURL checks a URL a developer wants to save and returns it parsed.
+// It must be an absolute http(s) URL of at most MaxURLLength characters
+// without credentials. Unless allowPrivate, it must be https and its host
+// must not be a loopback, private or otherwise special address or name;
+// host names are checked again on every dial (see CheckAddr), since DNS
+// answers change.
+func ValidateURL(raw string, allowPrivate bool) (*url.URL, error) {
+	if raw == "" {
+		return nil, &URLError{"is required"}
+	}
+	if len(raw) > MaxURLLength {
+		return nil, &URLError{fmt.Sprintf("must be at most %d characters", MaxURLLength)}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+		return nil, &URLError{"must be an absolute http or https URL"}
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !allowPrivate {
+			return nil, &URLError{"must use https"}
+		}
+	default:
+		return nil, &URLError{"must be an absolute http or https URL"}
+	}
+	if u.User != nil {
+		return nil, &URLError{"must not contain credentials"}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, &URLError{"has an invalid port"}
+		}
+	}
+	if allowPrivate {
+		return u, nil
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if err := CheckAddr(ip); err != nil {
+			return nil, &URLError{"must point to a public address: " + err.Error()}
+		}
+		return u, nil
+	}
+	if specialName(host) {
+		return nil, &URLError{"must point to a public address: " + host + " is a local name"}
+	}
+	return u, nil
+}
+
+// specialName reports names that never lead to a public address: localhost
+// and the special-use and private-use domains.
+func specialName(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if !strings.Contains(h, ".") {
+		// A single label resolves through the local search path, never
+		// to a public name.
+		return true
+	}
+	for _, suffix := range []string{"localhost", "local", "internal", "home.arpa", "invalid", "lan", "intranet", "corp"} {
+		if h == suffix || strings.HasSuffix(h, "."+suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolver looks up a host's addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// CheckResolved refuses a URL whose host name resolves to a non-public
+// address, so a developer learns it at save time rather than from failed
+// deliveries. A failed lookup is not an error here: DNS may be down or not
+// yet set up, and every dial is checked anyway.
+func CheckResolved(ctx context.Context, r Resolver, u *url.URL) error {
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := CheckAddr(a); err != nil {
+			return &URLError{"must point to a public address: " + host + " resolves to " + err.Error()}
+		}
+	}
+	return nil
+}

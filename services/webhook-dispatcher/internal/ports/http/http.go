@@ -1,0 +1,225 @@
+// Package http serves the dispatcher's JSON endpoints: the public webhook
+// management routes (/v1/webhook..., reached through the gateway over the
+// rpc "api" endpoint) and the operator routes (/admin/..., rpc "admin").
+// It maps domain errors to *errs.Error and domain objects to the public
+// shapes.
+package http
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+)
+
+// CodeWebhookNotFound is the error code of a workspace without a webhook.
+const CodeWebhookNotFound = "webhook_not_found"
+
+// App is what the handlers need of the use cases.
+type App interface {
+	SaveWebhook(ctx context.Context, workspaceID, rawURL string) (*webhook.Webhook, error)
+	GetWebhook(ctx context.Context, workspaceID string) (*webhook.Webhook, error)
+	DeleteWebhook(ctx context.Context, workspaceID string) error
+	ResaveWebhook(ctx context.Context, workspaceID string) (*webhook.Webhook, error)
+	SendTestEvent(ctx context.Context, workspaceID string) (*delivery.Delivery, error)
+	ListDeliveries(ctx context.Context, workspaceID string, q delivery.ListQuery) ([]*delivery.Delivery, error)
+}
+
+type handlers struct {
+	app App
+}
+
+// NewAPI returns the router of the public routes. The workspace is the one
+// the gateway authenticated (rpc.WorkspaceID).
+func NewAPI(app App, log *zap.Logger) *echo.Echo {
+	h := &handlers{app: app}
+	e := httpx.NewEcho(log)
+	e.PUT("/v1/webhook", h.putWebhook)
+	e.GET("/v1/webhook", h.getWebhook)
+	e.DELETE("/v1/webhook", h.deleteWebhook)
+	e.POST("/v1/webhook/test", h.testWebhook)
+	e.GET("/v1/webhook/deliveries", h.listDeliveries)
+	return e
+}
+
+// NewAdmin returns the router of the operator routes (parleyctl).
+func NewAdmin(app App, log *zap.Logger) *echo.Echo {
+	h := &handlers{app: app}
+	e := httpx.NewEcho(log)
+	e.POST("/admin/webhooks/:workspace_id/resave", h.resaveWebhook)
+	return e
+}
+
+// workspace is the authenticated workspace; a request without one did not
+// come through the gateway.
+func workspace(c echo.Context) (string, error) {
+	id := rpc.WorkspaceID(c.Request().Context())
+	if _, err := uuid.Parse(id); err != nil {
+		return "", errs.Unauthorized("request carries no authenticated workspace")
+	}
+	return id, nil
+}
+
+type putWebhookRequest struct {
+	URL string `json:"url"`
+}
+
+// savedResponse is the only shape that carries the secret.
+type savedResponse struct {
+	Webhook webhookDTO `json:"webhook"`
+	Secret  string     `json:"secret"`
+}
+
+func (h *handlers) putWebhook(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	var in putWebhookRequest
+	if err := httpx.BindJSON(c, &in); err != nil {
+		return err
+	}
+	w, err := h.app.SaveWebhook(c.Request().Context(), ws, in.URL)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, savedResponse{Webhook: toWebhookDTO(w), Secret: w.Secret})
+}
+
+func (h *handlers) getWebhook(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	w, err := h.app.GetWebhook(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]webhookDTO{"webhook": toWebhookDTO(w)})
+}
+
+func (h *handlers) deleteWebhook(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	if err := h.app.DeleteWebhook(c.Request().Context(), ws); err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (h *handlers) testWebhook(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.app.SendTestEvent(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]deliveryDTO{"delivery": toDeliveryDTO(d)})
+}
+
+type deliveriesResponse struct {
+	Deliveries []deliveryDTO `json:"deliveries"`
+	// NextBefore, passed as before, returns the next page; null on the
+	// last page.
+	NextBefore *string `json:"next_before"`
+}
+
+func (h *handlers) listDeliveries(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	q, err := parseListQuery(c)
+	if err != nil {
+		return err
+	}
+	list, err := h.app.ListDeliveries(c.Request().Context(), ws, q)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	out := deliveriesResponse{Deliveries: make([]deliveryDTO, 0, len(list))}
+	for _, d := range list {
+		out.Deliveries = append(out.Deliveries, toDeliveryDTO(d))
+	}
+	if len(list) == q.Limit {
+		// Full precision, so the next page starts exactly after this one.
+		next := list[len(list)-1].CreatedAt.UTC().Format(time.RFC3339Nano)
+		out.NextBefore = &next
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func parseListQuery(c echo.Context) (delivery.ListQuery, error) {
+	q := delivery.ListQuery{Limit: delivery.DefaultPageSize}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > delivery.MaxPageSize {
+			return q, errs.InvalidRequest("limit must be an integer between 1 and %d", delivery.MaxPageSize)
+		}
+		q.Limit = n
+	}
+	if s := c.QueryParam("status"); s != "" {
+		if !slices.Contains(delivery.Statuses, delivery.Status(s)) {
+			names := make([]string, len(delivery.Statuses))
+			for i, st := range delivery.Statuses {
+				names[i] = string(st)
+			}
+			return q, errs.InvalidRequest("status must be one of %s", strings.Join(names, ", "))
+		}
+		q.Status = delivery.Status(s)
+	}
+	if s := c.QueryParam("event"); s != "" {
+		if !slices.Contains(delivery.Events, s) {
+			return q, errs.InvalidRequest("event must be one of %s", strings.Join(delivery.Events, ", "))
+		}
+		q.Event = s
+	}
+	if s := c.QueryParam("before"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return q, errs.InvalidRequest("before must be an RFC 3339 timestamp")
+		}
+		q.Before = t
+	}
+	return q, nil
+}
+
+func (h *handlers) resaveWebhook(c echo.Context) error {
+	ws := c.Param("workspace_id")
+	if _, err := uuid.Parse(ws); err != nil {
+		return errs.InvalidRequest("workspace_id must be a UUID")
+	}
+	w, err := h.app.ResaveWebhook(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, savedResponse{Webhook: toWebhookDTO(w), Secret: w.Secret})
+}
+
+func toHTTPError(err error) error {
+	var ue *webhook.URLError
+	switch {
+	case errors.As(err, &ue):
+		return errs.InvalidRequest("%s", ue.Error())
+	case errors.Is(err, webhook.ErrNotFound):
+		return errs.NotFound(CodeWebhookNotFound, "no webhook is saved for this workspace")
+	}
+	return err
+}

@@ -1,0 +1,185 @@
+// Command webhook-dispatcher delivers customer events to developers'
+// webhooks: it consumes the EVENTS stream through a durable consumer shared
+// by every instance, signs and posts each event with retries, pauses
+// webhooks that keep failing, keeps the delivery log, and serves webhook
+// management to the gateway and parleyctl over NATS.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/logging"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/metrics"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
+	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/ports/events"
+	porthttp "github.com/parleyhq/parley/services/webhook-dispatcher/internal/ports/http"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
+)
+
+// version is the dispatcher's version, in the webhook User-Agent
+// (Parley-Webhooks/<version>); set with -ldflags "-X main.version=...".
+var version = "1.0.0"
+
+const (
+	// shutdownGrace is how long deliveries under way may finish at
+	// shutdown before they are cancelled (and redelivered elsewhere).
+	shutdownGrace = 15 * time.Second
+	// ackMargin is added to the longest round of attempts to give the
+	// consumer's ack wait.
+	ackMargin = 30 * time.Second
+	// retentionEvery is how often the delivery log is purged.
+	retentionEvery = time.Hour
+)
+
+func main() {
+	log, err := logging.New(rpc.ServiceDispatcher)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log); err != nil {
+		log.Error("stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *zap.Logger) error {
+	cfg, err := config.Load[svcconfig.Config]()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
+	return serve(ctx, cfg, log, time.Now)
+}
+
+// serve runs the dispatcher until ctx ends. It is run's body after the
+// configuration is read, so tests run this exact wiring with their own
+// configuration and clock.
+func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
+	gdb, err := db.Open(ctx, cfg.DatabaseURL, adapters.Schema, migrations.FS, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+	nc, err := natsx.Connect(cfg.NATSURL, rpc.ServiceDispatcher, log)
+	if err != nil {
+		return err
+	}
+	defer drain(nc, log)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// adapters -> app -> ports
+	policy := app.Config{
+		AllowPrivateTargets: cfg.AllowPrivateTargets,
+		RetryDelays:         cfg.RetryDelays,
+		AttemptTimeout:      cfg.AttemptTimeout,
+		PauseAfter:          cfg.PauseAfter,
+		Retention:           cfg.DeliveryRetention,
+	}
+	uc := app.New(policy, app.Deps{
+		Webhooks:   adapters.NewWebhookStore(gdb),
+		Deliveries: adapters.NewDeliveryStore(gdb),
+		Sender: webhookhttp.New(webhookhttp.Options{
+			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			UserAgent:           "Parley-Webhooks/" + version,
+			Clock:               clock,
+		}),
+		Resolver: net.DefaultResolver,
+		Observer: metrics.New(reg),
+		Log:      log,
+		Clock:    clock,
+	})
+
+	public := httpx.NewEcho(log)
+	httpx.MountProbes(public, reg,
+		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
+		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
+	)
+
+	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceDispatcher, version, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log)); err != nil {
+		_ = srv.Stop()
+		return fmt.Errorf("serve rpc api: %w", err)
+	}
+	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {
+		_ = srv.Stop()
+		return fmt.Errorf("serve rpc admin: %w", err)
+	}
+
+	consumer, err := events.Start(ctx, js, events.Config{
+		Stream:      natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix},
+		Durable:     cfg.Consumer,
+		Concurrency: cfg.Concurrency,
+		AckWait:     policy.Schedule() + ackMargin,
+	}, uc, log)
+	if err != nil {
+		_ = srv.Stop()
+		return err
+	}
+
+	jobs, stopJobs := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { uc.RunRetention(jobs, retentionEvery) })
+
+	log.Info("serving", zap.String("addr", cfg.Addr), zap.String("consumer", cfg.Consumer))
+	serveErr := httpx.Serve(ctx, public, cfg.Addr)
+
+	// Shut down in order: requests, consumer (deliveries under way
+	// finish), background jobs; NATS drains and the database closes in
+	// the deferred calls.
+	if err := srv.Stop(); err != nil {
+		log.Warn("stop rpc server", zap.Error(err))
+	}
+	consumer.Stop(shutdownGrace)
+	stopJobs()
+	wg.Wait()
+	log.Info("stopped cleanly")
+	return serveErr
+}
+
+// drain lets NATS deliver what is in flight, then closes the connection.
+func drain(nc *nats.Conn, log *zap.Logger) {
+	if err := nc.Drain(); err != nil {
+		log.Warn("drain nats", zap.Error(err))
+		nc.Close()
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !nc.IsClosed() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	nc.Close()
+}
