@@ -1,0 +1,118 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
+)
+
+// KeyStore keeps API keys, hashed, in accounts.api_keys.
+type KeyStore struct {
+	db *gorm.DB
+}
+
+var _ account.KeyStore = (*KeyStore)(nil)
+
+// NewKeyStore returns a store on gdb.
+func NewKeyStore(gdb *gorm.DB) *KeyStore {
+	return &KeyStore{db: gdb}
+}
+
+type apiKeyRow struct {
+	ID            string     `gorm:"column:id;primaryKey"`
+	WorkspaceID   string     `gorm:"column:workspace_id"`
+	Name          string     `gorm:"column:name"`
+	KeyHash       string     `gorm:"column:key_hash"`
+	DisplayPrefix string     `gorm:"column:display_prefix"`
+	CreatedAt     time.Time  `gorm:"column:created_at"`
+	RevokedAt     *time.Time `gorm:"column:revoked_at"`
+}
+
+func (apiKeyRow) TableName() string { return Schema + ".api_keys" }
+
+func toAPIKeyRow(k account.APIKey) apiKeyRow {
+	return apiKeyRow{
+		ID: k.ID, WorkspaceID: k.WorkspaceID, Name: k.Name, KeyHash: k.Hash,
+		DisplayPrefix: k.Prefix, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcPtr(k.RevokedAt),
+	}
+}
+
+func (r apiKeyRow) toDomain() account.APIKey {
+	return account.APIKey{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Hash: r.KeyHash,
+		Prefix: r.DisplayPrefix, CreatedAt: r.CreatedAt.UTC(), RevokedAt: utcPtr(r.RevokedAt),
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Create implements account.KeyStore.
+func (s *KeyStore) Create(ctx context.Context, k account.APIKey) error {
+	row := toAPIKeyRow(k)
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		if db.IsUniqueViolation(err) {
+			return account.ErrKeyExists
+		}
+		if errors.Is(err, gorm.ErrForeignKeyViolated) {
+			return account.ErrWorkspaceNotFound
+		}
+		return fmt.Errorf("insert api key: %w", err)
+	}
+	return nil
+}
+
+// FindByHash implements account.KeyStore.
+func (s *KeyStore) FindByHash(ctx context.Context, hash string) (account.APIKey, error) {
+	var row apiKeyRow
+	err := s.db.WithContext(ctx).Where("key_hash = ?", hash).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return account.APIKey{}, account.ErrAPIKeyNotFound
+	}
+	if err != nil {
+		return account.APIKey{}, fmt.Errorf("find api key: %w", err)
+	}
+	return row.toDomain(), nil
+}
+
+// Update implements account.KeyStore.
+func (s *KeyStore) Update(ctx context.Context, id string, change func(*account.APIKey) error) (account.APIKey, error) {
+	if uuid.Validate(id) != nil {
+		return account.APIKey{}, account.ErrAPIKeyNotFound
+	}
+	var out account.APIKey
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row apiKeyRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return account.ErrAPIKeyNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("load api key %s: %w", id, err)
+		}
+		k := row.toDomain()
+		if err := change(&k); err != nil {
+			return err
+		}
+		next := toAPIKeyRow(k)
+		if err := tx.Save(&next).Error; err != nil {
+			return fmt.Errorf("save api key %s: %w", id, err)
+		}
+		out = next.toDomain()
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,163 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
+)
+
+// WorkspaceStore keeps workspaces in accounts.workspaces.
+type WorkspaceStore struct {
+	db *gorm.DB
+}
+
+var _ account.WorkspaceStore = (*WorkspaceStore)(nil)
+
+// NewWorkspaceStore returns a store on gdb.
+func NewWorkspaceStore(gdb *gorm.DB) *WorkspaceStore {
+	return &WorkspaceStore{db: gdb}
+}
+
+type workspaceRow struct {
+	ID            string    `gorm:"column:id;primaryKey"`
+	Name          string    `gorm:"column:name"`
+	Slug          string    `gorm:"column:slug"`
+	PlanName      string    `gorm:"column:plan_name"`
+	Modules       textArray `gorm:"column:modules;type:text[]"`
+	AIUsed        int64     `gorm:"column:ai_used"`
+	AILimit       int64     `gorm:"column:ai_limit"`
+	RatePerMinute *int      `gorm:"column:rate_per_minute"`
+	Features      textArray `gorm:"column:features;type:text[]"`
+	CreatedAt     time.Time `gorm:"column:created_at"`
+	UpdatedAt     time.Time `gorm:"column:updated_at"`
+}
+
+func (workspaceRow) TableName() string { return Schema + ".workspaces" }
+
+func toWorkspaceRow(w account.Workspace) workspaceRow {
+	mods := make(textArray, len(w.Plan.Modules))
+	for i, m := range w.Plan.Modules {
+		mods[i] = string(m)
+	}
+	var rate *int
+	if w.RatePerMinute > 0 {
+		r := w.RatePerMinute
+		rate = &r
+	}
+	features := textArray(w.Features)
+	if features == nil {
+		features = textArray{}
+	}
+	return workspaceRow{
+		ID: w.ID, Name: w.Name, Slug: w.Slug, PlanName: w.Plan.Name, Modules: mods,
+		AIUsed: w.Plan.AIUsed, AILimit: w.Plan.AILimit, RatePerMinute: rate, Features: features,
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+	}
+}
+
+func (r workspaceRow) toDomain() account.Workspace {
+	mods := make([]account.Module, len(r.Modules))
+	for i, m := range r.Modules {
+		mods[i] = account.Module(m)
+	}
+	rate := 0
+	if r.RatePerMinute != nil {
+		rate = *r.RatePerMinute
+	}
+	features := []string(r.Features)
+	if features == nil {
+		features = []string{}
+	}
+	return account.Workspace{
+		ID: r.ID, Name: r.Name, Slug: r.Slug,
+		Plan:          account.Plan{Name: r.PlanName, Modules: mods, AIUsed: r.AIUsed, AILimit: r.AILimit},
+		RatePerMinute: rate, Features: features,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+// Create implements account.WorkspaceStore.
+func (s *WorkspaceStore) Create(ctx context.Context, w account.Workspace) error {
+	row := toWorkspaceRow(w)
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		if db.IsUniqueViolation(err) {
+			return account.ErrSlugTaken
+		}
+		return fmt.Errorf("insert workspace: %w", err)
+	}
+	return nil
+}
+
+// Get implements account.WorkspaceStore.
+func (s *WorkspaceStore) Get(ctx context.Context, id string) (account.Workspace, error) {
+	row, err := s.get(s.db.WithContext(ctx), id)
+	if err != nil {
+		return account.Workspace{}, err
+	}
+	return row.toDomain(), nil
+}
+
+func (s *WorkspaceStore) get(tx *gorm.DB, id string) (workspaceRow, error) {
+	// A malformed id cannot name a workspace; asking Postgres would only
+	// turn it into a cast error.
+	if uuid.Validate(id) != nil {
+		return workspaceRow{}, account.ErrWorkspaceNotFound
+	}
+	var row workspaceRow
+	err := tx.Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return workspaceRow{}, account.ErrWorkspaceNotFound
+	}
+	if err != nil {
+		return workspaceRow{}, fmt.Errorf("load workspace %s: %w", id, err)
+	}
+	return row, nil
+}
+
+// List implements account.WorkspaceStore.
+func (s *WorkspaceStore) List(ctx context.Context, slug string) ([]account.Workspace, error) {
+	q := s.db.WithContext(ctx).Order("created_at, id")
+	if slug != "" {
+		q = q.Where("slug = ?", slug)
+	}
+	var rows []workspaceRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list workspaces: %w", err)
+	}
+	out := make([]account.Workspace, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, nil
+}
+
+// Update implements account.WorkspaceStore: the row is locked for the
+// change, so concurrent edits apply one after the other.
+func (s *WorkspaceStore) Update(ctx context.Context, id string, change func(*account.Workspace) error) (account.Workspace, error) {
+	var out account.Workspace
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		row, err := s.get(tx.Clauses(clause.Locking{Strength: "UPDATE"}), id)
+		if err != nil {
+			return err
+		}
+		w := row.toDomain()
+		if err := change(&w); err != nil {
+			return err
+		}
+		next := toWorkspaceRow(w)
+		if err := tx.Save(&next).Error; err != nil {
+			return fmt.Errorf("save workspace %s: %w", id, err)
+		}
+		out = next.toDomain()
+		return nil
+	})
+	return out, err
+}

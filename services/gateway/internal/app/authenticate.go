@@ -1,0 +1,47 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
+)
+
+// Authenticate finds the workspace of an API request from its Authorization
+// header values and raw query string, and checks that its plan includes the
+// Developer API. In order: a key-like query parameter, a missing or
+// malformed header, an unknown or revoked key (all 401), a plan without
+// developer_api (403).
+func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery string) (account.Workspace, error) {
+	if err := account.CheckQuery(rawQuery); err != nil {
+		return account.Workspace{}, err
+	}
+	key, err := account.ParseBearer(authorization)
+	if err != nil {
+		return account.Workspace{}, err
+	}
+	k, err := a.keys.FindByHash(ctx, account.HashKey(key))
+	if errors.Is(err, account.ErrAPIKeyNotFound) {
+		return account.Workspace{}, account.ErrUnknownKey
+	}
+	if err != nil {
+		return account.Workspace{}, err
+	}
+	if !k.Matches(key) || !k.Active() {
+		return account.Workspace{}, account.ErrUnknownKey
+	}
+	w, err := a.workspaces.Get(ctx, k.WorkspaceID)
+	if err != nil {
+		// The key's workspace is gone (keys cascade with workspaces, so
+		// this is a race with a deletion): the key is as good as unknown.
+		if errors.Is(err, account.ErrWorkspaceNotFound) {
+			return account.Workspace{}, account.ErrUnknownKey
+		}
+		return account.Workspace{}, fmt.Errorf("workspace of key %s: %w", k.ID, err)
+	}
+	if err := w.RequireModule(account.ModuleDeveloperAPI); err != nil {
+		return account.Workspace{}, err
+	}
+	return w, nil
+}

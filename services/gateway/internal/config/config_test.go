@@ -1,0 +1,49 @@
+package config_test
+
+import (
+	"testing"
+
+	pkgconfig "github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/services/gateway/internal/config"
+)
+
+// Not parallel: it sets process environment variables. (An empty variable
+// counts as unset, so it takes the default.)
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantAddr string
+		wantRate int
+		wantErr  bool
+	}{
+		{name: "defaults", env: map[string]string{}, wantAddr: ":8080", wantRate: 120},
+		{name: "overrides", env: map[string]string{"GATEWAY_ADDR": "127.0.0.1:9000", "RATE_LIMIT_PER_MINUTE": "3"}, wantAddr: "127.0.0.1:9000", wantRate: 3},
+		{name: "zero rate", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "0"}, wantErr: true},
+		{name: "rate not a number", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "lots"}, wantErr: true},
+		{name: "shared settings are validated too", env: map[string]string{"DAILY_RESET_TZ": "Mars/Olympus"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"GATEWAY_ADDR", "RATE_LIMIT_PER_MINUTE", "DAILY_RESET_TZ"} {
+				t.Setenv(k, "")
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := pkgconfig.Load[config.Config]()
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("loaded %+v, want an error", cfg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Addr != tt.wantAddr || cfg.RatePerMinute != tt.wantRate {
+				t.Fatalf("config = %+v", cfg)
+			}
+		})
+	}
+}

@@ -1,0 +1,217 @@
+package account
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Module is a part of the product a plan may include (spec §5).
+type Module string
+
+// The modules a plan may carry.
+const (
+	ModuleDeveloperAPI Module = "developer_api"
+	ModuleFlows        Module = "flows"
+	ModuleFlowAI       Module = "flow_ai"
+	ModuleFlowScript   Module = "flow_script"
+)
+
+// Modules lists every module, in the order plans present them.
+var Modules = []Module{ModuleDeveloperAPI, ModuleFlows, ModuleFlowAI, ModuleFlowScript}
+
+// Features are per-workspace switches, turned on one workspace at a time
+// while a part of the product opens in stages (flows_api: the headless flow
+// routes answer 404 not_found while it is off, spec §4).
+var Features = []string{"flows_api"}
+
+// Plan defaults: a new workspace gets the dedicated API plan, which includes
+// the Developer API.
+const (
+	DefaultPlanName = "api"
+	MaxNameLength   = 200
+	MaxSlugLength   = 63
+)
+
+// DefaultModules are the modules of a workspace created without a list.
+var DefaultModules = []Module{ModuleDeveloperAPI}
+
+// Plan is what a workspace pays for.
+type Plan struct {
+	Name    string
+	Modules []Module
+	// AIUsed and AILimit count AI replies consumed and allowed.
+	AIUsed  int64
+	AILimit int64
+}
+
+// Workspace is a tenant: everything in Parley belongs to one.
+type Workspace struct {
+	ID   string
+	Name string
+	Slug string
+	Plan Plan
+	// RatePerMinute is the workspace's own API request limit; 0 means the
+	// gateway's default (RATE_LIMIT_PER_MINUTE), which may change later.
+	RatePerMinute int
+	Features      []string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// NewWorkspace is the input of a workspace to create. Nil fields take their
+// defaults.
+type NewWorkspace struct {
+	Name          string
+	Slug          string
+	Modules       []string // nil: DefaultModules; empty: none
+	AILimit       *int64
+	RatePerMinute *int
+}
+
+// Create checks in and returns the workspace it describes.
+func Create(id string, in NewWorkspace, now time.Time) (Workspace, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		return Workspace{}, invalid("name", "is required")
+	}
+	if utf8.RuneCountInString(name) > MaxNameLength {
+		return Workspace{}, invalid("name", "must be at most %d characters", MaxNameLength)
+	}
+	slug := in.Slug
+	if slug == "" {
+		slug = Slugify(name)
+		if slug == "" {
+			return Workspace{}, invalid("slug", "cannot be derived from name %q; give one (lowercase letters, digits and hyphens)", name)
+		}
+	} else if err := ValidateSlug(slug); err != nil {
+		return Workspace{}, err
+	}
+	w := Workspace{
+		ID:        id,
+		Name:      name,
+		Slug:      slug,
+		Plan:      Plan{Name: DefaultPlanName, Modules: slices.Clone(DefaultModules)},
+		Features:  []string{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if err := w.Apply(Changes{Modules: in.Modules, AILimit: in.AILimit, RatePerMinute: in.RatePerMinute}, now); err != nil {
+		return Workspace{}, err
+	}
+	return w, nil
+}
+
+// Changes are the operator's edits to a workspace; nil fields stay as they
+// are.
+type Changes struct {
+	Modules       []string
+	AILimit       *int64
+	RatePerMinute *int
+}
+
+// Apply validates c and applies it; on error w is unchanged.
+func (w *Workspace) Apply(c Changes, now time.Time) error {
+	next := *w
+	if c.Modules != nil {
+		mods, err := ParseModules(c.Modules)
+		if err != nil {
+			return err
+		}
+		next.Plan.Modules = mods
+	}
+	if c.AILimit != nil {
+		if *c.AILimit < 0 {
+			return invalid("ai_limit", "must be at least 0")
+		}
+		next.Plan.AILimit = *c.AILimit
+	}
+	if c.RatePerMinute != nil {
+		if *c.RatePerMinute < 1 {
+			return invalid("rate_per_minute", "must be at least 1")
+		}
+		next.RatePerMinute = *c.RatePerMinute
+	}
+	next.UpdatedAt = now
+	*w = next
+	return nil
+}
+
+// SetFeature turns a feature on or off.
+func (w *Workspace) SetFeature(feature string, on bool, now time.Time) error {
+	if !slices.Contains(Features, feature) {
+		return invalid("feature", "%q is unknown; known features: %s", feature, strings.Join(Features, ", "))
+	}
+	has := slices.Contains(w.Features, feature)
+	switch {
+	case on && !has:
+		w.Features = append(slices.Clone(w.Features), feature)
+		slices.Sort(w.Features)
+	case !on && has:
+		w.Features = slices.DeleteFunc(slices.Clone(w.Features), func(f string) bool { return f == feature })
+	}
+	w.UpdatedAt = now
+	return nil
+}
+
+// HasModule reports whether the plan includes m.
+func (w Workspace) HasModule(m Module) bool {
+	return slices.Contains(w.Plan.Modules, m)
+}
+
+// RequireModule returns *ModuleInactiveError unless the plan includes m.
+func (w Workspace) RequireModule(m Module) error {
+	if !w.HasModule(m) {
+		return &ModuleInactiveError{Module: m}
+	}
+	return nil
+}
+
+// RateLimit is the workspace's requests per minute, given the gateway's
+// default.
+func (w Workspace) RateLimit(defaultPerMinute int) int {
+	if w.RatePerMinute > 0 {
+		return w.RatePerMinute
+	}
+	return defaultPerMinute
+}
+
+// ParseModules checks a list of module names and returns it de-duplicated in
+// the canonical order of Modules.
+func ParseModules(names []string) ([]Module, error) {
+	seen := map[Module]bool{}
+	for _, n := range names {
+		m := Module(n)
+		if !slices.Contains(Modules, m) {
+			known := make([]string, len(Modules))
+			for i, k := range Modules {
+				known[i] = string(k)
+			}
+			return nil, invalid("modules", "contains unknown module %q; allowed: %s", n, strings.Join(known, ", "))
+		}
+		seen[m] = true
+	}
+	out := make([]Module, 0, len(seen))
+	for _, m := range Modules {
+		if seen[m] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// WorkspaceStore keeps workspaces.
+type WorkspaceStore interface {
+	// Create stores a new workspace; ErrSlugTaken if its slug is in use.
+	Create(ctx context.Context, w Workspace) error
+	// Get returns a workspace or ErrWorkspaceNotFound.
+	Get(ctx context.Context, id string) (Workspace, error)
+	// List returns the workspaces with slug, or all when slug is "",
+	// oldest first.
+	List(ctx context.Context, slug string) ([]Workspace, error)
+	// Update loads a workspace, lets change edit it and saves the result,
+	// atomically; ErrWorkspaceNotFound if there is none.
+	Update(ctx context.Context, id string, change func(*Workspace) error) (Workspace, error)
+}

@@ -1,0 +1,107 @@
+package http
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/rpc"
+)
+
+// MaxBodyBytes bounds a forwarded request body.
+const MaxBodyBytes = 1 << 20
+
+// forwardedHeaders are the only request headers a service sees. Everything
+// else, Authorization and cookies above all, stays at the gateway.
+var forwardedHeaders = []string{"Content-Type", "Accept", "Idempotency-Key", "User-Agent"}
+
+// gatewayHeaders are response headers the gateway owns; a service's values
+// for them are dropped. Hop-by-hop headers belong to one connection, and
+// Content-Length is recomputed for the body actually written. Keys are in
+// canonical form ("Ratelimit-Limit"), as http.Header stores them.
+var gatewayHeaders = canonicalSet(
+	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Connection",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
+	echo.HeaderXRequestID, ratelimit.HeaderLimit, ratelimit.HeaderRemaining, ratelimit.HeaderReset,
+)
+
+func canonicalSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[http.CanonicalHeaderKey(n)] = true
+	}
+	return m
+}
+
+type forwarder struct {
+	client     *rpc.Client
+	maxPayload int64
+	metrics    *Metrics
+}
+
+// forward sends the request to service's "api" endpoint and writes back its
+// status, headers and body.
+func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) error {
+	r := c.Request()
+	if r.ContentLength > MaxBodyBytes {
+		return tooLarge(MaxBodyBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return errs.InvalidRequest("request body could not be read")
+	}
+	if len(body) > MaxBodyBytes {
+		return tooLarge(MaxBodyBytes)
+	}
+	req := &rpcv1.Request{
+		RequestId:   c.Response().Header().Get(echo.HeaderXRequestID),
+		WorkspaceId: workspaceID,
+		Method:      r.Method,
+		Path:        path,
+		RawQuery:    r.URL.RawQuery,
+		Body:        body,
+	}
+	for _, name := range forwardedHeaders {
+		for _, v := range r.Header.Values(name) {
+			req.Headers = append(req.Headers, &rpcv1.Header{Name: name, Value: v})
+		}
+	}
+	// NATS refuses messages over the server's max_payload (1 MB by
+	// default); say so as the client's problem rather than fail inside.
+	if size := int64(proto.Size(req)); f.maxPayload > 0 && size > f.maxPayload {
+		return tooLarge(max(f.maxPayload-(size-int64(len(body))), 0))
+	}
+
+	start := time.Now()
+	resp, err := f.client.Do(r.Context(), service, rpc.EndpointAPI, req)
+	f.metrics.upstream.WithLabelValues(service).Observe(time.Since(start).Seconds())
+	if err != nil {
+		return err
+	}
+	status := int(resp.GetStatus())
+	if status < 200 || status > 599 {
+		return errs.Internal()
+	}
+	h := c.Response().Header()
+	for _, hd := range resp.GetHeaders() {
+		name := http.CanonicalHeaderKey(hd.GetName())
+		if gatewayHeaders[name] || strings.HasPrefix(name, "Proxy-") {
+			continue
+		}
+		h.Add(name, hd.GetValue())
+	}
+	c.Response().WriteHeader(status)
+	_, err = c.Response().Write(resp.GetBody())
+	return err
+}
+
+func tooLarge(limit int64) *errs.Error {
+	return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large: at most %d bytes", limit)
+}

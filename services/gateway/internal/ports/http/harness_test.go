@@ -1,0 +1,258 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/db"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/services/gateway/internal/adapters"
+	"github.com/parleyhq/parley/services/gateway/internal/app"
+	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
+	"github.com/parleyhq/parley/services/gateway/migrations"
+)
+
+const defaultRate = 120
+
+// harness is the gateway wired as main wires it, on the test's own slice of
+// Postgres, Redis and NATS: the public API behind httptest, the admin API
+// on the rpc "admin" endpoint.
+type harness struct {
+	env    *testenv.Env
+	url    string
+	gdb    *gorm.DB
+	client *rpc.Client
+	reg    *prometheus.Registry
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	env := testenv.New(t)
+	log := env.Logger(t)
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
+	rdb := env.Redis(t)
+	nc := env.NATS(t)
+	client := rpc.NewClient(nc, env.RPCPrefix)
+
+	accounts := app.New(adapters.NewWorkspaceStore(gdb), adapters.NewKeyStore(gdb), adapters.NewMessagingChannels(client), defaultRate)
+	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	reg := prometheus.NewRegistry()
+	public := httpx.NewEcho(log)
+	httpx.MountProbes(public, reg,
+		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
+		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
+	)
+	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log).Mount(public)
+	srv := httptest.NewServer(public)
+	t.Cleanup(srv.Close)
+
+	admin := httpx.NewEcho(log)
+	httpport.NewAdmin(accounts).Mount(admin)
+	rs, err := rpc.NewServer(nc, env.RPCPrefix, rpc.ServiceGateway, "0.0.1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Stop() })
+	if err := rs.Handle(rpc.EndpointAdmin, admin); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{env: env, url: srv.URL, gdb: gdb, client: rpc.NewClient(env.NATS(t), env.RPCPrefix), reg: reg}
+}
+
+// admin calls the gateway's admin endpoint over NATS, as parleyctl does.
+func (h *harness) admin(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	req := &rpcv1.Request{Method: method}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Body = b
+		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
+	}
+	resp, err := h.client.Do(context.Background(), rpc.ServiceGateway, rpc.EndpointAdmin, req)
+	if err != nil {
+		t.Fatalf("admin %s %s: %v", method, path, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(resp.GetBody(), &out); err != nil {
+		t.Fatalf("admin %s %s: body %q: %v", method, path, resp.GetBody(), err)
+	}
+	return int(resp.GetStatus()), out
+}
+
+// mustAdmin is admin that fails the test unless the status is want.
+func (h *harness) mustAdmin(t *testing.T, want int, method, path string, body any) map[string]any {
+	t.Helper()
+	status, out := h.admin(t, method, path, body)
+	if status != want {
+		t.Fatalf("admin %s %s = %d %v, want %d", method, path, status, out, want)
+	}
+	return out
+}
+
+// workspace creates a workspace and an API key for it.
+func (h *harness) workspace(t *testing.T, body map[string]any) (id, key string) {
+	t.Helper()
+	out := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", body)
+	id = out["workspace"].(map[string]any)["id"].(string)
+	_, key = h.newKey(t, id)
+	return id, key
+}
+
+// newKey creates an API key for a workspace.
+func (h *harness) newKey(t *testing.T, workspaceID string) (id, key string) {
+	t.Helper()
+	k := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+workspaceID+"/api-keys", map[string]any{"name": "test"})
+	return k["id"].(string), k["key"].(string)
+}
+
+// metrics scrapes /metrics.
+func (h *harness) metrics(t *testing.T) string {
+	t.Helper()
+	return string(h.call(t, http.MethodGet, "/metrics", "", nil, nil).body)
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return out
+}
+
+// expectError checks a {code,message} error response.
+func (r response) expectError(t *testing.T, status int, code string) string {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d (%s), want %d %s", r.status, r.body, status, code)
+	}
+	body := r.json(t)
+	if body["code"] != code || body["message"] == "" || len(body) != 2 {
+		t.Fatalf("body = %s, want {code:%q, message}", r.body, code)
+	}
+	return body["message"].(string)
+}
+
+// call sends a request to the public API. key "" sends no Authorization.
+func (h *harness) call(t *testing.T, method, path, key string, body []byte, header http.Header) response {
+	t.Helper()
+	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// seen is one request a stand-in service received.
+type seen struct {
+	workspaceID string
+	method      string
+	path        string
+	rawQuery    string
+	header      http.Header
+	body        []byte
+}
+
+// fakeService stands in for one of our services (messaging, dispatcher,
+// flow-runner) on its rpc "api" endpoint. It records what it receives and
+// answers with respond.
+type fakeService struct {
+	mu   sync.Mutex
+	got  []seen
+	name string
+}
+
+func (h *harness) fakeService(t *testing.T, name string, respond echo.HandlerFunc) *fakeService {
+	t.Helper()
+	f := &fakeService{name: name}
+	e := httpx.NewEcho(h.env.Logger(t))
+	e.Any("/*", func(c echo.Context) error {
+		b, _ := io.ReadAll(c.Request().Body)
+		f.mu.Lock()
+		f.got = append(f.got, seen{
+			workspaceID: rpc.WorkspaceID(c.Request().Context()),
+			method:      c.Request().Method,
+			path:        c.Request().URL.Path,
+			rawQuery:    c.Request().URL.RawQuery,
+			header:      c.Request().Header.Clone(),
+			body:        b,
+		})
+		f.mu.Unlock()
+		return respond(c)
+	})
+	srv, err := rpc.NewServer(h.env.NATS(t), h.env.RPCPrefix, name, "0.0.1", h.env.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fakeService) requests() []seen {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seen(nil), f.got...)
+}
+
+func (f *fakeService) last(t *testing.T) seen {
+	t.Helper()
+	got := f.requests()
+	if len(got) == 0 {
+		t.Fatalf("%s received nothing", f.name)
+	}
+	return got[len(got)-1]
+}
+
+// echoBack answers 200 with what the service saw, for routing tests.
+func echoBack(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"path": c.Request().URL.Path})
+}

@@ -1,0 +1,190 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/gateway/internal/app"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
+)
+
+// The deprecated base address (spec §9, ARCHITECTURE.md §6): it answers like
+// /v1 and says so. The date is the change-log entry that moved the base to
+// /v1 (2026-09-18), in RFC 9745 form.
+const legacyPrefix = "/api/v1"
+
+var deprecation = "@" + strconv.FormatInt(time.Date(2026, 9, 18, 0, 0, 0, 0, time.UTC).Unix(), 10)
+
+// Public is the Developer API.
+type Public struct {
+	app     *app.App
+	limiter *ratelimit.Limiter
+	fwd     *forwarder
+	metrics *Metrics
+	log     *zap.Logger
+}
+
+// NewPublic returns the Developer API. maxPayload is the NATS server's
+// largest message (nats.Conn.MaxPayload); requests that would not fit are
+// refused with 413 instead of failing in the client.
+func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPayload int64, metrics *Metrics, log *zap.Logger) *Public {
+	return &Public{
+		app:     a,
+		limiter: limiter,
+		fwd:     &forwarder{client: client, maxPayload: maxPayload, metrics: metrics},
+		metrics: metrics,
+		log:     log,
+	}
+}
+
+// Mount adds /v1 and /api/v1 to e (an httpx.NewEcho, whose request-id
+// middleware has already given every request its X-Request-Id).
+func (p *Public) Mount(e *echo.Echo) {
+	for _, g := range []*echo.Group{
+		e.Group("/v1", p.observe, p.authenticate, p.rateLimit),
+		e.Group(legacyPrefix, deprecated, p.observe, p.authenticate, p.rateLimit),
+	} {
+		g.Any("", p.serve)
+		g.Any("/*", p.serve)
+	}
+}
+
+// deprecated marks every answer under /api/v1, errors included, and points
+// to the same resource under /v1.
+func deprecated(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Deprecation", deprecation)
+		h.Add("Link", fmt.Sprintf("<%s>; rel=\"successor-version\"", v1Path(c.Request().URL.EscapedPath())))
+		return next(c)
+	}
+}
+
+// observe counts each request by route group and final status. It renders
+// errors itself (as httpx's access log does) so that the status is known.
+func (p *Public) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		p.metrics.requests.WithLabelValues(groupOf(c.Request().URL.EscapedPath()), strconv.Itoa(c.Response().Status)).Inc()
+		return nil
+	}
+}
+
+const ctxWorkspace = "parley.workspace"
+
+func workspaceOf(c echo.Context) account.Workspace {
+	w, _ := c.Get(ctxWorkspace).(account.Workspace)
+	return w
+}
+
+// authenticate admits requests with a valid Bearer key of a workspace whose
+// plan includes developer_api.
+func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
+		if err != nil {
+			return toHTTP(err)
+		}
+		c.Set(ctxWorkspace, w)
+		return next(c)
+	}
+}
+
+// rateLimit counts the request against the workspace's per-minute limit and
+// puts RateLimit-* on the response whatever comes next, errors included.
+// When Redis cannot be reached the request is refused (503) rather than let
+// through unlimited: the limit protects the services behind the gateway.
+func (p *Public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		w := workspaceOf(c)
+		limit := w.RateLimit(p.app.DefaultRatePerMinute())
+		res, err := p.limiter.Allow(c.Request().Context(), "api:"+w.ID, limit)
+		if err != nil {
+			p.log.Warn("rate limiter unavailable", zap.Error(err), zap.String("workspace_id", w.ID),
+				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+			return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+		}
+		res.SetHeaders(c.Response().Header())
+		if !res.Allowed {
+			p.metrics.rateLimited.Inc()
+			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
+				"rate limit of %d requests per minute reached; retry in %d s", limit, ratelimit.Seconds(res.RetryAfter()))
+		}
+		return next(c)
+	}
+}
+
+// serve answers /v1/me itself and forwards every other known route.
+func (p *Public) serve(c echo.Context) error {
+	r := c.Request()
+	path := v1Path(r.URL.EscapedPath())
+	rt, ok := resolve(path)
+	if !ok {
+		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such route: %s %s", r.Method, path)
+	}
+	if rt.service == "" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			c.Response().Header().Set("Allow", "GET, HEAD")
+			return errs.New(http.StatusMethodNotAllowed, errs.CodeMethodNotAllowed, "method not allowed on /v1/me")
+		}
+		return p.me(c)
+	}
+	return p.fwd.forward(c, rt.service, path, workspaceOf(c).ID)
+}
+
+// meDTO is GET /v1/me, exactly as spec §2/§4.
+type meDTO struct {
+	Workspace struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Slug string `json:"slug"`
+	} `json:"workspace"`
+	Plan struct {
+		Name    string `json:"name"`
+		AIUsed  int64  `json:"ai_used"`
+		AILimit int64  `json:"ai_limit"`
+	} `json:"plan"`
+	Channels   []channelDTO `json:"channels"`
+	RateLimit  rateLimitDTO `json:"rate_limit"`
+	APIVersion string       `json:"api_version"`
+}
+
+type channelDTO struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	ExternalID string `json:"external_id"`
+	AIMode     string `json:"ai_mode"`
+	Status     string `json:"status"`
+}
+
+type rateLimitDTO struct {
+	PerMinute int `json:"per_minute"`
+}
+
+func (p *Public) me(c echo.Context) error {
+	me, err := p.app.DescribeMe(c.Request().Context(), workspaceOf(c))
+	if err != nil {
+		return err
+	}
+	var out meDTO
+	out.Workspace.ID, out.Workspace.Name, out.Workspace.Slug = me.Workspace.ID, me.Workspace.Name, me.Workspace.Slug
+	out.Plan.Name, out.Plan.AIUsed, out.Plan.AILimit = me.Workspace.Plan.Name, me.Workspace.Plan.AIUsed, me.Workspace.Plan.AILimit
+	out.Channels = make([]channelDTO, len(me.Channels))
+	for i, ch := range me.Channels {
+		out.Channels[i] = channelDTO{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status}
+	}
+	out.RateLimit.PerMinute = me.RatePerMinute
+	out.APIVersion = "v1"
+	return c.JSON(http.StatusOK, out)
+}
