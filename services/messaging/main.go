@@ -144,7 +144,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 	relay := app.NewRelay(
 		adapters.NewOutboxStore(gdb),
 		adapters.NewJetStreamPublisher(js, stream.Name),
-		app.RelayConfig{Poll: cfg.OutboxPollInterval, Retention: cfg.OutboxRetention},
+		app.RelayConfig{Poll: cfg.OutboxPollInterval, Retention: cfg.OutboxRetention, PublishTimeout: cfg.OutboxPublishTimeout},
 		metrics, log)
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),

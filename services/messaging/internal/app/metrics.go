@@ -4,12 +4,12 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the service's Prometheus series.
 type Metrics struct {
-	ingress          *prometheus.CounterVec
-	sends            *prometheus.CounterVec
-	outboxBacklog    prometheus.Gauge
-	outboxPublished  prometheus.Counter
-	outboxFailures   prometheus.Counter
-	outboxPruned     prometheus.Counter
+	ingress         *prometheus.CounterVec
+	sends           *prometheus.CounterVec
+	outboxBacklog   prometheus.Gauge
+	outboxPublished prometheus.Counter
+	outboxFailures  prometheus.Counter
+	outboxPruned    prometheus.Counter
 }
 
 // Ingress outcomes.

@@ -28,6 +28,10 @@ type Config struct {
 	OutboxPollInterval time.Duration `env:"OUTBOX_POLL_INTERVAL" envDefault:"1s"`
 	// OutboxRetention is how long published events stay in the outbox.
 	OutboxRetention time.Duration `env:"OUTBOX_RETENTION" envDefault:"24h"`
+	// OutboxPublishTimeout bounds the wait for the stream's ack of one
+	// event; past it the event is retried (its Nats-Msg-Id keeps the stream
+	// from storing it twice).
+	OutboxPublishTimeout time.Duration `env:"OUTBOX_PUBLISH_TIMEOUT" envDefault:"5s"`
 }
 
 // Validate checks the settings at start.
@@ -42,9 +46,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("TELEGRAM_API_BASE: %q is not an http(s) URL", c.TelegramAPIBase)
 	}
 	for name, d := range map[string]time.Duration{
-		"PLATFORM_TIMEOUT":     c.PlatformTimeout,
-		"OUTBOX_POLL_INTERVAL": c.OutboxPollInterval,
-		"OUTBOX_RETENTION":     c.OutboxRetention,
+		"PLATFORM_TIMEOUT":       c.PlatformTimeout,
+		"OUTBOX_POLL_INTERVAL":   c.OutboxPollInterval,
+		"OUTBOX_RETENTION":       c.OutboxRetention,
+		"OUTBOX_PUBLISH_TIMEOUT": c.OutboxPublishTimeout,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive, got %s", name, d)

@@ -70,7 +70,7 @@ type conversationJSON struct {
 func toConversationJSON(c conversation.Conversation) conversationJSON {
 	return conversationJSON{
 		ID: c.ID, Platform: string(c.Platform), ChannelID: c.ChannelID,
-		Contact: contactJSON{ID: c.Contact.ID, SenderID: c.Contact.SenderID, Name: c.Contact.Name, ProfilePic: c.Contact.ProfilePic},
+		Contact:       contactJSON{ID: c.Contact.ID, SenderID: c.Contact.SenderID, Name: c.Contact.Name, ProfilePic: c.Contact.ProfilePic},
 		LastMessageAt: timestamp(c.LastMessageAt), CreatedAt: timestamp(c.CreatedAt),
 	}
 }

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
+	"github.com/parleyhq/parley/services/messaging/migrations"
+)
+
+// harness is one in-process messaging service on the test's own database
+// and stream, driven the way the gateway (rpc), parleyctl (rpc admin) and
+// Telegram (HTTP ingress) drive it.
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	cfg    svcconfig.Config
+	db     *gorm.DB
+	svc    *service
+	reg    *prometheus.Registry
+	client *rpc.Client
+	nc     *nats.Conn
+	tg     *fakeTelegram
+}
+
+type harnessOption func(*svcconfig.Config)
+
+func withNATS(url string) harnessOption {
+	return func(c *svcconfig.Config) { c.NATSURL = url }
+}
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	env := testenv.New(t)
+	tg := newFakeTelegram(t)
+	cfg := svcconfig.Config{
+		Connections:          env.Connections(),
+		Addr:                 "127.0.0.1:0",
+		TelegramAPIBase:      tg.srv.URL,
+		PlatformTimeout:      5 * time.Second,
+		OutboxPollInterval:   200 * time.Millisecond,
+		OutboxRetention:      24 * time.Hour,
+		OutboxPublishTimeout: time.Second,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	log := env.Logger(t)
+	gdb := env.DB(t, schema, migrations.FS)
+	nc, err := natsx.Connect(cfg.NATSURL, "messaging-test", zap.NewNop())
+	if err != nil {
+		t.Fatalf("nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	reg := prometheus.NewRegistry()
+	ctx := context.Background()
+	svc, err := build(ctx, cfg, gdb, nc, log, reg)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceMessaging, version, log)
+	if err != nil {
+		t.Fatalf("rpc server: %v", err)
+	}
+	if err := srv.Handle(rpc.EndpointAPI, svc.api); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Handle(rpc.EndpointAdmin, svc.admin); err != nil {
+		t.Fatal(err)
+	}
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() { defer close(relayDone); svc.relay.Run(relayCtx) }()
+	t.Cleanup(func() {
+		_ = srv.Stop()
+		stopRelay()
+		<-relayDone
+	})
+	return &harness{
+		t: t, env: env, cfg: cfg, db: gdb, svc: svc, reg: reg, nc: nc, tg: tg,
+		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix),
+	}
+}
+
+// --- parleyctl's side: admin calls ---
+
+type adminChannel struct {
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspace_id"`
+	Kind        string `json:"kind"`
+	ExternalID  string `json:"external_id"`
+	AIMode      string `json:"ai_mode"`
+	Status      string `json:"status"`
+	Secret      string `json:"secret"`
+	CreatedAt   string `json:"created_at"`
+}
+
+func (h *harness) admin(method, path string, in, out any) error {
+	h.t.Helper()
+	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAdmin, "", method, path, in, out)
+}
+
+// telegramChannel creates a telegram channel in ws and sets its mode.
+func (h *harness) telegramChannel(ws, mode string) adminChannel {
+	h.t.Helper()
+	var out struct{ Channel adminChannel }
+	token := fmt.Sprintf("%d:AAH-%s", 100000+botIDs.Add(1), strings.ReplaceAll(uuid.NewString(), "-", ""))
+	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": token}, &out); err != nil {
+		h.t.Fatalf("create channel: %v", err)
+	}
+	if mode != "auto" {
+		h.setMode(out.Channel.ID, mode)
+		out.Channel.AIMode = mode
+	}
+	h.tg.setToken(out.Channel.ID, token)
+	return out.Channel
+}
+
+func (h *harness) setMode(channelID, mode string) {
+	h.t.Helper()
+	if err := h.admin(http.MethodPatch, "/admin/channels/"+channelID, map[string]any{"ai_mode": mode}, nil); err != nil {
+		h.t.Fatalf("set mode: %v", err)
+	}
+}
+
+// botIDs makes each test channel's bot id (its external_id) distinct.
+var botIDs atomic.Int64
+
+// --- Telegram's side: webhook updates ---
+
+// postUpdate posts body to the channel's ingress as Telegram does.
+func (h *harness) postUpdate(channelID, secret, body string) *httptest.ResponseRecorder {
+	h.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/ingress/telegram/"+channelID, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	}
+	rec := httptest.NewRecorder()
+	h.svc.public.ServeHTTP(rec, req)
+	return rec
+}
+
+// deliver posts a text message update and requires 200.
+func (h *harness) deliver(ch adminChannel, u tgUpdate) {
+	h.t.Helper()
+	rec := h.postUpdate(ch.ID, ch.Secret, u.JSON())
+	if rec.Code != http.StatusOK {
+		h.t.Fatalf("ingress: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// tgUpdate is a private-chat text message, rendered as Telegram's JSON.
+type tgUpdate struct {
+	UpdateID  int64
+	MessageID int64
+	FromID    int64
+	First     string
+	Last      string
+	Date      int64
+	Text      string
+}
+
+func (u tgUpdate) JSON() string {
+	from := map[string]any{"id": u.FromID, "is_bot": false, "first_name": u.First, "language_code": "en"}
+	chat := map[string]any{"id": u.FromID, "first_name": u.First, "type": "private"}
+	if u.Last != "" {
+		from["last_name"] = u.Last
+		chat["last_name"] = u.Last
+	}
+	b, _ := json.Marshal(map[string]any{
+		"update_id": u.UpdateID,
+		"message": map[string]any{
+			"message_id": u.MessageID,
+			"from":       from,
+			"chat":       chat,
+			"date":       u.Date,
+			"text":       u.Text,
+		},
+	})
+	return string(b)
+}
+
+// --- the gateway's side: the api endpoint ---
+
+// api calls the api endpoint as the gateway does for workspace ws.
+func (h *harness) api(ws, method, path string, in, out any) error {
+	h.t.Helper()
+	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAPI, ws, method, path, in, out)
+}
+
+// apiRaw sends a raw body and returns status and body.
+func (h *harness) apiRaw(ws, method, path, body string) (int, []byte) {
+	h.t.Helper()
+	req := &rpcv1.Request{WorkspaceId: ws, Method: method, Body: []byte(body),
+		Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	resp, err := h.client.Do(context.Background(), rpc.ServiceMessaging, rpc.EndpointAPI, req)
+	if err != nil {
+		h.t.Fatalf("rpc: %v", err)
+	}
+	return int(resp.GetStatus()), resp.GetBody()
+}
+
+func wantErr(t *testing.T, err error, status int, code, messagePart string) {
+	t.Helper()
+	e, ok := errs.As(err)
+	if !ok {
+		t.Fatalf("error = %v, want %d %s", err, status, code)
+	}
+	if e.Status != status || e.Code != code || !strings.Contains(e.Message, messagePart) {
+		t.Fatalf("error = %d %s %q, want %d %s containing %q", e.Status, e.Code, e.Message, status, code, messagePart)
+	}
+}
+
+type conversationOut struct {
+	ID        string `json:"id"`
+	Platform  string `json:"platform"`
+	ChannelID string `json:"channel_id"`
+	Contact   struct {
+		ID         string `json:"id"`
+		SenderID   string `json:"sender_id"`
+		Name       string `json:"name"`
+		ProfilePic string `json:"profile_pic"`
+	} `json:"contact"`
+	LastMessageAt string `json:"last_message_at"`
+	CreatedAt     string `json:"created_at"`
+}
+
+type conversationsOut struct {
+	Conversations []conversationOut `json:"conversations"`
+	NextBefore    *string           `json:"next_before"`
+}
+
+type messageOut struct {
+	ID             string         `json:"id"`
+	ConversationID string         `json:"conversation_id"`
+	Sender         string         `json:"sender"`
+	Type           string         `json:"type"`
+	Content        string         `json:"content"`
+	Metadata       map[string]any `json:"metadata"`
+	ExternalID     string         `json:"external_id"`
+	CreatedAt      string         `json:"created_at"`
+}
+
+type messagesOut struct {
+	Messages   []messageOut `json:"messages"`
+	NextBefore *string      `json:"next_before"`
+}
+
+func (h *harness) conversations(ws, query string) conversationsOut {
+	h.t.Helper()
+	var out conversationsOut
+	if err := h.api(ws, http.MethodGet, "/v1/conversations"+query, nil, &out); err != nil {
+		h.t.Fatalf("list conversations: %v", err)
+	}
+	return out
+}
+
+func (h *harness) messages(ws, convID, query string) messagesOut {
+	h.t.Helper()
+	var out messagesOut
+	if err := h.api(ws, http.MethodGet, "/v1/conversations/"+convID+"/messages"+query, nil, &out); err != nil {
+		h.t.Fatalf("list messages: %v", err)
+	}
+	return out
+}
+
+// count returns the rows of a messaging table matching where.
+func (h *harness) count(table, where string, args ...any) int64 {
+	h.t.Helper()
+	var n int64
+	q := "SELECT count(*) FROM messaging." + table
+	if where != "" {
+		q += " WHERE " + where
+	}
+	if err := h.db.Raw(q, args...).Scan(&n).Error; err != nil {
+		h.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// streamMessages returns what the test's events stream holds.
+func streamMessages(t *testing.T, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("get msg %d: %v", seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// --- a fake Telegram Bot API ---
+
+// fakeTelegram answers the Bot API's sendMessage as Telegram does and
+// records every call.
+type fakeTelegram struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	calls  []tgCall
+	tokens map[string]string // channel id -> token, for assertions
+	nextID int64
+	// fail, when set, is the answer to every call: status and raw body, or
+	// drop to hang up without answering.
+	fail *tgFailure
+}
+
+type tgFailure struct {
+	status int
+	body   string
+	drop   bool
+}
+
+type tgCall struct {
+	Token  string
+	Method string
+	Body   map[string]any
+}
+
+var botPath = regexp.MustCompile(`^/bot([^/]+)/([A-Za-z]+)$`)
+
+func newFakeTelegram(t *testing.T) *fakeTelegram {
+	f := &fakeTelegram{tokens: map[string]string{}, nextID: 1000}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
+	m := botPath.FindStringSubmatch(r.URL.Path)
+	if r.Method != http.MethodPost || m == nil {
+		writeTG(w, http.StatusNotFound, `{"ok":false,"error_code":404,"description":"Not Found"}`)
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || json.Unmarshal(raw, &body) != nil {
+		writeTG(w, http.StatusBadRequest, `{"ok":false,"error_code":400,"description":"Bad Request: message text is empty"}`)
+		return
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, tgCall{Token: m[1], Method: m[2], Body: body})
+	fail := f.fail
+	f.nextID++
+	id := f.nextID
+	f.mu.Unlock()
+	switch {
+	case fail != nil && fail.drop:
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		_ = conn.Close()
+		return
+	case fail != nil:
+		writeTG(w, fail.status, fail.body)
+		return
+	}
+	if m[2] != "sendMessage" {
+		writeTG(w, http.StatusNotFound, `{"ok":false,"error_code":404,"description":"Not Found: method not found"}`)
+		return
+	}
+	chat, _ := body["chat_id"].(float64)
+	result := map[string]any{
+		"message_id": id,
+		"from":       map[string]any{"id": 5550001, "is_bot": true, "first_name": "Parley", "username": "parley_test_bot"},
+		"chat":       map[string]any{"id": int64(chat), "type": "private"},
+		"date":       time.Now().Unix(),
+		"text":       body["text"],
+	}
+	b, _ := json.Marshal(map[string]any{"ok": true, "result": result})
+	writeTG(w, http.StatusOK, string(b))
+}
+
+func writeTG(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+func (f *fakeTelegram) setToken(channelID, token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokens[channelID] = token
+}
+
+func (f *fakeTelegram) token(channelID string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tokens[channelID]
+}
+
+func (f *fakeTelegram) setFailure(fail *tgFailure) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = fail
+}
+
+func (f *fakeTelegram) received() []tgCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]tgCall(nil), f.calls...)
+}
+
+func (f *fakeTelegram) lastID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strconv.FormatInt(f.nextID, 10)
+}
