@@ -1,0 +1,230 @@
+package webhookhttp
+
+import (
+	"compress/gzip"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+)
+
+// The guard sees the address being dialed, after resolution.
+func TestGuardRefusesSpecialAddresses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		network string
+		address string
+		allowed bool
+	}{
+		{network: "tcp4", address: "93.184.216.34:443", allowed: true},
+		{network: "tcp6", address: "[2606:4700:4700::1111]:443", allowed: true},
+		{network: "tcp4", address: "127.0.0.1:443"},
+		{network: "tcp4", address: "127.0.0.53:53"},
+		{network: "tcp4", address: "0.0.0.0:80"},
+		{network: "tcp4", address: "10.0.0.1:443"},
+		{network: "tcp4", address: "172.20.1.1:443"},
+		{network: "tcp4", address: "192.168.0.10:443"},
+		{network: "tcp4", address: "100.64.0.1:443"},
+		{network: "tcp4", address: "169.254.169.254:80"},
+		{network: "tcp4", address: "169.254.10.10:80"},
+		{network: "tcp4", address: "224.0.0.251:5353"},
+		{network: "tcp4", address: "198.18.0.1:443"},
+		{network: "tcp4", address: "255.255.255.255:443"},
+		{network: "tcp6", address: "[::1]:443"},
+		{network: "tcp6", address: "[::]:443"},
+		{network: "tcp6", address: "[fe80::1%25eth0]:443"},
+		{network: "tcp6", address: "[fd12:3456::1]:443"},
+		{network: "tcp6", address: "[ff02::1]:443"},
+		{network: "tcp6", address: "[::ffff:127.0.0.1]:443"},
+		{network: "tcp6", address: "[::ffff:10.0.0.1]:443"},
+		{network: "tcp6", address: "[::ffff:169.254.169.254]:80"},
+		{network: "tcp6", address: "[64:ff9b::7f00:1]:443"},
+		{network: "udp4", address: "93.184.216.34:443"},
+		{network: "tcp4", address: "not-an-ip:443"},
+	}
+	for _, tt := range tests {
+		err := guard(tt.network, tt.address, nil)
+		if tt.allowed && err != nil {
+			t.Errorf("guard(%s %s) = %v, want allowed", tt.network, tt.address, err)
+		}
+		if !tt.allowed && err == nil {
+			t.Errorf("guard(%s %s) allowed it", tt.network, tt.address)
+		}
+	}
+}
+
+// A canary listens on loopback; with private targets off, no spelling of
+// its address reaches it.
+func TestSenderNeverReachesLoopbackWhenPrivateTargetsOff(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	canary := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(canary.Close)
+	_, port, _ := net.SplitHostPort(canary.Listener.Addr().String())
+
+	s := New(Options{UserAgent: "Parley-Webhooks/test"})
+	for _, target := range []string{
+		"https://127.0.0.1:" + port + "/hook",
+		"https://localhost:" + port + "/hook", // a name resolving to loopback (the DNS-rebinding case)
+		"https://[::ffff:127.0.0.1]:" + port + "/hook",
+		"https://[::1]:" + port + "/hook",
+		"http://127.0.0.1:" + port + "/hook", // plain http is refused before dialing
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res := s.Send(ctx, delivery.Request{URL: target, Secret: "whsec_x", Event: "test", DeliveryID: "d", Body: []byte(`{}`)})
+		cancel()
+		if res.Status != 0 || !strings.Contains(res.Error, "refused") {
+			t.Errorf("Send(%s) = %+v, want refused", target, res)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the canary received %d requests", n)
+	}
+}
+
+func TestSenderRequest(t *testing.T) {
+	t.Parallel()
+	var got *http.Request
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		body = make([]byte, r.ContentLength)
+		_, _ = r.Body.Read(body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	at := time.Unix(1795348800, 0)
+	s := New(Options{AllowPrivateTargets: true, UserAgent: "Parley-Webhooks/9.9.9", Clock: func() time.Time { return at }})
+	payload := []byte(`{"id":"d1","event":"test"}`)
+	res := s.Send(context.Background(), delivery.Request{URL: srv.URL + "/in?x=1", Secret: "whsec_k", Event: "test", DeliveryID: "d1", Body: payload})
+	if res.Status != 204 || res.Error != "" {
+		t.Fatalf("Send = %+v", res)
+	}
+	want := map[string]string{
+		"Content-Type":    "application/json",
+		"User-Agent":      "Parley-Webhooks/9.9.9",
+		HeaderEvent:       "test",
+		HeaderDelivery:    "d1",
+		HeaderTimestamp:   strconv.FormatInt(at.Unix(), 10),
+		HeaderSignature:   delivery.Sign("whsec_k", at.Unix(), payload),
+		"Accept-Encoding": "",
+	}
+	for k, v := range want {
+		if g := got.Header.Get(k); g != v {
+			t.Errorf("header %s = %q, want %q", k, g, v)
+		}
+	}
+	if got.Method != http.MethodPost || got.URL.RequestURI() != "/in?x=1" || string(body) != string(payload) {
+		t.Errorf("request %s %s body %s", got.Method, got.URL, body)
+	}
+}
+
+func TestSenderFailures(t *testing.T) {
+	t.Parallel()
+	var redirectedTo atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/target", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/target", func(w http.ResponseWriter, r *http.Request) { redirectedTo.Add(1) })
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		chunk := []byte(strings.Repeat("x", 32<<10))
+		for range 64 { // 2 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusBadGateway)
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write([]byte(strings.Repeat("0", 10<<20)))
+		_ = zw.Close()
+	})
+	mux.HandleFunc("/binary", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("bad\x00\xff\xfe request\r\n"))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for range 100 {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s := New(Options{AllowPrivateTargets: true, UserAgent: "Parley-Webhooks/test"})
+	send := func(path string, timeout time.Duration) delivery.Result {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return s.Send(ctx, delivery.Request{URL: srv.URL + path, Secret: "k", Event: "test", DeliveryID: "d", Body: []byte(`{}`)})
+	}
+
+	res := send("/redirect", 5*time.Second)
+	if res.Status != http.StatusTemporaryRedirect || !strings.Contains(res.Error, "redirects are not followed") || !strings.Contains(res.Error, "/target") {
+		t.Errorf("redirect: %+v", res)
+	}
+	if redirectedTo.Load() != 0 {
+		t.Error("the redirect was followed")
+	}
+
+	res = send("/huge", 5*time.Second)
+	if res.Status != 500 || !strings.HasPrefix(res.Error, "receiver answered 500: xxx") || len(res.Error) > errorBodyChars+64 {
+		t.Errorf("huge body: status %d, error of %d bytes", res.Status, len(res.Error))
+	}
+
+	res = send("/gzip", 5*time.Second)
+	if res.Status != 502 || len(res.Error) > errorBodyChars+64 {
+		t.Errorf("gzip body: status %d, error of %d bytes", res.Status, len(res.Error))
+	}
+
+	res = send("/binary", 5*time.Second)
+	if res.Status != 400 || strings.ContainsAny(res.Error, "\x00\r") || !strings.Contains(res.Error, "bad") {
+		t.Errorf("binary body: %+v", res)
+	}
+
+	start := time.Now()
+	res = send("/slow", 300*time.Millisecond)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a one-byte-at-a-time body held the attempt for %s", took)
+	}
+	if res.Status != 200 || res.Error != "" {
+		t.Errorf("slow 200: %+v (the answer was given before the body dragged on)", res)
+	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL
+	closed.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res = s.Send(ctx, delivery.Request{URL: url, Secret: "k", Event: "test", DeliveryID: "d", Body: []byte(`{}`)})
+	if res.Status != 0 || !strings.Contains(res.Error, "connection refused") || strings.Contains(res.Error, "Post \"") {
+		t.Errorf("closed port: %+v", res)
+	}
+}
+
+func TestTruncateKeepsRunes(t *testing.T) {
+	t.Parallel()
+	s := strings.Repeat("é", 10) // 2 bytes each
+	got := truncate(s, 5)
+	if got != "éé…" {
+		t.Fatalf("truncate = %q", got)
+	}
+	if truncate("short", 10) != "short" {
+		t.Fatal("short string changed")
+	}
+}

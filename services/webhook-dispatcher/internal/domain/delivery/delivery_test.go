@@ -1,0 +1,79 @@
+package delivery
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func TestAttemptSucceeded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give Attempt
+		want bool
+	}{
+		{name: "200", give: Attempt{ResponseStatus: 200}, want: true},
+		{name: "204", give: Attempt{ResponseStatus: 204}, want: true},
+		{name: "299", give: Attempt{ResponseStatus: 299}, want: true},
+		{name: "302", give: Attempt{ResponseStatus: 302, Error: "receiver answered 302"}},
+		{name: "300 without error text", give: Attempt{ResponseStatus: 300}},
+		{name: "500", give: Attempt{ResponseStatus: 500, Error: "receiver answered 500"}},
+		{name: "no response", give: Attempt{Error: "connection refused"}},
+		{name: "199", give: Attempt{ResponseStatus: 199}},
+	}
+	for _, tt := range tests {
+		if got := tt.give.Succeeded(); got != tt.want {
+			t.Errorf("%s: Succeeded = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRetriesThenDelivered(t *testing.T) {
+	t.Parallel()
+	d := New("id", "ws", EventMessageReceived, []byte(`{}`), t0)
+	if d.Status != StatusPending || d.Attempts != 0 || d.ResponseStatus != nil || d.LastError != nil || d.DeliveredAt != nil {
+		t.Fatalf("New = %+v", d)
+	}
+	d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0, Duration: time.Second, ResponseStatus: 500, Error: "receiver answered 500"})
+	if d.Attempts != 1 || *d.ResponseStatus != 500 || *d.LastError != "receiver answered 500" || d.Status != StatusPending {
+		t.Fatalf("after a failed attempt: %+v", d)
+	}
+	d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0.Add(2 * time.Second), Error: "connection refused"})
+	if d.Attempts != 2 || d.ResponseStatus != nil || *d.LastError != "connection refused" {
+		t.Fatalf("after a refused attempt: %+v", d)
+	}
+	d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0.Add(4 * time.Second), Duration: 30 * time.Millisecond, ResponseStatus: 204})
+	d.Finish()
+	want := t0.Add(4*time.Second + 30*time.Millisecond)
+	if d.Status != StatusDelivered || d.Attempts != 3 || *d.ResponseStatus != 204 || d.LastError != nil || d.DeliveredAt == nil || !d.DeliveredAt.Equal(want) {
+		t.Fatalf("delivered: %+v", d)
+	}
+	if len(d.History) != 3 || d.History[0].Number != 1 || d.History[2].Number != 3 {
+		t.Fatalf("history: %+v", d.History)
+	}
+}
+
+func TestAllAttemptsFailed(t *testing.T) {
+	t.Parallel()
+	d := New("id", "ws", EventMessageReceived, []byte(`{}`), t0)
+	for range 4 {
+		d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0, ResponseStatus: 503, Error: "receiver answered 503"})
+	}
+	d.Finish()
+	if d.Status != StatusFailed || d.Attempts != 4 || *d.ResponseStatus != 503 || d.DeliveredAt != nil {
+		t.Fatalf("failed: %+v", d)
+	}
+}
+
+func TestSkipped(t *testing.T) {
+	t.Parallel()
+	d := NewSkipped("id", "ws", EventMessageReceived, []byte(`{}`), t0)
+	if d.Status != StatusSkipped || !d.Status.Final() || d.Attempts != 0 || d.LastError == nil || *d.LastError != SkippedPaused {
+		t.Fatalf("NewSkipped = %+v", d)
+	}
+	if StatusPending.Final() {
+		t.Fatal("pending is final")
+	}
+}
