@@ -30,10 +30,16 @@ func TestSignGoldenVector(t *testing.T) {
 		t.Fatal("Verify refused the golden signature")
 	}
 	for name, tamper := range map[string]func() (string, int64, []byte, string){
-		"other secret":    func() (string, int64, []byte, string) { return v.Secret + "x", v.Timestamp, []byte(v.Body), v.Signature },
+		"other secret": func() (string, int64, []byte, string) {
+			return v.Secret + "x", v.Timestamp, []byte(v.Body), v.Signature
+		},
 		"other timestamp": func() (string, int64, []byte, string) { return v.Secret, v.Timestamp + 1, []byte(v.Body), v.Signature },
-		"other body":      func() (string, int64, []byte, string) { return v.Secret, v.Timestamp, []byte(v.Body + " "), v.Signature },
-		"no prefix":       func() (string, int64, []byte, string) { return v.Secret, v.Timestamp, []byte(v.Body), v.Signature[len("sha256="):] },
+		"other body": func() (string, int64, []byte, string) {
+			return v.Secret, v.Timestamp, []byte(v.Body + " "), v.Signature
+		},
+		"no prefix": func() (string, int64, []byte, string) {
+			return v.Secret, v.Timestamp, []byte(v.Body), v.Signature[len("sha256="):]
+		},
 	} {
 		if Verify(tamper()) {
 			t.Errorf("%s: Verify accepted it", name)

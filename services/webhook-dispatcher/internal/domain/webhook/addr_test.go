@@ -18,7 +18,7 @@ func TestCheckAddr(t *testing.T) {
 		{give: "93.184.216.34"},
 		{give: "2606:4700:4700::1111"},
 		{give: "2a00:1450:4001:82b::200e"},
-		{give: "::ffff:8.8.8.8"},  // IPv4-mapped public
+		{give: "::ffff:8.8.8.8"},   // IPv4-mapped public
 		{give: "64:ff9b::808:808"}, // NAT64 of 8.8.8.8
 		// IPv4 special-purpose ranges.
 		{give: "0.0.0.0", wantRange: "unspecified"},
@@ -59,10 +59,10 @@ func TestCheckAddr(t *testing.T) {
 		{give: "fc00::1", wantRange: "unique local"},
 		{give: "fd00:ec2::254", wantRange: "unique local"}, // AWS metadata over IPv6
 		{give: "ff02::1", wantRange: "multicast"},
-		{give: "fec0::1", wantRange: "reserved"},       // deprecated site-local
-		{give: "100::1", wantRange: "reserved"},        // discard-only
-		{give: "::127.0.0.1", wantRange: "reserved"},   // IPv4-compatible (deprecated)
-		{give: "64:ff9b:1::1", wantRange: "reserved"},  // local-use NAT64
+		{give: "fec0::1", wantRange: "reserved"},      // deprecated site-local
+		{give: "100::1", wantRange: "reserved"},       // discard-only
+		{give: "::127.0.0.1", wantRange: "reserved"},  // IPv4-compatible (deprecated)
+		{give: "64:ff9b:1::1", wantRange: "reserved"}, // local-use NAT64
 		{give: "2001:db8::1", wantRange: "documentation"},
 		{give: "3fff::1", wantRange: "documentation"},
 		{give: "2001::1", wantRange: "IETF"}, // Teredo
