@@ -38,8 +38,10 @@ func New(workspaces account.WorkspaceStore, keys account.KeyStore, channels acco
 		keys:        keys,
 		channels:    channels,
 		defaultRate: defaultRatePerMinute,
-		now:         func() time.Time { return time.Now().UTC() },
-		random:      rand.Reader,
+		// Postgres keeps microseconds; a time answered at creation must equal
+		// the one read back later.
+		now:    func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		random: rand.Reader,
 		// Version 7 ids are time-ordered, which keeps the primary-key
 		// indexes compact.
 		newID: func() string { return uuid.Must(uuid.NewV7()).String() },

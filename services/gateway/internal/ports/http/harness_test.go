@@ -91,6 +91,19 @@ func (h *harness) admin(t *testing.T, method, path string, body any) (int, map[s
 		req.Body = b
 		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
 	}
+	return h.adminDo(t, req)
+}
+
+// adminRaw sends a raw body to the admin endpoint.
+func (h *harness) adminRaw(t *testing.T, method, path string, body []byte) (int, map[string]any) {
+	t.Helper()
+	return h.adminDo(t, &rpcv1.Request{Method: method, Path: path, Body: body,
+		Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}})
+}
+
+func (h *harness) adminDo(t *testing.T, req *rpcv1.Request) (int, map[string]any) {
+	t.Helper()
+	method, path := req.GetMethod(), req.GetPath()
 	resp, err := h.client.Do(context.Background(), rpc.ServiceGateway, rpc.EndpointAdmin, req)
 	if err != nil {
 		t.Fatalf("admin %s %s: %v", method, path, err)

@@ -1,0 +1,257 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func wsOf(t *testing.T, out map[string]any) map[string]any {
+	t.Helper()
+	w, ok := out["workspace"].(map[string]any)
+	if !ok {
+		t.Fatalf("no workspace in %v", out)
+	}
+	return w
+}
+
+func TestAdminWorkspaceLifecycle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+
+	created := wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "Café Düsseldorf"}))
+	id := created["id"].(string)
+	createdAt, err := time.Parse(time.RFC3339Nano, created["created_at"].(string))
+	if err != nil || time.Since(createdAt) > time.Minute || !strings.HasSuffix(created["created_at"].(string), "Z") {
+		t.Fatalf("created_at %v: %v", created["created_at"], err)
+	}
+	delete(created, "created_at")
+	want := map[string]any{
+		"id": id, "name": "Café Düsseldorf", "slug": "cafe-dusseldorf",
+		"plan":       map[string]any{"name": "api", "modules": []any{"developer_api"}, "ai_used": 0.0, "ai_limit": 0.0},
+		"rate_limit": map[string]any{"per_minute": float64(defaultRate)},
+		"features":   []any{},
+	}
+	if !reflect.DeepEqual(created, want) {
+		t.Fatalf("created\n got %v\nwant %v", created, want)
+	}
+
+	got := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces/"+id, nil))
+	if got["id"] != id || got["slug"] != "cafe-dusseldorf" || got["created_at"] != createdAt.Format(time.RFC3339Nano) {
+		t.Fatalf("get = %v", got)
+	}
+
+	updated := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id,
+		map[string]any{"modules": []string{"flow_script", "developer_api", "flows"}, "ai_limit": 250, "rate_per_minute": 9}))
+	if !reflect.DeepEqual(updated["plan"], map[string]any{"name": "api", "modules": []any{"developer_api", "flows", "flow_script"}, "ai_used": 0.0, "ai_limit": 250.0}) ||
+		updated["rate_limit"].(map[string]any)["per_minute"] != 9.0 {
+		t.Fatalf("updated = %v", updated)
+	}
+	// A partial update leaves the rest alone.
+	updated = wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, map[string]any{"ai_limit": 0}))
+	if updated["plan"].(map[string]any)["ai_limit"] != 0.0 || len(updated["plan"].(map[string]any)["modules"].([]any)) != 3 ||
+		updated["rate_limit"].(map[string]any)["per_minute"] != 9.0 {
+		t.Fatalf("partial update = %v", updated)
+	}
+
+	on := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": true}))
+	if !reflect.DeepEqual(on["features"], []any{"flows_api"}) {
+		t.Fatalf("feature on = %v", on["features"])
+	}
+	off := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": false}))
+	if !reflect.DeepEqual(off["features"], []any{}) {
+		t.Fatalf("feature off = %v", off["features"])
+	}
+
+	// Lookup by slug, as parleyctl demo finds its workspace.
+	list := h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces?slug=cafe-dusseldorf", nil)
+	if ws := list["workspaces"].([]any); len(ws) != 1 || ws[0].(map[string]any)["id"] != id {
+		t.Fatalf("list by slug = %v", list)
+	}
+	list = h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces?slug=nobody", nil)
+	if ws, ok := list["workspaces"].([]any); !ok || len(ws) != 0 {
+		t.Fatalf("list of unknown slug = %v, want []", list)
+	}
+	h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "Second"})
+	if ws := h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces", nil)["workspaces"].([]any); len(ws) != 2 {
+		t.Fatalf("list all = %v", ws)
+	}
+}
+
+func TestAdminValidation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "Demo", "slug": "demo"}))["id"].(string)
+
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		body        any
+		status      int
+		code        string
+		wantMention string
+	}{
+		{"name missing", http.MethodPost, "/admin/workspaces", map[string]any{"slug": "x"}, 400, "invalid_request", "name"},
+		{"name blank", http.MethodPost, "/admin/workspaces", map[string]any{"name": "   "}, 400, "invalid_request", "name"},
+		{"name wrong type", http.MethodPost, "/admin/workspaces", map[string]any{"name": 5}, 400, "invalid_request", "name"},
+		{"bad slug", http.MethodPost, "/admin/workspaces", map[string]any{"name": "X", "slug": "Not A Slug"}, 400, "invalid_request", "slug"},
+		{"underivable slug", http.MethodPost, "/admin/workspaces", map[string]any{"name": "Монгол"}, 400, "invalid_request", "slug"},
+		{"slug taken", http.MethodPost, "/admin/workspaces", map[string]any{"name": "Other", "slug": "demo"}, 409, "slug_taken", "slug"},
+		{"derived slug taken", http.MethodPost, "/admin/workspaces", map[string]any{"name": "DEMO!"}, 409, "slug_taken", "slug"},
+		{"unknown module", http.MethodPost, "/admin/workspaces", map[string]any{"name": "X", "modules": []string{"developer_api", "crm"}}, 400, "invalid_request", "modules"},
+		{"rate zero", http.MethodPost, "/admin/workspaces", map[string]any{"name": "X", "rate_per_minute": 0}, 400, "invalid_request", "rate_per_minute"},
+		{"negative ai_limit", http.MethodPost, "/admin/workspaces", map[string]any{"name": "X", "ai_limit": -1}, 400, "invalid_request", "ai_limit"},
+		{"not json", http.MethodPost, "/admin/workspaces", "{", 400, "invalid_request", "JSON"},
+		{"get unknown", http.MethodGet, "/admin/workspaces/0190d1b2-0000-7000-8000-000000000000", nil, 404, "workspace_not_found", "workspace"},
+		{"get malformed id", http.MethodGet, "/admin/workspaces/not-a-uuid", nil, 404, "workspace_not_found", "workspace"},
+		{"patch unknown module", http.MethodPatch, "/admin/workspaces/" + id, map[string]any{"modules": []string{"x"}}, 400, "invalid_request", "modules"},
+		{"patch rate zero", http.MethodPatch, "/admin/workspaces/" + id, map[string]any{"rate_per_minute": 0}, 400, "invalid_request", "rate_per_minute"},
+		{"patch negative ai_limit", http.MethodPatch, "/admin/workspaces/" + id, map[string]any{"ai_limit": -5}, 400, "invalid_request", "ai_limit"},
+		{"patch unknown workspace", http.MethodPatch, "/admin/workspaces/0190d1b2-0000-7000-8000-000000000000", map[string]any{"ai_limit": 1}, 404, "workspace_not_found", "workspace"},
+		{"unknown feature", http.MethodPut, "/admin/workspaces/" + id + "/features/teleport", map[string]any{"on": true}, 400, "invalid_request", "feature"},
+		{"feature without on", http.MethodPut, "/admin/workspaces/" + id + "/features/flows_api", map[string]any{}, 400, "invalid_request", "on"},
+		{"feature of unknown workspace", http.MethodPut, "/admin/workspaces/0190d1b2-0000-7000-8000-000000000000/features/flows_api", map[string]any{"on": true}, 404, "workspace_not_found", "workspace"},
+		{"key for unknown workspace", http.MethodPost, "/admin/workspaces/0190d1b2-0000-7000-8000-000000000000/api-keys", map[string]any{}, 404, "workspace_not_found", "workspace"},
+		{"given key too short", http.MethodPost, "/admin/workspaces/" + id + "/api-keys", map[string]any{"key": "pk_short"}, 400, "invalid_request", "key"},
+		{"given key without prefix", http.MethodPost, "/admin/workspaces/" + id + "/api-keys", map[string]any{"key": strings.Repeat("a", 40)}, 400, "invalid_request", "key"},
+		{"given key not url-safe", http.MethodPost, "/admin/workspaces/" + id + "/api-keys", map[string]any{"key": "pk_" + strings.Repeat("a", 31) + "+"}, 400, "invalid_request", "key"},
+		{"revoke unknown", http.MethodDelete, "/admin/api-keys/0190d1b2-0000-7000-8000-000000000000", nil, 404, "api_key_not_found", "key"},
+		{"revoke malformed id", http.MethodDelete, "/admin/api-keys/xyz", nil, 404, "api_key_not_found", "key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var status int
+			var out map[string]any
+			if s, ok := tt.body.(string); ok {
+				status, out = h.adminRaw(t, tt.method, tt.path, []byte(s))
+			} else {
+				status, out = h.admin(t, tt.method, tt.path, tt.body)
+			}
+			if status != tt.status || out["code"] != tt.code {
+				t.Fatalf("= %d %v, want %d %s", status, out, tt.status, tt.code)
+			}
+			if msg, _ := out["message"].(string); !strings.Contains(strings.ToLower(msg), strings.ToLower(tt.wantMention)) {
+				t.Fatalf("message %q does not mention %q", msg, tt.wantMention)
+			}
+		})
+	}
+	// Nothing above created a workspace.
+	if ws := h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces", nil)["workspaces"].([]any); len(ws) != 1 {
+		t.Fatalf("%d workspaces after refused requests", len(ws))
+	}
+}
+
+var keyFormat = regexp.MustCompile(`^pk_[A-Za-z0-9_-]{43}$`)
+
+func TestAdminAPIKeys(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.fakeService(t, "messaging", echoBack)
+	wsA := wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "A"}))["id"].(string)
+	wsB := wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "B"}))["id"].(string)
+
+	// Generated keys: shown once, in the documented format, each different.
+	k1 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", map[string]any{"name": "ci"})
+	k2 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", nil)
+	if !keyFormat.MatchString(k1["key"].(string)) || !keyFormat.MatchString(k2["key"].(string)) || k1["key"] == k2["key"] || k1["id"] == k2["id"] || len(k1) != 2 {
+		t.Fatalf("generated keys %v, %v", k1, k2)
+	}
+
+	// The demo's fixed key: idempotent for its workspace.
+	const demoKey = "pk_demo_parley_local_development_key_2026"
+	d1 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", map[string]any{"name": "demo", "key": demoKey})
+	d2 := h.mustAdmin(t, http.StatusOK, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", map[string]any{"name": "demo", "key": demoKey})
+	if d1["key"] != demoKey || d2["id"] != d1["id"] || d2["key"] != demoKey {
+		t.Fatalf("demo key twice: %v, %v", d1, d2)
+	}
+	if r := h.call(t, http.MethodGet, "/v1/channels", demoKey, nil, nil); r.status != http.StatusOK {
+		t.Fatalf("demo key = %d %s", r.status, r.body)
+	}
+	// ...but never another workspace's.
+	status, out := h.admin(t, http.MethodPost, "/admin/workspaces/"+wsB+"/api-keys", map[string]any{"key": demoKey})
+	if status != http.StatusConflict || out["code"] != "api_key_taken" {
+		t.Fatalf("demo key for B = %d %v", status, out)
+	}
+
+	// Revocation is immediate and idempotent.
+	r1 := h.mustAdmin(t, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+d1["id"].(string), nil)
+	revokedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r1["revoked_at"]))
+	if r1["id"] != d1["id"] || err != nil || time.Since(revokedAt) > time.Minute {
+		t.Fatalf("revoke = %v (%v)", r1, err)
+	}
+	r2 := h.mustAdmin(t, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+d1["id"].(string), nil)
+	if r2["revoked_at"] != r1["revoked_at"] {
+		t.Fatalf("second revoke moved revoked_at: %v -> %v", r1["revoked_at"], r2["revoked_at"])
+	}
+	h.call(t, http.MethodGet, "/v1/channels", demoKey, nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
+	// A revoked given key cannot be brought back.
+	status, out = h.admin(t, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", map[string]any{"key": demoKey})
+	if status != http.StatusConflict || out["code"] != "api_key_revoked" {
+		t.Fatalf("revoked demo key again = %d %v", status, out)
+	}
+	// Other keys of the workspace still work.
+	if r := h.call(t, http.MethodGet, "/v1/channels", k1["key"].(string), nil, nil); r.status != http.StatusOK {
+		t.Fatalf("other key after revocation = %d", r.status)
+	}
+}
+
+func TestKeysAreStoredOnlyHashed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ws := wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": "Acme"}))["id"].(string)
+	var plaintexts []string
+	for _, body := range []map[string]any{{"name": "generated"}, {"name": "given", "key": "pk_given_key_for_the_hashing_test_0123456789"}} {
+		plaintexts = append(plaintexts, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+ws+"/api-keys", body)["key"].(string))
+	}
+
+	// Every text-like column of every table in the accounts schema, cast to
+	// text, searched for each plaintext key (and for its random part alone).
+	ctx := context.Background()
+	var cols []struct{ TableName, ColumnName string }
+	if err := h.gdb.WithContext(ctx).Raw(`SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = 'accounts' AND table_name <> 'goose_db_version'
+		  AND (data_type IN ('text', 'character varying', 'character', 'bytea', 'json', 'jsonb') OR udt_name IN ('_text', '_varchar'))`).
+		Scan(&cols).Error; err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]bool{}
+	for _, c := range cols {
+		tables[c.TableName] = true
+	}
+	if !tables["workspaces"] || !tables["api_keys"] || len(cols) < 6 {
+		t.Fatalf("columns scanned: %v", cols)
+	}
+	for _, key := range plaintexts {
+		for _, needle := range []string{key, strings.TrimPrefix(key, "pk_")} {
+			for _, c := range cols {
+				var n int64
+				q := fmt.Sprintf(`SELECT count(*) FROM accounts.%q WHERE %q::text LIKE '%%' || ? || '%%'`, c.TableName, c.ColumnName)
+				if err := h.gdb.WithContext(ctx).Raw(q, needle).Scan(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				if n != 0 {
+					t.Fatalf("plaintext key found in accounts.%s.%s", c.TableName, c.ColumnName)
+				}
+			}
+		}
+	}
+	// What is stored is the SHA-256, and a display prefix.
+	var rows []struct{ KeyHash, DisplayPrefix string }
+	if err := h.gdb.WithContext(ctx).Raw(`SELECT key_hash, display_prefix FROM accounts.api_keys`).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d keys stored", len(rows))
+	}
+	for _, r := range rows {
+		if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(r.KeyHash) || len(r.DisplayPrefix) != 8 || !strings.HasPrefix(r.DisplayPrefix, "pk_") {
+			t.Fatalf("stored %+v", r)
+		}
+	}
+}

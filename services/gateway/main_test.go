@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+// TestRunServesAndStops starts the gateway as main does, from the
+// environment, drives it through its admin endpoint and public port, and
+// stops it. Not parallel: it sets process environment variables.
+func TestRunServesAndStops(t *testing.T) {
+	env := testenv.New(t)
+	for _, kv := range env.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	addr := freeAddr(t)
+	t.Setenv("GATEWAY_ADDR", addr)
+	t.Setenv("RATE_LIMIT_PER_MINUTE", "2")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, env.Logger(t)) }()
+
+	base := "http://" + addr
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
+	var ws struct {
+		Workspace struct {
+			ID string `json:"id"`
+		} `json:"workspace"`
+	}
+	if err := client.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, "/admin/workspaces", map[string]any{"name": "Run"}, &ws); err != nil {
+		t.Fatal(err)
+	}
+	var key struct {
+		Key string `json:"key"`
+	}
+	if err := client.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, "/admin/workspaces/"+ws.Workspace.ID+"/api-keys", nil, &key); err != nil {
+		t.Fatal(err)
+	}
+
+	// No messaging runs here: authenticated, limited, then 503.
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/channels", nil)
+	req.Header.Set("Authorization", "Bearer "+key.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]string
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || body["code"] != "service_unavailable" || resp.Header.Get("RateLimit-Limit") != "2" {
+		t.Fatalf("GET /v1/channels = %d %v, RateLimit-Limit %q", resp.StatusCode, body, resp.Header.Get("RateLimit-Limit"))
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("still serving after stop")
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
