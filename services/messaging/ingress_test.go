@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 )
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+var t0 = time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
 
 func errorBody(t *testing.T, body []byte) (code, message string) {
 	t.Helper()
@@ -33,7 +33,7 @@ func TestTelegramIngressStoresContactConversationAndMessage(t *testing.T) {
 		t.Fatalf("conversations = %+v", convs)
 	}
 	c := convs.Conversations[0]
-	if c.Platform != "telegram" || c.ChannelID != ch.ID || c.LastMessageAt != "2026-11-22T10:00:00Z" {
+	if c.Platform != "telegram" || c.ChannelID != ch.ID || c.LastMessageAt != "2026-01-15T10:00:00Z" {
 		t.Fatalf("conversation = %+v", c)
 	}
 	if c.Contact.SenderID != "424242" || c.Contact.Name != "Ada Lovelace" || c.Contact.ProfilePic != "" || c.Contact.ID == "" {
@@ -55,7 +55,7 @@ func TestTelegramIngressStoresContactConversationAndMessage(t *testing.T) {
 	}
 	m := msgs.Messages[0]
 	if m.ConversationID != c.ID || m.Sender != "contact" || m.Type != "text" || m.Content != "Hello there" ||
-		m.ExternalID != "71" || m.CreatedAt != "2026-11-22T10:00:00Z" || m.Metadata == nil || m.ID == "" {
+		m.ExternalID != "71" || m.CreatedAt != "2026-01-15T10:00:00Z" || m.Metadata == nil || m.ID == "" {
 		t.Fatalf("message = %+v", m)
 	}
 
@@ -63,7 +63,7 @@ func TestTelegramIngressStoresContactConversationAndMessage(t *testing.T) {
 	// forward; a first name alone makes the name.
 	h.deliver(ch, tgUpdate{UpdateID: 2, MessageID: 72, FromID: 424242, First: "Ada", Date: t0.Unix() + 60, Text: "Anyone?"})
 	convs = h.conversations(ws, "")
-	if len(convs.Conversations) != 1 || convs.Conversations[0].ID != c.ID || convs.Conversations[0].LastMessageAt != "2026-11-22T10:01:00Z" ||
+	if len(convs.Conversations) != 1 || convs.Conversations[0].ID != c.ID || convs.Conversations[0].LastMessageAt != "2026-01-15T10:01:00Z" ||
 		convs.Conversations[0].Contact.Name != "Ada" || convs.Conversations[0].Contact.ID != c.Contact.ID {
 		t.Fatalf("after second message: %+v", convs)
 	}
