@@ -135,7 +135,9 @@ func TestSendMessageErrors(t *testing.T) {
 	ch := h.telegramChannel(ws, "auto")
 	conv := h.customerConversation(ws, ch, 4040)
 	id := conv.ID
-	btn := func(fields string) string { return `{"conversation_id":"` + id + `","text":"t","buttons":[` + fields + `]}` }
+	btn := func(fields string) string {
+		return `{"conversation_id":"` + id + `","text":"t","buttons":[` + fields + `]}`
+	}
 	qrs := func(n int) string {
 		q := make([]string, n)
 		for i := range q {
