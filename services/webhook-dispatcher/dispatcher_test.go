@@ -1,0 +1,700 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+)
+
+// The getting-started path: save a URL, get the secret, receive a
+// customer's message as a signed message.received webhook.
+func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	secret := h.saveWebhook(ws, rcv.URL)
+
+	ev := messageEvent(ws, true)
+	h.publish(ev)
+	got := rcv.wait(t, 1)[0]
+
+	if got.Method != http.MethodPost || got.Path != "/parley/hook" {
+		t.Errorf("request %s %s", got.Method, got.Path)
+	}
+	headers := map[string]string{
+		"Content-Type":       "application/json",
+		"User-Agent":         "Parley-Webhooks/" + version,
+		"X-Service-Event":    "message.received",
+		"X-Service-Delivery": ev.GetId(),
+	}
+	for k, want := range headers {
+		if g := got.Header.Get(k); g != want {
+			t.Errorf("header %s = %q, want %q", k, g, want)
+		}
+	}
+	if err := verify(secret, got, time.Now()); err != nil {
+		t.Errorf("signature: %v", err)
+	}
+	m := ev.GetMessageReceived()
+	want := fmt.Sprintf(`{"id":%q,"event":"message.received","created_at":"2026-11-22T10:00:00.123Z","data":{`+
+		`"workspace_id":%q,"conversation_id":%q,"platform":"telegram",`+
+		`"channel":{"kind":"telegram","external_id":"parley_demo_bot"},`+
+		`"contact":{"id":%q,"sender_id":"551234567","name":"Bat-Erdene","profile_pic":""},`+
+		`"message":{"id":%q,"text":"Hi! Do you ship to Darkhan?","type":"image","external_id":"1042","created_at":"2026-11-22T09:59:59.123Z",`+
+		`"attachment":{"url":"https://cdn.example.com/p.jpg","type":"image"}}}}`,
+		ev.GetId(), ws, m.GetConversationId(), m.GetContact().GetId(), m.GetMessage().GetId())
+	if string(got.Body) != want {
+		t.Errorf("body:\n got %s\nwant %s", got.Body, want)
+	}
+
+	d := h.waitDelivery(ws, ev.GetId())
+	if d["status"] != "delivered" || d["attempts"] != 1.0 || d["response_status"] != 200.0 || d["last_error"] != nil || d["delivered_at"] == nil || d["event"] != "message.received" {
+		t.Errorf("log entry %v", d)
+	}
+	if d["payload"] != string(got.Body) {
+		t.Errorf("logged payload differs from the body sent:\n%s\n%s", d["payload"], got.Body)
+	}
+
+	// Without an attachment, the key is absent rather than null.
+	ev2 := messageEvent(ws, false)
+	h.publish(ev2)
+	got2 := rcv.wait(t, 2)[1]
+	var env struct {
+		Data struct {
+			Message map[string]json.RawMessage `json:"message"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got2.Body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env.Data.Message["attachment"]; ok || env.Data.Message["type"] == nil {
+		t.Errorf("message without attachment rendered as %s", got2.Body)
+	}
+	if err := verify(secret, got2, time.Now()); err != nil {
+		t.Errorf("second signature: %v", err)
+	}
+	h.waitDelivery(ws, ev2.GetId())
+
+	// Probes and metrics on the public address.
+	resp, err := http.Get("http://" + h.cfg.Addr + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + h.cfg.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range []string{
+		`parley_dispatcher_deliveries_total{event="message.received",outcome="delivered"} 2`,
+		`parley_dispatcher_attempt_duration_seconds_count{result="success"} 2`,
+	} {
+		if !strings.Contains(string(metrics), line) {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+}
+
+// A receiver failing twice: the third attempt delivers the same delivery
+// id and byte-identical body, each attempt signed with a fresh timestamp.
+func TestRetriesUntilSuccess(t *testing.T) {
+	t.Parallel()
+	// Every reading of this clock is a second later than the last, so
+	// fresh timestamps are visible without waiting.
+	var tick atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(tick.Add(1)) * time.Second) }
+	h := start(t, nil, clock)
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n < 3 {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":"database is down"}`))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	ws := uuid.NewString()
+	secret := h.saveWebhook(ws, rcv.URL)
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+
+	hits := rcv.wait(t, 3)
+	d := h.waitDelivery(ws, ev.GetId())
+	var last int64
+	for i, got := range hits {
+		if got.Header.Get("X-Service-Delivery") != ev.GetId() {
+			t.Errorf("attempt %d: delivery id %q", i+1, got.Header.Get("X-Service-Delivery"))
+		}
+		if !bytes.Equal(got.Body, hits[0].Body) {
+			t.Errorf("attempt %d: body differs from the first", i+1)
+		}
+		ts, _ := strconv.ParseInt(got.Header.Get("X-Service-Timestamp"), 10, 64)
+		if ts <= last {
+			t.Errorf("attempt %d: timestamp %d not after %d", i+1, ts, last)
+		}
+		last = ts
+		if err := verify(secret, got, clock()); err != nil {
+			t.Errorf("attempt %d: %v", i+1, err)
+		}
+	}
+	if d["status"] != "delivered" || d["attempts"] != 3.0 || d["response_status"] != 202.0 || d["last_error"] != nil {
+		t.Errorf("log entry %v", d)
+	}
+	if d["payload"] != string(hits[0].Body) {
+		t.Error("logged payload differs from the body sent")
+	}
+	history := h.history(ev.GetId())
+	if len(history) != 3 {
+		t.Fatalf("history %v", history)
+	}
+	for i, wantStatus := range []float64{500, 500, 202} {
+		a := history[i]
+		if a["number"] != float64(i+1) || a["response_status"] != wantStatus || a["started_at"] == nil || a["duration_ms"] == nil {
+			t.Errorf("history[%d] = %v", i, a)
+		}
+	}
+	if e, _ := history[0]["error"].(string); !strings.Contains(e, "500") || !strings.Contains(e, "database is down") {
+		t.Errorf("history[0].error = %q, want the status and the receiver's body", e)
+	}
+	if history[2]["error"] != nil {
+		t.Errorf("successful attempt has error %v", history[2]["error"])
+	}
+	// A success leaves no failure counted.
+	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
+		t.Errorf("webhook %s with %d failures", st, failures)
+	}
+}
+
+// A redirect is an answer, and a failing one: never followed, retried like
+// any failure, counted against the webhook.
+func TestRedirectIsAFailure(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	var followed atomic.Int32
+	target := newReceiver(t, func(int, http.ResponseWriter) { followed.Add(1) })
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		w.Header().Set("Location", target.URL)
+		w.WriteHeader(http.StatusFound)
+	})
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+
+	d := h.waitDelivery(ws, ev.GetId())
+	if d["status"] != "failed" || d["attempts"] != 4.0 || d["response_status"] != 302.0 || d["delivered_at"] != nil {
+		t.Errorf("log entry %v", d)
+	}
+	if e, _ := d["last_error"].(string); !strings.Contains(e, "redirect") {
+		t.Errorf("last_error = %q", e)
+	}
+	if n := len(rcv.got()); n != 4 {
+		t.Errorf("receiver got %d attempts, want 4", n)
+	}
+	if followed.Load() != 0 {
+		t.Error("the redirect was followed")
+	}
+	if st, failures := h.webhookRow(ws); st != "active" || failures != 1 {
+		t.Errorf("webhook %s with %d failures, want active with 1", st, failures)
+	}
+}
+
+func TestSaveWebhookValidation(t *testing.T) {
+	t.Parallel()
+	strict := start(t, func(c *svcconfig.Config) { c.AllowPrivateTargets = false }, nil)
+	ws := uuid.NewString()
+	for _, tt := range []struct {
+		body    any
+		mention string
+	}{
+		{body: map[string]string{"url": "http://hooks.example.com/in"}, mention: "url must use https"},
+		{body: map[string]string{"url": "https://127.0.0.1/in"}, mention: "url must point to a public address"},
+		{body: map[string]string{"url": "https://[::ffff:127.0.0.1]/in"}, mention: "url must point to a public address"},
+		{body: map[string]string{"url": "https://169.254.169.254/latest/meta-data"}, mention: "url must point to a public address"},
+		{body: map[string]string{"url": "https://localhost:8443/in"}, mention: "url must point to a public address"},
+		{body: map[string]string{"url": "https://user:pw@hooks.example.com/in"}, mention: "url must not contain credentials"},
+		{body: map[string]string{"url": "ftp://hooks.example.com/in"}, mention: "url must be an absolute http or https URL"},
+		{body: map[string]string{"url": "hooks.example.com/in"}, mention: "url must be an absolute"},
+		{body: map[string]string{"url": "https://hooks.example.com/" + strings.Repeat("a", 2048)}, mention: "url must be at most 2048 characters"},
+		{body: map[string]string{}, mention: "url is required"},
+		{body: map[string]any{"url": 42}, mention: "url must be a string"},
+		{body: `{"url":`, mention: "not valid JSON"},
+	} {
+		strict.wantError(ws, http.MethodPut, "/v1/webhook", tt.body, http.StatusBadRequest, "invalid_request", tt.mention)
+	}
+	// Nothing was saved by the refused attempts.
+	strict.wantError(ws, http.MethodGet, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
+
+	// A public https URL is saved (the host's DNS answer, if any, is
+	// checked again on every dial).
+	out := strict.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "https://hooks.example.com/parley"}, http.StatusOK)
+	w, _ := out["webhook"].(map[string]any)
+	if w["url"] != "https://hooks.example.com/parley" || w["status"] != "active" {
+		t.Errorf("saved %v", out)
+	}
+	// A request without an authenticated workspace did not come through
+	// the gateway.
+	strict.wantError("", http.MethodPut, "/v1/webhook", map[string]string{"url": "https://hooks.example.com/parley"}, http.StatusUnauthorized, "unauthorized", "")
+
+	// With WEBHOOK_ALLOW_PRIVATE_TARGETS, http and loopback are fine.
+	dev := start(t, nil, nil)
+	out = dev.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "http://127.0.0.1:9/in"}, http.StatusOK)
+	if w, _ := out["webhook"].(map[string]any); w["url"] != "http://127.0.0.1:9/in" {
+		t.Errorf("saved %v", out)
+	}
+}
+
+func TestWebhookLifecycle(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	ws := uuid.NewString()
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/webhook"},
+		{http.MethodDelete, "/v1/webhook"},
+		{http.MethodPost, "/v1/webhook/test"},
+		{http.MethodPost, "/admin/webhooks/" + ws + "/resave"},
+	} {
+		h.wantError(ws, r.method, r.path, nil, http.StatusNotFound, "webhook_not_found", "")
+	}
+	h.wantError("", http.MethodPost, "/admin/webhooks/not-a-uuid/resave", nil, http.StatusBadRequest, "invalid_request", "workspace_id")
+
+	first := h.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "http://127.0.0.1:9/a"}, http.StatusOK)
+	w1 := first["webhook"].(map[string]any)
+	if keys := sortedKeys(w1); !slices.Equal(keys, []string{"created_at", "id", "status", "updated_at", "url"}) {
+		t.Errorf("webhook object keys %v", keys)
+	}
+	if _, err := time.Parse(time.RFC3339, w1["created_at"].(string)); err != nil || !strings.HasSuffix(w1["created_at"].(string), "Z") {
+		t.Errorf("created_at %v", w1["created_at"])
+	}
+
+	got := h.doJSON(ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK)
+	if _, ok := got["secret"]; ok {
+		t.Error("GET returned the secret")
+	}
+	if g := got["webhook"].(map[string]any); g["id"] != w1["id"] || g["url"] != "http://127.0.0.1:9/a" {
+		t.Errorf("GET %v", got)
+	}
+	if strings.Contains(fmt.Sprint(got), first["secret"].(string)) {
+		t.Error("GET leaks the secret")
+	}
+
+	// Saving again keeps the webhook's id and creation, with a new URL and
+	// secret.
+	second := h.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "http://127.0.0.1:9/b"}, http.StatusOK)
+	w2 := second["webhook"].(map[string]any)
+	if w2["id"] != w1["id"] || w2["created_at"] != w1["created_at"] || w2["url"] != "http://127.0.0.1:9/b" || second["secret"] == first["secret"] {
+		t.Errorf("second save %v after %v", second, first)
+	}
+
+	// Another workspace sees none of it.
+	h.wantError(uuid.NewString(), http.MethodGet, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
+
+	out := h.doJSON(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK)
+	if out["ok"] != true {
+		t.Errorf("DELETE %v", out)
+	}
+	h.wantError(ws, http.MethodGet, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
+	h.wantError(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
+}
+
+// The test button: one synchronous attempt, the full delivery object, and
+// neither retries nor the pause counter.
+func TestTestEvent(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) { c.PauseAfter = 2 }, nil)
+	ok := newReceiver(t, status(http.StatusNoContent))
+	ws := uuid.NewString()
+	secret := h.saveWebhook(ws, ok.URL)
+
+	out := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
+	d := out["delivery"].(map[string]any)
+	if keys := sortedKeys(d); !slices.Equal(keys, []string{"attempts", "created_at", "delivered_at", "event", "id", "last_error", "payload", "response_status", "status"}) {
+		t.Errorf("delivery object keys %v", keys)
+	}
+	if d["event"] != "test" || d["status"] != "delivered" || d["attempts"] != 1.0 || d["response_status"] != 204.0 || d["last_error"] != nil {
+		t.Errorf("delivery %v", d)
+	}
+	for _, k := range []string{"created_at", "delivered_at"} {
+		s, _ := d[k].(string)
+		if _, err := time.Parse(time.RFC3339, s); err != nil || !strings.HasSuffix(s, "Z") {
+			t.Errorf("%s = %v, want ISO 8601 UTC", k, d[k])
+		}
+	}
+	hits := ok.got()
+	if len(hits) != 1 {
+		t.Fatalf("receiver got %d requests", len(hits))
+	}
+	if string(hits[0].Body) != d["payload"] || hits[0].Header.Get("X-Service-Event") != "test" || hits[0].Header.Get("X-Service-Delivery") != d["id"] {
+		t.Errorf("receiver got %s %v", hits[0].Body, hits[0].Header)
+	}
+	if err := verify(secret, hits[0], time.Now()); err != nil {
+		t.Error(err)
+	}
+	var env struct {
+		ID        string         `json:"id"`
+		Event     string         `json:"event"`
+		CreatedAt string         `json:"created_at"`
+		Data      map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(hits[0].Body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.ID != d["id"] || env.Event != "test" || env.CreatedAt != d["created_at"] || env.Data["workspace_id"] != ws || env.Data["sent_at"] != env.CreatedAt || len(env.Data) != 2 {
+		t.Errorf("test envelope %s", hits[0].Body)
+	}
+
+	// A failing receiver: one attempt only, failure shown, not counted.
+	failing := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("maintenance"))
+	})
+	h.saveWebhook(ws, failing.URL)
+	for range 3 {
+		out = h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
+	}
+	d = out["delivery"].(map[string]any)
+	if d["status"] != "failed" || d["attempts"] != 1.0 || d["response_status"] != 503.0 || d["delivered_at"] != nil {
+		t.Errorf("failed test delivery %v", d)
+	}
+	if e, _ := d["last_error"].(string); !strings.Contains(e, "503") || !strings.Contains(e, "maintenance") {
+		t.Errorf("last_error %q", e)
+	}
+	if n := len(failing.got()); n != 3 {
+		t.Errorf("receiver got %d requests for 3 tests; test events are not retried", n)
+	}
+	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
+		t.Errorf("after failed tests: webhook %s with %d failures", st, failures)
+	}
+
+	// No answer at all: response_status is null.
+	h.saveWebhook(ws, "http://127.0.0.1:9/closed")
+	d = h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
+	if d["status"] != "failed" || d["response_status"] != nil || d["last_error"] == nil {
+		t.Errorf("unreachable test delivery %v", d)
+	}
+
+	// Test deliveries are in the log, newest first.
+	log := h.deliveries(ws)
+	if len(log) != 5 || log[0]["id"] != d["id"] || log[4]["status"] != "delivered" {
+		t.Errorf("log %v", log)
+	}
+}
+
+// After WEBHOOK_PAUSE_AFTER consecutive failed deliveries the webhook is
+// paused; events are then recorded as skipped and not sent. Saving again
+// makes it active with a new secret; the old one no longer verifies.
+func TestPauseAndResave(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) {
+		c.PauseAfter = 2
+		c.RetryDelays = nil // one attempt per delivery keeps this short
+	}, nil)
+	var healthy atomic.Bool
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		if healthy.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	ws := uuid.NewString()
+	oldSecret := h.saveWebhook(ws, rcv.URL)
+
+	for i := range 2 {
+		ev := messageEvent(ws, false)
+		h.publish(ev)
+		if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "failed" {
+			t.Fatalf("delivery %d: %v", i+1, d)
+		}
+	}
+	w := h.doJSON(ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK)["webhook"].(map[string]any)
+	if w["status"] != "paused" {
+		t.Fatalf("after 2 failures the webhook is %v", w["status"])
+	}
+
+	before := len(rcv.got())
+	skipped := messageEvent(ws, false)
+	h.publish(skipped)
+	d := h.waitDelivery(ws, skipped.GetId())
+	if d["status"] != "skipped" || d["attempts"] != 0.0 || d["response_status"] != nil || d["delivered_at"] != nil || d["payload"] == "" {
+		t.Errorf("event while paused: %v", d)
+	}
+	h.consumerSettled(3)
+	if n := len(rcv.got()); n != before {
+		t.Errorf("a paused webhook's receiver was called (%d requests, was %d)", n, before)
+	}
+
+	out := h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
+	newSecret, _ := out["secret"].(string)
+	w = out["webhook"].(map[string]any)
+	if !strings.HasPrefix(newSecret, "whsec_") || newSecret == oldSecret || w["status"] != "active" || w["url"] != rcv.URL {
+		t.Fatalf("resave %v", out)
+	}
+	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
+		t.Errorf("after resave: %s with %d failures", st, failures)
+	}
+
+	healthy.Store(true)
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+	if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "delivered" {
+		t.Fatalf("after resave: %v", d)
+	}
+	hits := rcv.got()
+	last := hits[len(hits)-1]
+	if err := verify(newSecret, last, time.Now()); err != nil {
+		t.Errorf("new secret: %v", err)
+	}
+	if verify(oldSecret, last, time.Now()) == nil {
+		t.Error("the old secret still verifies")
+	}
+}
+
+func TestListDeliveries(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	ws := uuid.NewString()
+	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5"} {
+		h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusBadRequest, "invalid_request", "limit must be an integer between 1 and 100")
+	}
+	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?status=lost", nil, http.StatusBadRequest, "invalid_request", "status must be one of")
+	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?event=message.sent", nil, http.StatusBadRequest, "invalid_request", "event must be one of")
+	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?before=yesterday", nil, http.StatusBadRequest, "invalid_request", "before must be an RFC 3339 timestamp")
+
+	empty := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
+	if list, ok := empty["deliveries"].([]any); !ok || len(list) != 0 || empty["next_before"] != nil {
+		t.Errorf("empty log %v", empty)
+	}
+
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n%2 == 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	h.saveWebhook(ws, rcv.URL)
+	var ids []string
+	for range 5 {
+		d := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
+		ids = append(ids, d["id"].(string))
+	}
+	slices.Reverse(ids) // newest first
+
+	page := func(q string) ([]string, any) {
+		out := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusOK)
+		var got []string
+		for _, d := range out["deliveries"].([]any) {
+			got = append(got, d.(map[string]any)["id"].(string))
+		}
+		return got, out["next_before"]
+	}
+	if got, next := page(""); !slices.Equal(got, ids) || next != nil {
+		t.Errorf("default page %v next %v, want %v", got, next, ids)
+	}
+	got, next := page("limit=2")
+	if !slices.Equal(got, ids[:2]) || next == nil {
+		t.Fatalf("limit=2: %v next %v", got, next)
+	}
+	got, _ = page("limit=2&before=" + next.(string))
+	if !slices.Equal(got, ids[2:4]) {
+		t.Errorf("second page %v, want %v", got, ids[2:4])
+	}
+	// Attempts 1, 3, 5 were accepted, 2 and 4 refused.
+	if got, _ := page("status=failed"); !slices.Equal(got, []string{ids[1], ids[3]}) {
+		t.Errorf("status=failed: %v", got)
+	}
+	if got, _ := page("event=test&status=delivered"); len(got) != 3 {
+		t.Errorf("event=test&status=delivered: %v", got)
+	}
+	if got, _ := page("event=message.received"); len(got) != 0 {
+		t.Errorf("event=message.received: %v", got)
+	}
+	// Each workspace sees only its own log.
+	other := h.doJSON(uuid.NewString(), http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
+	if list := other["deliveries"].([]any); len(list) != 0 {
+		t.Errorf("another workspace sees %v", list)
+	}
+}
+
+// A message redelivered by JetStream (same event id) finds its settled row:
+// no second row, no second request.
+func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+	h.waitDelivery(ws, ev.GetId())
+	// The same event again, past the stream's duplicate check (as after a
+	// relay retry outside the dedup window).
+	h.publishRaw(h.env.Stream.Subject(ws, ev.GetType()), mustMarshal(t, ev), "")
+	h.consumerSettled(2)
+	if n := len(rcv.got()); n != 1 {
+		t.Errorf("receiver got %d requests, want 1", n)
+	}
+	if log := h.deliveries(ws); len(log) != 1 {
+		t.Errorf("log has %d rows, want 1", len(log))
+	}
+}
+
+// Malformed messages are terminated (not redelivered, not blocking the
+// rest); events of workspaces without a webhook are acked unrecorded.
+func TestMalformedAndUnroutedEvents(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+
+	h.publishRaw(h.env.Stream.Subject(ws, "message.received"), []byte("\xff\xff not a protobuf"), "")
+	// Body and subject name different workspaces: never delivered.
+	stray := messageEvent(ws, false)
+	h.publishRaw(h.env.Stream.Subject(uuid.NewString(), "message.received"), mustMarshal(t, stray), "")
+	// An event that does not render (no conversation).
+	broken := messageEvent(ws, false)
+	broken.GetMessageReceived().ConversationId = ""
+	h.publish(broken)
+	// A workspace without a webhook.
+	nobody := uuid.NewString()
+	h.publish(messageEvent(nobody, false))
+	// And a good one after all that.
+	good := messageEvent(ws, false)
+	h.publish(good)
+
+	h.waitDelivery(ws, good.GetId())
+	info := h.consumerSettled(5)
+	if info.NumRedelivered != 0 {
+		t.Errorf("%d messages redelivered", info.NumRedelivered)
+	}
+	hits := rcv.got()
+	if len(hits) != 1 || hits[0].Header.Get("X-Service-Delivery") != good.GetId() {
+		t.Errorf("receiver got %d requests", len(hits))
+	}
+	if log := h.deliveries(ws); len(log) != 1 {
+		t.Errorf("log %v", log)
+	}
+	var rows int
+	_ = h.db.Raw(`SELECT count(*) FROM dispatch.deliveries WHERE workspace_id = ?`, nobody).Row().Scan(&rows)
+	if rows != 0 {
+		t.Errorf("%d rows recorded for a workspace without a webhook", rows)
+	}
+}
+
+// A database failure never loses an event: the message is nak'ed, comes
+// back, and is delivered once the database answers again.
+func TestDatabaseFailureRedeliversLater(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+
+	if err := h.db.Exec(`ALTER TABLE dispatch.deliveries RENAME TO deliveries_away`).Error; err != nil {
+		t.Fatal(err)
+	}
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+	eventually(t, 15*time.Second, "message handed out twice", func() error {
+		c, err := h.js.Consumer(t.Context(), h.env.Stream.Name, h.cfg.Consumer)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.Delivered.Consumer < 2 {
+			return fmt.Errorf("delivered %d times", info.Delivered.Consumer)
+		}
+		return nil
+	})
+	if n := len(rcv.got()); n != 0 {
+		t.Fatalf("sent %d times without a log row", n)
+	}
+	if err := h.db.Exec(`ALTER TABLE dispatch.deliveries_away RENAME TO deliveries`).Error; err != nil {
+		t.Fatal(err)
+	}
+	d := h.waitDelivery(ws, ev.GetId())
+	if d["status"] != "delivered" || len(rcv.got()) != 1 {
+		t.Errorf("after recovery: %v, %d requests", d, len(rcv.got()))
+	}
+	h.consumerSettled(1)
+}
+
+// Every event kind reaches the receiver with its own X-Service-Event.
+func TestEveryEventKindIsDelivered(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	secret := h.saveWebhook(ws, rcv.URL)
+
+	postback := messageEvent(ws, false)
+	postback.Type = "postback.received"
+	m := postback.GetMessageReceived()
+	postback.Data = &eventsv1.Event_PostbackReceived{PostbackReceived: &eventsv1.PostbackReceived{
+		WorkspaceId: ws, ConversationId: m.GetConversationId(), Platform: m.GetPlatform(), Channel: m.GetChannel(),
+		Contact: m.GetContact(), Message: m.GetMessage(),
+		Postback: &eventsv1.Postback{Payload: "ORDER_42", ReceivedAt: postback.GetCreatedAt()},
+	}}
+	comment := messageEvent(ws, false)
+	comment.Type = "comment.received"
+	comment.Data = &eventsv1.Event_CommentReceived{CommentReceived: &eventsv1.CommentReceived{
+		WorkspaceId: ws, Platform: "instagram", Channel: &eventsv1.Channel{Kind: "instagram", ExternalId: "1784"},
+		Comment: &eventsv1.Comment{Id: "c1", PostId: "p1", Text: "price?", From: &eventsv1.CommentAuthor{Id: "u1", Name: "carla"}, ReceivedAt: comment.GetCreatedAt()},
+	}}
+	h.publish(postback)
+	h.publish(comment)
+	hits := rcv.wait(t, 2)
+	kinds := map[string]string{}
+	for _, got := range hits {
+		if err := verify(secret, got, time.Now()); err != nil {
+			t.Error(err)
+		}
+		var env struct {
+			Event string         `json:"event"`
+			Data  map[string]any `json:"data"`
+		}
+		_ = json.Unmarshal(got.Body, &env)
+		if env.Event != got.Header.Get("X-Service-Event") {
+			t.Errorf("header %q, envelope %q", got.Header.Get("X-Service-Event"), env.Event)
+		}
+		kinds[env.Event] = fmt.Sprint(sortedKeys(env.Data))
+	}
+	want := map[string]string{
+		"postback.received": "[channel contact conversation_id message platform postback workspace_id]",
+		"comment.received":  "[channel comment platform workspace_id]",
+	}
+	for k, v := range want {
+		if kinds[k] != v {
+			t.Errorf("%s data keys %s, want %s", k, kinds[k], v)
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

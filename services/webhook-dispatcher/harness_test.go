@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"gorm.io/gorm"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
+)
+
+// harness is one dispatcher, wired by serve exactly as in production, on
+// the test's own database, stream and rpc prefix.
+type harness struct {
+	t   *testing.T
+	env *testenv.Env
+	cfg svcconfig.Config
+	rpc *rpc.Client
+	js  jetstream.JetStream
+	db  *gorm.DB
+}
+
+// start runs a dispatcher with private targets allowed (receivers are
+// httptest servers on loopback), tiny retry delays and the given changes.
+func start(t *testing.T, mutate func(*svcconfig.Config), clock func() time.Time) *harness {
+	t.Helper()
+	env := testenv.New(t)
+	cfg := svcconfig.Config{
+		Connections:         env.Connections(),
+		Addr:                freeAddr(t),
+		AllowPrivateTargets: true,
+		RetryDelays:         []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond},
+		AttemptTimeout:      3 * time.Second,
+		PauseAfter:          20,
+		DeliveryRetention:   336 * time.Hour,
+		Consumer:            "webhook-dispatcher",
+		Concurrency:         8,
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, env.Logger(t), clock) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("dispatcher did not stop")
+		}
+	})
+	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t)}
+	eventually(t, 20*time.Second, "dispatcher ready", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned early: %v", err)
+		default:
+		}
+		if _, err := h.js.Consumer(context.Background(), env.Stream.Name, cfg.Consumer); err != nil {
+			return err
+		}
+		status, _ := h.do("", http.MethodGet, "/healthz-does-not-exist", nil)
+		if status == http.StatusServiceUnavailable {
+			return fmt.Errorf("rpc not serving")
+		}
+		return nil
+	})
+	h.db = env.DB(t, "dispatch", migrations.FS)
+	return h
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// eventually polls check until it returns nil or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// do sends a request the way the gateway (/v1, "api") or parleyctl
+// (/admin, "admin") does and returns the status and raw body.
+func (h *harness) do(workspaceID, method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: method, RequestId: uuid.NewString()}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	switch b := body.(type) {
+	case nil:
+	case string:
+		req.Body = []byte(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		req.Body = raw
+	}
+	if req.Body != nil {
+		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
+	}
+	endpoint := rpc.EndpointAPI
+	if strings.HasPrefix(path, "/admin/") {
+		endpoint = rpc.EndpointAdmin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := h.rpc.Do(ctx, rpc.ServiceDispatcher, endpoint, req)
+	if err != nil {
+		return http.StatusServiceUnavailable, []byte(err.Error())
+	}
+	return int(resp.GetStatus()), resp.GetBody()
+}
+
+// doJSON is do for a 2xx JSON answer, decoded into a map.
+func (h *harness) doJSON(workspaceID, method, path string, body any, wantStatus int) map[string]any {
+	h.t.Helper()
+	status, raw := h.do(workspaceID, method, path, body)
+	if status != wantStatus {
+		h.t.Fatalf("%s %s = %d %s, want %d", method, path, status, raw, wantStatus)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		h.t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
+	}
+	return out
+}
+
+// wantError checks an error answer: status, code, and a message that
+// contains mention.
+func (h *harness) wantError(workspaceID, method, path string, body any, status int, code, mention string) {
+	h.t.Helper()
+	got, raw := h.do(workspaceID, method, path, body)
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil || got != status || e.Code != code || !strings.Contains(e.Message, mention) {
+		h.t.Fatalf("%s %s = %d %s, want %d %s mentioning %q", method, path, got, raw, status, code, mention)
+	}
+}
+
+// saveWebhook saves url for the workspace and returns the secret.
+func (h *harness) saveWebhook(ws, url string) string {
+	h.t.Helper()
+	out := h.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": url}, http.StatusOK)
+	secret, _ := out["secret"].(string)
+	if !strings.HasPrefix(secret, "whsec_") {
+		h.t.Fatalf("PUT /v1/webhook secret = %v", out["secret"])
+	}
+	return secret
+}
+
+func (h *harness) publish(ev *eventsv1.Event) {
+	h.t.Helper()
+	h.publishRaw(h.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()), mustMarshal(h.t, ev), ev.GetId())
+}
+
+func (h *harness) publishRaw(subject string, data []byte, msgID string) {
+	h.t.Helper()
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if _, err := h.js.Publish(context.Background(), subject, data, opts...); err != nil {
+		h.t.Fatalf("publish: %v", err)
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// deliveries returns the workspace's delivery log (newest first).
+func (h *harness) deliveries(ws string) []map[string]any {
+	h.t.Helper()
+	status, raw := h.do(ws, http.MethodGet, "/v1/webhook/deliveries?limit=100", nil)
+	if status != http.StatusOK {
+		h.t.Fatalf("GET deliveries = %d %s", status, raw)
+	}
+	var out struct {
+		Deliveries []map[string]any `json:"deliveries"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		h.t.Fatal(err)
+	}
+	return out.Deliveries
+}
+
+// waitDelivery waits until the log shows delivery id with a final status.
+func (h *harness) waitDelivery(ws, id string) map[string]any {
+	h.t.Helper()
+	var found map[string]any
+	eventually(h.t, 15*time.Second, "delivery "+id+" settled", func() error {
+		for _, d := range h.deliveries(ws) {
+			if d["id"] == id && d["status"] != "pending" {
+				found = d
+				return nil
+			}
+		}
+		return fmt.Errorf("not in the log yet")
+	})
+	return found
+}
+
+// consumerSettled waits until the consumer has acked (or terminated)
+// every message up to stream sequence seq.
+func (h *harness) consumerSettled(seq uint64) *jetstream.ConsumerInfo {
+	h.t.Helper()
+	var info *jetstream.ConsumerInfo
+	eventually(h.t, 15*time.Second, "consumer settled", func() error {
+		c, err := h.js.Consumer(context.Background(), h.env.Stream.Name, h.cfg.Consumer)
+		if err != nil {
+			return err
+		}
+		info, err = c.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < seq || info.NumAckPending != 0 {
+			return fmt.Errorf("ack floor %d, %d pending", info.AckFloor.Stream, info.NumAckPending)
+		}
+		return nil
+	})
+	return info
+}
+
+// hit is one request a receiver got, exactly as it arrived.
+type hit struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// receiver is a developer's webhook endpoint: it records every request
+// and answers with respond(n) for the n-th (from 1).
+type receiver struct {
+	URL     string
+	mu      sync.Mutex
+	hits    []hit
+	respond func(n int, w http.ResponseWriter)
+}
+
+func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter)) *receiver {
+	t.Helper()
+	r := &receiver{respond: respond}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.hits = append(r.hits, hit{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body})
+		n := len(r.hits)
+		r.mu.Unlock()
+		if r.respond == nil {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		r.respond(n, w)
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL + "/parley/hook"
+	return r
+}
+
+func (r *receiver) got() []hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hit(nil), r.hits...)
+}
+
+func (r *receiver) wait(t *testing.T, n int) []hit {
+	t.Helper()
+	eventually(t, 15*time.Second, fmt.Sprintf("receiver got %d requests", n), func() error {
+		if got := len(r.got()); got < n {
+			return fmt.Errorf("got %d", got)
+		}
+		return nil
+	})
+	return r.got()
+}
+
+func status(code int) func(int, http.ResponseWriter) {
+	return func(_ int, w http.ResponseWriter) { w.WriteHeader(code) }
+}
+
+// verify checks a request's signature the way the specification tells
+// receivers to: HMAC-SHA256 of "<timestamp>.<raw body>", compared in
+// constant time, timestamp within 300 seconds of now.
+func verify(secret string, h hit, now time.Time) error {
+	tsHeader := h.Header.Get("X-Service-Timestamp")
+	ts, err := strconv.ParseInt(tsHeader, 10, 64)
+	if err != nil {
+		return fmt.Errorf("X-Service-Timestamp %q: %v", tsHeader, err)
+	}
+	if d := now.Unix() - ts; d > 300 || d < -300 {
+		return fmt.Errorf("timestamp %d is %ds away from now", ts, d)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(tsHeader + "."))
+	mac.Write(h.Body)
+	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(h.Header.Get("X-Service-Signature"))) {
+		return fmt.Errorf("signature %q does not verify", h.Header.Get("X-Service-Signature"))
+	}
+	return nil
+}
+
+// messageEvent is a message.received event as messaging publishes it.
+func messageEvent(ws string, withAttachment bool) *eventsv1.Event {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+	msg := &eventsv1.Message{
+		Id: uuid.NewString(), Text: "Hi! Do you ship to Darkhan?", Type: "text", ExternalId: "1042",
+		CreatedAt: timestamppb.New(at.Add(-time.Second)),
+	}
+	if withAttachment {
+		msg.Type = "image"
+		msg.Attachment = &eventsv1.Attachment{Url: "https://cdn.example.com/p.jpg", Type: "image"}
+	}
+	return &eventsv1.Event{
+		Id:          uuid.NewString(),
+		Type:        "message.received",
+		WorkspaceId: ws,
+		CreatedAt:   timestamppb.New(at),
+		Data: &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
+			WorkspaceId:    ws,
+			ConversationId: "3f1e9a52-5c4e-4bde-9a8e-2f0c6f1d7b11",
+			Platform:       "telegram",
+			Channel:        &eventsv1.Channel{Kind: "telegram", ExternalId: "parley_demo_bot"},
+			Contact:        &eventsv1.Contact{Id: "8d7b1c2e-0f4a-4e59-b1a3-6c5d4e3f2a10", SenderId: "551234567", Name: "Bat-Erdene", ProfilePic: ""},
+			Message:        msg,
+		}},
+	}
+}
+
+// webhookRow reads the stored webhook, for what the API does not show.
+func (h *harness) webhookRow(ws string) (status string, failures int) {
+	h.t.Helper()
+	row := h.db.Raw(`SELECT status, consecutive_failures FROM dispatch.webhooks WHERE workspace_id = ?`, ws).Row()
+	if err := row.Scan(&status, &failures); err != nil {
+		h.t.Fatalf("read webhook: %v", err)
+	}
+	return status, failures
+}
+
+// history reads a delivery's stored attempt history.
+func (h *harness) history(id string) []map[string]any {
+	h.t.Helper()
+	var raw string
+	if err := h.db.Raw(`SELECT attempt_history FROM dispatch.deliveries WHERE id = ?`, id).Row().Scan(&raw); err != nil {
+		h.t.Fatalf("read history: %v", err)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
