@@ -457,3 +457,22 @@ func (f *fakeTelegram) lastID() string {
 	defer f.mu.Unlock()
 	return strconv.FormatInt(f.nextID, 10)
 }
+
+// metricValue sums a counter or gauge over its label sets.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
