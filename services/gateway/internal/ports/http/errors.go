@@ -44,9 +44,9 @@ func toHTTP(err error) error {
 	case errors.As(err, &mi):
 		return errs.Newf(http.StatusForbidden, errs.CodeModuleInactive, "the workspace's plan does not include the %s module", mi.Module)
 	case errors.Is(err, account.ErrWorkspaceNotFound):
-		return errs.NotFound(codeWorkspaceNotFound, "no such workspace")
+		return errs.NotFound(codeWorkspaceNotFound, "workspace not found")
 	case errors.Is(err, account.ErrAPIKeyNotFound):
-		return errs.NotFound(codeAPIKeyNotFound, "no such API key")
+		return errs.NotFound(codeAPIKeyNotFound, "API key not found")
 	case errors.Is(err, account.ErrSlugTaken):
 		return errs.New(http.StatusConflict, codeSlugTaken, "slug is already used by another workspace")
 	case errors.Is(err, account.ErrKeyTaken):
