@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -697,4 +698,60 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// A dispatcher stopped between attempts hands the event back; the next one
+// delivers it under the same delivery id, with the stored body byte for
+// byte, and the attempt numbering goes on.
+func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	first := startOn(t, env, func(c *svcconfig.Config) {
+		c.AttemptTimeout = 200 * time.Millisecond
+		c.RetryDelays = []time.Duration{time.Minute} // it will be stopped while waiting
+	}, nil)
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			time.Sleep(400 * time.Millisecond) // past the first instance's attempt timeout
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ws := uuid.NewString()
+	secret := first.saveWebhook(ws, rcv.URL)
+	ev := messageEvent(ws, false)
+	first.publish(ev)
+	eventually(t, 10*time.Second, "first attempt recorded", func() error {
+		for _, d := range first.deliveries(ws) {
+			if d["id"] == ev.GetId() && d["status"] == "pending" && d["attempts"] == 1.0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
+	stopped := time.Now()
+	first.stop()
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("stopping took %s; a delivery waiting to retry should not hold it", took)
+	}
+
+	second := startOn(t, env, nil, nil)
+	d := second.waitDelivery(ws, ev.GetId())
+	if d["status"] != "delivered" || d["attempts"] != 2.0 {
+		t.Errorf("log entry %v", d)
+	}
+	hits := rcv.wait(t, 2)
+	if len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() || !bytes.Equal(hits[0].Body, hits[1].Body) {
+		t.Errorf("receiver got %d requests; the second must repeat the first's id and body", len(hits))
+	}
+	if err := verify(secret, hits[1], time.Now()); err != nil {
+		t.Error(err)
+	}
+	history := second.history(ev.GetId())
+	if len(history) != 2 || history[0]["number"] != 1.0 || history[1]["number"] != 2.0 || history[1]["response_status"] != 200.0 {
+		t.Errorf("history %v", history)
+	}
+	if e, _ := history[0]["error"].(string); !strings.Contains(e, "no complete response within 200ms") {
+		t.Errorf("first attempt error %q", e)
+	}
+	second.consumerSettled(1)
 }

@@ -40,13 +40,21 @@ type harness struct {
 	rpc *rpc.Client
 	js  jetstream.JetStream
 	db  *gorm.DB
+	// stop shuts the dispatcher down and waits until serve returned.
+	stop func()
 }
 
 // start runs a dispatcher with private targets allowed (receivers are
-// httptest servers on loopback), tiny retry delays and the given changes.
+// httptest servers on loopback), tiny retry delays and the given changes,
+// in a fresh test environment.
 func start(t *testing.T, mutate func(*svcconfig.Config), clock func() time.Time) *harness {
 	t.Helper()
-	env := testenv.New(t)
+	return startOn(t, testenv.New(t), mutate, clock)
+}
+
+// startOn runs a dispatcher in env, beside any already running there.
+func startOn(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), clock func() time.Time) *harness {
+	t.Helper()
 	cfg := svcconfig.Config{
 		Connections:         env.Connections(),
 		Addr:                freeAddr(t),
@@ -70,18 +78,22 @@ func start(t *testing.T, mutate func(*svcconfig.Config), clock func() time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, env.Logger(t), clock) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("dispatcher did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("dispatcher did not stop")
-		}
-	})
-	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t)}
+		})
+	}
+	t.Cleanup(stop)
+	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: stop}
 	eventually(t, 20*time.Second, "dispatcher ready", func() error {
 		select {
 		case err := <-done:

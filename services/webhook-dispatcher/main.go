@@ -42,8 +42,8 @@ import (
 var version = "1.0.0"
 
 const (
-	// shutdownGrace is how long deliveries under way may finish at
-	// shutdown before they are cancelled (and redelivered elsewhere).
+	// shutdownGrace bounds the wait for delivery attempts under way at
+	// shutdown (each is bounded by WEBHOOK_ATTEMPT_TIMEOUT anyway).
 	shutdownGrace = 15 * time.Second
 	// ackMargin is added to the longest round of attempts to give the
 	// consumer's ack wait.

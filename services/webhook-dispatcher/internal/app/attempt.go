@@ -22,7 +22,8 @@ const storeTimeout = 10 * time.Second
 // called before each attempt (the consumer extends its ack deadline). The
 // attempts so far are stored after each failure that will be retried, so
 // the log shows a pending delivery's progress. attempt returns early when
-// an attempt succeeds, and with ctx's error when ctx ends first.
+// an attempt succeeds, and with ctx's error when ctx ends first (between
+// attempts, or with an attempt that failed).
 func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, max int, keepAlive func()) error {
 	for i := 0; i < max; i++ {
 		if i > 0 {
@@ -54,9 +55,12 @@ func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.De
 	return nil
 }
 
-// attemptOnce makes one signed POST, cut at the attempt timeout.
+// attemptOnce makes one signed POST, cut at the attempt timeout. An
+// attempt under way is not cut short by ctx (shutdown): it finishes within
+// the timeout and its answer is recorded, rather than leaving the receiver
+// with a request whose outcome nobody knows.
 func (a *App) attemptOnce(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery) delivery.Attempt {
-	actx, cancel := context.WithTimeout(ctx, a.cfg.AttemptTimeout)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.AttemptTimeout)
 	defer cancel()
 	started := a.now()
 	t0 := time.Now()
@@ -75,7 +79,7 @@ func (a *App) attemptOnce(ctx context.Context, hook *webhook.Webhook, d *deliver
 		Error:          res.Error,
 	}
 	switch {
-	case errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && !at.Succeeded():
+	case errors.Is(actx.Err(), context.DeadlineExceeded) && !at.Succeeded():
 		at.Error = fmt.Sprintf("no complete response within %s", a.cfg.AttemptTimeout)
 	case at.Error == "" && !at.Succeeded():
 		at.Error = fmt.Sprintf("receiver answered %d", res.Status)

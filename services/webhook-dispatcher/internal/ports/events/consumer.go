@@ -200,25 +200,29 @@ func nakDelay(msg jetstream.Msg) time.Duration {
 	return min(delay, nakDelayMax)
 }
 
-// Stop stops pulling, lets the deliveries under way finish for up to grace
-// (then cancels them; they are nak'ed and redelivered, under the same
-// delivery id), and returns when none is left.
+// Stop stops pulling and waits, for up to grace, for the deliveries under
+// way. Those waiting between attempts hand their message back at once (it
+// is redelivered to another instance, under the same delivery id); an
+// attempt in flight finishes within the attempt timeout and its outcome is
+// stored.
 func (c *Consumer) Stop(grace time.Duration) {
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
 	c.cc.Drain()
+	c.cancel()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
 	select {
 	case <-done:
-	case <-time.After(grace):
-		c.cancel()
-		<-done
+	case <-timer.C:
+		c.log.Warn("deliveries still under way at shutdown; their events will be redelivered")
+		return
 	}
-	c.cancel()
 	select {
 	case <-c.cc.Closed():
-	case <-time.After(grace):
+	case <-timer.C:
 	}
 }

@@ -1,0 +1,122 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
+)
+
+type fakeResolver map[string][]netip.Addr
+
+func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+func newApp(t *testing.T, cfg app.Config, resolver webhook.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
+	t.Helper()
+	env := testenv.New(t)
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
+	deliveries := adapters.NewDeliveryStore(gdb)
+	return app.New(cfg, app.Deps{
+		Webhooks:   adapters.NewWebhookStore(gdb),
+		Deliveries: deliveries,
+		Resolver:   resolver,
+		Log:        env.Logger(t),
+		Clock:      clock,
+	}), deliveries
+}
+
+// A host name that resolves to a private address is refused at save time
+// (the dial-time guard would refuse every delivery anyway).
+func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
+	t.Parallel()
+	r := fakeResolver{
+		"hooks.example.com":    {netip.MustParseAddr("93.184.216.34")},
+		"internal.example.com": {netip.MustParseAddr("10.20.30.40")},
+	}
+	strict, _ := newApp(t, app.Config{PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
+	ws := uuid.NewString()
+	_, err := strict.SaveWebhook(context.Background(), ws, "https://internal.example.com/in")
+	var ue *webhook.URLError
+	if !errors.As(err, &ue) || ue.Error() != "url must point to a public address: internal.example.com resolves to 10.20.30.40 is a private address" {
+		t.Fatalf("SaveWebhook(internal) = %v", err)
+	}
+	w, err := strict.SaveWebhook(context.Background(), ws, "  https://hooks.example.com/in  ")
+	if err != nil || w.URL != "https://hooks.example.com/in" || w.Secret == "" {
+		t.Fatalf("SaveWebhook(public) = %+v, %v", w, err)
+	}
+
+	dev, _ := newApp(t, app.Config{AllowPrivateTargets: true, PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
+	if _, err := dev.SaveWebhook(context.Background(), ws, "https://internal.example.com/in"); err != nil {
+		t.Fatalf("with private targets allowed: %v", err)
+	}
+}
+
+func TestPurgeKeepsOnlyTheRetention(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	a, store := newApp(t, app.Config{Retention: 336 * time.Hour, PauseAfter: 20, AttemptTimeout: time.Second}, nil, func() time.Time { return now })
+	ws := uuid.NewString()
+	ctx := context.Background()
+	ages := map[string]time.Duration{
+		"fresh":       time.Minute,
+		"13 days":     13 * 24 * time.Hour,
+		"15 days":     15 * 24 * time.Hour,
+		"a month ago": 30 * 24 * time.Hour,
+	}
+	ids := map[string]string{}
+	for name, age := range ages {
+		id := uuid.NewString()
+		ids[name] = id
+		if _, _, err := store.Create(ctx, delivery.New(id, ws, delivery.EventTest, []byte(`{}`), now.Add(-age))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := a.PurgeDeliveries(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("PurgeDeliveries = %d, %v; want 2", n, err)
+	}
+	left, err := store.List(ctx, ws, delivery.ListQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 || left[0].ID != ids["fresh"] || left[1].ID != ids["13 days"] {
+		t.Fatalf("left %d deliveries", len(left))
+	}
+
+	// The background job purges as soon as it starts.
+	old := uuid.NewString()
+	if _, _, err := store.Create(ctx, delivery.New(old, ws, delivery.EventTest, []byte(`{}`), now.Add(-400*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	jobCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.RunRetention(jobCtx, time.Hour); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, _ = store.List(ctx, ws, delivery.ListQuery{Limit: 10})
+		if len(left) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RunRetention left %d deliveries", len(left))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}

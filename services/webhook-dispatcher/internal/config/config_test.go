@@ -1,0 +1,53 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/config"
+)
+
+// Defaults are the specification's values (ARCHITECTURE.md §6).
+func TestDefaults(t *testing.T) {
+	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY"} {
+		t.Setenv(k, "")
+	}
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":8082" || cfg.AllowPrivateTargets || cfg.AttemptTimeout != 10*time.Second || cfg.PauseAfter != 20 ||
+		cfg.DeliveryRetention != 336*time.Hour || cfg.Consumer != "webhook-dispatcher" || cfg.Concurrency < 1 {
+		t.Fatalf("defaults %+v", cfg)
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
+	if len(cfg.RetryDelays) != 3 || cfg.RetryDelays[0] != want[0] || cfg.RetryDelays[1] != want[1] || cfg.RetryDelays[2] != want[2] {
+		t.Fatalf("WEBHOOK_RETRY_DELAYS default %v", cfg.RetryDelays)
+	}
+}
+
+func TestInvalidSettingsFailFast(t *testing.T) {
+	tests := []struct {
+		key, value, mention string
+	}{
+		{"WEBHOOK_RETRY_DELAYS", "1s,soon", "RetryDelays"}, // parse errors name the field (pkg/config)
+		{"WEBHOOK_RETRY_DELAYS", "-1s", "WEBHOOK_RETRY_DELAYS"},
+		{"WEBHOOK_RETRY_DELAYS", "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s", "at most 10"},
+		{"WEBHOOK_ATTEMPT_TIMEOUT", "0s", "WEBHOOK_ATTEMPT_TIMEOUT"},
+		{"WEBHOOK_PAUSE_AFTER", "0", "WEBHOOK_PAUSE_AFTER"},
+		{"DELIVERY_RETENTION", "0s", "DELIVERY_RETENTION"},
+		{"DISPATCHER_CONSUMER", "a.b", "DISPATCHER_CONSUMER"},
+		{"DISPATCHER_CONCURRENCY", "0", "DISPATCHER_CONCURRENCY"},
+		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "AllowPrivateTargets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			t.Setenv(tt.key, tt.value)
+			_, err := config.Load[Config]()
+			if err == nil || !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("Load = %v, want an error naming %s", err, tt.mention)
+			}
+		})
+	}
+}
