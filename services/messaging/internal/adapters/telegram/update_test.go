@@ -1,0 +1,92 @@
+package telegram
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+)
+
+func TestUpdateInbound(t *testing.T) {
+	t.Parallel()
+	received := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		file string
+		want *conversation.Inbound
+	}{
+		{"private_text.json", &conversation.Inbound{
+			SenderID: "111222333", SenderName: "Ada Lovelace", ReplyTo: "111222333", Type: "text",
+			Text: "Where is my order? 📦", ExternalID: "4711", SentAt: time.Unix(1768471200, 0).UTC(),
+		}},
+		{"group_text.json", &conversation.Inbound{
+			SenderID: "111222333", SenderName: "Ada", ReplyTo: "-1001234567890", Type: "text",
+			Text: "/start@parley_bot", ExternalID: "12", SentAt: time.Unix(1768471260, 0).UTC(),
+		}},
+		{"edited_message.json", nil},
+		{"channel_post.json", nil},
+		{"sticker.json", nil},
+		{"callback_query.json", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile("testdata/" + tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var u Update
+			if err := json.Unmarshal(raw, &u); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if u.UpdateID == nil {
+				t.Fatal("no update_id")
+			}
+			got, ok := u.Inbound(received)
+			if tt.want == nil {
+				if ok {
+					t.Fatalf("Inbound = %+v, want nothing", got)
+				}
+				return
+			}
+			if !ok || got != *tt.want {
+				t.Fatalf("Inbound = %+v, %v\nwant      %+v", got, ok, *tt.want)
+			}
+		})
+	}
+}
+
+func TestUpdateInboundWithoutDateUsesReceipt(t *testing.T) {
+	t.Parallel()
+	received := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	u := Update{Message: &Message{MessageID: 1, From: &User{ID: 1, FirstName: "A"}, Chat: Chat{ID: 1}, Text: "x"}}
+	got, ok := u.Inbound(received)
+	if !ok || !got.SentAt.Equal(received) {
+		t.Fatalf("Inbound = %+v, %v", got, ok)
+	}
+}
+
+// FuzzUpdate feeds arbitrary bodies to the ingress parser: it must never
+// panic, and whatever it accepts as a message has a sender and text.
+func FuzzUpdate(f *testing.F) {
+	for _, name := range []string{"private_text.json", "group_text.json", "edited_message.json", "channel_post.json", "sticker.json", "callback_query.json"} {
+		raw, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"update_id":1,"message":{"from":null,"text":"x"}}`))
+	f.Add([]byte(`{"update_id":1,"message":{"from":{"id":-1},"chat":{},"date":-5,"text":"x"}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var u Update
+		if json.Unmarshal(raw, &u) != nil {
+			return
+		}
+		in, ok := u.Inbound(time.Unix(0, 0))
+		if ok && (in.SenderID == "" || in.Text == "" || in.ReplyTo == "" || in.SentAt.IsZero() && u.Message.Date > 0) {
+			t.Fatalf("accepted %+v from %s", in, raw)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+package channel
+
+import (
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+)
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	ws := "0b3e6f0c-7d7e-4f43-9a51-5d8f4c1e2a10"
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		give      NewChannel
+		wantField string
+		want      func(Channel) bool
+	}{
+		{"telegram takes its external id from the token", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: " 987:AAH-x "},
+			"", func(c Channel) bool { return c.ExternalID == "987" && c.Token == "987:AAH-x" }},
+		{"a given external id wins", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH-x", ExternalID: "bot"},
+			"", func(c Channel) bool { return c.ExternalID == "bot" }},
+		{"a token without a bot id leaves it empty", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "demo"},
+			"", func(c Channel) bool { return c.ExternalID == "" }},
+		{"defaults", NewChannel{WorkspaceID: ws, Kind: "webchat"},
+			"", func(c Channel) bool {
+				return c.AIMode == AIModeAuto && c.Status == StatusActive && c.ID == "id" && c.CreatedAt.Equal(now) &&
+					regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(c.Secret)
+			}},
+		{"a given secret is kept", NewChannel{WorkspaceID: ws, Kind: "messenger", Secret: "A-b_9"},
+			"", func(c Channel) bool { return c.Secret == "A-b_9" }},
+		{"no workspace", NewChannel{Kind: "webchat"}, "workspace_id", nil},
+		{"workspace not a uuid", NewChannel{WorkspaceID: "acme", Kind: "webchat"}, "workspace_id", nil},
+		{"no kind", NewChannel{WorkspaceID: ws}, "kind", nil},
+		{"unknown kind", NewChannel{WorkspaceID: ws, Kind: "whatsapp"}, "kind", nil},
+		{"telegram without token", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "  "}, "token", nil},
+		{"secret outside telegram's alphabet", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "a b"}, "secret", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := New(tt.give, "id", now)
+			if tt.wantField != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != tt.wantField {
+					t.Fatalf("err = %v, want a FieldError on %s", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil || !tt.want(got) {
+				t.Fatalf("New = %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestSecretMatches(t *testing.T) {
+	t.Parallel()
+	c := Channel{Secret: "s3cret"}
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{"s3cret", true},
+		{"s3cre", false},
+		{"s3cret ", false},
+		{"S3CRET", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := c.SecretMatches(tt.give); got != tt.want {
+			t.Errorf("SecretMatches(%q) = %v", tt.give, got)
+		}
+	}
+	if (Channel{}).SecretMatches("") {
+		t.Error("a channel without a secret accepts an empty one")
+	}
+}
+
+func TestSetAIModeAndForwarding(t *testing.T) {
+	t.Parallel()
+	c := Channel{AIMode: AIModeAuto}
+	if c.ForwardsEvents() {
+		t.Fatal("auto forwards")
+	}
+	if err := c.SetAIMode("external"); err != nil || !c.ForwardsEvents() {
+		t.Fatalf("external: %v", err)
+	}
+	if err := c.SetAIMode("suggest"); err != nil || c.ForwardsEvents() {
+		t.Fatalf("suggest: %v", err)
+	}
+	if err := c.SetAIMode("EXTERNAL"); err == nil || c.AIMode != AIModeSuggest {
+		t.Fatalf("bad mode accepted: %v %s", err, c.AIMode)
+	}
+}

@@ -1,0 +1,77 @@
+package conversation
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestOutboundTextValidate(t *testing.T) {
+	t.Parallel()
+	link := Button{Type: ButtonTypeWebURL, Title: "Open", URL: "https://example.com/x"}
+	post := Button{Type: ButtonTypePostback, Title: "Yes", Payload: "YES"}
+	tests := []struct {
+		name      string
+		give      OutboundText
+		wantField string
+	}{
+		{"plain text", OutboundText{Text: "hi"}, ""},
+		{"4096 runes", OutboundText{Text: strings.Repeat("日", MaxTextLength)}, ""},
+		{"three buttons", OutboundText{Text: "t", Buttons: []Button{link, post, post}}, ""},
+		{"thirteen quick replies of 20", OutboundText{Text: "t", QuickReplies: repeat(strings.Repeat("ü", 20), 13)}, ""},
+		{"empty text", OutboundText{}, "text"},
+		{"blank text", OutboundText{Text: " \t"}, "text"},
+		{"4097 runes", OutboundText{Text: strings.Repeat("a", MaxTextLength+1)}, "text"},
+		{"both kinds", OutboundText{Text: "t", QuickReplies: []string{"a"}, Buttons: []Button{post}}, "quick_replies"},
+		{"four buttons", OutboundText{Text: "t", Buttons: []Button{post, post, post, post}}, "buttons"},
+		{"untitled", OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypePostback, Payload: "p"}}}, "buttons[0].title"},
+		{"no type", OutboundText{Text: "t", Buttons: []Button{post, {Title: "x"}}}, "buttons[1].type"},
+		{"bad type", OutboundText{Text: "t", Buttons: []Button{{Type: "call", Title: "x"}}}, "buttons[0].type"},
+		{"http url", OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypeWebURL, Title: "x", URL: "http://example.com"}}}, "buttons[0].url"},
+		{"relative url", OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypeWebURL, Title: "x", URL: "/path"}}}, "buttons[0].url"},
+		{"url with credentials", OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypeWebURL, Title: "x", URL: "https://u:p@example.com"}}}, "buttons[0].url"},
+		{"no payload", OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypePostback, Title: "x"}}}, "buttons[0].payload"},
+		{"fourteen quick replies", OutboundText{Text: "t", QuickReplies: repeat("q", 14)}, "quick_replies"},
+		{"long quick reply", OutboundText{Text: "t", QuickReplies: []string{"ok", strings.Repeat("x", 21)}}, "quick_replies[1]"},
+		{"empty quick reply", OutboundText{Text: "t", QuickReplies: []string{" "}}, "quick_replies[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.give.Validate()
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.wantField {
+				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestOutboundTextMetadata(t *testing.T) {
+	t.Parallel()
+	if md := (OutboundText{Text: "t"}).Metadata(); len(md) != 0 {
+		t.Fatalf("plain text metadata = %v", md)
+	}
+	md := OutboundText{Text: "t", Buttons: []Button{{Type: ButtonTypeWebURL, Title: "Go", URL: "https://x.y"}}}.Metadata()
+	b := md["buttons"].([]map[string]any)
+	if len(b) != 1 || b[0]["url"] != "https://x.y" || b[0]["title"] != "Go" || b[0]["type"] != "web_url" {
+		t.Fatalf("metadata = %v", md)
+	}
+	if _, has := b[0]["payload"]; has {
+		t.Fatal("empty payload rendered")
+	}
+}

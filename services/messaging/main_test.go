@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+// TestRunServesAndStops runs the service as main does, from the
+// environment, and drives it over real HTTP and NATS.
+func TestRunServesAndStops(t *testing.T) {
+	env := testenv.New(t)
+	tg := newFakeTelegram(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	for _, kv := range env.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("MESSAGING_ADDR", addr)
+	t.Setenv("TELEGRAM_API_BASE", tg.srv.URL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, env.Logger(t)) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	base := "http://" + addr
+	eventually(t, 15*time.Second, "/readyz", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	var ready struct {
+		Ready  bool
+		Checks map[string]string
+	}
+	getJSON(t, base+"/readyz", &ready)
+	if !ready.Ready || ready.Checks["postgres"] != "ok" || ready.Checks["nats"] != "ok" {
+		t.Fatalf("readyz = %+v", ready)
+	}
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v", err)
+	}
+
+	// parleyctl creates an external channel; Telegram delivers; the gateway
+	// sends a reply.
+	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
+	ws := uuid.NewString()
+	var created struct{ Channel adminChannel }
+	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels",
+		map[string]any{"workspace_id": ws, "kind": "telegram", "token": "42:AAH-run"}, &created); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPatch, "/admin/channels/"+created.Channel.ID,
+		map[string]any{"ai_mode": "external"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/ingress/telegram/"+created.Channel.ID,
+		strings.NewReader(tgUpdate{UpdateID: 1, MessageID: 1, FromID: 3, First: "Rin", Date: t0.Unix(), Text: "hi"}.JSON()))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", created.Channel.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingress: %v %v", err, resp)
+	}
+	var convs conversationsOut
+	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, ws, http.MethodGet, "/v1/conversations", nil, &convs); err != nil || len(convs.Conversations) != 1 {
+		t.Fatalf("conversations: %v %+v", err, convs)
+	}
+	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, ws, http.MethodPost, "/v1/messages",
+		map[string]any{"conversation_id": convs.Conversations[0].ID, "text": "hello"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	js := env.JetStream(t)
+	eventually(t, 5*time.Second, "the event", func() bool { return len(streamMessages(t, js, env.Stream.Name)) == 1 })
+
+	metrics := getText(t, base+"/metrics")
+	for _, want := range []string{
+		`messaging_ingress_updates_total{outcome="stored",platform="telegram"} 1`,
+		`messaging_sends_total{outcome="sent",platform="telegram"} 1`,
+		`messaging_outbox_published_total 1`,
+		`messaging_outbox_backlog`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	done <- nil // for the cleanup
+}
+
+func TestRunFailsFastOnBadConfig(t *testing.T) {
+	t.Setenv("TELEGRAM_API_BASE", "ftp://telegram")
+	err := run(context.Background(), zaptest.NewLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "TELEGRAM_API_BASE") {
+		t.Fatalf("run = %v", err)
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(getText(t, url)), out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
