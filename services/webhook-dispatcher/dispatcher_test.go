@@ -755,3 +755,32 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 	}
 	second.consumerSettled(1)
 }
+
+// Instances share one durable consumer: every event is delivered once, not
+// once per instance.
+func TestInstancesShareTheConsumer(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	a := startOn(t, env, nil, nil)
+	startOn(t, env, nil, nil)
+	rcv := newReceiver(t, status(http.StatusOK))
+	ws := uuid.NewString()
+	a.saveWebhook(ws, rcv.URL)
+	const n = 30
+	for range n {
+		a.publish(messageEvent(ws, false))
+	}
+	a.consumerSettled(n)
+	seen := map[string]int{}
+	for _, got := range rcv.got() {
+		seen[got.Header.Get("X-Service-Delivery")]++
+	}
+	if len(seen) != n {
+		t.Errorf("receiver saw %d distinct deliveries, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("delivery %s arrived %d times", id, c)
+		}
+	}
+}

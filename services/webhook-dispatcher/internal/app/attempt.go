@@ -41,18 +41,25 @@ func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.De
 		if at.Succeeded() {
 			return nil
 		}
+		if i < max-1 || ctx.Err() != nil {
+			a.progress(ctx, d)
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if i < max-1 {
-			if err := a.deliveries.Progress(ctx, d); err != nil {
-				// The outcome is stored at the end anyway; only the
-				// in-between view of the log is behind.
-				a.log.Warn("store delivery progress", zap.String("delivery_id", d.ID), zap.Error(err))
-			}
-		}
 	}
 	return nil
+}
+
+// progress stores the attempts so far, also when ctx has ended (so a
+// redelivery continues the numbering). A failure only leaves the log's
+// in-between view behind: the outcome is stored at the end anyway.
+func (a *App) progress(ctx context.Context, d *delivery.Delivery) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := a.deliveries.Progress(sctx, d); err != nil {
+		a.log.Warn("store delivery progress", zap.String("delivery_id", d.ID), zap.Error(err))
+	}
 }
 
 // attemptOnce makes one signed POST, cut at the attempt timeout. An
