@@ -146,4 +146,3 @@ func getText(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
-
