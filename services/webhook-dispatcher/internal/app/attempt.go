@@ -17,15 +17,15 @@ import (
 // it beats sending the event again after a restart.
 const storeTimeout = 10 * time.Second
 
-// attempt sends d to hook up to max times, waiting the configured delays
+// attempt sends d to hook up to maxAttempts times, waiting the configured delays
 // between attempts, and records every attempt in d. keepAlive, when set, is
 // called before each attempt (the consumer extends its ack deadline). The
 // attempts so far are stored after each failure that will be retried, so
 // the log shows a pending delivery's progress. attempt returns early when
 // an attempt succeeds, and with ctx's error when ctx ends first (between
 // attempts, or with an attempt that failed).
-func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, max int, keepAlive func()) error {
-	for i := 0; i < max; i++ {
+func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, maxAttempts int, keepAlive func()) error {
+	for i := 0; i < maxAttempts; i++ {
 		if i > 0 {
 			if err := sleep(ctx, a.cfg.RetryDelays[i-1]); err != nil {
 				return err
@@ -41,7 +41,7 @@ func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.De
 		if at.Succeeded() {
 			return nil
 		}
-		if i < max-1 || ctx.Err() != nil {
+		if i < maxAttempts-1 || ctx.Err() != nil {
 			a.progress(ctx, d)
 		}
 		if err := ctx.Err(); err != nil {
