@@ -81,5 +81,11 @@ cat <<MSG
 
 MSG
 
-wait -n "${pids[@]}" || true
-echo "a service exited; stopping the rest" >&2
+# Ctrl-C reaches the services too (one process group), so a service that
+# ends with 0 or by SIGINT/SIGTERM is the normal stop; anything else is a crash.
+status=0
+wait -n "${pids[@]}" || status=$?
+case $status in
+  0|130|143) ;;
+  *) echo "a service exited with status $status; stopping the rest" >&2 ;;
+esac
