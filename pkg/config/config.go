@@ -5,6 +5,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -63,7 +64,7 @@ type Validator interface {
 func Load[T any]() (T, error) {
 	var cfg T
 	if err := env.Parse(&cfg); err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
+		return cfg, fmt.Errorf("read config: %w", nameVariables(err, reflect.TypeOf(cfg)))
 	}
 	if v, ok := any(&cfg).(Validator); ok {
 		if err := v.Validate(); err != nil {
@@ -71,6 +72,39 @@ func Load[T any]() (T, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// nameVariables rewrites the library's parse errors, which name Go fields
+// ("RetryDelays"), to name the environment variable an operator sets.
+func nameVariables(err error, t reflect.Type) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	names := map[string]string{}
+	envNames(t, names)
+	out := make([]error, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) && names[pe.Name] != "" {
+			e = fmt.Errorf("%s: %w", names[pe.Name], pe.Err)
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// envNames maps each field name of t (embedded structs flattened) to its
+// env tag.
+func envNames(t reflect.Type, out map[string]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if name := f.Tag.Get("env"); name != "" {
+			out[f.Name] = name
+		} else if f.Type.Kind() == reflect.Struct {
+			envNames(f.Type, out)
+		}
+	}
 }
 
 // Masked returns the settings as env name → value for logging. Fields tagged

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -40,14 +41,20 @@ func TestLoadDefaultsAndOverrides(t *testing.T) {
 func TestLoadRejectsBadValues(t *testing.T) {
 	tests := []struct{ name, key, value string }{
 		{"bad duration", "TEST_WINDOW", "soon"},
+		{"bad list", "TEST_DELAYS", "1s,later"},
 		{"bad zone", "DAILY_RESET_TZ", "Mars/Olympus"},
 		{"bad stream name", "EVENTS_STREAM", "EVENTS >"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(tt.key, tt.value)
-			if _, err := config.Load[testConfig](); err == nil {
+			_, err := config.Load[testConfig]()
+			if err == nil {
 				t.Fatalf("%s=%q accepted", tt.key, tt.value)
+			}
+			// The operator sets variables, so the error must name the variable.
+			if !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("error %q does not name %s", err, tt.key)
 			}
 		})
 	}
