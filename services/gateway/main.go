@@ -9,9 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,11 +19,11 @@ import (
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/logging"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
 	"github.com/parleyhq/parley/services/gateway/internal/app"
 	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
@@ -37,18 +34,7 @@ import (
 const version = "1.0.0"
 
 func main() {
-	log, err := logging.New(rpc.ServiceGateway)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, log); err != nil {
-		log.Error("stopped", zap.Error(err))
-		_ = log.Sync()
-		os.Exit(1)
-	}
+	service.Main(rpc.ServiceGateway, run)
 }
 
 func run(ctx context.Context, log *zap.Logger) error {

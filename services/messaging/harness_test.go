@@ -39,7 +39,7 @@ type harness struct {
 	env    *testenv.Env
 	cfg    svcconfig.Config
 	db     *gorm.DB
-	svc    *service
+	svc    *wired
 	reg    *prometheus.Registry
 	client *rpc.Client
 	nc     *nats.Conn

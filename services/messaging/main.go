@@ -8,9 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/labstack/echo/v4"
 	"github.com/nats-io/nats.go"
@@ -23,9 +20,9 @@ import (
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/logging"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/telegram"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
@@ -42,18 +39,7 @@ const (
 )
 
 func main() {
-	log, err := logging.New("messaging")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, log); err != nil {
-		log.Error("stopped", zap.Error(err))
-		_ = log.Sync()
-		os.Exit(1)
-	}
+	service.Main(rpc.ServiceMessaging, run)
 }
 
 func run(ctx context.Context, log *zap.Logger) error {
@@ -119,9 +105,9 @@ func run(ctx context.Context, log *zap.Logger) error {
 	return nil
 }
 
-// service is the wired messaging service: its three HTTP surfaces and the
+// wired is the messaging service put together: its three HTTP surfaces and the
 // outbox relay.
-type service struct {
+type wired struct {
 	public *echo.Echo // platform ingress and probes, on MESSAGING_ADDR
 	api    *echo.Echo // rpc endpoint "api": the public /v1 routes
 	admin  *echo.Echo // rpc endpoint "admin": parleyctl
@@ -130,7 +116,7 @@ type service struct {
 
 // build wires adapters, use cases and ports, and makes sure the events
 // stream exists.
-func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Conn, log *zap.Logger, reg *prometheus.Registry) (*service, error) {
+func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Conn, log *zap.Logger, reg *prometheus.Registry) (*wired, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -169,5 +155,5 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 	handlers.RegisterAPI(api)
 	admin := httpx.NewEcho(log)
 	handlers.RegisterAdmin(admin)
-	return &service{public: public, api: api, admin: admin, relay: relay}, nil
+	return &wired{public: public, api: api, admin: admin, relay: relay}, nil
 }

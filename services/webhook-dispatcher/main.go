@@ -9,10 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,9 +21,9 @@ import (
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/logging"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/metrics"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
@@ -53,18 +50,7 @@ const (
 )
 
 func main() {
-	log, err := logging.New(rpc.ServiceDispatcher)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, log); err != nil {
-		log.Error("stopped", zap.Error(err))
-		_ = log.Sync()
-		os.Exit(1)
-	}
+	service.Main(rpc.ServiceDispatcher, run)
 }
 
 func run(ctx context.Context, log *zap.Logger) error {

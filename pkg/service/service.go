@@ -1,0 +1,38 @@
+// Package service is the entry point every Parley service shares (STYLE.md
+// "A service's anatomy"): main builds the logger, runs the service until
+// SIGINT or SIGTERM, and is the only place that exits.
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/logging"
+)
+
+// Run is a service's body: it reads its config, opens its connections and
+// serves until ctx ends, returning nil after a clean shutdown.
+type Run func(ctx context.Context, log *zap.Logger) error
+
+// Main runs run for the named service and exits 1 if it fails.
+func Main(name string, run Run) {
+	log, err := logging.New(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, log)
+	stop()
+	if err != nil {
+		log.Error("stopped", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+	_ = log.Sync()
+}
