@@ -198,6 +198,30 @@ func TestGettingStarted(t *testing.T) {
 	if list[0].(map[string]any)["sender"] != "user" || list[1].(map[string]any)["sender"] != "contact" {
 		t.Errorf("messages newest first: %v", list)
 	}
+	// Another workspace's key sees nothing of this one.
+	var other struct {
+		Workspace struct {
+			ID string `json:"id"`
+		} `json:"workspace"`
+	}
+	s.ctl(t, &other, "workspace", "create", "--name", "Other shop")
+	var otherKey struct {
+		Key string `json:"key"`
+	}
+	s.ctl(t, &otherKey, "apikey", "create", "--workspace", other.Workspace.ID)
+	if status, _, body := s.api(t, otherKey.Key, http.MethodGet, "/v1/conversations/"+d.ConversationID+"/messages", nil); status != http.StatusNotFound || body["code"] != "conversation_not_found" {
+		t.Errorf("other workspace reading the conversation = %d %v, want 404 conversation_not_found", status, body)
+	}
+	if status, _, body := s.api(t, otherKey.Key, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": d.ConversationID, "text": "hi"}); status != http.StatusNotFound || body["code"] != "conversation_not_found" {
+		t.Errorf("other workspace answering the conversation = %d %v, want 404 conversation_not_found", status, body)
+	}
+	if status, _, body := s.api(t, otherKey.Key, http.MethodGet, "/v1/conversations", nil); status != http.StatusOK || len(body["conversations"].([]any)) != 0 {
+		t.Errorf("other workspace's conversations = %d %v, want none", status, body)
+	}
+	if len(telegram.Calls()) != 1 {
+		t.Errorf("a refused send reached Telegram: %+v", telegram.Calls())
+	}
+
 	time.Sleep(500 * time.Millisecond)
 	if n := rcv.count("message.received"); n != 1 {
 		t.Errorf("receiver got %d message.received deliveries, want 1 (the retried update and the API reply must not add any)", n)
