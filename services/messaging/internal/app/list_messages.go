@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
@@ -16,7 +17,7 @@ type MessagePage struct {
 
 // ListMessages returns a workspace conversation's messages, newest first;
 // conversation.ErrNotFound for a conversation of another workspace. limit
-// must be within 1..MaxPageSize.
+// must be within 1..paging.MaxLimit.
 func (a *App) ListMessages(ctx context.Context, workspaceID, conversationID string, before *time.Time, limit int) (MessagePage, error) {
 	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
 	if err != nil {
@@ -26,7 +27,7 @@ func (a *App) ListMessages(ctx context.Context, workspaceID, conversationID stri
 		return a.inbox.ListMessages(ctx, conversation.MessageQuery{ConversationID: conv.ID, Before: before, At: at, Limit: limit})
 	}
 	stamp := func(m conversation.Message) time.Time { return m.CreatedAt }
-	rows, next, err := paginate(before, limit, fetch, stamp)
+	rows, next, err := paging.Paginate(before, limit, fetch, stamp)
 	if err != nil {
 		return MessagePage{}, err
 	}

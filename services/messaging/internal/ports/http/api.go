@@ -2,13 +2,14 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
@@ -78,7 +79,7 @@ func (h *Handlers) listConversations(c echo.Context) error {
 	for i, conv := range page.Conversations {
 		out[i] = toConversationJSON(conv)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"conversations": out, "next_before": optionalTimestamp(page.NextBefore)})
+	return c.JSON(http.StatusOK, map[string]any{"conversations": out, "next_before": httpx.OptionalTimestamp(page.NextBefore)})
 }
 
 // GET /v1/conversations/:id/messages?before=&limit=
@@ -97,36 +98,18 @@ func (h *Handlers) listMessages(c echo.Context) error {
 	for i, m := range page.Messages {
 		out[i] = toMessageJSON(m)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"messages": out, "next_before": optionalTimestamp(page.NextBefore)})
+	return c.JSON(http.StatusOK, map[string]any{"messages": out, "next_before": httpx.OptionalTimestamp(page.NextBefore)})
 }
 
 // pageParams reads before (RFC 3339) and limit (1..100, default 50).
 func pageParams(c echo.Context) (*time.Time, int, error) {
-	limit := conversation.DefaultPageSize
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > conversation.MaxPageSize {
-			return nil, 0, errs.InvalidRequest("limit must be an integer from 1 to %d", conversation.MaxPageSize)
-		}
-		limit = n
-	}
-	s := c.QueryParam("before")
-	if s == "" {
-		return nil, limit, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil && strings.Contains(s, " ") {
-		// An unencoded "+01:00" offset arrives as " 01:00".
-		t, err = time.Parse(time.RFC3339Nano, strings.ReplaceAll(s, " ", "+"))
-	}
+	limit, err := paging.ParseLimit(c.QueryParam("limit"), paging.DefaultLimit, paging.MaxLimit)
 	if err != nil {
-		return nil, 0, errs.InvalidRequest("before must be an RFC 3339 timestamp such as 2026-11-22T10:00:00Z")
+		return nil, 0, err
 	}
-	// The store keeps microseconds: "before" a time between two microseconds
-	// includes the earlier one.
-	if r := t.Sub(t.Truncate(time.Microsecond)); r > 0 {
-		t = t.Add(time.Microsecond - r)
+	before, err := paging.ParseBefore(c.QueryParam("before"))
+	if err != nil {
+		return nil, 0, err
 	}
-	t = t.UTC()
-	return &t, limit, nil
+	return before, limit, nil
 }

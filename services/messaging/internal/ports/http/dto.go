@@ -1,22 +1,10 @@
 package http
 
 import (
-	"time"
-
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
-
-// timestamp renders times as RFC 3339 UTC with the fraction the store keeps.
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func optionalTimestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := timestamp(*t)
-	return &s
-}
 
 // channelJSON is the public channel (specification §2).
 type channelJSON struct {
@@ -47,7 +35,7 @@ type adminChannelJSON struct {
 func toAdminChannelJSON(c channel.Channel) adminChannelJSON {
 	return adminChannelJSON{
 		ID: c.ID, WorkspaceID: c.WorkspaceID, Kind: string(c.Kind), ExternalID: c.ExternalID,
-		AIMode: string(c.AIMode), Status: string(c.Status), Secret: c.Secret, CreatedAt: timestamp(c.CreatedAt),
+		AIMode: string(c.AIMode), Status: string(c.Status), Secret: c.Secret, CreatedAt: httpx.Timestamp(c.CreatedAt),
 	}
 }
 
@@ -71,7 +59,7 @@ func toConversationJSON(c conversation.Conversation) conversationJSON {
 	return conversationJSON{
 		ID: c.ID, Platform: string(c.Platform), ChannelID: c.ChannelID,
 		Contact:       contactJSON{ID: c.Contact.ID, SenderID: c.Contact.SenderID, Name: c.Contact.Name, ProfilePic: c.Contact.ProfilePic},
-		LastMessageAt: timestamp(c.LastMessageAt), CreatedAt: timestamp(c.CreatedAt),
+		LastMessageAt: httpx.Timestamp(c.LastMessageAt), CreatedAt: httpx.Timestamp(c.CreatedAt),
 	}
 }
 
@@ -93,6 +81,6 @@ func toMessageJSON(m conversation.Message) messageJSON {
 	}
 	return messageJSON{
 		ID: m.ID, ConversationID: m.ConversationID, Sender: string(m.Sender), Type: m.Type,
-		Content: m.Content, Metadata: md, ExternalID: m.ExternalID, CreatedAt: timestamp(m.CreatedAt),
+		Content: m.Content, Metadata: md, ExternalID: m.ExternalID, CreatedAt: httpx.Timestamp(m.CreatedAt),
 	}
 }
