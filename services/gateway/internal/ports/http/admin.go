@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -58,11 +57,9 @@ func (a *Admin) toDTO(w account.Workspace) workspaceDTO {
 	}
 	d.RateLimit.PerMinute = w.RateLimit(a.app.DefaultRatePerMinute())
 	d.Features = append([]string{}, w.Features...)
-	d.CreatedAt = timestamp(w.CreatedAt)
+	d.CreatedAt = httpx.Timestamp(w.CreatedAt)
 	return d
 }
-
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (a *Admin) workspace(c echo.Context, status int, w account.Workspace, err error) error {
 	if err != nil {
@@ -165,5 +162,5 @@ func (a *Admin) revokeAPIKey(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]string{"id": k.ID, "revoked_at": timestamp(*k.RevokedAt)})
+	return c.JSON(http.StatusOK, map[string]string{"id": k.ID, "revoked_at": httpx.Timestamp(*k.RevokedAt)})
 }
