@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,10 @@ import (
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
 )
 
 // The getting-started path: save a URL, get the secret, receive a
@@ -355,8 +359,15 @@ func TestTestEvent(t *testing.T) {
 	if err := json.Unmarshal(hits[0].Body, &env); err != nil {
 		t.Fatal(err)
 	}
-	if env.ID != d["id"] || env.Event != "test" || env.CreatedAt != d["created_at"] || env.Data["workspace_id"] != ws || env.Data["sent_at"] != env.CreatedAt || len(env.Data) != 2 {
+	if env.ID != d["id"] || env.Event != "test" || env.Data["workspace_id"] != ws || env.Data["sent_at"] != env.CreatedAt || len(env.Data) != 2 {
 		t.Errorf("test envelope %s", hits[0].Body)
+	}
+	// The envelope keeps its signed millisecond form; the API shows the
+	// same instant at the precision stored.
+	envAt, err := time.Parse(envelope.TimeFormat, env.CreatedAt)
+	apiAt, _ := time.Parse(time.RFC3339Nano, d["created_at"].(string))
+	if err != nil || !envAt.Equal(apiAt.Truncate(time.Millisecond)) {
+		t.Errorf("envelope created_at %s (%v), delivery created_at %v", env.CreatedAt, err, d["created_at"])
 	}
 
 	// A failing receiver: one attempt only, failure shown, not counted.
@@ -471,7 +482,7 @@ func TestListDeliveries(t *testing.T) {
 	h := start(t, nil, nil)
 	ws := uuid.NewString()
 	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5"} {
-		h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusBadRequest, "invalid_request", "limit must be an integer between 1 and 100")
+		h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to 100")
 	}
 	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?status=lost", nil, http.StatusBadRequest, "invalid_request", "status must be one of")
 	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?event=message.sent", nil, http.StatusBadRequest, "invalid_request", "event must be one of")
@@ -530,6 +541,133 @@ func TestListDeliveries(t *testing.T) {
 	other := h.doJSON(uuid.NewString(), http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
 	if list := other["deliveries"].([]any); len(list) != 0 {
 		t.Errorf("another workspace sees %v", list)
+	}
+}
+
+// Deliveries created in the same microsecond (a burst of events) are never
+// split across pages: following next_before meets each exactly once. The
+// rows are stored directly so their created_at can tie.
+func TestListDeliveriesWalksTiesExactlyOnce(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	store := adapters.NewDeliveryStore(h.db)
+	ws, other := uuid.NewString(), uuid.NewString()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 123456000, time.UTC)
+	type stored struct {
+		id     string
+		at     time.Time
+		failed bool
+	}
+	var rows []stored
+	add := func(workspace string, secs int, failed bool) {
+		d := delivery.New(uuid.NewString(), workspace, delivery.EventTest, []byte(`{}`), t0.Add(time.Duration(secs)*time.Second))
+		if failed {
+			d.Status = delivery.StatusFailed
+		}
+		if _, created, err := store.Create(context.Background(), d); err != nil || !created {
+			t.Fatalf("store delivery: created %v, %v", created, err)
+		}
+		if workspace == ws {
+			rows = append(rows, stored{id: d.ID, at: d.CreatedAt, failed: failed})
+		}
+	}
+	// Seconds after t0: a group of three at :02 and a pair at :01, so that
+	// with limit 2 groups cross page boundaries.
+	for _, r := range []struct {
+		secs   int
+		failed bool
+	}{{3, false}, {2, true}, {2, false}, {2, true}, {1, false}, {1, true}, {0, false}} {
+		add(ws, r.secs, r.failed)
+	}
+	add(other, 2, false) // another workspace's delivery in the tie group
+	// Newest first, ties by id descending: the log's order.
+	slices.SortFunc(rows, func(a, b stored) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(b.id, a.id)
+	})
+
+	type page struct {
+		ids  []string
+		at   []string
+		next any
+	}
+	get := func(query string) page {
+		out := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries?"+query, nil, http.StatusOK)
+		var p page
+		for _, d := range out["deliveries"].([]any) {
+			p.ids = append(p.ids, d.(map[string]any)["id"].(string))
+			p.at = append(p.at, d.(map[string]any)["created_at"].(string))
+		}
+		p.next = out["next_before"]
+		return p
+	}
+	ids := func(rs []stored) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.id
+		}
+		return out
+	}
+
+	// limit 2, page by page: the :02 group would cross the first page's
+	// edge, so that page stops before it, one microsecond above it; the
+	// group (3 > limit) is then a page of its own; the :01 pair fits.
+	want := []struct {
+		ids  []string
+		next any
+	}{
+		{ids(rows[0:1]), "2026-11-22T10:00:02.123457Z"},
+		{ids(rows[1:4]), "2026-11-22T10:00:02.123456Z"},
+		{ids(rows[4:6]), "2026-11-22T10:00:01.123456Z"},
+		{ids(rows[6:7]), nil},
+	}
+	query := "limit=2"
+	for i, w := range want {
+		got := get(query)
+		if !slices.Equal(got.ids, w.ids) || got.next != w.next {
+			t.Fatalf("page %d (%s) = %v next %v, want %v next %v", i+1, query, got.ids, got.next, w.ids, w.next)
+		}
+		if i == 0 && got.at[0] != "2026-11-22T10:00:03.123456Z" {
+			t.Errorf("created_at %s, want RFC 3339 UTC with the stored microseconds", got.at[0])
+		}
+		if w.next != nil {
+			query = "limit=2&before=" + w.next.(string)
+		}
+	}
+
+	// Any limit, with or without a filter: each delivery exactly once, in
+	// the log's order.
+	failed := slices.DeleteFunc(slices.Clone(rows), func(r stored) bool { return !r.failed })
+	for _, filter := range []struct {
+		query string
+		want  []string
+	}{{"", ids(rows)}, {"&status=failed", ids(failed)}} {
+		for limit := 1; limit <= len(rows)+1; limit++ {
+			var got []string
+			query := fmt.Sprintf("limit=%d%s", limit, filter.query)
+			for pages := 0; ; pages++ {
+				if pages > len(rows) {
+					t.Fatalf("%s: the walk does not end", query)
+				}
+				p := get(query)
+				if len(p.ids) > limit && slices.ContainsFunc(p.at, func(at string) bool { return at != p.at[0] }) {
+					t.Fatalf("%s: a page of %d spans several created_at", query, len(p.ids))
+				}
+				got = append(got, p.ids...)
+				if p.next == nil {
+					break
+				}
+				if len(p.ids) == 0 {
+					t.Fatalf("%s: empty page with a next_before", query)
+				}
+				query = fmt.Sprintf("limit=%d%s&before=%s", limit, filter.query, p.next)
+			}
+			if !slices.Equal(got, filter.want) {
+				t.Fatalf("limit %d%s: walk = %v, want %v", limit, filter.query, got, filter.want)
+			}
+		}
 	}
 }
 

@@ -210,11 +210,17 @@ func (s *DeliveryStore) List(ctx context.Context, workspaceID string, q delivery
 	if q.Event != "" {
 		tx = tx.Where("event = ?", q.Event)
 	}
-	if !q.Before.IsZero() {
-		tx = tx.Where("created_at < ?", q.Before)
+	switch {
+	case q.At != nil:
+		tx = tx.Where("created_at = ?", *q.At)
+	case q.Before != nil:
+		tx = tx.Where("created_at < ?", *q.Before)
+	}
+	if q.At == nil {
+		tx = tx.Limit(q.Limit)
 	}
 	var rows []deliveryRow
-	if err := tx.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+	if err := tx.Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	out := make([]*delivery.Delivery, 0, len(rows))

@@ -163,20 +163,18 @@ type Sender interface {
 	Send(ctx context.Context, r Request) Result
 }
 
-// Page-size bounds of the delivery log.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 100
-)
-
-// ListQuery selects a page of a workspace's log, newest first.
+// ListQuery selects part of a workspace's log, newest first (created_at,
+// then id, descending): the rows paging.Paginate fetches.
 type ListQuery struct {
 	Limit int
 	// Status and Event filter when set.
 	Status Status
 	Event  string
-	// Before returns deliveries created strictly before it when set.
-	Before time.Time
+	// Before, when set, keeps deliveries created strictly before it.
+	Before *time.Time
+	// At, when set, selects every delivery created at exactly this time,
+	// and Before and Limit are ignored: a tie group is read whole.
+	At *time.Time
 }
 
 // Store keeps the delivery log.
@@ -192,7 +190,8 @@ type Store interface {
 	// still exists) and stores what count changed, so the log and the
 	// failure counter never disagree.
 	Finish(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) error
-	// List returns a page of the workspace's log, newest first.
+	// List returns the deliveries of the workspace's log that q selects,
+	// newest first.
 	List(ctx context.Context, workspaceID string, q ListQuery) ([]*Delivery, error)
 	// Purge deletes up to limit deliveries created before cutoff and says
 	// how many went.

@@ -1,8 +1,8 @@
 package http
 
 import (
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -20,8 +20,8 @@ func toWebhookDTO(w *webhook.Webhook) webhookDTO {
 		ID:        w.ID,
 		URL:       w.URL,
 		Status:    string(w.Status),
-		CreatedAt: envelope.FormatTime(w.CreatedAt),
-		UpdatedAt: envelope.FormatTime(w.UpdatedAt),
+		CreatedAt: httpx.Timestamp(w.CreatedAt),
+		UpdatedAt: httpx.Timestamp(w.UpdatedAt),
 	}
 }
 
@@ -41,7 +41,7 @@ type deliveryDTO struct {
 }
 
 func toDeliveryDTO(d *delivery.Delivery) deliveryDTO {
-	out := deliveryDTO{
+	return deliveryDTO{
 		ID:             d.ID,
 		Event:          d.Event,
 		Payload:        string(d.Payload),
@@ -49,11 +49,7 @@ func toDeliveryDTO(d *delivery.Delivery) deliveryDTO {
 		Attempts:       d.Attempts,
 		ResponseStatus: d.ResponseStatus,
 		LastError:      d.LastError,
-		CreatedAt:      envelope.FormatTime(d.CreatedAt),
+		DeliveredAt:    httpx.OptionalTimestamp(d.DeliveredAt),
+		CreatedAt:      httpx.Timestamp(d.CreatedAt),
 	}
-	if d.DeliveredAt != nil {
-		s := envelope.FormatTime(*d.DeliveredAt)
-		out.DeliveredAt = &s
-	}
-	return out
 }

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -20,7 +18,9 @@ import (
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
@@ -35,7 +35,7 @@ type App interface {
 	DeleteWebhook(ctx context.Context, workspaceID string) error
 	ResaveWebhook(ctx context.Context, workspaceID string) (*webhook.Webhook, error)
 	SendTestEvent(ctx context.Context, workspaceID string) (*delivery.Delivery, error)
-	ListDeliveries(ctx context.Context, workspaceID string, q delivery.ListQuery) ([]*delivery.Delivery, error)
+	ListDeliveries(ctx context.Context, workspaceID string, q delivery.ListQuery) (app.DeliveryPage, error)
 }
 
 type handlers struct {
@@ -137,7 +137,9 @@ func (h *handlers) testWebhook(c echo.Context) error {
 type deliveriesResponse struct {
 	Deliveries []deliveryDTO `json:"deliveries"`
 	// NextBefore, passed as before, returns the next page; null on the
-	// last page.
+	// last page. Deliveries sharing a created_at are never split across
+	// pages, so the walk meets each exactly once; a page carries more than
+	// limit deliveries only when one such group alone is larger.
 	NextBefore *string `json:"next_before"`
 }
 
@@ -150,30 +152,25 @@ func (h *handlers) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := h.app.ListDeliveries(c.Request().Context(), ws, q)
+	page, err := h.app.ListDeliveries(c.Request().Context(), ws, q)
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := deliveriesResponse{Deliveries: make([]deliveryDTO, 0, len(list))}
-	for _, d := range list {
-		out.Deliveries = append(out.Deliveries, toDeliveryDTO(d))
+	out := deliveriesResponse{
+		Deliveries: make([]deliveryDTO, 0, len(page.Deliveries)),
+		NextBefore: httpx.OptionalTimestamp(page.NextBefore),
 	}
-	if len(list) == q.Limit {
-		// Full precision, so the next page starts exactly after this one.
-		next := list[len(list)-1].CreatedAt.UTC().Format(time.RFC3339Nano)
-		out.NextBefore = &next
+	for _, d := range page.Deliveries {
+		out.Deliveries = append(out.Deliveries, toDeliveryDTO(d))
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
 func parseListQuery(c echo.Context) (delivery.ListQuery, error) {
-	q := delivery.ListQuery{Limit: delivery.DefaultPageSize}
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > delivery.MaxPageSize {
-			return q, errs.InvalidRequest("limit must be an integer between 1 and %d", delivery.MaxPageSize)
-		}
-		q.Limit = n
+	var q delivery.ListQuery
+	var err error
+	if q.Limit, err = paging.ParseLimit(c.QueryParam("limit"), paging.DefaultLimit, paging.MaxLimit); err != nil {
+		return q, err
 	}
 	if s := c.QueryParam("status"); s != "" {
 		if !slices.Contains(delivery.Statuses, delivery.Status(s)) {
@@ -191,12 +188,8 @@ func parseListQuery(c echo.Context) (delivery.ListQuery, error) {
 		}
 		q.Event = s
 	}
-	if s := c.QueryParam("before"); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return q, errs.InvalidRequest("before must be an RFC 3339 timestamp")
-		}
-		q.Before = t
+	if q.Before, err = paging.ParseBefore(c.QueryParam("before")); err != nil {
+		return q, err
 	}
 	return q, nil
 }
