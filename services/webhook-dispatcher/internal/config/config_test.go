@@ -31,7 +31,7 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 	tests := []struct {
 		key, value, mention string
 	}{
-		{"WEBHOOK_RETRY_DELAYS", "1s,soon", "RetryDelays"}, // parse errors name the field (pkg/config)
+		{"WEBHOOK_RETRY_DELAYS", "1s,soon", "WEBHOOK_RETRY_DELAYS"}, // parse errors name the variable (pkg/config)
 		{"WEBHOOK_RETRY_DELAYS", "-1s", "WEBHOOK_RETRY_DELAYS"},
 		{"WEBHOOK_RETRY_DELAYS", "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s", "at most 10"},
 		{"WEBHOOK_ATTEMPT_TIMEOUT", "0s", "WEBHOOK_ATTEMPT_TIMEOUT"},
@@ -39,7 +39,7 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 		{"DELIVERY_RETENTION", "0s", "DELIVERY_RETENTION"},
 		{"DISPATCHER_CONSUMER", "a.b", "DISPATCHER_CONSUMER"},
 		{"DISPATCHER_CONCURRENCY", "0", "DISPATCHER_CONCURRENCY"},
-		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "AllowPrivateTargets"},
+		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "WEBHOOK_ALLOW_PRIVATE_TARGETS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
