@@ -18,8 +18,9 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
-// TimeFormat is how every timestamp of the dispatcher is written: ISO 8601
-// in UTC with milliseconds ("2026-11-22T10:00:00.123Z").
+// TimeFormat is how timestamps inside webhook envelopes are written: ISO
+// 8601 in UTC with milliseconds ("2026-11-22T10:00:00.123Z"). The envelope
+// is signed and stored, so its form is fixed; REST bodies use httpx.Timestamp.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime writes t in TimeFormat.
