@@ -60,6 +60,10 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		Connections:          env.Connections(),
 		Addr:                 "127.0.0.1:0",
 		TelegramAPIBase:      tg.srv.URL,
+		MetaGraphAPIBase:     "http://127.0.0.1:9", // discard port: no Meta here unless a test sets one
+		MessagingWindow:      24 * time.Hour,
+		PrivateReplyWindow:   7 * 24 * time.Hour,
+		PrivateReplyDailyCap: 200,
 		PlatformTimeout:      5 * time.Second,
 		OutboxPollInterval:   200 * time.Millisecond,
 		OutboxRetention:      24 * time.Hour,

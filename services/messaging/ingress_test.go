@@ -92,7 +92,7 @@ func TestTelegramIngressRefusesWrongSecret(t *testing.T) {
 			t.Fatalf("%s secret: %d %s", name, rec.Code, rec.Body)
 		}
 	}
-	for _, table := range []string{"telegram_updates", "contacts", "conversations", "messages", "outbox"} {
+	for _, table := range []string{"ingress_receipts", "contacts", "conversations", "messages", "outbox"} {
 		if n := h.count(table, ""); n != 0 {
 			t.Fatalf("%s has %d rows after refused updates", table, n)
 		}
@@ -137,8 +137,8 @@ func TestTelegramIngressRejections(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tt.name, rec.Code, rec.Body, tt.status, tt.code)
 		}
 	}
-	if n := h.count("telegram_updates", ""); n != 0 {
-		t.Fatalf("telegram_updates = %d", n)
+	if n := h.count("ingress_receipts", ""); n != 0 {
+		t.Fatalf("ingress_receipts = %d", n)
 	}
 }
 
@@ -162,8 +162,8 @@ func TestTelegramIngressDedupesUpdateID(t *testing.T) {
 	if n := h.count("outbox", ""); n != 1 {
 		t.Fatalf("outbox = %d, want 1", n)
 	}
-	if n := h.count("telegram_updates", "channel_id = ? AND update_id = 777", ch.ID); n != 1 {
-		t.Fatalf("telegram_updates = %d", n)
+	if n := h.count("ingress_receipts", "channel_id = ? AND key = 'telegram:update:777'", ch.ID); n != 1 {
+		t.Fatalf("ingress_receipts = %d", n)
 	}
 	// update_id is per bot: another channel's update 777 is its own.
 	other := h.telegramChannel(ws, "auto")
@@ -195,7 +195,7 @@ func TestTelegramIngressIgnoresUnhandledUpdatesButDedupes(t *testing.T) {
 			t.Fatalf("%s has %d rows after unhandled updates", table, n)
 		}
 	}
-	if n := h.count("telegram_updates", "channel_id = ?", ch.ID); n != int64(len(updates)) {
+	if n := h.count("ingress_receipts", "channel_id = ?", ch.ID); n != int64(len(updates)) {
 		t.Fatalf("telegram_updates = %d, want %d", n, len(updates))
 	}
 }

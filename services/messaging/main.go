@@ -138,6 +138,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 		Transports: map[channel.Kind]conversation.Transport{
 			channel.KindTelegram: telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
 		},
+		Window:       cfg.MessagingWindow,
 		EventSubject: stream.Subject,
 		EventWritten: relay.Kick,
 		Metrics:      metrics,

@@ -244,10 +244,10 @@ type receiveTx struct {
 	tx *gorm.DB
 }
 
-func (r receiveTx) ClaimTelegramUpdate(ctx context.Context, channelID string, updateID int64) (bool, error) {
-	res := r.tx.WithContext(ctx).Exec(`INSERT INTO messaging.telegram_updates (channel_id, update_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, channelID, updateID)
+func (r receiveTx) Claim(ctx context.Context, channelID, key string) (bool, error) {
+	res := r.tx.WithContext(ctx).Exec(`INSERT INTO messaging.ingress_receipts (channel_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`, channelID, key)
 	if res.Error != nil {
-		return false, fmt.Errorf("claim telegram update %d: %w", updateID, res.Error)
+		return false, fmt.Errorf("claim delivery %s: %w", key, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }

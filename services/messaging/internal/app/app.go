@@ -20,6 +20,9 @@ type Deps struct {
 	// Transports send on each platform; a platform missing here cannot be
 	// sent to yet.
 	Transports map[channel.Kind]conversation.Transport
+	// Window is how long after the customer's last message Messenger and
+	// Instagram take replies (MESSAGING_WINDOW).
+	Window time.Duration
 	// EventSubject names the stream subject of an event of a workspace.
 	EventSubject func(workspaceID, eventType string) string
 	// EventWritten is called after a commit that wrote an outbox event, so
@@ -37,6 +40,7 @@ type App struct {
 	channels     channel.Store
 	inbox        conversation.Store
 	transports   map[channel.Kind]conversation.Transport
+	window       time.Duration
 	eventSubject func(workspaceID, eventType string) string
 	eventWritten func()
 	metrics      *Metrics
@@ -51,12 +55,16 @@ func New(d Deps) *App {
 		channels:     d.Channels,
 		inbox:        d.Inbox,
 		transports:   d.Transports,
+		window:       d.Window,
 		eventSubject: d.EventSubject,
 		eventWritten: d.EventWritten,
 		metrics:      d.Metrics,
 		log:          d.Log,
 		now:          d.Now,
 		newID:        d.NewID,
+	}
+	if a.window == 0 {
+		a.window = 24 * time.Hour
 	}
 	if a.now == nil {
 		a.now = time.Now

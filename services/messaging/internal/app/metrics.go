@@ -25,11 +25,12 @@ const (
 
 // Send outcomes.
 const (
-	SendSent        = "sent"
-	SendRefused     = "platform_error"
-	SendInvalid     = "invalid"
-	SendUnsupported = "unsupported"
-	SendError       = "error"
+	SendSent          = "sent"
+	SendRefused       = "platform_error"
+	SendOutsideWindow = "outside_window"
+	SendInvalid       = "invalid"
+	SendUnsupported   = "unsupported"
+	SendError         = "error"
 )
 
 // NewMetrics creates the series and registers them with reg (nil: not

@@ -14,38 +14,36 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 )
 
-// EventMessageReceived is the event type of a customer message.
-const EventMessageReceived = "message.received"
+// Event types messaging publishes.
+const (
+	EventMessageReceived  = "message.received"
+	EventPostbackReceived = "postback.received"
+	EventCommentReceived  = "comment.received"
+)
 
-// TelegramChannel returns the telegram channel with id; channel.ErrNotFound
-// when there is none, or it is on another platform.
-func (a *App) TelegramChannel(ctx context.Context, id string) (channel.Channel, error) {
+// ChannelOfKind returns the channel with id if it is on platform kind;
+// channel.ErrNotFound when there is none, or it is on another platform.
+func (a *App) ChannelOfKind(ctx context.Context, id string, kind channel.Kind) (channel.Channel, error) {
 	ch, err := a.channels.Get(ctx, id)
 	if err != nil {
 		return channel.Channel{}, err
 	}
-	if ch.Kind != channel.KindTelegram {
+	if ch.Kind != kind {
 		return channel.Channel{}, channel.ErrNotFound
 	}
 	return ch, nil
 }
 
-// ReceiveTelegramUpdate takes update updateID of a telegram channel once:
-// a repeat does nothing. in is the customer message it carries, nil for
-// updates that are only recorded as seen.
-func (a *App) ReceiveTelegramUpdate(ctx context.Context, ch channel.Channel, updateID int64, in *conversation.Inbound) (string, error) {
+// Receive stores one platform delivery, named key (unique per channel: a
+// Telegram update_id, a Meta mid), once: a repeat does nothing. in is the
+// customer message it carries, nil for deliveries only recorded as seen.
+// One transaction holds the dedupe claim, the contact, conversation and
+// message, and for channels in external mode the customer event. It returns
+// the ingress outcome.
+func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *conversation.Inbound) (string, error) {
 	claim := func(ctx context.Context, tx conversation.ReceiveTx) (bool, error) {
-		return tx.ClaimTelegramUpdate(ctx, ch.ID, updateID)
+		return tx.Claim(ctx, ch.ID, key)
 	}
-	return a.receive(ctx, ch, claim, in)
-}
-
-type claimFunc func(context.Context, conversation.ReceiveTx) (bool, error)
-
-// receive stores one platform delivery in one transaction: the dedupe
-// claim, then the contact, conversation and message, and for channels in
-// external mode the message.received event. It returns the ingress outcome.
-func (a *App) receive(ctx context.Context, ch channel.Channel, claim claimFunc, in *conversation.Inbound) (string, error) {
 	var outcome string
 	wroteEvent := false
 	err := a.inbox.Receive(ctx, func(tx conversation.ReceiveTx) error {
@@ -79,7 +77,7 @@ func (a *App) receive(ctx context.Context, ch channel.Channel, claim claimFunc, 
 		msg := conversation.Message{
 			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ConversationID: conv.ID,
 			Sender: conversation.SenderContact, Type: in.Type, Content: in.Text,
-			Metadata: map[string]any{}, ExternalID: in.ExternalID, CreatedAt: in.SentAt,
+			Metadata: inboundMetadata(in), ExternalID: in.ExternalID, CreatedAt: in.SentAt,
 		}
 		if err := tx.AddMessage(ctx, msg); err != nil {
 			return err
@@ -90,7 +88,7 @@ func (a *App) receive(ctx context.Context, ch channel.Channel, claim claimFunc, 
 		if !ch.ForwardsEvents() {
 			return nil
 		}
-		ev, err := a.messageReceived(ch, conv, contact, msg)
+		ev, err := a.customerEvent(ch, conv, contact, msg, in)
 		if err != nil {
 			return err
 		}
@@ -111,39 +109,67 @@ func (a *App) receive(ctx context.Context, ch channel.Channel, claim claimFunc, 
 	return outcome, nil
 }
 
-// messageReceived builds the message.received event with every data field
-// of the specification.
-func (a *App) messageReceived(ch channel.Channel, conv conversation.Conversation, contact conversation.Contact, msg conversation.Message) (outbox.Event, error) {
+// inboundMetadata is what a customer message stores besides its text: the
+// attachment, the postback payload, and what the platform adapter added.
+func inboundMetadata(in *conversation.Inbound) map[string]any {
+	md := map[string]any{}
+	for k, v := range in.Metadata {
+		md[k] = v
+	}
+	if in.Attachment != nil {
+		md["attachment"] = map[string]any{"url": in.Attachment.URL, "type": in.Attachment.Type}
+	}
+	if in.Postback != nil {
+		md["payload"] = in.Postback.Payload
+	}
+	return md
+}
+
+// customerEvent builds message.received, or postback.received for a tapped
+// button, with every data field of the specification.
+func (a *App) customerEvent(ch channel.Channel, conv conversation.Conversation, contact conversation.Contact, msg conversation.Message, in *conversation.Inbound) (outbox.Event, error) {
+	evChannel := &eventsv1.Channel{Kind: string(ch.Kind), ExternalId: ch.ExternalID}
+	evContact := &eventsv1.Contact{Id: contact.ID, SenderId: contact.SenderID, Name: contact.Name, ProfilePic: contact.ProfilePic}
+	evMessage := &eventsv1.Message{
+		Id: msg.ID, Text: msg.Content, Type: msg.Type, ExternalId: msg.ExternalID,
+		CreatedAt: timestamppb.New(msg.CreatedAt),
+	}
+	if in.Attachment != nil {
+		evMessage.Attachment = &eventsv1.Attachment{Url: in.Attachment.URL, Type: in.Attachment.Type}
+	}
+	ev := &eventsv1.Event{Id: a.newID(), WorkspaceId: ch.WorkspaceID}
+	if in.Postback != nil {
+		ev.Type = EventPostbackReceived
+		ev.Data = &eventsv1.Event_PostbackReceived{PostbackReceived: &eventsv1.PostbackReceived{
+			WorkspaceId: ch.WorkspaceID, ConversationId: conv.ID, Platform: string(conv.Platform),
+			Channel: evChannel, Contact: evContact, Message: evMessage,
+			Postback: &eventsv1.Postback{Payload: in.Postback.Payload, ReceivedAt: timestamppb.New(msg.CreatedAt)},
+		}}
+	} else {
+		ev.Type = EventMessageReceived
+		ev.Data = &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
+			WorkspaceId: ch.WorkspaceID, ConversationId: conv.ID, Platform: string(conv.Platform),
+			Channel: evChannel, Contact: evContact, Message: evMessage,
+		}}
+	}
+	return a.outboxEvent(ev)
+}
+
+// outboxEvent stamps ev and encodes it for the outbox, on the subject of its
+// workspace and type.
+func (a *App) outboxEvent(ev *eventsv1.Event) (outbox.Event, error) {
 	if a.eventSubject == nil {
 		return outbox.Event{}, errors.New("no event subject configured")
 	}
 	now := a.timestamp()
-	ev := &eventsv1.Event{
-		Id:          a.newID(),
-		Type:        EventMessageReceived,
-		WorkspaceId: ch.WorkspaceID,
-		CreatedAt:   timestamppb.New(now),
-		Data: &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
-			WorkspaceId:    ch.WorkspaceID,
-			ConversationId: conv.ID,
-			Platform:       string(conv.Platform),
-			Channel:        &eventsv1.Channel{Kind: string(ch.Kind), ExternalId: ch.ExternalID},
-			Contact: &eventsv1.Contact{
-				Id: contact.ID, SenderId: contact.SenderID, Name: contact.Name, ProfilePic: contact.ProfilePic,
-			},
-			Message: &eventsv1.Message{
-				Id: msg.ID, Text: msg.Content, Type: msg.Type, ExternalId: msg.ExternalID,
-				CreatedAt: timestamppb.New(msg.CreatedAt),
-			},
-		}},
-	}
+	ev.CreatedAt = timestamppb.New(now)
 	payload, err := proto.Marshal(ev)
 	if err != nil {
 		return outbox.Event{}, fmt.Errorf("encode event: %w", err)
 	}
 	return outbox.Event{
 		ID:        ev.GetId(),
-		Subject:   a.eventSubject(ch.WorkspaceID, EventMessageReceived),
+		Subject:   a.eventSubject(ev.GetWorkspaceId(), ev.GetType()),
 		Payload:   payload,
 		CreatedAt: now,
 	}, nil

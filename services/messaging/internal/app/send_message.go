@@ -10,56 +10,159 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
-// SendMessage sends a text (with quick replies or buttons) to the customer
-// of a workspace's conversation and stores it as sent by a user. Nothing is
-// stored when the platform does not take it, and nothing goes to the outbox:
-// the developer's own replies are never webhook events.
+// Every send follows one path: load the workspace's conversation and its
+// platform's transport, check the messaging window, let the platform take
+// it, then store what was delivered as sent by a user. Nothing is stored
+// when the platform does not take it, and nothing goes to the outbox: the
+// developer's own replies are never webhook events.
+
+// SendMessage sends a text, with quick replies or buttons.
 func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundText) (conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return conversation.Message{}, err
 	}
-	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
+	s, err := a.prepareSend(ctx, workspaceID, conversationID)
 	if err != nil {
 		return conversation.Message{}, err
+	}
+	sent, err := s.transport.SendText(ctx, s.target, o)
+	if err := a.observeSend(s, err); err != nil {
+		return conversation.Message{}, err
+	}
+	return a.storeSent(ctx, s, conversation.TypeText, o.Text, o.Metadata(), sent)
+}
+
+// SendImage sends the image, then the text (when there is one) as a
+// separate message, and returns the stored messages in that order. When the
+// text fails after the image went out, the image stays stored and the error
+// is returned.
+func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundImage) ([]conversation.Message, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	sent, err := s.transport.SendImage(ctx, s.target, o.ImageURL)
+	if err := a.observeSend(s, err); err != nil {
+		return nil, err
+	}
+	image, err := a.storeSent(ctx, s, conversation.TypeImage, o.ImageURL, map[string]any{"image_url": o.ImageURL}, sent)
+	if err != nil || o.Text == "" {
+		return []conversation.Message{image}, err
+	}
+	sent, err = s.transport.SendText(ctx, s.target, conversation.OutboundText{Text: o.Text})
+	if err := a.observeSend(s, err); err != nil {
+		return []conversation.Message{image}, err
+	}
+	text, err := a.storeSent(ctx, s, conversation.TypeText, o.Text, map[string]any{}, sent)
+	return []conversation.Message{image, text}, err
+}
+
+// SendCarousel sends a row of cards, stored as one carousel message. On
+// platforms that send a carousel as several messages, the first one's id is
+// the message's external_id and all of them are in metadata.external_ids.
+func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundCarousel) (conversation.Message, error) {
+	if err := o.Validate(); err != nil {
+		return conversation.Message{}, err
+	}
+	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	if err != nil {
+		return conversation.Message{}, err
+	}
+	sents, err := s.transport.SendCarousel(ctx, s.target, o)
+	if err == nil && len(sents) == 0 {
+		err = fmt.Errorf("%s transport sent no message for a carousel", s.platform)
+	}
+	if err := a.observeSend(s, err); err != nil {
+		return conversation.Message{}, err
+	}
+	md := o.Metadata()
+	if len(sents) > 1 {
+		ids := make([]string, len(sents))
+		for i, sent := range sents {
+			ids[i] = sent.ExternalID
+		}
+		md["external_ids"] = ids
+	}
+	return a.storeSent(ctx, s, conversation.TypeCarousel, "", md, sents[0])
+}
+
+// SendTyping shows the customer a typing indicator; nothing is stored.
+func (a *App) SendTyping(ctx context.Context, workspaceID, conversationID string) error {
+	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	if err != nil {
+		return err
+	}
+	return a.observeSend(s, s.transport.SendTyping(ctx, s.target))
+}
+
+// send is what one send needs, loaded and checked.
+type send struct {
+	target    conversation.Target
+	transport conversation.Transport
+	platform  string
+}
+
+func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID string) (send, error) {
+	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
+	if err != nil {
+		return send{}, err
 	}
 	platform := string(conv.Platform)
 	transport, ok := a.transports[conv.Platform]
 	if !ok {
 		a.metrics.send(platform, SendUnsupported)
-		return conversation.Message{}, &conversation.UnsupportedPlatformError{Platform: conv.Platform}
+		return send{}, &conversation.UnsupportedPlatformError{Platform: conv.Platform}
+	}
+	if err := conversation.CheckWindow(conv, a.now(), a.window); err != nil {
+		a.metrics.send(platform, SendOutsideWindow)
+		return send{}, err
 	}
 	ch, err := a.channels.Get(ctx, conv.ChannelID)
 	if err != nil {
 		a.metrics.send(platform, SendError)
-		return conversation.Message{}, fmt.Errorf("load channel of conversation %s: %w", conv.ID, err)
+		return send{}, fmt.Errorf("load channel of conversation %s: %w", conv.ID, err)
 	}
-	sent, err := transport.SendText(ctx, conversation.Target{Channel: ch, Conversation: conv}, o)
-	if err != nil {
-		var fe *conversation.FieldError
-		var pe *conversation.PlatformError
-		switch {
-		case errors.As(err, &fe):
-			a.metrics.send(platform, SendInvalid)
-		case errors.As(err, &pe):
-			a.metrics.send(platform, SendRefused)
-		default:
-			a.metrics.send(platform, SendError)
-		}
-		return conversation.Message{}, err
+	return send{target: conversation.Target{Channel: ch, Conversation: conv}, transport: transport, platform: platform}, nil
+}
+
+// observeSend counts a platform call's outcome and passes its error on.
+func (a *App) observeSend(s send, err error) error {
+	var fe *conversation.FieldError
+	var pe *conversation.PlatformError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		a.metrics.send(s.platform, SendInvalid)
+	case errors.Is(err, conversation.ErrOutsideWindow):
+		a.metrics.send(s.platform, SendOutsideWindow)
+	case errors.As(err, &pe):
+		a.metrics.send(s.platform, SendRefused)
+	default:
+		a.metrics.send(s.platform, SendError)
 	}
+	return err
+}
+
+// storeSent stores a delivered message as sent by a user.
+func (a *App) storeSent(ctx context.Context, s send, typ, content string, metadata map[string]any, sent conversation.Sent) (conversation.Message, error) {
+	conv := s.target.Conversation
 	msg := conversation.Message{
 		ID: a.newID(), WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
-		Sender: conversation.SenderUser, Type: conversation.TypeText, Content: o.Text,
-		Metadata: o.Metadata(), ExternalID: sent.ExternalID, CreatedAt: a.timestamp(),
+		Sender: conversation.SenderUser, Type: typ, Content: content,
+		Metadata: metadata, ExternalID: sent.ExternalID, CreatedAt: a.timestamp(),
 	}
 	if err := a.inbox.AddSent(ctx, msg); err != nil {
 		// The customer has the message; only our copy is missing. Say so
 		// in the log, where an operator can find the platform's id.
 		a.log.Error("sent message not stored", zap.String("conversation_id", conv.ID),
-			zap.String("platform", platform), zap.String("external_id", sent.ExternalID), zap.Error(err))
-		a.metrics.send(platform, SendError)
+			zap.String("platform", s.platform), zap.String("external_id", sent.ExternalID), zap.Error(err))
+		a.metrics.send(s.platform, SendError)
 		return conversation.Message{}, fmt.Errorf("store sent message: %w", err)
 	}
-	a.metrics.send(platform, SendSent)
+	a.metrics.send(s.platform, SendSent)
 	return msg, nil
 }

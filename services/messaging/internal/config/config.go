@@ -19,6 +19,22 @@ type Config struct {
 	Addr string `env:"MESSAGING_ADDR" envDefault:":8081"`
 	// TelegramAPIBase is the Bot API's address; tests point it at a fake.
 	TelegramAPIBase string `env:"TELEGRAM_API_BASE" envDefault:"https://api.telegram.org"`
+	// MetaGraphAPIBase is the Graph API's address (Messenger, Instagram,
+	// comments); tests point it at a fake.
+	MetaGraphAPIBase string `env:"META_GRAPH_API_BASE" envDefault:"https://graph.facebook.com/v21.0"`
+	// MetaAppSecret signs Meta's webhook posts (X-Hub-Signature-256).
+	MetaAppSecret string `env:"META_APP_SECRET" secret:"true"`
+	// MetaVerifyToken answers Meta's hub.challenge subscription check.
+	MetaVerifyToken string `env:"META_VERIFY_TOKEN" secret:"true"`
+	// MessagingWindow is how long after the customer's last message
+	// Messenger and Instagram take replies (specification §1).
+	MessagingWindow time.Duration `env:"MESSAGING_WINDOW" envDefault:"24h"`
+	// PrivateReplyWindow is how long after a comment a private reply may be
+	// sent, and how long a commenter who got one waits for the next.
+	PrivateReplyWindow time.Duration `env:"PRIVATE_REPLY_WINDOW" envDefault:"168h"`
+	// PrivateReplyDailyCap is a page's private replies per day (reset at
+	// midnight in DAILY_RESET_TZ).
+	PrivateReplyDailyCap int `env:"PRIVATE_REPLY_DAILY_CAP" envDefault:"200"`
 	// PlatformTimeout bounds one call to a platform's API.
 	PlatformTimeout time.Duration `env:"PLATFORM_TIMEOUT" envDefault:"15s"`
 
@@ -42,10 +58,17 @@ func (c Config) Validate() error {
 	if c.Addr == "" {
 		return errors.New("MESSAGING_ADDR: must not be empty")
 	}
-	if u, err := url.Parse(c.TelegramAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("TELEGRAM_API_BASE: %q is not an http(s) URL", c.TelegramAPIBase)
+	for name, base := range map[string]string{"TELEGRAM_API_BASE": c.TelegramAPIBase, "META_GRAPH_API_BASE": c.MetaGraphAPIBase} {
+		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: %q is not an http(s) URL", name, base)
+		}
+	}
+	if c.PrivateReplyDailyCap < 1 {
+		return fmt.Errorf("PRIVATE_REPLY_DAILY_CAP: must be at least 1, got %d", c.PrivateReplyDailyCap)
 	}
 	for name, d := range map[string]time.Duration{
+		"MESSAGING_WINDOW":       c.MessagingWindow,
+		"PRIVATE_REPLY_WINDOW":   c.PrivateReplyWindow,
 		"PLATFORM_TIMEOUT":       c.PlatformTimeout,
 		"OUTBOX_POLL_INTERVAL":   c.OutboxPollInterval,
 		"OUTBOX_RETENTION":       c.OutboxRetention,

@@ -79,27 +79,106 @@ func (c *Client) SendText(ctx context.Context, to conversation.Target, o convers
 	return conversation.Sent{ExternalID: strconv.FormatInt(msg.MessageID, 10)}, nil
 }
 
+// sendPhotoRequest is sendPhoto's parameters.
+type sendPhotoRequest struct {
+	ChatID      any          `json:"chat_id"`
+	Photo       string       `json:"photo"`
+	Caption     string       `json:"caption,omitempty"`
+	ReplyMarkup *replyMarkup `json:"reply_markup,omitempty"`
+}
+
+// SendImage sends the image with sendPhoto; Telegram fetches the URL.
+func (c *Client) SendImage(ctx context.Context, to conversation.Target, imageURL string) (conversation.Sent, error) {
+	var msg Message
+	req := sendPhotoRequest{ChatID: chatID(to.Conversation.ReplyTo), Photo: imageURL}
+	if err := c.call(ctx, to.Channel.Token, "sendPhoto", req, &msg); err != nil {
+		return conversation.Sent{}, err
+	}
+	return conversation.Sent{ExternalID: strconv.FormatInt(msg.MessageID, 10)}, nil
+}
+
+// SendCarousel sends each card as its own message, in order: a photo with
+// the title and subtitle as caption (a text message when the card has no
+// image), and the card's buttons as its inline keyboard. Telegram has no
+// carousel; this is the closest a chat shows.
+func (c *Client) SendCarousel(ctx context.Context, to conversation.Target, o conversation.OutboundCarousel) ([]conversation.Sent, error) {
+	markups := make([]*replyMarkup, len(o.Elements))
+	for i, card := range o.Elements {
+		m, err := inlineKeyboard(card.Buttons, fmt.Sprintf("elements[%d].buttons", i))
+		if err != nil {
+			return nil, err
+		}
+		markups[i] = m
+	}
+	sent := make([]conversation.Sent, 0, len(o.Elements))
+	for i, card := range o.Elements {
+		caption := card.Title
+		if card.Subtitle != "" {
+			caption += "\n" + card.Subtitle
+		}
+		var msg Message
+		var err error
+		if card.ImageURL != "" {
+			err = c.call(ctx, to.Channel.Token, "sendPhoto", sendPhotoRequest{
+				ChatID: chatID(to.Conversation.ReplyTo), Photo: card.ImageURL, Caption: caption, ReplyMarkup: markups[i],
+			}, &msg)
+		} else {
+			err = c.call(ctx, to.Channel.Token, "sendMessage", sendMessageRequest{
+				ChatID: chatID(to.Conversation.ReplyTo), Text: caption, ReplyMarkup: markups[i],
+			}, &msg)
+		}
+		if err != nil {
+			if len(sent) > 0 {
+				// The customer already has the first cards; say which.
+				var pe *conversation.PlatformError
+				if errors.As(err, &pe) {
+					pe.Description = fmt.Sprintf("card %d of %d was refused after %d were delivered: %s", i+1, len(o.Elements), len(sent), pe.Description)
+				}
+			}
+			return nil, err
+		}
+		sent = append(sent, conversation.Sent{ExternalID: strconv.FormatInt(msg.MessageID, 10)})
+	}
+	return sent, nil
+}
+
+// SendTyping shows "typing…" with sendChatAction.
+func (c *Client) SendTyping(ctx context.Context, to conversation.Target) error {
+	var ok bool
+	req := map[string]any{"chat_id": chatID(to.Conversation.ReplyTo), "action": "typing"}
+	return c.call(ctx, to.Channel.Token, "sendChatAction", req, &ok)
+}
+
+// inlineKeyboard is buttons as an inline keyboard, one button per row:
+// postback payloads as callback_data, web_url as url.
+func inlineKeyboard(buttons []conversation.Button, field string) (*replyMarkup, error) {
+	if len(buttons) == 0 {
+		return nil, nil
+	}
+	rows := make([][]inlineButton, len(buttons))
+	for i, b := range buttons {
+		btn := inlineButton{Text: b.Title}
+		switch b.Type {
+		case conversation.ButtonTypeWebURL:
+			btn.URL = b.URL
+		case conversation.ButtonTypePostback:
+			if len(b.Payload) > MaxCallbackData {
+				return nil, &conversation.FieldError{
+					Field:  fmt.Sprintf("%s[%d].payload", field, i),
+					Reason: fmt.Sprintf("must be at most %d bytes on telegram (got %d)", MaxCallbackData, len(b.Payload)),
+				}
+			}
+			btn.CallbackData = b.Payload
+		}
+		rows[i] = []inlineButton{btn}
+	}
+	return &replyMarkup{InlineKeyboard: rows}, nil
+}
+
 func keyboard(o conversation.OutboundText) (*replyMarkup, error) {
 	switch {
 	case len(o.Buttons) > 0:
-		rows := make([][]inlineButton, len(o.Buttons))
-		for i, b := range o.Buttons {
-			btn := inlineButton{Text: b.Title}
-			switch b.Type {
-			case conversation.ButtonTypeWebURL:
-				btn.URL = b.URL
-			case conversation.ButtonTypePostback:
-				if len(b.Payload) > MaxCallbackData {
-					return nil, &conversation.FieldError{
-						Field:  fmt.Sprintf("buttons[%d].payload", i),
-						Reason: fmt.Sprintf("must be at most %d bytes on telegram (got %d)", MaxCallbackData, len(b.Payload)),
-					}
-				}
-				btn.CallbackData = b.Payload
-			}
-			rows[i] = []inlineButton{btn}
-		}
-		return &replyMarkup{InlineKeyboard: rows}, nil
+		return inlineKeyboard(o.Buttons, "buttons")
 	case len(o.QuickReplies) > 0:
 		rows := make([][]keyboardKey, len(o.QuickReplies))
 		for i, q := range o.QuickReplies {

@@ -15,6 +15,11 @@ import (
 // Telegram posts.
 const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
+// UpdateKey names an update for ingress dedupe.
+func UpdateKey(updateID int64) string {
+	return "telegram:update:" + strconv.FormatInt(updateID, 10)
+}
+
 // Update is Telegram's Update object, with the fields Parley reads. Kinds of
 // update Parley does not handle (edited_message, channel_post, ...) decode
 // to an Update without Message.

@@ -3,6 +3,7 @@ package telegram
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestUpdateInbound(t *testing.T) {
 				}
 				return
 			}
-			if !ok || got != *tt.want {
+			if !ok || !reflect.DeepEqual(got, *tt.want) {
 				t.Fatalf("Inbound = %+v, %v\nwant      %+v", got, ok, *tt.want)
 			}
 		})

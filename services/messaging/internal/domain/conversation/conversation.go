@@ -50,9 +50,15 @@ const (
 	SenderAI      Sender = "ai"
 )
 
-// TypeText is a message of plain text (with quick replies or buttons for
-// outbound ones).
-const TypeText = "text"
+// Message types. Customers send text, attachments (image, video, audio,
+// file, as the platform names them) and postbacks (a button tapped); replies
+// are text, image or carousel.
+const (
+	TypeText     = "text"
+	TypeImage    = "image"
+	TypeCarousel = "carousel"
+	TypePostback = "postback"
+)
 
 // Message is one message of a conversation.
 type Message struct {
@@ -77,11 +83,32 @@ type Inbound struct {
 	SenderName string
 	ProfilePic string
 	// ReplyTo is where replies to this customer go.
-	ReplyTo    string
+	ReplyTo string
+	// Type is TypeText, TypePostback or the attachment's type.
 	Type       string
 	Text       string
 	ExternalID string
-	SentAt     time.Time
+	// SentAt is the platform's timestamp; the messaging window runs from it.
+	SentAt time.Time
+	// Attachment is the file the customer sent, if any.
+	Attachment *Attachment
+	// Postback is the button the customer tapped, if this is a postback
+	// (then Text is the button's title).
+	Postback *Postback
+	// Metadata is stored with the message (a quick reply's payload).
+	Metadata map[string]any
+}
+
+// Attachment is a file a customer sent, at a URL the platform serves.
+type Attachment struct {
+	URL  string
+	Type string
+}
+
+// Postback is the payload of a button the developer sent, as the customer
+// tapped it.
+type Postback struct {
+	Payload string
 }
 
 // ErrNotFound is a conversation that does not exist in the workspace asking.
@@ -125,9 +152,10 @@ type Store interface {
 
 // ReceiveTx is what one received delivery may do, all in one transaction.
 type ReceiveTx interface {
-	// ClaimTelegramUpdate records that the channel received update_id;
-	// false means it was received before and must be ignored.
-	ClaimTelegramUpdate(ctx context.Context, channelID string, updateID int64) (bool, error)
+	// Claim records that the channel received the delivery named key (a
+	// Telegram update_id, a Meta mid); false means it was received before
+	// and must be ignored. Platforms redeliver until they get a 2xx.
+	Claim(ctx context.Context, channelID, key string) (bool, error)
 	// UpsertContact stores c, or updates the contact with the same channel
 	// and sender id; it returns the stored contact.
 	UpsertContact(ctx context.Context, c Contact) (Contact, error)

@@ -2,20 +2,31 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
-// Limits of a sent text message (specification §8, ARCHITECTURE.md §4).
+// Limits of what may be sent (specification §8, ARCHITECTURE.md §4).
 const (
 	MaxTextLength       = 4096
 	MaxButtons          = 3
 	MaxQuickReplies     = 13
 	MaxQuickReplyLength = 20
+	MaxCarouselElements = 10
+	MaxCardTitleLength  = 80
+	MaxCardSubtitle     = 80
+)
+
+// Carousel image ratios (Messenger's image_aspect_ratio).
+const (
+	RatioHorizontal = "horizontal"
+	RatioSquare     = "square"
 )
 
 // Button types of the specification.
@@ -27,6 +38,7 @@ const (
 const (
 	fieldQuickReplies = "quick_replies"
 	fieldButtons      = "buttons"
+	fieldElements     = "elements"
 	reasonRequired    = "is required"
 )
 
@@ -111,6 +123,103 @@ func (b Button) validate(field string) error {
 	return nil
 }
 
+// OutboundImage is an image, then optionally a text as a separate message
+// (POST /v1/image).
+type OutboundImage struct {
+	ImageURL string
+	Text     string
+}
+
+// Validate checks the rules every platform shares.
+func (o OutboundImage) Validate() error {
+	if o.ImageURL == "" {
+		return &FieldError{"image_url", reasonRequired}
+	}
+	if !IsHTTPSURL(o.ImageURL) {
+		return &FieldError{"image_url", "must be an https URL"}
+	}
+	if n := utf8.RuneCountInString(o.Text); n > MaxTextLength {
+		return &FieldError{"text", fmt.Sprintf("must be at most %d characters (got %d)", MaxTextLength, n)}
+	}
+	return nil
+}
+
+// Card is one element of a carousel.
+type Card struct {
+	Title    string
+	Subtitle string
+	ImageURL string
+	Buttons  []Button
+}
+
+// OutboundCarousel is a row of cards (POST /v1/carousel).
+type OutboundCarousel struct {
+	Elements []Card
+	// Ratio is the cards' image ratio: horizontal (the default) or square.
+	Ratio string
+}
+
+// Validate checks the rules every platform shares and fills the default
+// ratio.
+func (o *OutboundCarousel) Validate() error {
+	if len(o.Elements) == 0 {
+		return &FieldError{fieldElements, "must have at least one element"}
+	}
+	if len(o.Elements) > MaxCarouselElements {
+		return &FieldError{fieldElements, fmt.Sprintf("must have at most %d elements (got %d)", MaxCarouselElements, len(o.Elements))}
+	}
+	switch o.Ratio {
+	case "":
+		o.Ratio = RatioHorizontal
+	case RatioHorizontal, RatioSquare:
+	default:
+		return &FieldError{"ratio", "must be horizontal or square"}
+	}
+	for i, c := range o.Elements {
+		field := fmt.Sprintf("%s[%d]", fieldElements, i)
+		if strings.TrimSpace(c.Title) == "" {
+			return &FieldError{field + ".title", reasonRequired}
+		}
+		if n := utf8.RuneCountInString(c.Title); n > MaxCardTitleLength {
+			return &FieldError{field + ".title", fmt.Sprintf("must be at most %d characters (got %d)", MaxCardTitleLength, n)}
+		}
+		if n := utf8.RuneCountInString(c.Subtitle); n > MaxCardSubtitle {
+			return &FieldError{field + ".subtitle", fmt.Sprintf("must be at most %d characters (got %d)", MaxCardSubtitle, n)}
+		}
+		if c.ImageURL != "" && !IsHTTPSURL(c.ImageURL) {
+			return &FieldError{field + ".image_url", "must be an https URL"}
+		}
+		if len(c.Buttons) > MaxButtons {
+			return &FieldError{field + ".buttons", fmt.Sprintf("must have at most %d buttons (got %d)", MaxButtons, len(c.Buttons))}
+		}
+		for j, b := range c.Buttons {
+			if err := b.validate(fmt.Sprintf("%s.buttons[%d]", field, j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Metadata is what a sent carousel stores, shaped as the API shows it.
+func (o OutboundCarousel) Metadata() map[string]any {
+	elements := make([]map[string]any, len(o.Elements))
+	for i, c := range o.Elements {
+		e := map[string]any{"title": c.Title}
+		if c.Subtitle != "" {
+			e["subtitle"] = c.Subtitle
+		}
+		if c.ImageURL != "" {
+			e["image_url"] = c.ImageURL
+		}
+		if len(c.Buttons) > 0 {
+			e[fieldButtons] = buttonsMetadata(c.Buttons)
+		}
+		elements[i] = e
+	}
+	return map[string]any{fieldElements: elements, "ratio": o.Ratio}
+}
+
 // IsHTTPSURL reports whether s is an absolute https URL with a host.
 func IsHTTPSURL(s string) bool {
 	u, err := url.Parse(s)
@@ -122,23 +231,27 @@ func IsHTTPSURL(s string) bool {
 func (o OutboundText) Metadata() map[string]any {
 	md := map[string]any{}
 	if len(o.Buttons) > 0 {
-		bs := make([]map[string]any, len(o.Buttons))
-		for i, b := range o.Buttons {
-			m := map[string]any{"type": b.Type, "title": b.Title}
-			if b.URL != "" {
-				m["url"] = b.URL
-			}
-			if b.Payload != "" {
-				m["payload"] = b.Payload
-			}
-			bs[i] = m
-		}
-		md[fieldButtons] = bs
+		md[fieldButtons] = buttonsMetadata(o.Buttons)
 	}
 	if len(o.QuickReplies) > 0 {
 		md[fieldQuickReplies] = o.QuickReplies
 	}
 	return md
+}
+
+func buttonsMetadata(buttons []Button) []map[string]any {
+	out := make([]map[string]any, len(buttons))
+	for i, b := range buttons {
+		m := map[string]any{"type": b.Type, "title": b.Title}
+		if b.URL != "" {
+			m["url"] = b.URL
+		}
+		if b.Payload != "" {
+			m["payload"] = b.Payload
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // Target is where a platform delivers a reply: the channel (its token) and
@@ -154,14 +267,22 @@ type Sent struct {
 	ExternalID string
 }
 
-// Transport sends messages on one platform. Each platform has its own; a
-// platform without one cannot be sent to yet (UnsupportedPlatformError).
+// Transport sends on one platform. Each platform has its own; a platform
+// without one cannot be sent to yet (UnsupportedPlatformError). Every method
+// returns a *FieldError for input this platform cannot take (Instagram and
+// buttons), ErrOutsideWindow when the platform itself refuses for its
+// messaging window, and a *PlatformError when the platform refuses otherwise
+// or cannot be reached; nothing was delivered in any of those cases.
 type Transport interface {
-	// SendText delivers o to the customer of to.Conversation. It returns a
-	// *FieldError for input this platform cannot take and a *PlatformError
-	// when the platform refuses or cannot be reached; nothing was delivered
-	// in either case.
+	// SendText delivers o to the customer of to.Conversation.
 	SendText(ctx context.Context, to Target, o OutboundText) (Sent, error)
+	// SendImage delivers the image at the https URL imageURL.
+	SendImage(ctx context.Context, to Target, imageURL string) (Sent, error)
+	// SendCarousel delivers the cards; platforms without a carousel send
+	// several messages, the first one's id first.
+	SendCarousel(ctx context.Context, to Target, c OutboundCarousel) ([]Sent, error)
+	// SendTyping shows the customer a typing indicator.
+	SendTyping(ctx context.Context, to Target) error
 }
 
 // PlatformError is a platform that refused a send or could not be reached.
@@ -175,6 +296,30 @@ type PlatformError struct {
 
 func (e *PlatformError) Error() string {
 	return fmt.Sprintf("%s refused the message: %s", e.Platform, e.Description)
+}
+
+// ErrOutsideWindow is a send to a Messenger or Instagram customer whose last
+// message is older than the messaging window (specification §1): nothing
+// was sent.
+var ErrOutsideWindow = errors.New("outside the messaging window: the customer's last message is older than 24 hours")
+
+// HasWindow reports whether sends on platform k are bound to the messaging
+// window after the customer's last message.
+func HasWindow(k channel.Kind) bool {
+	return k == channel.KindMessenger || k == channel.KindInstagram
+}
+
+// CheckWindow returns ErrOutsideWindow when a send to conv at now falls
+// outside window after the customer's last message, as the platform
+// timestamped it. Platforms without a window always pass.
+func CheckWindow(conv Conversation, now time.Time, window time.Duration) error {
+	if !HasWindow(conv.Platform) {
+		return nil
+	}
+	if conv.LastCustomerMessageAt.IsZero() || now.Sub(conv.LastCustomerMessageAt) > window {
+		return ErrOutsideWindow
+	}
+	return nil
 }
 
 // UnsupportedPlatformError is a send to a platform Parley cannot send to yet.

@@ -16,6 +16,7 @@ const (
 	CodeChannelNotFound      = "channel_not_found"
 	CodeChannelExists        = "channel_exists"
 	CodeTagUnsupported       = "tag_unsupported"
+	CodeOutsideWindow        = "outside_messaging_window"
 	// CodePlatformUnsupported is a send to a platform Parley cannot send to
 	// yet (501): the request is right, the service cannot do it.
 	CodePlatformUnsupported = "platform_unsupported"
@@ -47,6 +48,8 @@ func toHTTP(err error) error {
 		return errChannelNotFound
 	case errors.Is(err, channel.ErrExists):
 		return errs.New(http.StatusConflict, CodeChannelExists, "a channel of this kind with this external_id already exists")
+	case errors.Is(err, conversation.ErrOutsideWindow):
+		return errs.New(http.StatusConflict, CodeOutsideWindow, "the customer's last message is older than 24 hours; nothing was sent")
 	case errors.As(err, &platform):
 		return errs.New(http.StatusBadGateway, errs.CodePlatformError, fmt.Sprintf("%s: %s", platform.Platform, platform.Description))
 	case errors.As(err, &unsupported):

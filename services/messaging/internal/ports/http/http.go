@@ -37,6 +37,9 @@ func (h *Handlers) RegisterAPI(e *echo.Echo) {
 	g.GET("/conversations", h.listConversations)
 	g.GET("/conversations/:id/messages", h.listMessages)
 	g.POST("/messages", h.sendMessage)
+	g.POST("/image", h.sendImage)
+	g.POST("/carousel", h.sendCarousel)
+	g.POST("/typing", h.sendTyping)
 }
 
 // RegisterAdmin adds the operator routes (rpc endpoint "admin").

@@ -23,7 +23,7 @@ const platformTelegram = string(channel.KindTelegram)
 // anything else until it succeeds.
 func (h *Handlers) telegramIngress(c echo.Context) error {
 	ctx := c.Request().Context()
-	ch, err := h.app.TelegramChannel(ctx, c.Param("channel_id"))
+	ch, err := h.app.ChannelOfKind(ctx, c.Param("channel_id"), channel.KindTelegram)
 	if errors.Is(err, channel.ErrNotFound) {
 		h.metrics.Ingress(platformTelegram, app.IngressNotFound)
 		return errChannelNotFound
@@ -50,7 +50,7 @@ func (h *Handlers) telegramIngress(c echo.Context) error {
 	if msg, ok := u.Inbound(time.Now()); ok {
 		in = &msg
 	}
-	if _, err := h.app.ReceiveTelegramUpdate(ctx, ch, *u.UpdateID, in); err != nil {
+	if _, err := h.app.Receive(ctx, ch, telegram.UpdateKey(*u.UpdateID), in); err != nil {
 		return err
 	}
 	// An empty body: Telegram would execute a Bot API method named in a JSON
