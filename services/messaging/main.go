@@ -144,7 +144,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 		Metrics:      metrics,
 		Log:          log,
 	})
-	handlers := httpport.New(use, metrics)
+	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken}, log)
 
 	public := httpx.NewEcho(log)
 	httpx.MountProbes(public, reg,

@@ -65,6 +65,22 @@ func (s *ChannelStore) Create(ctx context.Context, c channel.Channel) error {
 	return nil
 }
 
+// GetByExternalID implements channel.Store.
+func (s *ChannelStore) GetByExternalID(ctx context.Context, kind channel.Kind, externalID string) (channel.Channel, error) {
+	if externalID == "" {
+		return channel.Channel{}, channel.ErrNotFound
+	}
+	var row channelRow
+	err := s.db.WithContext(ctx).Where("kind = ? AND external_id = ?", string(kind), externalID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return channel.Channel{}, channel.ErrNotFound
+	}
+	if err != nil {
+		return channel.Channel{}, fmt.Errorf("load %s channel %s: %w", kind, externalID, err)
+	}
+	return row.toDomain(), nil
+}
+
 // Get returns the channel with id.
 func (s *ChannelStore) Get(ctx context.Context, id string) (channel.Channel, error) {
 	if !validID(id) {

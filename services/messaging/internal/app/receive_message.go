@@ -34,6 +34,12 @@ func (a *App) ChannelOfKind(ctx context.Context, id string, kind channel.Kind) (
 	return ch, nil
 }
 
+// ChannelByExternalID returns the channel of kind whose platform id is
+// externalID; channel.ErrNotFound when there is none.
+func (a *App) ChannelByExternalID(ctx context.Context, kind channel.Kind, externalID string) (channel.Channel, error) {
+	return a.channels.GetByExternalID(ctx, kind, externalID)
+}
+
 // Receive stores one platform delivery, named key (unique per channel: a
 // Telegram update_id, a Meta mid), once: a repeat does nothing. in is the
 // customer message it carries, nil for deliveries only recorded as seen.

@@ -229,6 +229,9 @@ type Store interface {
 	Create(ctx context.Context, c Channel) error
 	// Get returns ErrNotFound for an unknown id.
 	Get(ctx context.Context, id string) (Channel, error)
+	// GetByExternalID returns the channel of kind with that platform id
+	// (Meta routes by entry[].id); ErrNotFound when there is none.
+	GetByExternalID(ctx context.Context, kind Kind, externalID string) (Channel, error)
 	// ListByWorkspace returns a workspace's channels, oldest first.
 	ListByWorkspace(ctx context.Context, workspaceID string) ([]Channel, error)
 	// Update loads the channel, lets fn change it and saves it, atomically.

@@ -5,28 +5,53 @@
 package http
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 )
+
+// Options are the ingress secrets the handlers check.
+type Options struct {
+	// MetaAppSecret verifies X-Hub-Signature-256 (META_APP_SECRET).
+	MetaAppSecret string
+	// MetaVerifyToken answers hub.challenge (META_VERIFY_TOKEN).
+	MetaVerifyToken string
+}
 
 // Handlers serves every route of the service.
 type Handlers struct {
 	app     *app.App
 	metrics *app.Metrics
+	opts    Options
+	log     *zap.Logger
 }
 
 // New returns the handlers over a.
-func New(a *app.App, metrics *app.Metrics) *Handlers {
+func New(a *app.App, metrics *app.Metrics, opts Options, log *zap.Logger) *Handlers {
 	if metrics == nil {
 		metrics = app.NewMetrics(nil)
 	}
-	return &Handlers{app: a, metrics: metrics}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Handlers{app: a, metrics: metrics, opts: opts, log: log}
 }
 
 // RegisterPublic adds the platform ingress routes (public listener).
 func (h *Handlers) RegisterPublic(e *echo.Echo) {
 	e.POST("/ingress/telegram/:channel_id", h.telegramIngress)
+	e.GET("/ingress/meta", h.metaVerify)
+	e.POST("/ingress/meta", h.metaIngress)
+}
+
+// secretEqual compares secrets in constant time, whatever their lengths.
+func secretEqual(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // RegisterAPI adds the public /v1 routes (rpc endpoint "api"); the gateway

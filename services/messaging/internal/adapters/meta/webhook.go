@@ -1,0 +1,108 @@
+package meta
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+)
+
+// SignatureHeader carries Meta's signature of a webhook post:
+// "sha256=" + hex(HMAC-SHA256(app secret, raw body)).
+const SignatureHeader = "X-Hub-Signature-256"
+
+// VerifySignature reports whether header signs body with appSecret,
+// compared in constant time. An empty secret verifies nothing.
+func VerifySignature(appSecret string, body []byte, header string) bool {
+	hexSig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok || appSecret == "" {
+		return false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(appSecret))
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Sign returns the X-Hub-Signature-256 value of body, as Meta computes it.
+func Sign(appSecret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(appSecret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Objects of a webhook post: which product the entries are about.
+const (
+	ObjectPage      = "page"      // Messenger and Facebook page feed
+	ObjectInstagram = "instagram" // Instagram messaging and comments
+)
+
+// Notification is the body of a webhook post.
+type Notification struct {
+	Object string  `json:"object"`
+	Entry  []Entry `json:"entry"`
+}
+
+// Entry is one page's (or Instagram account's) batch of events; ID is the
+// page or account id, the channel's external_id.
+type Entry struct {
+	ID        string      `json:"id"`
+	Time      int64       `json:"time"`
+	Messaging []Messaging `json:"messaging"`
+	Changes   []Change    `json:"changes"`
+}
+
+// Messaging is one messaging event: a message, an echo of the page's own
+// message, or a postback.
+type Messaging struct {
+	Sender    Party     `json:"sender"`
+	Recipient Party     `json:"recipient"`
+	Timestamp int64     `json:"timestamp"` // milliseconds since the epoch
+	Message   *Message  `json:"message,omitempty"`
+	Postback  *Postback `json:"postback,omitempty"`
+}
+
+// Party is a sender or recipient: a PSID / IGSID or the page's id.
+type Party struct {
+	ID string `json:"id"`
+}
+
+// Message is a messaging event's message.
+type Message struct {
+	MID         string       `json:"mid"`
+	Text        string       `json:"text"`
+	IsEcho      bool         `json:"is_echo"`
+	QuickReply  *QuickReply  `json:"quick_reply,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// QuickReply is the payload of the quick reply the customer tapped.
+type QuickReply struct {
+	Payload string `json:"payload"`
+}
+
+// Attachment is a file in a message.
+type Attachment struct {
+	Type    string `json:"type"` // image, video, audio, file, ...
+	Payload struct {
+		URL string `json:"url"`
+	} `json:"payload"`
+}
+
+// Postback is a tapped postback button.
+type Postback struct {
+	MID     string `json:"mid"`
+	Title   string `json:"title"`
+	Payload string `json:"payload"`
+}
+
+// Change is one change of a subscribed field: Facebook's "feed" (posts,
+// comments) or Instagram's "comments". Value's shape depends on Field.
+type Change struct {
+	Field string          `json:"field"`
+	Value json.RawMessage `json:"value"`
+}
