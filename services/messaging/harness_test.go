@@ -68,6 +68,8 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		OutboxPollInterval:   200 * time.Millisecond,
 		OutboxRetention:      24 * time.Hour,
 		OutboxPublishTimeout: time.Second,
+
+		IngressDedupeRetention: 72 * time.Hour,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -408,6 +410,10 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case fail != nil:
 		writeTG(w, fail.status, fail.body)
+		return
+	}
+	if m[2] == "answerCallbackQuery" {
+		writeTG(w, http.StatusOK, `{"ok":true,"result":true}`)
 		return
 	}
 	if m[2] != "sendMessage" {

@@ -130,7 +130,11 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 	relay := app.NewRelay(
 		adapters.NewOutboxStore(gdb),
 		adapters.NewJetStreamPublisher(js, stream.Name),
-		app.RelayConfig{Poll: cfg.OutboxPollInterval, Retention: cfg.OutboxRetention, PublishTimeout: cfg.OutboxPublishTimeout},
+		app.RelayConfig{Poll: cfg.OutboxPollInterval, Retention: cfg.OutboxRetention, PublishTimeout: cfg.OutboxPublishTimeout,
+			Prune: []app.PruneTask{{
+				Name: "ingress_receipts", Retention: cfg.IngressDedupeRetention,
+				Prune: adapters.NewIngressReceiptStore(gdb).Prune,
+			}}},
 		metrics, log)
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),

@@ -22,6 +22,22 @@ type RelayConfig struct {
 	Batch int
 	// MinBackoff and MaxBackoff bound the wait after a failed pass.
 	MinBackoff, MaxBackoff time.Duration
+	// PruneEvery spaces the pruning passes: published events, and the rows
+	// of each of Prune.
+	PruneEvery time.Duration
+	// Prune are other tables the same periodic job keeps short (the ingress
+	// dedupe receipts).
+	Prune []PruneTask
+}
+
+// PruneTask is a table the relay's periodic job prunes: rows older than
+// now minus Retention are deleted by Prune.
+type PruneTask struct {
+	// Name says what is pruned, in logs.
+	Name      string
+	Retention time.Duration
+	// Prune deletes the rows older than cutoff and returns how many.
+	Prune func(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -43,11 +59,11 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = 5 * time.Second
 	}
+	if c.PruneEvery <= 0 {
+		c.PruneEvery = 10 * time.Minute
+	}
 	return c
 }
-
-// pruneEvery spaces the deletions of published events.
-const pruneEvery = 10 * time.Minute
 
 // Relay publishes outbox events to the stream: right after a commit that
 // wrote one (Kick), and on a poll for those a crash or an outage left
@@ -121,7 +137,7 @@ func (r *Relay) Run(ctx context.Context) {
 			failing = false
 		}
 		backoff = 0
-		if now := r.now(); now.Sub(lastPrune) >= pruneEvery {
+		if now := r.now(); now.Sub(lastPrune) >= r.cfg.PruneEvery {
 			r.prune(ctx, now)
 			lastPrune = now
 		}
@@ -159,13 +175,25 @@ func (r *Relay) publish(ctx context.Context, e outbox.Event) error {
 	return r.pub.Publish(ctx, e)
 }
 
+// prune deletes published events past their retention, then the rows of
+// every other task past theirs. A failure is logged and retried on the next
+// pass; it does not hold up the others.
 func (r *Relay) prune(ctx context.Context, now time.Time) {
-	n, err := r.store.Prune(ctx, now.Add(-r.cfg.Retention))
-	if err != nil {
+	if n, err := r.store.Prune(ctx, now.Add(-r.cfg.Retention)); err != nil {
 		r.log.Warn("outbox prune failed", zap.Error(err))
-		return
+	} else {
+		r.metrics.outboxPruned.Add(float64(n))
 	}
-	r.metrics.outboxPruned.Add(float64(n))
+	for _, t := range r.cfg.Prune {
+		n, err := t.Prune(ctx, now.Add(-t.Retention))
+		if err != nil {
+			r.log.Warn("prune failed", zap.String("table", t.Name), zap.Error(err))
+			continue
+		}
+		if n > 0 {
+			r.log.Debug("pruned", zap.String("table", t.Name), zap.Int64("rows", n))
+		}
+	}
 }
 
 func (r *Relay) updateBacklog(ctx context.Context) {

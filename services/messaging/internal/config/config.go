@@ -48,6 +48,11 @@ type Config struct {
 	// event; past it the event is retried (its Nats-Msg-Id keeps the stream
 	// from storing it twice).
 	OutboxPublishTimeout time.Duration `env:"OUTBOX_PUBLISH_TIMEOUT" envDefault:"5s"`
+	// IngressDedupeRetention is how long a platform delivery's key (a
+	// Telegram update_id, a Meta mid) is remembered to drop redeliveries.
+	// It must outlast every platform's redelivery: Telegram keeps an update
+	// for 24 hours, Meta retries for up to 36.
+	IngressDedupeRetention time.Duration `env:"INGRESS_DEDUPE_RETENTION" envDefault:"72h"`
 }
 
 // Validate checks the settings at start.
@@ -73,6 +78,8 @@ func (c Config) Validate() error {
 		"OUTBOX_POLL_INTERVAL":   c.OutboxPollInterval,
 		"OUTBOX_RETENTION":       c.OutboxRetention,
 		"OUTBOX_PUBLISH_TIMEOUT": c.OutboxPublishTimeout,
+
+		"INGRESS_DEDUPE_RETENTION": c.IngressDedupeRetention,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive, got %s", name, d)

@@ -149,6 +149,20 @@ func (c *Client) SendTyping(ctx context.Context, to conversation.Target) error {
 	return c.call(ctx, to.Channel.Token, "sendChatAction", req, &ok)
 }
 
+// answerCallbackQueryRequest is answerCallbackQuery's parameters; without
+// text the customer sees no notification, only the button stop spinning.
+type answerCallbackQueryRequest struct {
+	CallbackQueryID string `json:"callback_query_id"`
+}
+
+// AnswerButton answers the callback query queryID with answerCallbackQuery:
+// Telegram shows the tapped inline button as loading until it is answered
+// (or about 15 seconds pass).
+func (c *Client) AnswerButton(ctx context.Context, ch channel.Channel, queryID string) error {
+	var ok bool
+	return c.call(ctx, ch.Token, "answerCallbackQuery", answerCallbackQueryRequest{CallbackQueryID: queryID}, &ok)
+}
+
 // inlineKeyboard is buttons as an inline keyboard, one button per row:
 // postback payloads as callback_data, web_url as url.
 func inlineKeyboard(buttons []conversation.Button, field string) (*replyMarkup, error) {

@@ -81,3 +81,44 @@ func TestChatID(t *testing.T) {
 		t.Fatalf("username chat id = %#v", chatID("@shopchannel"))
 	}
 }
+
+func TestClientAnswerButton(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		status   int
+		body     string
+		wantDesc string
+	}{
+		{"answered", 200, `{"ok":true,"result":true}`, ""},
+		{"too old", 400, `{"ok":false,"error_code":400,"description":"Bad Request: query is too old and response timeout expired or query ID is invalid"}`, "query is too old"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				raw, _ := io.ReadAll(r.Body)
+				got = r.URL.Path + " " + r.Header.Get("Content-Type") + " " + string(raw)
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			c := NewClient(srv.URL, srv.Client())
+			err := c.AnswerButton(context.Background(), channel.Channel{Token: "7:tok"}, "4382bfdwdsb323b2d9")
+			if want := `/bot7:tok/answerCallbackQuery application/json {"callback_query_id":"4382bfdwdsb323b2d9"}`; got != want {
+				t.Fatalf("request = %s, want %s", got, want)
+			}
+			if tt.wantDesc == "" {
+				if err != nil {
+					t.Fatalf("AnswerButton = %v", err)
+				}
+				return
+			}
+			var pe *conversation.PlatformError
+			if !errors.As(err, &pe) || pe.Code != 400 || !strings.Contains(pe.Description, tt.wantDesc) {
+				t.Fatalf("err = %#v", err)
+			}
+		})
+	}
+}

@@ -28,7 +28,26 @@ func TestUpdateInbound(t *testing.T) {
 		{"edited_message.json", nil},
 		{"channel_post.json", nil},
 		{"sticker.json", nil},
-		{"callback_query.json", nil},
+		{"callback_query.json", &conversation.Inbound{
+			SenderID: "111222333", SenderName: "Ada", ReplyTo: "111222333", Type: "postback",
+			Text: "Track order", ExternalID: "4382bfdwdsb323b2d9", SentAt: received,
+			Postback: &conversation.Postback{Payload: "TRACK_ORDER"},
+		}},
+		// The tapped button is found by its callback_data among several.
+		{"callback_query_keyboard.json", &conversation.Inbound{
+			SenderID: "111222333", SenderName: "Ada", ReplyTo: "111222333", Type: "postback",
+			Text: "Talk to us", ExternalID: "4382bfdwdsb323b2e2", SentAt: received,
+			Postback: &conversation.Postback{Payload: "HUMAN"},
+		}},
+		// A message too old to be shown (InaccessibleMessage): no keyboard,
+		// so the title falls back to the data; replies go to its chat.
+		{"callback_query_inaccessible.json", &conversation.Inbound{
+			SenderID: "111222333", SenderName: "Ada Lovelace", ReplyTo: "-1001234567890", Type: "postback",
+			Text: "SIZE_M", ExternalID: "4382bfdwdsb323b2e0", SentAt: received,
+			Postback: &conversation.Postback{Payload: "SIZE_M"},
+		}},
+		// A game button carries no callback_data: nothing to forward.
+		{"callback_query_game.json", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -71,7 +90,8 @@ func TestUpdateInboundWithoutDateUsesReceipt(t *testing.T) {
 // FuzzUpdate feeds arbitrary bodies to the ingress parser: it must never
 // panic, and whatever it accepts as a message has a sender and text.
 func FuzzUpdate(f *testing.F) {
-	for _, name := range []string{"private_text.json", "group_text.json", "edited_message.json", "channel_post.json", "sticker.json", "callback_query.json"} {
+	for _, name := range []string{"private_text.json", "group_text.json", "edited_message.json", "channel_post.json", "sticker.json",
+		"callback_query.json", "callback_query_keyboard.json", "callback_query_inaccessible.json", "callback_query_game.json"} {
 		raw, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -80,14 +100,22 @@ func FuzzUpdate(f *testing.F) {
 	}
 	f.Add([]byte(`{"update_id":1,"message":{"from":null,"text":"x"}}`))
 	f.Add([]byte(`{"update_id":1,"message":{"from":{"id":-1},"chat":{},"date":-5,"text":"x"}}`))
+	f.Add([]byte(`{"update_id":1,"callback_query":{"id":"q","from":null,"data":"x"}}`))
+	f.Add([]byte(`{"update_id":1,"callback_query":{"id":"q","from":{"id":1},"message":{"reply_markup":{"inline_keyboard":[[],[{"text":""}]]}},"data":"x"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var u Update
 		if json.Unmarshal(raw, &u) != nil {
 			return
 		}
 		in, ok := u.Inbound(time.Unix(0, 0))
-		if ok && (in.SenderID == "" || in.Text == "" || in.ReplyTo == "" || in.SentAt.IsZero() && u.Message.Date > 0) {
+		if !ok {
+			return
+		}
+		if in.SenderID == "" || in.Text == "" || in.ReplyTo == "" || in.SentAt.IsZero() || in.ExternalID == "" {
 			t.Fatalf("accepted %+v from %s", in, raw)
+		}
+		if (in.Type == conversation.TypePostback) != (in.Postback != nil) || in.Postback != nil && in.Postback.Payload == "" {
+			t.Fatalf("postback %+v from %s", in, raw)
 		}
 	})
 }

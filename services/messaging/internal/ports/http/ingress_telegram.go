@@ -47,11 +47,19 @@ func (h *Handlers) telegramIngress(c echo.Context) error {
 		return errs.InvalidRequest("update_id is required")
 	}
 	var in *conversation.Inbound
-	if msg, ok := u.Inbound(time.Now()); ok {
+	// At the store's precision: a tap is stamped with its arrival, and the
+	// event must carry the time that is stored.
+	if msg, ok := u.Inbound(time.Now().UTC().Truncate(time.Microsecond)); ok {
 		in = &msg
 	}
 	if _, err := h.app.Receive(ctx, ch, telegram.UpdateKey(*u.UpdateID), in); err != nil {
 		return err
+	}
+	// A tapped button spins on the customer's screen until it is answered.
+	// It is answered after the commit, on a redelivery too (the first
+	// answer may be what failed), and never fails the update.
+	if q := u.CallbackQuery; q != nil {
+		h.app.AnswerButton(ctx, ch, q.ID)
 	}
 	// An empty body: Telegram would execute a Bot API method named in a JSON
 	// answer.
