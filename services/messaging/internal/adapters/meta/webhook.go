@@ -73,11 +73,15 @@ type Party struct {
 
 // Message is a messaging event's message.
 type Message struct {
-	MID         string       `json:"mid"`
-	Text        string       `json:"text"`
-	IsEcho      bool         `json:"is_echo"`
-	QuickReply  *QuickReply  `json:"quick_reply,omitempty"`
-	Attachments []Attachment `json:"attachments,omitempty"`
+	MID    string `json:"mid"`
+	Text   string `json:"text"`
+	IsEcho bool   `json:"is_echo"`
+	// IsDeleted is Instagram's notice that the customer unsent a message;
+	// IsUnsupported a message of a kind the API does not deliver.
+	IsDeleted     bool         `json:"is_deleted,omitempty"`
+	IsUnsupported bool         `json:"is_unsupported,omitempty"`
+	QuickReply    *QuickReply  `json:"quick_reply,omitempty"`
+	Attachments   []Attachment `json:"attachments,omitempty"`
 }
 
 // QuickReply is the payload of the quick reply the customer tapped.
