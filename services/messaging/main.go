@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/telegram"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
@@ -136,11 +137,17 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 				Prune: adapters.NewIngressReceiptStore(gdb).Prune,
 			}}},
 		metrics, log)
+	// One Graph API client for every Meta call: Messenger and Instagram
+	// sends, and the profiles of new customers.
+	metaGraph := meta.NewGraph(cfg.MetaGraphAPIBase, &http.Client{Timeout: cfg.PlatformTimeout})
+	metaTransport := meta.NewTransport(metaGraph)
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),
 		Inbox:    adapters.NewConversationStore(gdb),
 		Transports: map[channel.Kind]conversation.Transport{
-			channel.KindTelegram: telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
+			channel.KindTelegram:  telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
+			channel.KindMessenger: metaTransport,
+			channel.KindInstagram: metaTransport,
 		},
 		Window:       cfg.MessagingWindow,
 		EventSubject: stream.Subject,
@@ -148,7 +155,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 		Metrics:      metrics,
 		Log:          log,
 	})
-	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken}, log)
+	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph}, log)
 
 	public := httpx.NewEcho(log)
 	httpx.MountProbes(public, reg,

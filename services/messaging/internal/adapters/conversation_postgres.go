@@ -239,6 +239,24 @@ func (s *ConversationStore) AddSent(ctx context.Context, m conversation.Message)
 	})
 }
 
+// FindContact returns the channel's contact with the platform id senderID.
+func (s *ConversationStore) FindContact(ctx context.Context, channelID, senderID string) (conversation.Contact, error) {
+	if !validID(channelID) {
+		return conversation.Contact{}, conversation.ErrContactNotFound
+	}
+	var rows []contactRow
+	err := s.db.WithContext(ctx).Table("messaging.contacts").
+		Select("id, workspace_id, channel_id, sender_id, name, profile_pic").
+		Where("channel_id = ? AND sender_id = ?", channelID, senderID).Limit(1).Scan(&rows).Error
+	if err != nil {
+		return conversation.Contact{}, fmt.Errorf("load contact %s of channel %s: %w", senderID, channelID, err)
+	}
+	if len(rows) == 0 {
+		return conversation.Contact{}, conversation.ErrContactNotFound
+	}
+	return rows[0].toDomain(), nil
+}
+
 // receiveTx is one delivery's transaction.
 type receiveTx struct {
 	tx *gorm.DB

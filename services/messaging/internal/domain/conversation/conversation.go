@@ -114,6 +114,9 @@ type Postback struct {
 // ErrNotFound is a conversation that does not exist in the workspace asking.
 var ErrNotFound = errors.New("conversation not found")
 
+// ErrContactNotFound is a customer a channel has not heard from yet.
+var ErrContactNotFound = errors.New("contact not found")
+
 // ConversationQuery selects a page of a workspace's conversations, most
 // recent message first (last_message_at, then id, descending).
 type ConversationQuery struct {
@@ -148,6 +151,9 @@ type Store interface {
 	// AddSent stores a message sent to the customer and moves the
 	// conversation's last_message_at.
 	AddSent(ctx context.Context, m Message) error
+	// FindContact returns the channel's contact whose platform id is
+	// senderID, or ErrContactNotFound.
+	FindContact(ctx context.Context, channelID, senderID string) (Contact, error)
 }
 
 // ReceiveTx is what one received delivery may do, all in one transaction.

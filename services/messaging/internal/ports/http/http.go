@@ -20,6 +20,9 @@ type Options struct {
 	MetaAppSecret string
 	// MetaVerifyToken answers hub.challenge (META_VERIFY_TOKEN).
 	MetaVerifyToken string
+	// MetaProfiles reads new Messenger and Instagram customers' names and
+	// pictures; nil leaves them empty.
+	MetaProfiles MetaProfiles
 }
 
 // Handlers serves every route of the service.
