@@ -29,9 +29,10 @@ type Server struct {
 	// OnCall, when set, sees every call as it arrives (the sandbox logs it).
 	OnCall func(Call)
 
-	mu     sync.Mutex
-	calls  []Call
-	nextID int64
+	mu       sync.Mutex
+	calls    []Call
+	nextID   int64
+	refusals []refusal
 }
 
 // Calls returns the calls received so far.
@@ -67,6 +68,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if s.OnCall != nil {
 		s.OnCall(call)
+	}
+	if s.refuse(w, method) {
+		return
 	}
 
 	switch method {
