@@ -86,7 +86,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Cleanup(nc.Close)
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()
-	svc, err := build(ctx, cfg, gdb, nc, log, reg)
+	svc, err := build(ctx, cfg, gdb, env.Redis(t), nc, log, reg)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}

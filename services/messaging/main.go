@@ -14,13 +14,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
@@ -56,6 +59,12 @@ func run(ctx context.Context, log *zap.Logger) error {
 	}
 	defer db.Close(gdb)
 
+	rdb, err := redisx.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
 	nc, err := natsx.Connect(cfg.NATSURL, "messaging", log)
 	if err != nil {
 		return err
@@ -65,7 +74,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	svc, err := build(ctx, cfg, gdb, nc, log, reg)
+	svc, err := build(ctx, cfg, gdb, rdb, nc, log, reg)
 	if err != nil {
 		return err
 	}
@@ -92,7 +101,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 	serveErr := httpx.Serve(ctx, svc.public, cfg.Addr)
 
 	// Shut down in order: HTTP is closed; then the rpc endpoints, then the
-	// relay (its current event finishes); NATS and the database close in
+	// relay (its current event finishes); NATS, Redis and the database close in
 	// the deferred calls.
 	if err := srv.Stop(); err != nil {
 		log.Warn("stop rpc server", zap.Error(err))
@@ -117,7 +126,7 @@ type wired struct {
 
 // build wires adapters, use cases and ports, and makes sure the events
 // stream exists.
-func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Conn, log *zap.Logger, reg *prometheus.Registry) (*wired, error) {
+func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.Client, nc *nats.Conn, log *zap.Logger, reg *prometheus.Registry) (*wired, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -141,6 +150,13 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 	// sends, and the profiles of new customers.
 	metaGraph := meta.NewGraph(cfg.MetaGraphAPIBase, &http.Client{Timeout: cfg.PlatformTimeout})
 	metaTransport := meta.NewTransport(metaGraph)
+	// Private replies count into the page's daily cap shared with every
+	// other private-reply producer (pkg/dailycap), in DAILY_RESET_TZ days.
+	resetZone, err := cfg.Location()
+	if err != nil {
+		return nil, fmt.Errorf("DAILY_RESET_TZ: %w", err)
+	}
+	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),
 		Inbox:    adapters.NewConversationStore(gdb),
@@ -154,12 +170,21 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, nc *nats.Con
 		EventWritten: relay.Kick,
 		Metrics:      metrics,
 		Log:          log,
+		Comments: app.CommentDeps{
+			Store:                adapters.NewCommentStore(gdb),
+			Replier:              meta.NewComments(metaGraph),
+			DailyCap:             adapters.NewPrivateReplyCap(dailycap.New(rdb, redisKeys, dailycap.PrivateReply, resetZone)),
+			Commenters:           adapters.NewCommenterClaims(rdb, redisKeys),
+			PrivateReplyWindow:   cfg.PrivateReplyWindow,
+			PrivateReplyDailyCap: cfg.PrivateReplyDailyCap,
+		},
 	})
 	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph}, log)
 
 	public := httpx.NewEcho(log)
 	httpx.MountProbes(public, reg,
 		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
+		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
 	)
 	handlers.RegisterPublic(public)

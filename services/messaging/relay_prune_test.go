@@ -61,7 +61,7 @@ func TestRelayPrunesIngressReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	svc, err := build(context.Background(), cfg, gdb, nc, env.Logger(t), prometheus.NewRegistry())
+	svc, err := build(context.Background(), cfg, gdb, env.Redis(t), nc, env.Logger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ type Deps struct {
 	// Window is how long after the customer's last message Messenger and
 	// Instagram take replies (MESSAGING_WINDOW).
 	Window time.Duration
+	// Comments are the comment use cases' stores, platform and limits.
+	Comments CommentDeps
 	// EventSubject names the stream subject of an event of a workspace.
 	EventSubject func(workspaceID, eventType string) string
 	// EventWritten is called after a commit that wrote an outbox event, so
@@ -41,6 +43,7 @@ type App struct {
 	inbox        conversation.Store
 	transports   map[channel.Kind]conversation.Transport
 	window       time.Duration
+	comments     CommentDeps
 	eventSubject func(workspaceID, eventType string) string
 	eventWritten func()
 	metrics      *Metrics
@@ -56,6 +59,7 @@ func New(d Deps) *App {
 		inbox:        d.Inbox,
 		transports:   d.Transports,
 		window:       d.Window,
+		comments:     d.Comments,
 		eventSubject: d.EventSubject,
 		eventWritten: d.EventWritten,
 		metrics:      d.Metrics,

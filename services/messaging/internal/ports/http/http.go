@@ -68,6 +68,9 @@ func (h *Handlers) RegisterAPI(e *echo.Echo) {
 	g.POST("/image", h.sendImage)
 	g.POST("/carousel", h.sendCarousel)
 	g.POST("/typing", h.sendTyping)
+	g.GET("/comments/:id", h.getComment)
+	g.POST("/comments/:id/reply", h.replyToComment)
+	g.POST("/comments/:id/private-reply", h.privateReplyToComment)
 }
 
 // RegisterAdmin adds the operator routes (rpc endpoint "admin").

@@ -2,16 +2,33 @@ package http
 
 import (
 	"context"
+	"errors"
+
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
-// metaChange takes one subscribed-field change (feed, comments).
-// PLACEHOLDER while the comments work is under way in this session: it
-// records the change as ignored. Replaced before this lands.
-func (h *Handlers) metaChange(_ context.Context, ch channel.Channel, _ meta.Entry, _ meta.Change) error {
-	h.metrics.Ingress(string(ch.Kind), app.IngressIgnored)
-	return nil
+// metaChange takes one subscribed-field change: a new comment from
+// Facebook's feed (item comment, verb add) or Instagram's comments becomes
+// a stored comment and, on external channels, comment.received. Other
+// changes (edits, removals, reactions, posts, other fields) are
+// acknowledged and dropped. A comment change Meta signed but that cannot be
+// read is dropped too, and counted: redelivering it would not make it
+// readable, and answering with an error would hold back the rest of the
+// batch.
+func (h *Handlers) metaChange(ctx context.Context, ch channel.Channel, entry meta.Entry, change meta.Change) error {
+	in, err := meta.ParseCommentChange(entry, change)
+	if errors.Is(err, meta.ErrMalformedChange) {
+		h.metrics.Ingress(string(ch.Kind), app.IngressInvalid)
+		h.log.Warn("meta comment change dropped", zap.String("channel_id", ch.ID), zap.String("field", change.Field), zap.Error(err))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = h.app.ReceiveComment(ctx, ch, in)
+	return err
 }

@@ -1,0 +1,140 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
+)
+
+// Codes of the comment routes (specification §7; private_reply_expired and
+// the 404 are ours, ARCHITECTURE.md §4 names comment_not_found).
+const (
+	CodeCommentNotFound             = "comment_not_found"
+	CodePrivateReplyUsed            = "private_reply_used"
+	CodePrivateReplyExpired         = "private_reply_expired"
+	CodePrivateReplyCommenterWindow = "private_reply_commenter_window"
+	CodePrivateReplyDailyCap        = "private_reply_daily_cap"
+)
+
+// commentJSON is a comment as the API shows it: the fields of the
+// comment.received event plus where it came from and its status.
+type commentJSON struct {
+	ID         string          `json:"id"`
+	PostID     string          `json:"post_id"`
+	ParentID   string          `json:"parent_id,omitempty"`
+	Text       string          `json:"text"`
+	From       commentFromJSON `json:"from"`
+	ReceivedAt string          `json:"received_at"`
+	Platform   string          `json:"platform"`
+	ChannelID  string          `json:"channel_id"`
+	Status     string          `json:"status"`
+}
+
+type commentFromJSON struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func toCommentJSON(c comment.Comment) commentJSON {
+	return commentJSON{
+		ID: c.ExternalID, PostID: c.PostID, ParentID: c.ParentID, Text: c.Text,
+		From:       commentFromJSON{ID: c.FromID, Name: c.FromName},
+		ReceivedAt: httpx.Timestamp(c.CreatedAt), Platform: string(c.Platform), ChannelID: c.ChannelID,
+		Status: string(c.Status),
+	}
+}
+
+type commentReplyRequest struct {
+	Text *string `json:"text"`
+}
+
+// GET /v1/comments/:id: the comment and its status. :id is comment.id of
+// the comment.received event (the platform's comment id).
+func (h *Handlers) getComment(c echo.Context) error {
+	cm, err := h.app.GetComment(c.Request().Context(), workspaceOf(c), c.Param("id"))
+	if err != nil {
+		return commentHTTP(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"comment": toCommentJSON(cm)})
+}
+
+// POST /v1/comments/:id/reply {text}: a public reply under the comment.
+// 200 {"ok": true, "external_id": the reply's platform id, "comment": C}.
+func (h *Handlers) replyToComment(c echo.Context) error {
+	text, err := decodeCommentReply(c)
+	if err != nil {
+		return err
+	}
+	cm, replyID, err := h.app.ReplyToComment(c.Request().Context(), workspaceOf(c), c.Param("id"), text)
+	if err != nil {
+		return commentHTTP(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "external_id": replyID, "comment": toCommentJSON(cm)})
+}
+
+// POST /v1/comments/:id/private-reply {text}: a DM to the commenter.
+// 200 {"ok": true, "recipient_id", "external_id": the DM's platform id,
+// "conversation_id": the commenter's conversation, "comment": C}.
+func (h *Handlers) privateReplyToComment(c echo.Context) error {
+	text, err := decodeCommentReply(c)
+	if err != nil {
+		return err
+	}
+	r, err := h.app.SendPrivateReply(c.Request().Context(), workspaceOf(c), c.Param("id"), text)
+	if err != nil {
+		return commentHTTP(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"ok": true, "recipient_id": r.RecipientID, "external_id": r.ExternalID,
+		"conversation_id": r.Message.ConversationID, "comment": toCommentJSON(r.Comment),
+	})
+}
+
+// decodeCommentReply reads {text}. A tag field is refused before anything
+// else, as on every send (specification §1).
+func decodeCommentReply(c echo.Context) (string, error) {
+	raw, err := readBody(c)
+	if err != nil {
+		return "", err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil {
+		if _, ok := fields["tag"]; ok {
+			return "", errTagUnsupported
+		}
+	}
+	var req commentReplyRequest
+	if err := httpx.DecodeJSON(bytes.NewReader(raw), &req); err != nil {
+		return "", err
+	}
+	if req.Text == nil {
+		return "", errs.InvalidRequest("text is required")
+	}
+	return *req.Text, nil
+}
+
+// commentHTTP maps the comment rules' errors to their codes; the rest as
+// every send's. Neither 429 carries Retry-After (specification §7): the
+// page's cap lifts at midnight, the commenter's after days.
+func commentHTTP(err error) error {
+	switch {
+	case errors.Is(err, comment.ErrNotFound):
+		return errs.NotFound(CodeCommentNotFound, "no comment with this id in this workspace")
+	case errors.Is(err, comment.ErrPrivateReplyUsed):
+		return errs.New(http.StatusConflict, CodePrivateReplyUsed, "this comment already has its private reply; nothing was sent")
+	case errors.Is(err, comment.ErrPrivateReplyExpired):
+		return errs.New(http.StatusConflict, CodePrivateReplyExpired, "the comment is older than the private-reply window; nothing was sent")
+	case errors.Is(err, comment.ErrCommenterWindow):
+		return errs.New(http.StatusTooManyRequests, CodePrivateReplyCommenterWindow, "the commenter already received a private reply from this page within the private-reply window; nothing was sent")
+	case errors.Is(err, comment.ErrDailyCap):
+		return errs.New(http.StatusTooManyRequests, CodePrivateReplyDailyCap, "the page reached its daily private-reply cap, which resets at midnight (DAILY_RESET_TZ); nothing was sent")
+	}
+	return toHTTP(err)
+}
