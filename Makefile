@@ -37,7 +37,8 @@ build: ## build the services, parleyctl and the local Telegram sandbox into bin/
 
 bench: deps ## run the benchmarks and write bench/report.txt
 	@mkdir -p bench
-	@set -e; for m in $(MODULES); do \
+	@# pipefail: a failing benchmark fails the target, not just its line in the report.
+	@set -eo pipefail; for m in $(MODULES); do \
 		(cd $$m && go test -run '^$$' -bench . -benchmem -count 1 ./...); \
 	done | tee bench/report.txt
 
