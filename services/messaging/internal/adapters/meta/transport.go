@@ -186,6 +186,10 @@ func (t *Transport) SendCarousel(ctx context.Context, to conversation.Target, o 
 	elements := make([]genericElement, len(o.Elements))
 	for i, card := range o.Elements {
 		field := fmt.Sprintf("elements[%d]", i)
+		if card.Subtitle == "" && card.ImageURL == "" && len(card.Buttons) == 0 {
+			// Meta refuses such a card: "Incomplete element data".
+			return nil, &conversation.FieldError{Field: field, Reason: "needs a subtitle, image_url or buttons besides its title on " + string(kind)}
+		}
 		if card.ImageURL != "" {
 			if err := checkImage(kind, card.ImageURL, field+".image_url"); err != nil {
 				return nil, err

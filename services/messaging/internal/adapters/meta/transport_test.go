@@ -197,7 +197,7 @@ func TestSendImageAndCarousel(t *testing.T) {
 				{Type: "web_url", Title: "View", URL: "https://shop.example/blue"},
 				{Type: "postback", Title: "Buy", Payload: "BUY_BLUE"},
 			}},
-			{Title: "Red jacket"},
+			{Title: "Red jacket", Subtitle: "$75"},
 		},
 	})
 	if err != nil || len(sents) != 1 || sents[0].ExternalID != "m_sent_1" {
@@ -208,7 +208,7 @@ func TestSendImageAndCarousel(t *testing.T) {
 			{"title":"Blue jacket","subtitle":"$80","image_url":"https://cdn.example/blue.JPG","buttons":[
 				{"type":"web_url","url":"https://shop.example/blue","title":"View"},
 				{"type":"postback","title":"Buy","payload":"BUY_BLUE"}]},
-			{"title":"Red jacket"}]}}}}`)
+			{"title":"Red jacket","subtitle":"$75"}]}}}}`)
 }
 
 func TestSendTyping(t *testing.T) {
@@ -245,6 +245,11 @@ func TestSendRefusedBeforeSending(t *testing.T) {
 				{Title: "ok", ImageURL: "https://cdn.example/a.png"}, {Title: "bad", ImageURL: "https://cdn.example/b.WEBP?w=300"}}})
 			return err
 		}, "elements[1].image_url", "JPEG or PNG"},
+		{"card with only a title", func(tr *Transport) error {
+			_, err := tr.SendCarousel(ctx, target(channel.KindMessenger), conversation.OutboundCarousel{Elements: []conversation.Card{
+				{Title: "ok", Subtitle: "fine"}, {Title: "bare"}}})
+			return err
+		}, "elements[1]", "subtitle, image_url or buttons"},
 		{"messenger text over 2000 characters", func(tr *Transport) error {
 			_, err := tr.SendText(ctx, target(channel.KindMessenger), conversation.OutboundText{Text: long(2001)})
 			return err
