@@ -120,7 +120,7 @@ func newBenchService(b *testing.B) *benchService {
 	b.Cleanup(nc.Close)
 	ctx := context.Background()
 	log := zap.NewNop()
-	svc, err := build(ctx, cfg, gdb, nc, log, prometheus.NewRegistry())
+	svc, err := build(ctx, cfg, gdb, env.Redis(b), nc, log, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
