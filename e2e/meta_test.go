@@ -367,6 +367,42 @@ func TestMessengerEndToEnd(t *testing.T) {
 		t.Fatalf("attachment message = %v", att.Data.Message)
 	}
 
+	// Every limit of the send API, on Messenger: 400 with nothing sent.
+	before = len(m.sends())
+	button := map[string]string{"type": "postback", "title": "Go", "payload": "GO"}
+	card := func(title string) map[string]any { return map[string]any{"title": title, "subtitle": "s"} }
+	cards := make([]map[string]any, 11)
+	for i := range cards {
+		cards[i] = card(fmt.Sprintf("Card %d", i))
+	}
+	limits := []struct {
+		name, path string
+		body       map[string]any
+		code, part string
+	}{
+		{"tag", "/v1/messages", map[string]any{"conversation_id": conv, "text": "x", "tag": "HUMAN_AGENT"}, "tag_unsupported", "tag"},
+		{"tag on typing", "/v1/typing", map[string]any{"conversation_id": conv, "tag": "HUMAN_AGENT"}, "tag_unsupported", "tag"},
+		{"quick replies with buttons", "/v1/messages", map[string]any{"conversation_id": conv, "text": "x", "quick_replies": []string{"a"}, "buttons": []any{button}}, "invalid_request", "quick_replies"},
+		{"four buttons", "/v1/messages", map[string]any{"conversation_id": conv, "text": "x", "buttons": []any{button, button, button, button}}, "invalid_request", "buttons"},
+		{"http button url", "/v1/messages", map[string]any{"conversation_id": conv, "text": "x", "buttons": []any{map[string]string{"type": "web_url", "title": "Go", "url": "http://shop.example"}}}, "invalid_request", "buttons[0].url"},
+		{"14 quick replies", "/v1/messages", map[string]any{"conversation_id": conv, "text": "x", "quick_replies": strings.Split("a b c d e f g h i j k l m n", " ")}, "invalid_request", "quick_replies"},
+		{"text over messenger's 2000 characters", "/v1/messages", map[string]any{"conversation_id": conv, "text": strings.Repeat("a", 2001)}, "invalid_request", "text"},
+		{"http image", "/v1/image", map[string]any{"conversation_id": conv, "image_url": "http://cdn.example/a.png"}, "invalid_request", "image_url"},
+		{"11 cards", "/v1/carousel", map[string]any{"conversation_id": conv, "elements": cards}, "invalid_request", "elements"},
+		{"card title over 80", "/v1/carousel", map[string]any{"conversation_id": conv, "elements": []any{card(strings.Repeat("t", 81))}}, "invalid_request", "elements[0].title"},
+		{"four card buttons", "/v1/carousel", map[string]any{"conversation_id": conv, "elements": []any{map[string]any{"title": "t", "buttons": []any{button, button, button, button}}}}, "invalid_request", "elements[0].buttons"},
+		{"card with only a title", "/v1/carousel", map[string]any{"conversation_id": conv, "elements": []any{map[string]any{"title": "bare"}}}, "invalid_request", "elements[0]"},
+	}
+	for _, l := range limits {
+		status, _, out := m.api(t, m.key, http.MethodPost, l.path, l.body)
+		if status != http.StatusBadRequest || out["code"] != l.code || !strings.Contains(fmt.Sprint(out["message"]), l.part) {
+			t.Fatalf("%s: %d %v, want 400 %s naming %s", l.name, status, out, l.code, l.part)
+		}
+	}
+	if n := len(m.sends()); n != before {
+		t.Fatalf("meta got %d sends for refused requests", n-before)
+	}
+
 	// Meta's own window refusal (code 10, subcode 2018278) is 409.
 	m.graph.FailNext("/me/messages", metafake.OutsideWindow())
 	status, _, out = m.api(t, m.key, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": conv, "text": "Hello?"})
