@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
 
+	"github.com/parleyhq/parley/pkg/config"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -101,16 +103,16 @@ func newBenchService(b *testing.B) *benchService {
 	env := testenv.New(b)
 	bot := httptest.NewServer(benchBotAPI())
 	b.Cleanup(bot.Close)
-	cfg := svcconfig.Config{
-		Connections:            env.Connections(),
-		TelegramAPIBase:        bot.URL,
-		MetaGraphAPIBase:       "http://127.0.0.1:9",
-		MessagingWindow:        24 * time.Hour,
-		PlatformTimeout:        5 * time.Second,
-		OutboxPollInterval:     time.Second,
-		OutboxRetention:        24 * time.Hour,
-		OutboxPublishTimeout:   5 * time.Second,
-		IngressDedupeRetention: 72 * time.Hour,
+	// Configured as main is, from the environment: every setting at its
+	// default but the test's own servers and the fake Bot API.
+	for _, kv := range env.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	b.Setenv("TELEGRAM_API_BASE", bot.URL)
+	cfg, err := config.Load[svcconfig.Config]()
+	if err != nil {
+		b.Fatal(err)
 	}
 	gdb := env.DB(b, schema, migrations.FS)
 	nc, err := natsx.Connect(cfg.NATSURL, "messaging-bench", zap.NewNop())
