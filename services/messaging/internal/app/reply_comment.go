@@ -25,7 +25,9 @@ func (a *App) GetComment(ctx context.Context, workspaceID, id string) (comment.C
 // returns the comment as it stands after the reply and the reply's
 // platform id.
 func (a *App) ReplyToComment(ctx context.Context, workspaceID, id, text string) (comment.Comment, string, error) {
-	if err := comment.ValidatePrivateReply(text); err != nil && isRequired(err) {
+	// The text's bound depends on the comment's platform; its presence is
+	// checked before the lookup, as every send validates first.
+	if err := comment.RequireText(text); err != nil {
 		return comment.Comment{}, "", err
 	}
 	c, ch, err := a.commentAndChannel(ctx, workspaceID, id)
@@ -244,11 +246,4 @@ func (a *App) observeCommentReply(c comment.Comment, err error) error {
 		a.metrics.send(platform, SendError)
 	}
 	return err
-}
-
-// isRequired reports a missing text, checked before the comment is looked
-// up; the length bound of a public reply depends on the comment's platform.
-func isRequired(err error) bool {
-	var fe *conversation.FieldError
-	return errors.As(err, &fe) && fe.Reason == "is required"
 }

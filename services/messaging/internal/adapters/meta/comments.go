@@ -134,7 +134,7 @@ func feedTime(raw json.RawMessage, entryTime int64) (time.Time, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		for _, layout := range []string{"2006-01-02T15:04:05-0700", time.RFC3339} {
-			if t, err := time.Parse(layout, s); err == nil {
+			if t, err := time.Parse(layout, s); err == nil && t.Unix() > 0 {
 				return t.UTC(), nil
 			}
 		}

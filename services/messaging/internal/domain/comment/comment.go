@@ -117,9 +117,17 @@ func ValidatePrivateReply(text string) error {
 	return validateText(text, MaxPrivateReplyLength)
 }
 
-func validateText(text string, limit int) error {
+// RequireText checks that a reply has a text, whatever its platform.
+func RequireText(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return &conversation.FieldError{Field: "text", Reason: "is required"}
+	}
+	return nil
+}
+
+func validateText(text string, limit int) error {
+	if err := RequireText(text); err != nil {
+		return err
 	}
 	if n := utf8.RuneCountInString(text); n > limit {
 		return &conversation.FieldError{Field: "text", Reason: fmt.Sprintf("must be at most %d characters (got %d)", limit, n)}
