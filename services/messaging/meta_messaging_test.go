@@ -627,6 +627,10 @@ func TestMetaSend(t *testing.T) {
 	wantErr(t, err, http.StatusBadRequest, "invalid_request", "use quick_replies")
 	err = h.api(ws, http.MethodPost, "/v1/image", map[string]any{"conversation_id": instagram, "image_url": "https://cdn.example/dance.gif"}, nil)
 	wantErr(t, err, http.StatusBadRequest, "invalid_request", "image_url")
+	// An image whose text Instagram would refuse: refused before the image
+	// goes out, so the customer never gets half of it.
+	err = h.api(ws, http.MethodPost, "/v1/image", map[string]any{"conversation_id": instagram, "image_url": "https://cdn.example/ok.png", "text": strings.Repeat("é", 600)}, nil)
+	wantErr(t, err, http.StatusBadRequest, "invalid_request", "text")
 	if n := len(graph.sends()); n != before+2 {
 		t.Fatalf("meta got %d sends, want only the two Meta refused", n-before)
 	}

@@ -33,9 +33,10 @@ func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID strin
 }
 
 // SendImage sends the image, then the text (when there is one) as a
-// separate message, and returns the stored messages in that order. When the
-// text fails after the image went out, the image stays stored and the error
-// is returned.
+// separate message, and returns the stored messages in that order. The text
+// is checked against the platform's rules before the image goes out; when
+// the platform still refuses the text after the image went out, the image
+// stays stored and the error is returned.
 func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundImage) ([]conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -43,6 +44,11 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 	s, err := a.prepareSend(ctx, workspaceID, conversationID)
 	if err != nil {
 		return nil, err
+	}
+	if checker, ok := s.transport.(conversation.TextChecker); ok && o.Text != "" {
+		if err := a.observeSend(s, checker.CheckText(s.target, conversation.OutboundText{Text: o.Text})); err != nil {
+			return nil, err
+		}
 	}
 	sent, err := s.transport.SendImage(ctx, s.target, o.ImageURL)
 	if err := a.observeSend(s, err); err != nil {

@@ -50,7 +50,10 @@ type Transport struct {
 	graph *Graph
 }
 
-var _ conversation.Transport = (*Transport)(nil)
+var (
+	_ conversation.Transport   = (*Transport)(nil)
+	_ conversation.TextChecker = (*Transport)(nil)
+)
 
 // NewTransport returns the Messenger and Instagram transport over g.
 func NewTransport(g *Graph) *Transport { return &Transport{graph: g} }
@@ -128,35 +131,50 @@ type sendResponse struct {
 // quick_reply.payload); buttons become a button template on Messenger and
 // are refused on Instagram.
 func (t *Transport) SendText(ctx context.Context, to conversation.Target, o conversation.OutboundText) (conversation.Sent, error) {
-	kind := to.Channel.Kind
-	if err := checkKind(kind); err != nil {
+	msg, err := textMessage(to.Channel.Kind, o)
+	if err != nil {
 		return conversation.Sent{}, err
+	}
+	return t.send(ctx, to, msg)
+}
+
+// CheckText implements conversation.TextChecker: Meta's text rules, checked
+// before the image of an image-then-text send goes out.
+func (t *Transport) CheckText(to conversation.Target, o conversation.OutboundText) error {
+	_, err := textMessage(to.Channel.Kind, o)
+	return err
+}
+
+// textMessage translates o for the Send API, or says why Meta would refuse it.
+func textMessage(kind channel.Kind, o conversation.OutboundText) (*sendMessage, error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
 	}
 	msg := &sendMessage{}
 	if len(o.Buttons) > 0 {
 		if kind == channel.KindInstagram {
-			return conversation.Sent{}, &conversation.FieldError{Field: "buttons", Reason: "are not supported on instagram (it has no button template); use quick_replies"}
+			return nil, &conversation.FieldError{Field: "buttons", Reason: "are not supported on instagram (it has no button template); use quick_replies"}
 		}
 		if n := utf8.RuneCountInString(o.Text); n > MaxButtonTemplateText {
-			return conversation.Sent{}, &conversation.FieldError{Field: "text", Reason: fmt.Sprintf("must be at most %d characters with buttons on messenger (got %d)", MaxButtonTemplateText, n)}
+			return nil, &conversation.FieldError{Field: "text", Reason: fmt.Sprintf("must be at most %d characters with buttons on messenger (got %d)", MaxButtonTemplateText, n)}
 		}
 		buttons, err := templateButtons(o.Buttons, "buttons")
 		if err != nil {
-			return conversation.Sent{}, err
+			return nil, err
 		}
 		msg.Attachment = &sendAttachment{Type: attachmentTemplate, Payload: buttonTemplate{
 			TemplateType: templateTypeButton, Text: o.Text, Buttons: buttons,
 		}}
-	} else {
-		if err := checkText(kind, o.Text); err != nil {
-			return conversation.Sent{}, err
-		}
-		msg.Text = o.Text
-		for _, q := range o.QuickReplies {
-			msg.QuickReplies = append(msg.QuickReplies, quickReply{ContentType: contentTypeText, Title: q, Payload: q})
-		}
+		return msg, nil
 	}
-	return t.send(ctx, to, msg)
+	if err := checkText(kind, o.Text); err != nil {
+		return nil, err
+	}
+	msg.Text = o.Text
+	for _, q := range o.QuickReplies {
+		msg.QuickReplies = append(msg.QuickReplies, quickReply{ContentType: contentTypeText, Title: q, Payload: q})
+	}
+	return msg, nil
 }
 
 // SendImage sends the image as an attachment Meta fetches from the URL.

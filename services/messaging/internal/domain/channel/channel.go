@@ -169,6 +169,17 @@ func New(n NewChannel, id string, now time.Time) (Channel, error) {
 		Status:      StatusActive,
 		CreatedAt:   now,
 	}
+	if kind == KindMessenger || kind == KindInstagram {
+		// Meta addresses webhooks to the page (or Instagram account) id and
+		// takes sends only with the page's token: without either the
+		// channel could never receive or answer.
+		if c.ExternalID == "" {
+			return Channel{}, &FieldError{"external_id", "is required for a " + string(kind) + " channel (the page or Instagram account id)"}
+		}
+		if c.Token == "" {
+			return Channel{}, &FieldError{"token", "is required for a " + string(kind) + " channel (the page access token)"}
+		}
+	}
 	if kind == KindTelegram {
 		if c.Token == "" {
 			return Channel{}, &FieldError{"token", "is required for a telegram channel (the bot token)"}

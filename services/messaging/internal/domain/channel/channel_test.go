@@ -28,13 +28,17 @@ func TestNew(t *testing.T) {
 				return c.AIMode == AIModeAuto && c.Status == StatusActive && c.ID == "id" && c.CreatedAt.Equal(now) &&
 					regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(c.Secret)
 			}},
-		{"a given secret is kept", NewChannel{WorkspaceID: ws, Kind: "messenger", Secret: "A-b_9"},
+		{"a given secret is kept", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1", Token: "EAAG", Secret: "A-b_9"},
 			"", func(c Channel) bool { return c.Secret == "A-b_9" }},
 		{"no workspace", NewChannel{Kind: "webchat"}, "workspace_id", nil},
 		{"workspace not a uuid", NewChannel{WorkspaceID: "acme", Kind: "webchat"}, "workspace_id", nil},
 		{"no kind", NewChannel{WorkspaceID: ws}, "kind", nil},
 		{"unknown kind", NewChannel{WorkspaceID: ws, Kind: "whatsapp"}, "kind", nil},
 		{"telegram without token", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "  "}, "token", nil},
+		{"messenger without page id", NewChannel{WorkspaceID: ws, Kind: "messenger", Token: "EAAG"}, "external_id", nil},
+		{"messenger without token", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1"}, "token", nil},
+		{"instagram without account id", NewChannel{WorkspaceID: ws, Kind: "instagram", Token: "EAAG"}, "external_id", nil},
+		{"instagram without token", NewChannel{WorkspaceID: ws, Kind: "instagram", ExternalID: "17841"}, "token", nil},
 		{"secret outside telegram's alphabet", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "a b"}, "secret", nil},
 	}
 	for _, tt := range tests {

@@ -285,6 +285,13 @@ type Transport interface {
 	SendTyping(ctx context.Context, to Target) error
 }
 
+// TextChecker is implemented by transports whose platform has text rules
+// beyond the shared ones, so that a send of several messages (the image,
+// then its text) refuses before the first one goes out.
+type TextChecker interface {
+	CheckText(to Target, o OutboundText) error
+}
+
 // PlatformError is a platform that refused a send or could not be reached.
 type PlatformError struct {
 	Platform channel.Kind
@@ -301,7 +308,7 @@ func (e *PlatformError) Error() string {
 // ErrOutsideWindow is a send to a Messenger or Instagram customer whose last
 // message is older than the messaging window (specification §1): nothing
 // was sent.
-var ErrOutsideWindow = errors.New("outside the messaging window: the customer's last message is older than 24 hours")
+var ErrOutsideWindow = errors.New("outside the messaging window after the customer's last message")
 
 // HasWindow reports whether sends on platform k are bound to the messaging
 // window after the customer's last message.

@@ -49,7 +49,7 @@ func toHTTP(err error) error {
 	case errors.Is(err, channel.ErrExists):
 		return errs.New(http.StatusConflict, CodeChannelExists, "a channel of this kind with this external_id already exists")
 	case errors.Is(err, conversation.ErrOutsideWindow):
-		return errs.New(http.StatusConflict, CodeOutsideWindow, "the customer's last message is older than 24 hours; nothing was sent")
+		return errs.New(http.StatusConflict, CodeOutsideWindow, "the customer's last message is older than the messaging window (24 hours on messenger and instagram); nothing was sent")
 	case errors.As(err, &platform):
 		return errs.New(http.StatusBadGateway, errs.CodePlatformError, fmt.Sprintf("%s: %s", platform.Platform, platform.Description))
 	case errors.As(err, &unsupported):
