@@ -70,6 +70,12 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		OutboxPublishTimeout: time.Second,
 
 		IngressDedupeRetention: 72 * time.Hour,
+
+		SSEPingInterval:          15 * time.Second,
+		WebchatMessagesPerMinute: 30,
+		WebchatMaxStreams:        100,
+		WebchatStreamsPerVisitor: 5,
+		WebchatFrameAncestors:    "*",
 	}
 	for _, o := range opts {
 		o(&cfg)

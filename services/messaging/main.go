@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/telegram"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters/webchat"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
@@ -97,6 +98,10 @@ func run(ctx context.Context, log *zap.Logger) error {
 		svc.relay.Run(relayCtx)
 	}()
 
+	// Widget streams never end by themselves: close them as shutdown
+	// begins, so the HTTP server's graceful stop does not wait on them.
+	stopStreams := context.AfterFunc(ctx, svc.webchat.Close)
+	defer stopStreams()
 	log.Info("serving", zap.String("addr", cfg.Addr))
 	serveErr := httpx.Serve(ctx, svc.public, cfg.Addr)
 
@@ -122,6 +127,8 @@ type wired struct {
 	api    *echo.Echo // rpc endpoint "api": the public /v1 routes
 	admin  *echo.Echo // rpc endpoint "admin": parleyctl
 	relay  *app.Relay
+	// webchat holds this instance's widget streams.
+	webchat *webchat.Bus
 }
 
 // build wires adapters, use cases and ports, and makes sure the events
@@ -157,6 +164,13 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 		return nil, fmt.Errorf("DAILY_RESET_TZ: %w", err)
 	}
 	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
+	// Webchat replies go out on NATS, so a widget connected to any instance
+	// gets them.
+	webchatBus := webchat.NewBus(nc, cfg.RPCSubjectPrefix, webchat.Limits{MaxStreams: cfg.WebchatMaxStreams, MaxPerVisitor: cfg.WebchatStreamsPerVisitor})
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "messaging_webchat_streams",
+		Help: "Webchat widget streams (SSE) open in this process.",
+	}, func() float64 { return float64(webchatBus.Streams()) }))
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),
 		Inbox:    adapters.NewConversationStore(gdb),
@@ -164,6 +178,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 			channel.KindTelegram:  telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
 			channel.KindMessenger: metaTransport,
 			channel.KindInstagram: metaTransport,
+			channel.KindWebchat:   webchat.NewTransport(webchatBus),
 		},
 		Window:       cfg.MessagingWindow,
 		EventSubject: stream.Subject,
@@ -179,7 +194,11 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 			PrivateReplyDailyCap: cfg.PrivateReplyDailyCap,
 		},
 	})
-	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph}, log)
+	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph,
+		Webchat: &httpport.WebchatOptions{
+			App: app.NewWebchat(use, adapters.NewWebchatStore(gdb)), Bus: webchatBus,
+			PingInterval: cfg.SSEPingInterval, MessagesPerMinute: cfg.WebchatMessagesPerMinute, FrameAncestors: cfg.WebchatFrameAncestors,
+		}}, log)
 
 	public := httpx.NewEcho(log)
 	httpx.MountProbes(public, reg,
@@ -192,5 +211,5 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 	handlers.RegisterAPI(api)
 	admin := httpx.NewEcho(log)
 	handlers.RegisterAdmin(admin)
-	return &wired{public: public, api: api, admin: admin, relay: relay}, nil
+	return &wired{public: public, api: api, admin: admin, relay: relay, webchat: webchatBus}, nil
 }

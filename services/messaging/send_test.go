@@ -241,7 +241,7 @@ func TestSendMessagePlatformErrors(t *testing.T) {
 	}
 }
 
-func TestSendMessageToPlatformWithoutSender(t *testing.T) {
+func TestSendMessageToWebchatConversationWithoutVisitor(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ws := uuid.NewString()
@@ -249,14 +249,15 @@ func TestSendMessageToPlatformWithoutSender(t *testing.T) {
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat"}, &web); err != nil {
 		t.Fatal(err)
 	}
-	// No webchat ingress yet: the conversation is seeded as its ingress
-	// will store it.
+	// Every platform has a transport now; a webchat conversation whose
+	// reply_to is not a visitor id (webchat ingress never stores one) has
+	// nowhere to be pushed: refused, nothing stored.
 	contact, conv := uuid.NewString(), uuid.NewString()
 	h.db.Exec(`INSERT INTO messaging.contacts (id, workspace_id, channel_id, sender_id, name) VALUES (?, ?, ?, 'visitor-1', 'Visitor')`, contact, ws, web.Channel.ID)
 	h.db.Exec(`INSERT INTO messaging.conversations (id, workspace_id, channel_id, contact_id, platform, reply_to, last_message_at) VALUES (?, ?, ?, ?, 'webchat', 'visitor-1', now())`, conv, ws, web.Channel.ID, contact)
 
 	err := h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": conv, "text": "hello"}, nil)
-	wantErr(t, err, http.StatusNotImplemented, "platform_unsupported", "webchat")
+	wantErr(t, err, http.StatusBadGateway, "platform_error", "no webchat visitor")
 	if n := h.count("messages", ""); n != 0 {
 		t.Fatalf("stored %d messages", n)
 	}

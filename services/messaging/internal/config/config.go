@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
@@ -53,6 +54,20 @@ type Config struct {
 	// It must outlast every platform's redelivery: Telegram keeps an update
 	// for 24 hours, Meta retries for up to 36.
 	IngressDedupeRetention time.Duration `env:"INGRESS_DEDUPE_RETENTION" envDefault:"72h"`
+
+	// SSEPingInterval is the keep-alive comment of the webchat widget's
+	// event streams.
+	SSEPingInterval time.Duration `env:"SSE_PING_INTERVAL" envDefault:"15s"`
+	// WebchatMessagesPerMinute bounds one webchat visitor's messages and
+	// button taps, counted per instance.
+	WebchatMessagesPerMinute int `env:"WEBCHAT_MESSAGES_PER_MINUTE" envDefault:"30"`
+	// WebchatMaxStreams bounds the widget streams (SSE) one instance holds,
+	// and WebchatStreamsPerVisitor one visitor's (open tabs).
+	WebchatMaxStreams        int `env:"WEBCHAT_MAX_STREAMS" envDefault:"10000"`
+	WebchatStreamsPerVisitor int `env:"WEBCHAT_STREAMS_PER_VISITOR" envDefault:"5"`
+	// WebchatFrameAncestors are the sites allowed to embed the widget, as
+	// CSP frame-ancestors sources ("*": any; "https://shop.example").
+	WebchatFrameAncestors string `env:"WEBCHAT_FRAME_ANCESTORS" envDefault:"*"`
 }
 
 // Validate checks the settings at start.
@@ -71,6 +86,9 @@ func (c Config) Validate() error {
 	if c.PrivateReplyDailyCap < 1 {
 		return fmt.Errorf("PRIVATE_REPLY_DAILY_CAP: must be at least 1, got %d", c.PrivateReplyDailyCap)
 	}
+	if err := c.validateWebchat(); err != nil {
+		return err
+	}
 	for name, d := range map[string]time.Duration{
 		"MESSAGING_WINDOW":       c.MessagingWindow,
 		"PRIVATE_REPLY_WINDOW":   c.PrivateReplyWindow,
@@ -84,6 +102,27 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
+	}
+	return nil
+}
+
+// validateWebchat checks the widget's settings.
+func (c Config) validateWebchat() error {
+	if c.SSEPingInterval <= 0 {
+		return fmt.Errorf("SSE_PING_INTERVAL: must be positive, got %s", c.SSEPingInterval)
+	}
+	for name, n := range map[string]int{
+		"WEBCHAT_MESSAGES_PER_MINUTE": c.WebchatMessagesPerMinute,
+		"WEBCHAT_MAX_STREAMS":         c.WebchatMaxStreams,
+		"WEBCHAT_STREAMS_PER_VISITOR": c.WebchatStreamsPerVisitor,
+	} {
+		if n < 1 {
+			return fmt.Errorf("%s: must be at least 1, got %d", name, n)
+		}
+	}
+	// The value goes into a response header as one CSP directive.
+	if strings.TrimSpace(c.WebchatFrameAncestors) == "" || strings.ContainsAny(c.WebchatFrameAncestors, ";,\r\n") {
+		return fmt.Errorf("WEBCHAT_FRAME_ANCESTORS: %q must be space-separated CSP sources", c.WebchatFrameAncestors)
 	}
 	return nil
 }

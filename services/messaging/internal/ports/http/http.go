@@ -23,6 +23,8 @@ type Options struct {
 	// MetaProfiles reads new Messenger and Instagram customers' names and
 	// pictures; nil leaves them empty.
 	MetaProfiles MetaProfiles
+	// Webchat serves the website widget; nil leaves its routes out.
+	Webchat *WebchatOptions
 }
 
 // Handlers serves every route of the service.
@@ -49,6 +51,7 @@ func (h *Handlers) RegisterPublic(e *echo.Echo) {
 	e.POST("/ingress/telegram/:channel_id", h.telegramIngress)
 	e.GET("/ingress/meta", h.metaVerify)
 	e.POST("/ingress/meta", h.metaIngress)
+	h.registerWebchat(e)
 }
 
 // secretEqual compares secrets in constant time, whatever their lengths.
