@@ -95,8 +95,17 @@ ensure_database() {
   fi
 }
 
+ensure_chromium() {
+  # The webchat end-to-end test drives the widget in headless Chromium
+  # (e2e/webchat_test.go); nothing else needs it, so a machine without it
+  # only loses that test.
+  command -v chromium >/dev/null && return 0
+  apt_install chromium || log "the webchat browser test needs Chromium (Debian: apt-get install chromium)"
+}
+
 ensure_postgres
 ensure_redis
 ensure_nats
 ensure_database
+ensure_chromium
 log "PostgreSQL, Redis and NATS are up"
