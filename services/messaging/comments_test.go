@@ -103,6 +103,9 @@ func (g *cmtGraph) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"recipient_id": psid, "message_id": fmt.Sprintf("m_dm_%d", n)})
 	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/comments") || strings.HasSuffix(r.URL.Path, "/replies")):
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("reply_%d", n)})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/psid-"):
+		// The User Profile API, for customers who write to the page.
+		_ = json.NewEncoder(w).Encode(map[string]any{"first_name": "Ada", "last_name": "Profile", "profile_pic": "https://cdn.example/ada.jpg", "id": r.URL.Path[1:]})
 	default:
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"error":{"message":"Unsupported request","type":"GraphMethodException","code":100,"error_subcode":33}}`)
@@ -830,5 +833,48 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 	}
 	if ok != 1 || limited != 1 || len(g.received()) != 2 {
 		t.Fatalf("one commenter, two comments: %v, graph calls %d", res, len(g.received()))
+	}
+}
+
+// TestPrivateReplyJoinsTheCustomersConversation: a commenter who already
+// wrote to the page gets the DM in that same conversation, and keeps the
+// name their profile gave.
+func TestPrivateReplyJoinsTheCustomersConversation(t *testing.T) {
+	t.Parallel()
+	g := newCmtGraph(t)
+	h := newCommentHarness(t, g)
+	ws := uuid.NewString()
+	page := "11" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	h.cmtChannel(ws, "messenger", page, "external")
+	sent := time.Now().Add(-time.Hour)
+	msg, _ := json.Marshal(map[string]any{"object": "page", "entry": []any{map[string]any{
+		"id": page, "time": sent.UnixMilli(),
+		"messaging": []any{map[string]any{
+			"sender": map[string]any{"id": "psid-ada"}, "recipient": map[string]any{"id": page},
+			"timestamp": sent.UnixMilli(), "message": map[string]any{"mid": "m_customer_1", "text": "hello"},
+		}},
+	}}})
+	if code := h.cmtPost(string(msg)); code != http.StatusOK {
+		t.Fatalf("message ingress = %d", code)
+	}
+	before := h.conversations(ws, "")
+	if len(before.Conversations) != 1 {
+		t.Fatalf("conversations after the message = %+v", before)
+	}
+	cid := page + "_1"
+	g.setCommenter(cid, "psid-ada")
+	h.cmtPost(feedComment(page, cid, "24609691832002", "Ada Lovelace", "and a comment", time.Now(), "add"))
+	status, body := h.cmtAPI(ws, "/v1/comments/"+cid+"/private-reply", `{"text":"replying here"}`)
+	if status != 200 || body["conversation_id"] != before.Conversations[0].ID {
+		t.Fatalf("private reply = %d %v, want conversation %s", status, body, before.Conversations[0].ID)
+	}
+	after := h.conversations(ws, "")
+	if len(after.Conversations) != 1 || after.Conversations[0].Contact.Name != before.Conversations[0].Contact.Name ||
+		after.Conversations[0].Contact.ProfilePic != before.Conversations[0].Contact.ProfilePic {
+		t.Fatalf("conversations after the DM = %+v, before %+v", after, before)
+	}
+	msgs := h.messages(ws, before.Conversations[0].ID, "").Messages
+	if len(msgs) != 2 || msgs[0].Content != "replying here" || msgs[0].Sender != "user" || msgs[1].Content != "hello" {
+		t.Fatalf("messages = %+v", msgs)
 	}
 }

@@ -171,11 +171,17 @@ func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string
 // only the customer's own messages do.
 func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comment.Comment, text string, sent comment.PrivateSent) (PrivateReply, error) {
 	now := a.timestamp()
+	// A customer the page already knows keeps the name their profile gave;
+	// a new one is named as they signed the comment.
+	name := c.FromName
+	if _, err := a.inbox.FindContact(ctx, ch.ID, sent.RecipientID); err == nil {
+		name = ""
+	}
 	var out PrivateReply
 	err := a.comments.Store.Receive(ctx, func(tx comment.Tx) error {
 		contact, err := tx.UpsertContact(ctx, conversation.Contact{
 			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
-			SenderID: sent.RecipientID, Name: c.FromName,
+			SenderID: sent.RecipientID, Name: name,
 		})
 		if err != nil {
 			return err
