@@ -2,7 +2,15 @@ module github.com/parleyhq/parley/e2e
 
 go 1.26.0
 
-require github.com/parleyhq/parley/pkg v0.0.0
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/parleyhq/parley/pkg v0.0.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+)
 
 require (
 	github.com/caarlos0/env/v11 v11.4.2 // indirect
