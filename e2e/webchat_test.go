@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -118,6 +119,7 @@ func TestWebchatInTheBrowser(t *testing.T) {
 		t.Fatalf("POST /v1/typing = %d %v", status, body)
 	}
 	b.waitDOM(t, "the typing indicator", func(d widgetDOM) bool { return d.Typing })
+	b.screenshot(t, "typing")
 	status, _, answer := s.api(t, key.Key, http.MethodPost, "/v1/messages", map[string]any{
 		"conversation_id": conv, "text": "Yes! Which size would you like?", "quick_replies": []string{"Small", "Large"},
 	})
@@ -179,6 +181,7 @@ func TestWebchatInTheBrowser(t *testing.T) {
 		t.Fatalf("second card = %+v", red)
 	}
 	b.screenshot(t, "cards")
+	b.screenshotDark(t, "cards-dark")
 
 	// A card's postback button: postback.received with its payload.
 	b.run(t, chromedp.Click(chromedp.CSS(`.msg.carousel .card:first-child button.btn`)))
@@ -345,6 +348,26 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	if err := os.WriteFile(filepath.Join(dir, "webchat-"+name+".png"), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// screenshotDark is screenshot with the visitor's system in dark mode.
+func (b *browser) screenshotDark(t *testing.T, name string) {
+	t.Helper()
+	if os.Getenv("WEBCHAT_SCREENSHOTS") == "" {
+		return
+	}
+	media := func(scheme string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+			})
+			return err
+		})
+	}
+	b.run(t, media("dark"))
+	time.Sleep(300 * time.Millisecond) // let the colour transitions end
+	b.screenshot(t, name)
+	b.run(t, media(""))
 }
 
 func runFor[T any](t *testing.T, b *browser, a chromedp.Action[T]) T {
