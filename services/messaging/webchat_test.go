@@ -569,6 +569,24 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 	if n := h.count("messages", ""); n != 3 {
 		t.Fatalf("messages = %d, want 3", n)
 	}
+	ingress := func(outcome string) float64 {
+		families, _ := h.reg.Gather()
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if f.GetName() == "messaging_ingress_updates_total" && labels["platform"] == "webchat" && labels["outcome"] == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	if ingress("stored") != 3 || ingress("rate_limited") != 1 {
+		t.Fatalf("ingress metrics: stored %v, rate_limited %v", ingress("stored"), ingress("rate_limited"))
+	}
 	// Another visitor has their own count.
 	token2, _ := newVisitor(t, base, ch.ID)
 	if r := say(t, base, ch.ID, token2, map[string]any{"text": "hi"}); r.Status != http.StatusCreated {

@@ -71,6 +71,7 @@ type webchatHandlers struct {
 	bus     *webchatadapter.Bus
 	limiter *webchatadapter.Limiter
 	opts    WebchatOptions
+	metrics *app.Metrics
 	log     *zap.Logger
 }
 
@@ -89,7 +90,7 @@ func (h *Handlers) registerWebchat(e *echo.Echo) {
 		o.FrameAncestors = "*"
 	}
 	w := &webchatHandlers{
-		app: o.App, bus: o.Bus, opts: *o, log: h.log,
+		app: o.App, bus: o.Bus, opts: *o, metrics: h.metrics, log: h.log,
 		limiter: webchatadapter.NewLimiter(o.MessagesPerMinute, time.Minute),
 	}
 	g := e.Group("/webchat/:channel_id")
@@ -198,7 +199,8 @@ type visitorMessageRequest struct {
 //
 // 201 {message, duplicate:false} when stored; 200 {message, duplicate:true}
 // for a retry of a client_message_id stored before.
-func (w *webchatHandlers) message(c echo.Context) error {
+func (w *webchatHandlers) message(c echo.Context) (err error) {
+	defer func() { w.countRefusal(err) }()
 	ch, v, err := w.visitor(c, c.Request().Header.Get(VisitorTokenHeader))
 	if err != nil {
 		return err
@@ -230,7 +232,8 @@ type visitorPostbackRequest struct {
 // A tap on a postback button; the payload must be one the conversation
 // was sent (400 invalid_request otherwise), and the stored message carries
 // that button's title. Answers like messages.
-func (w *webchatHandlers) postback(c echo.Context) error {
+func (w *webchatHandlers) postback(c echo.Context) (err error) {
+	defer func() { w.countRefusal(err) }()
 	ch, v, err := w.visitor(c, c.Request().Header.Get(VisitorTokenHeader))
 	if err != nil {
 		return err
@@ -249,6 +252,29 @@ func (w *webchatHandlers) postback(c echo.Context) error {
 		return toHTTP(err)
 	}
 	return w.received(c, ch, v, got)
+}
+
+// ingressRateLimited is a visitor message refused for the visitor's rate.
+const ingressRateLimited = "rate_limited"
+
+// countRefusal counts a visitor message or tap that was refused before it
+// was stored, like the other platforms' ingress refusals. (Receive counts
+// what it stores, repeats and its own failures.)
+func (w *webchatHandlers) countRefusal(err error) {
+	e, ok := errs.As(err)
+	if !ok || e.Status >= http.StatusInternalServerError {
+		return
+	}
+	outcome := app.IngressInvalid
+	switch e.Status {
+	case http.StatusNotFound:
+		outcome = app.IngressNotFound
+	case http.StatusUnauthorized:
+		outcome = app.IngressUnauthorized
+	case http.StatusTooManyRequests:
+		outcome = ingressRateLimited
+	}
+	w.metrics.Ingress(string(channel.KindWebchat), outcome)
 }
 
 // received answers a stored visitor message and shows it in the visitor's
