@@ -864,3 +864,39 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+third, "", "")
 	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "")
 }
+
+func TestWebchatWhileNATSIsDown(t *testing.T) {
+	t.Parallel()
+	n := startEmbeddedNATS(t)
+	h := newHarness(t, withNATS(n.url()))
+	ws := uuid.NewString()
+	ch := h.webchatChannel(ws, "external")
+	base := widgetServer(t, h.svc)
+	token, _ := newVisitor(t, base, ch.ID)
+
+	n.stop()
+	// Live updates need NATS: the widget is told to retry.
+	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+token, "", "")
+	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "retry")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	if got := h.svc.webchat.Streams(); got != 0 {
+		t.Fatalf("a refused stream holds a place: %d", got)
+	}
+	// The visitor can still write: the message and its event are stored
+	// (the outbox publishes later).
+	if r := say(t, base, ch.ID, token, map[string]any{"text": "anyone there?"}); r.Status != http.StatusCreated {
+		t.Fatalf("say while NATS is down: %d %s", r.Status, r.Body)
+	}
+	if n := h.count("outbox", ""); n != 1 {
+		t.Fatalf("outbox = %d", n)
+	}
+
+	n.start()
+	eventually(t, 10*time.Second, "the stream after NATS is back", func() bool {
+		r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/history", token, "")
+		return r.Status == http.StatusOK && h.nc.IsConnected()
+	})
+	openStream(t, base, ch.ID, token)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
 	webchatadapter "github.com/parleyhq/parley/services/messaging/internal/adapters/webchat"
@@ -41,7 +42,10 @@ func (w *webchatHandlers) events(c echo.Context) error {
 		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "the service is restarting; retry").
 			WithHeader("Retry-After", "1")
 	case err != nil:
-		return err
+		// NATS is unreachable: the widget retries, as after a restart.
+		w.log.Warn("webchat stream not opened", zap.String("channel_id", ch.ID), zap.Error(err))
+		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "live updates are unavailable; retry").
+			WithHeader("Retry-After", "2")
 	}
 	defer stream.Close()
 
