@@ -33,6 +33,7 @@ func TestGettingStarted(t *testing.T) {
 		} `json:"workspace"`
 		APIKey     string `json:"api_key"`
 		GatewayURL string `json:"gateway_url"`
+		WebchatURL string `json:"webchat_url"`
 		Channels   []struct {
 			ID         string `json:"id"`
 			Kind       string `json:"kind"`
@@ -44,7 +45,8 @@ func TestGettingStarted(t *testing.T) {
 		} `json:"telegram_ingress"`
 	}
 	s.ctl(t, &demo, "demo")
-	if demo.GatewayURL != s.gatewayURL || demo.Workspace.Slug != "demo" || len(demo.Channels) != 1 {
+	if demo.GatewayURL != s.gatewayURL || demo.Workspace.Slug != "demo" || len(demo.Channels) != 2 ||
+		demo.Channels[0].Kind != "telegram" || demo.Channels[1].Kind != "webchat" || demo.WebchatURL != s.messagingURL+"/webchat/"+demo.Channels[1].ID {
 		t.Fatalf("demo output: %+v", demo)
 	}
 	var again struct {
@@ -52,7 +54,7 @@ func TestGettingStarted(t *testing.T) {
 		Channels  []struct{ ID string } `json:"channels"`
 	}
 	s.ctl(t, &again, "demo")
-	if again.Workspace.ID != demo.Workspace.ID || again.Channels[0].ID != demo.Channels[0].ID {
+	if again.Workspace.ID != demo.Workspace.ID || again.Channels[0].ID != demo.Channels[0].ID || again.Channels[1].ID != demo.Channels[1].ID {
 		t.Fatalf("demo is not idempotent: first %+v, then %+v", demo, again)
 	}
 	key := demo.APIKey

@@ -65,6 +65,7 @@ gateway_url=$(sed -n 's/.*"gateway_url": "\(.*\)".*/\1/p' <<<"$demo")
 api_key=$(sed -n 's/.*"api_key": "\(.*\)".*/\1/p' <<<"$demo")
 ingress=$(sed -n 's/.*"url": "\(.*\/ingress\/telegram\/.*\)".*/\1/p' <<<"$demo")
 secret=$(sed -n 's/.*"secret_token": "\(.*\)".*/\1/p' <<<"$demo")
+webchat=$(sed -n 's/.*"webchat_url": "\(.*\)".*/\1/p' <<<"$demo")
 
 cat <<MSG
 
@@ -72,6 +73,7 @@ cat <<MSG
 
   Gateway:            $gateway_url
   Demo API key:       $api_key
+  Webchat widget:     $webchat
   Telegram ingress:   $ingress
   Ingress secret:     $secret
   Telegram API:       $TELEGRAM_API_BASE

@@ -107,9 +107,12 @@ func TestDemoReusesWhatExists(t *testing.T) {
 	rec := &recorder{answers: map[string]any{
 		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
 		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1", "key": "pk_demo_key_for_tests_0000000000000000"},
-		"GET /admin/channels":                map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s"}}},
-		"POST /admin/workspaces":             errors.New("must not create the workspace again"),
-		"POST /admin/channels":               errors.New("must not create the channel again"),
+		"GET /admin/channels": map[string]any{"channels": []any{
+			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s"},
+			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "secret": "w"},
+		}},
+		"POST /admin/workspaces": errors.New("must not create the workspace again"),
+		"POST /admin/channels":   errors.New("must not create the channel again"),
 	}}
 	var out bytes.Buffer
 	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
@@ -118,6 +121,7 @@ func TestDemoReusesWhatExists(t *testing.T) {
 	var printed struct {
 		APIKey          string `json:"api_key"`
 		GatewayURL      string `json:"gateway_url"`
+		WebchatURL      string `json:"webchat_url"`
 		TelegramIngress struct {
 			URL string `json:"url"`
 		} `json:"telegram_ingress"`
@@ -126,7 +130,8 @@ func TestDemoReusesWhatExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	if printed.APIKey != "pk_demo_key_for_tests_0000000000000000" || printed.GatewayURL != "http://localhost:8080" ||
-		printed.TelegramIngress.URL != "http://localhost:8081/ingress/telegram/c1" {
+		printed.TelegramIngress.URL != "http://localhost:8081/ingress/telegram/c1" ||
+		printed.WebchatURL != "http://localhost:8081/webchat/c2" {
 		t.Errorf("printed = %+v", printed)
 	}
 	if rec.bodies[1]["key"] != "pk_demo_key_for_tests_0000000000000000" {
@@ -143,5 +148,31 @@ func TestServiceErrorsPassThrough(t *testing.T) {
 	e, ok := errs.As(err)
 	if !ok || e.Status != http.StatusBadRequest || !strings.Contains(e.Error(), "ai_mode") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDemoCreatesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: map[string]any{
+		"GET /admin/workspaces":              map[string]any{"workspaces": []any{}},
+		"POST /admin/workspaces":             map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
+		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1"},
+		"GET /admin/channels":                map[string]any{"channels": []any{}},
+		"POST /admin/channels":               map[string]any{"channel": map[string]any{"id": "c9"}},
+	}}
+	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	var kinds []string
+	for i, call := range rec.calls {
+		if strings.HasSuffix(call, "POST /admin/channels") {
+			kinds = append(kinds, rec.bodies[i]["kind"].(string))
+		}
+	}
+	if strings.Join(kinds, ",") != "telegram,webchat" {
+		t.Fatalf("created channels %v, want telegram and webchat (calls %v)", kinds, rec.calls)
+	}
+	if rec.bodies[1]["slug"] != "demo" {
+		t.Errorf("workspace body = %v", rec.bodies[1])
 	}
 }

@@ -15,6 +15,7 @@ const (
 	demoSlug        = "demo"
 	demoName        = "Demo workspace"
 	demoTelegramBot = "parley_demo_bot"
+	demoWebchat     = "parley_demo_site"
 )
 
 var demoModules = []string{"developer_api", "flows", "flow_ai", "flow_script"}
@@ -28,8 +29,9 @@ type channel struct {
 	Secret     string `json:"secret"`
 }
 
-// demo seeds the demo workspace, its fixed API key and a Telegram channel,
-// creating only what is missing, and prints how to reach them.
+// demo seeds the demo workspace, its fixed API key, a Telegram channel and
+// a webchat channel, creating only what is missing, and prints how to reach
+// them.
 func demo(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("demo")
 	if err := f.parse(args); err != nil {
@@ -48,7 +50,25 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, path, body, &key); err != nil {
 		return fmt.Errorf("demo api key: %w", err)
 	}
-	telegram, err := c.ensureDemoTelegram(ctx, ws.ID)
+	existing, err := c.demoChannels(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	telegram, err := c.ensureDemoChannel(ctx, existing, map[string]string{
+		"workspace_id": ws.ID,
+		"kind":         "telegram",
+		"external_id":  demoTelegramBot,
+		"token":        c.cfg.DemoTelegramToken,
+		"secret":       c.cfg.DemoTelegramSecret,
+	})
+	if err != nil {
+		return err
+	}
+	webchat, err := c.ensureDemoChannel(ctx, existing, map[string]string{
+		"workspace_id": ws.ID,
+		"kind":         "webchat",
+		"external_id":  demoWebchat,
+	})
 	if err != nil {
 		return err
 	}
@@ -57,11 +77,12 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 		"api_key":     c.cfg.DemoAPIKey,
 		"api_key_id":  key.ID,
 		"gateway_url": c.cfg.GatewayURL(),
-		"channels":    []channel{telegram},
+		"channels":    []channel{telegram, webchat},
 		"telegram_ingress": map[string]string{
 			"url":          c.cfg.MessagingURL() + "/ingress/telegram/" + telegram.ID,
 			"secret_token": telegram.Secret,
 		},
+		"webchat_url": c.cfg.MessagingURL() + "/webchat/" + webchat.ID,
 	})
 }
 
@@ -85,30 +106,29 @@ func (c *CLI) ensureDemoWorkspace(ctx context.Context) (workspace, error) {
 	return created.Workspace, nil
 }
 
-func (c *CLI) ensureDemoTelegram(ctx context.Context, workspaceID string) (channel, error) {
+func (c *CLI) demoChannels(ctx context.Context, workspaceID string) ([]channel, error) {
 	var list struct {
 		Channels []channel `json:"channels"`
 	}
 	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodGet, "/admin/channels?workspace_id="+url.QueryEscape(workspaceID), nil, &list); err != nil {
-		return channel{}, fmt.Errorf("list demo channels: %w", err)
+		return nil, fmt.Errorf("list demo channels: %w", err)
 	}
-	for _, ch := range list.Channels {
-		if ch.Kind == "telegram" && ch.ExternalID == demoTelegramBot {
+	return list.Channels, nil
+}
+
+// ensureDemoChannel returns the channel of the body's kind and external_id
+// among existing, creating it when missing.
+func (c *CLI) ensureDemoChannel(ctx context.Context, existing []channel, body map[string]string) (channel, error) {
+	for _, ch := range existing {
+		if ch.Kind == body["kind"] && ch.ExternalID == body["external_id"] {
 			return ch, nil
 		}
 	}
 	var created struct {
 		Channel channel `json:"channel"`
 	}
-	body := map[string]string{
-		"workspace_id": workspaceID,
-		"kind":         "telegram",
-		"external_id":  demoTelegramBot,
-		"token":        c.cfg.DemoTelegramToken,
-		"secret":       c.cfg.DemoTelegramSecret,
-	}
 	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels", body, &created); err != nil {
-		return channel{}, fmt.Errorf("create demo telegram channel: %w", err)
+		return channel{}, fmt.Errorf("create demo %s channel: %w", body["kind"], err)
 	}
 	return created.Channel, nil
 }
