@@ -8,13 +8,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
@@ -81,12 +81,12 @@ func (g *Graph) Call(ctx context.Context, platform channel.Kind, token, path str
 	}
 	resp, err := g.http.Do(req)
 	if err != nil {
-		return refused(platform, 0, "meta could not be reached: "+transportReason(ctx, err))
+		return refused(platform, 0, "meta could not be reached: "+httpx.CallFailure(ctx, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxGraphResponseBytes))
 	if err != nil {
-		return refused(platform, 0, "meta's answer could not be read: "+transportReason(ctx, err))
+		return refused(platform, 0, "meta's answer could not be read: "+httpx.CallFailure(ctx, err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var ge graphError
@@ -113,20 +113,4 @@ func (g *Graph) Call(ctx context.Context, platform channel.Kind, token, path str
 
 func refused(platform channel.Kind, code int, description string) *conversation.PlatformError {
 	return &conversation.PlatformError{Platform: platform, Code: code, Description: description}
-}
-
-// transportReason describes a failed call without its URL, which carries
-// the page token.
-func transportReason(ctx context.Context, err error) string {
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return "no answer in time"
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		if uerr.Timeout() {
-			return "no answer in time"
-		}
-		err = uerr.Err
-	}
-	return err.Error()
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
@@ -233,12 +234,12 @@ func (c *Client) call(ctx context.Context, token, method string, in, out any) er
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return platformError(0, "telegram could not be reached: "+transportReason(ctx, err))
+		return platformError(0, "telegram could not be reached: "+httpx.CallFailure(ctx, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return platformError(0, "telegram's answer could not be read: "+transportReason(ctx, err))
+		return platformError(0, "telegram's answer could not be read: "+httpx.CallFailure(ctx, err))
 	}
 	var env response
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -263,20 +264,4 @@ func (c *Client) call(ctx context.Context, token, method string, in, out any) er
 
 func platformError(code int, description string) *conversation.PlatformError {
 	return &conversation.PlatformError{Platform: channel.KindTelegram, Code: code, Description: description}
-}
-
-// transportReason describes a failed call without its URL, which carries
-// the bot token.
-func transportReason(ctx context.Context, err error) string {
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return "no answer in time"
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		if uerr.Timeout() {
-			return "no answer in time"
-		}
-		err = uerr.Err
-	}
-	return err.Error()
 }
