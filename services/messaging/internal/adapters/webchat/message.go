@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	webchatdomain "github.com/parleyhq/parley/services/messaging/internal/domain/webchat"
 )
 
 // Event names on the wire: the SSE event names the widget listens to.
@@ -68,7 +69,7 @@ func FromStored(m conversation.Message) Message {
 		}
 	case conversation.TypeCarousel:
 		out.Ratio, _ = m.Metadata["ratio"].(string)
-		for _, e := range objects(m.Metadata["elements"]) {
+		for _, e := range webchatdomain.MetadataObjects(m.Metadata["elements"]) {
 			c := Card{Buttons: buttonsOf(e["buttons"])}
 			c.Title, _ = e["title"].(string)
 			c.Subtitle, _ = e["subtitle"].(string)
@@ -128,7 +129,7 @@ func toButtons(bs []conversation.Button) []Button {
 
 func buttonsOf(v any) []Button {
 	var out []Button
-	for _, b := range objects(v) {
+	for _, b := range webchatdomain.MetadataObjects(v) {
 		var btn Button
 		btn.Type, _ = b["type"].(string)
 		btn.Title, _ = b["title"].(string)
@@ -148,24 +149,6 @@ func stringsOf(v any) []string {
 		for _, item := range list {
 			if s, ok := item.(string); ok {
 				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// objects reads a metadata list of objects, as decoded from JSON ([]any) or
-// as a send built it ([]map[string]any).
-func objects(v any) []map[string]any {
-	switch list := v.(type) {
-	case []map[string]any:
-		return list
-	case []any:
-		out := make([]map[string]any, 0, len(list))
-		for _, item := range list {
-			if m, ok := item.(map[string]any); ok {
-				out = append(out, m)
 			}
 		}
 		return out

@@ -203,7 +203,7 @@ func FindPostback(msgs []conversation.Message, payload string) (conversation.But
 		if b, ok := findIn(m.Metadata["buttons"], payload); ok {
 			return b, true
 		}
-		for _, card := range objects(m.Metadata["elements"]) {
+		for _, card := range MetadataObjects(m.Metadata["elements"]) {
 			if b, ok := findIn(card["buttons"], payload); ok {
 				return b, true
 			}
@@ -213,7 +213,7 @@ func FindPostback(msgs []conversation.Message, payload string) (conversation.But
 }
 
 func findIn(buttons any, payload string) (conversation.Button, bool) {
-	for _, b := range objects(buttons) {
+	for _, b := range MetadataObjects(buttons) {
 		typ, _ := b["type"].(string)
 		p, _ := b["payload"].(string)
 		if typ == conversation.ButtonTypePostback && p == payload {
@@ -224,9 +224,10 @@ func findIn(buttons any, payload string) (conversation.Button, bool) {
 	return conversation.Button{}, false
 }
 
-// objects reads a metadata list of objects, as decoded from JSON ([]any) or
-// as a send built it ([]map[string]any).
-func objects(v any) []map[string]any {
+// MetadataObjects reads a metadata list of objects (buttons, carousel
+// elements), as decoded from JSON ([]any) or as a send built it
+// ([]map[string]any).
+func MetadataObjects(v any) []map[string]any {
 	switch list := v.(type) {
 	case []map[string]any:
 		return list
