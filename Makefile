@@ -27,13 +27,14 @@ test: deps ## every module's unit, integration and end-to-end tests, against rea
 		(cd $$m && go test $(GO_TEST_FLAGS) ./...); \
 	done
 
-build: ## build the services, parleyctl and the local Telegram sandbox into bin/
+build: ## build the services, parleyctl, the local Telegram sandbox and the example webhook receiver into bin/
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES) parleyctl; do \
 		go build -o $(BIN)/$$s ./services/$$s || exit 1; \
 	done
 	@go build -o $(BIN)/telegram-sandbox ./e2e/cmd/telegram-sandbox
-	@echo "built: $(SERVICES) parleyctl telegram-sandbox -> bin/"
+	@go build -o $(BIN)/webhook-receiver ./e2e/cmd/webhook-receiver
+	@echo "built: $(SERVICES) parleyctl telegram-sandbox webhook-receiver -> bin/"
 
 bench: deps ## run the benchmarks and write bench/report.txt
 	@mkdir -p bench
