@@ -89,26 +89,33 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, l
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
 	}
+	return consume(cons, cfg.Durable, cfg.Stream.SubjectPrefix, cfg.Concurrency, h, log)
+}
+
+// consume starts handing cons's messages, whose subjects are
+// <prefix>.<workspace_id>.<event>, to h.
+func consume(cons jetstream.Consumer, durable, prefix string, concurrency int, h Handler, log *zap.Logger) (*Consumer, error) {
 	work, cancel := context.WithCancel(context.Background())
 	c := &Consumer{
 		h:      h,
 		log:    log,
-		prefix: cfg.Stream.SubjectPrefix + ".",
-		slots:  make(chan struct{}, cfg.Concurrency),
+		prefix: prefix + ".",
+		slots:  make(chan struct{}, concurrency),
 		work:   work,
 		cancel: cancel,
 	}
 	// Pull no more than can be worked on, so no message waits in a local
 	// buffer while its ack deadline runs.
+	var err error
 	c.cc, err = cons.Consume(c.receive,
-		jetstream.PullMaxMessages(cfg.Concurrency),
+		jetstream.PullMaxMessages(concurrency),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			log.Warn("event consumer", zap.Error(err))
 		}),
 	)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("consume %s: %w", cfg.Durable, err)
+		return nil, fmt.Errorf("consume %s: %w", durable, err)
 	}
 	return c, nil
 }
