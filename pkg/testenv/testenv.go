@@ -206,8 +206,23 @@ func (e *Env) cleanNATS(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := js.DeleteStream(ctx, e.Stream.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Logf("testenv: delete stream %s: %v", e.Stream.Name, err)
+	// The test's streams are its events stream and any named after it
+	// (the dispatcher's <EVENTS_STREAM>_REPLAY work queue); another test's
+	// names never start with this one's, as the ids have one length.
+	names := []string{e.Stream.Name}
+	lister := js.StreamNames(ctx)
+	for name := range lister.Name() {
+		if strings.HasPrefix(name, e.Stream.Name) && name != e.Stream.Name {
+			names = append(names, name)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		t.Logf("testenv: list streams: %v", err)
+	}
+	for _, name := range names {
+		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Logf("testenv: delete stream %s: %v", name, err)
+		}
 	}
 }
 
