@@ -65,6 +65,8 @@ func startOn(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), clo
 		DeliveryRetention:   336 * time.Hour,
 		Consumer:            "webhook-dispatcher",
 		Concurrency:         8,
+		ReplayConcurrency:   4,
+		MetricsInterval:     50 * time.Millisecond,
 	}
 	if mutate != nil {
 		mutate(&cfg)

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/metrics"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/replaystream"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
@@ -81,6 +82,14 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		return fmt.Errorf("jetstream: %w", err)
 	}
 
+	// The replay stream exists before the admin route that fills it
+	// serves.
+	eventsStream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
+	replayStream := replaystream.Stream(eventsStream)
+	if err := replaystream.Ensure(ctx, js, replayStream); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -105,6 +114,12 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		Log:      log,
 		Clock:    clock,
 	})
+	replays := app.NewReplays(uc, app.DefaultReplayConfig,
+		replaystream.NewSource(js, eventsStream), replaystream.NewQueue(js, replayStream), adapters.NewReplayStore(gdb))
+	sampler := metrics.NewSampler(reg, map[string]metrics.LagFunc{
+		"events": events.Lag(js, eventsStream, cfg.Consumer),
+		"replay": events.Lag(js, replayStream, cfg.Consumer),
+	}, adapters.NewWebhookStore(gdb).CountPaused, log)
 
 	public := httpx.NewEcho(log)
 	httpx.MountProbes(public, reg,
@@ -120,13 +135,15 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		_ = srv.Stop()
 		return fmt.Errorf("serve rpc api: %w", err)
 	}
-	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {
+	admin := porthttp.NewAdmin(uc, log)
+	porthttp.MountReplays(admin, replays)
+	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
 		_ = srv.Stop()
 		return fmt.Errorf("serve rpc admin: %w", err)
 	}
 
 	consumer, err := events.Start(ctx, js, events.Config{
-		Stream:      natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix},
+		Stream:      eventsStream,
 		Durable:     cfg.Consumer,
 		Concurrency: cfg.Concurrency,
 		AckWait:     policy.Schedule() + ackMargin,
@@ -136,9 +153,24 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		return err
 	}
 
+	// Replayed events share the delivery path and the consumer's name,
+	// on their own stream and with their own concurrency.
+	replayConsumer, err := events.StartReplay(ctx, js, events.Config{
+		Stream:      replayStream,
+		Durable:     cfg.Consumer,
+		Concurrency: cfg.ReplayConcurrency,
+		AckWait:     policy.Schedule() + ackMargin,
+	}, events.HandlerFunc(replays.ReplayEvent), log)
+	if err != nil {
+		consumer.Stop(shutdownGrace)
+		_ = srv.Stop()
+		return err
+	}
+
 	jobs, stopJobs := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { uc.RunRetention(jobs, retentionEvery) })
+	wg.Go(func() { sampler.Run(jobs, cfg.MetricsInterval) })
 
 	log.Info("serving", zap.String("addr", cfg.Addr), zap.String("consumer", cfg.Consumer))
 	serveErr := httpx.Serve(ctx, public, cfg.Addr)
@@ -149,7 +181,10 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 	if err := srv.Stop(); err != nil {
 		log.Warn("stop rpc server", zap.Error(err))
 	}
-	consumer.Stop(shutdownGrace)
+	var consumers sync.WaitGroup
+	consumers.Go(func() { consumer.Stop(shutdownGrace) })
+	consumers.Go(func() { replayConsumer.Stop(shutdownGrace) })
+	consumers.Wait()
 	stopJobs()
 	wg.Wait()
 	log.Info("stopped cleanly")

@@ -35,6 +35,13 @@ type Config struct {
 	Consumer string `env:"DISPATCHER_CONSUMER" envDefault:"webhook-dispatcher"`
 	// Concurrency bounds the deliveries one instance works on at once.
 	Concurrency int `env:"DISPATCHER_CONCURRENCY" envDefault:"64"`
+	// ReplayConcurrency bounds the replayed deliveries one instance works
+	// on at once, beside (not out of) Concurrency, so a large replay
+	// cannot hold up live events.
+	ReplayConcurrency int `env:"DISPATCHER_REPLAY_CONCURRENCY" envDefault:"8"`
+	// MetricsInterval is how often the sampled gauges (consumer lag,
+	// paused webhooks) are read.
+	MetricsInterval time.Duration `env:"DISPATCHER_METRICS_INTERVAL" envDefault:"15s"`
 }
 
 // MaxRetries bounds WEBHOOK_RETRY_DELAYS, so a typo cannot keep a delivery
@@ -71,6 +78,12 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 4096 {
 		return fmt.Errorf("DISPATCHER_CONCURRENCY: must be between 1 and 4096, got %d", c.Concurrency)
+	}
+	if c.ReplayConcurrency < 1 || c.ReplayConcurrency > 4096 {
+		return fmt.Errorf("DISPATCHER_REPLAY_CONCURRENCY: must be between 1 and 4096, got %d", c.ReplayConcurrency)
+	}
+	if c.MetricsInterval < 10*time.Millisecond || c.MetricsInterval > time.Hour {
+		return fmt.Errorf("DISPATCHER_METRICS_INTERVAL: %s is not between 10ms and 1h", c.MetricsInterval)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 // Defaults are the specification's values (ARCHITECTURE.md §6).
 func TestDefaults(t *testing.T) {
-	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY"} {
+	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY", "DISPATCHER_REPLAY_CONCURRENCY", "DISPATCHER_METRICS_INTERVAL"} {
 		t.Setenv(k, "")
 	}
 	cfg, err := config.Load[Config]()
@@ -18,7 +18,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != ":8082" || cfg.AllowPrivateTargets || cfg.AttemptTimeout != 10*time.Second || cfg.PauseAfter != 20 ||
-		cfg.DeliveryRetention != 336*time.Hour || cfg.Consumer != "webhook-dispatcher" || cfg.Concurrency < 1 {
+		cfg.DeliveryRetention != 336*time.Hour || cfg.Consumer != "webhook-dispatcher" || cfg.Concurrency < 1 ||
+		cfg.ReplayConcurrency != 8 || cfg.MetricsInterval != 15*time.Second {
 		t.Fatalf("defaults %+v", cfg)
 	}
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
@@ -39,6 +40,8 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 		{"DELIVERY_RETENTION", "0s", "DELIVERY_RETENTION"},
 		{"DISPATCHER_CONSUMER", "a.b", "DISPATCHER_CONSUMER"},
 		{"DISPATCHER_CONCURRENCY", "0", "DISPATCHER_CONCURRENCY"},
+		{"DISPATCHER_REPLAY_CONCURRENCY", "0", "DISPATCHER_REPLAY_CONCURRENCY"},
+		{"DISPATCHER_METRICS_INTERVAL", "0s", "DISPATCHER_METRICS_INTERVAL"},
 		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "WEBHOOK_ALLOW_PRIVATE_TARGETS"},
 	}
 	for _, tt := range tests {

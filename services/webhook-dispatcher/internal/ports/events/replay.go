@@ -1,0 +1,58 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/natsx"
+)
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error
+
+// DeliverEvent implements Handler.
+func (f HandlerFunc) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
+	return f(ctx, ev, keepAlive)
+}
+
+// StartReplay consumes the replay stream (adapters/replaystream, which
+// must exist) through one durable consumer that every instance shares,
+// exactly as Start consumes the events: h is the replay use case, a
+// request is acked once its outcome is stored, and anything transient
+// (a delivery under way elsewhere included) comes back after a delay.
+func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, log *zap.Logger) (*Consumer, error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream.Name, jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		Description:   "webhook dispatcher: delivers replayed events to webhooks",
+		FilterSubject: cfg.Stream.SubjectPrefix + ".>",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: MaxAckPending,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
+	}
+	return consume(cons, cfg.Durable, cfg.Stream.SubjectPrefix, cfg.Concurrency, h, log.With(zap.String("queue", "replay")))
+}
+
+// Lag reads a durable consumer's backlog: messages not yet handed out
+// (pending) and handed out but not acked (ack pending).
+func Lag(js jetstream.JetStream, stream natsx.EventsStream, durable string) func(ctx context.Context) (pending, ackPending uint64, err error) {
+	return func(ctx context.Context) (uint64, uint64, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, stream.Name, durable)
+		if err != nil {
+			return 0, 0, fmt.Errorf("read consumer %s on %s: %w", durable, stream.Name, err)
+		}
+		info := c.CachedInfo()
+		return info.NumPending, uint64(max(info.NumAckPending, 0)), nil
+	}
+}

@@ -1,0 +1,138 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
+)
+
+// CodeWebhookPaused refuses a replay to a paused webhook (409): the events
+// would only be recorded as skipped again; save the webhook again first.
+const CodeWebhookPaused = "webhook_paused"
+
+// Replayer is what the replay route needs of the use cases.
+type Replayer interface {
+	StartReplay(ctx context.Context, req replay.Request, resume *replay.Cursor) (*replay.Replay, error)
+}
+
+// MountReplays adds the operator's replay route to the admin router:
+//
+//	POST /admin/replays {workspace_id, since, until?, event?, resume?}
+//	  -> 202 {"replay": {id, workspace_id, since, until, event, queued}, "next": null | {replay_id, from_seq, end_seq}}
+//
+// since and until are RFC 3339 times (until exclusive). The events are
+// queued, not yet delivered, when it answers. "next" is set when one call
+// could not queue every selected event; sending the same request with
+// "resume": next queues the rest of the same replay.
+func MountReplays(e *echo.Echo, r Replayer) {
+	h := replayHandlers{r: r}
+	e.POST("/admin/replays", h.startReplay)
+}
+
+type replayHandlers struct {
+	r Replayer
+}
+
+type cursorDTO struct {
+	ReplayID string `json:"replay_id"`
+	FromSeq  uint64 `json:"from_seq"`
+	EndSeq   uint64 `json:"end_seq"`
+}
+
+type startReplayRequest struct {
+	WorkspaceID string     `json:"workspace_id"`
+	Since       string     `json:"since"`
+	Until       *string    `json:"until"`
+	Event       *string    `json:"event"`
+	Resume      *cursorDTO `json:"resume"`
+}
+
+type replayDTO struct {
+	ID          string  `json:"id"`
+	WorkspaceID string  `json:"workspace_id"`
+	Since       string  `json:"since"`
+	Until       *string `json:"until"`
+	Event       *string `json:"event"`
+	Queued      int     `json:"queued"`
+}
+
+type startReplayResponse struct {
+	Replay replayDTO  `json:"replay"`
+	Next   *cursorDTO `json:"next"`
+}
+
+func (h replayHandlers) startReplay(c echo.Context) error {
+	var in startReplayRequest
+	if err := httpx.BindJSON(c, &in); err != nil {
+		return err
+	}
+	if _, err := uuid.Parse(in.WorkspaceID); err != nil {
+		return errs.InvalidRequest("workspace_id must be a UUID")
+	}
+	req := replay.Request{WorkspaceID: in.WorkspaceID}
+	if in.Since == "" {
+		return errs.InvalidRequest("since is required (an RFC 3339 time)")
+	}
+	var err error
+	if req.Since, err = time.Parse(time.RFC3339, in.Since); err != nil {
+		return errs.InvalidRequest("since must be an RFC 3339 time, like 2026-11-22T10:00:00Z")
+	}
+	if in.Until != nil {
+		until, err := time.Parse(time.RFC3339, *in.Until)
+		if err != nil {
+			return errs.InvalidRequest("until must be an RFC 3339 time, like 2026-11-22T11:00:00Z")
+		}
+		req.Until = &until
+	}
+	if in.Event != nil {
+		req.Event = *in.Event
+	}
+	var resume *replay.Cursor
+	if in.Resume != nil {
+		if _, err := uuid.Parse(in.Resume.ReplayID); err != nil {
+			return errs.InvalidRequest("resume.replay_id must be a UUID")
+		}
+		if in.Resume.FromSeq == 0 || in.Resume.EndSeq < in.Resume.FromSeq {
+			return errs.InvalidRequest("resume.from_seq must be positive and at most resume.end_seq")
+		}
+		resume = &replay.Cursor{ReplayID: in.Resume.ReplayID, From: in.Resume.FromSeq, End: in.Resume.EndSeq}
+	}
+
+	out, err := h.r.StartReplay(c.Request().Context(), req, resume)
+	if err != nil {
+		return replayError(err)
+	}
+	resp := startReplayResponse{Replay: replayDTO{
+		ID:          out.ID,
+		WorkspaceID: out.WorkspaceID,
+		Since:       httpx.Timestamp(out.Since),
+		Until:       httpx.OptionalTimestamp(out.Until),
+		Queued:      out.Queued,
+	}}
+	if out.Event != "" {
+		resp.Replay.Event = &out.Event
+	}
+	if out.Next != nil {
+		resp.Next = &cursorDTO{ReplayID: out.Next.ReplayID, FromSeq: out.Next.From, EndSeq: out.Next.End}
+	}
+	return c.JSON(http.StatusAccepted, resp)
+}
+
+func replayError(err error) error {
+	var fe *replay.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return errs.InvalidRequest("%s", fe.Error())
+	case errors.Is(err, replay.ErrWebhookPaused):
+		return errs.New(http.StatusConflict, CodeWebhookPaused, err.Error())
+	}
+	return toHTTPError(err)
+}
