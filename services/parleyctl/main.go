@@ -1,6 +1,7 @@
 // Command parleyctl is the operator CLI (ARCHITECTURE.md §7): it creates
-// workspaces, API keys and channels, re-saves webhooks and seeds the demo
-// workspace by calling the services' admin endpoints over NATS.
+// workspaces, API keys and channels, re-saves webhooks, replays webhook
+// deliveries and seeds the demo workspace by calling the services' admin
+// endpoints over NATS.
 package main
 
 import (
@@ -48,8 +49,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("reach nats at %s: %w (is `make run` up?)", cfg.NATSURL, err)
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, rpc.CallTimeout)
-	defer cancel()
+	// Each call is bounded by rpc.CallTimeout (the client applies it); a
+	// command making several (a replay queued in parts) is not cut short.
 	return cli.New(cfg, rpc.NewClient(nc, cfg.RPCSubjectPrefix), stdout).Run(ctx, args)
 }
 

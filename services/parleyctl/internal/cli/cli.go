@@ -61,6 +61,7 @@ var commands = map[string]command{
 	"channel create":    {"--workspace ID --kind telegram|messenger|instagram|webchat [--external-id X] [--token T] [--secret S]", channelCreate},
 	"channel set-mode":  {"--channel ID --mode auto|suggest|external", channelSetMode},
 	"webhook resave":    {"--workspace ID", webhookResave},
+	"deliveries replay": {"--workspace ID --since RFC3339 [--until RFC3339] [--event KIND]", deliveriesReplay},
 	"demo":              {"", demo},
 }
 
