@@ -64,10 +64,32 @@ func ValidateURL(raw string, allowPrivate bool) (*url.URL, error) {
 		}
 		return u, nil
 	}
+	if endsInNumber(host) {
+		return nil, &URLError{"must point to a public address: " + host + " is not an IP address in standard form"}
+	}
 	if specialName(host) {
 		return nil, &URLError{"must point to a public address: " + host + " is a local name"}
 	}
 	return u, nil
+}
+
+// endsInNumber reports a host whose last label is a number (decimal, or
+// hexadecimal after 0x). No DNS name ends so, and the WHATWG URL standard
+// (browsers, curl and many HTTP clients) reads such a host as an IPv4
+// address in another spelling: 0177.0.0.1, 127.1, 0x7f.1 and 127.0.0.1.
+// are all 127.0.0.1. Only the standard dotted form is judged as an
+// address; these are refused, whatever they would resolve to.
+func endsInNumber(host string) bool {
+	h := strings.TrimSuffix(host, ".")
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	digits := "0123456789"
+	if len(last) >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X') {
+		last, digits = last[2:], "0123456789abcdefABCDEF"
+		if last == "" {
+			return true // "0x" is zero
+		}
+	}
+	return last != "" && strings.Trim(last, digits) == ""
 }
 
 // specialName reports names that never lead to a public address: localhost
@@ -79,7 +101,7 @@ func specialName(host string) bool {
 		// to a public name.
 		return true
 	}
-	for _, suffix := range []string{"localhost", "local", "internal", "home.arpa", "invalid", "lan", "intranet", "corp"} {
+	for _, suffix := range []string{"localhost", "localdomain", "local", "internal", "home.arpa", "invalid", "lan", "intranet", "corp"} {
 		if h == suffix || strings.HasSuffix(h, "."+suffix) {
 			return true
 		}

@@ -47,6 +47,21 @@ func TestValidateURL(t *testing.T) {
 		{name: "dot local", give: "https://printer.local/in", wantErr: "url must point to a public address"},
 		{name: "dot internal", give: "https://api.internal/in", wantErr: "url must point to a public address"},
 		{name: "trailing dot localhost", give: "https://localhost./in", wantErr: "url must point to a public address"},
+		{name: "localhost.localdomain", give: "https://localhost.localdomain/in", wantErr: "localhost.localdomain is a local name"},
+		// Other spellings of IPv4 addresses, which WHATWG URL parsers
+		// read as 127.0.0.1 (or another address).
+		{name: "octal", give: "https://0177.0.0.1/in", wantErr: "0177.0.0.1 is not an IP address in standard form"},
+		{name: "short", give: "https://127.1/in", wantErr: "127.1 is not an IP address in standard form"},
+		{name: "decimal", give: "https://2130706433/in", wantErr: "is not an IP address in standard form"},
+		{name: "hex", give: "https://0x7f000001/in", wantErr: "is not an IP address in standard form"},
+		{name: "hex parts", give: "https://0x7f.0x0.0x0.0x1/in", wantErr: "is not an IP address in standard form"},
+		{name: "bare 0x", give: "https://0x/in", wantErr: "is not an IP address in standard form"},
+		{name: "trailing dot ip", give: "https://127.0.0.1./in", wantErr: "is not an IP address in standard form"},
+		{name: "trailing dot public ip", give: "https://93.184.216.34./in", wantErr: "is not an IP address in standard form"},
+		{name: "numeric last label", give: "https://hooks.example.123/in", wantErr: "is not an IP address in standard form"},
+		{name: "digits inside a name", give: "https://hooks1.example2.com/in"},
+		{name: "0x inside a name", give: "https://0xdead.example.com/in"},
+		{name: "hex-looking tld", give: "https://hooks.example.cafe/in"},
 		// With private targets allowed (development), http and local
 		// addresses are fine; the other rules still hold.
 		{name: "private: http loopback", give: "http://127.0.0.1:8080/in", allowPrivate: true},
