@@ -1,0 +1,436 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+)
+
+// dispatcherProc is a webhook-dispatcher process started beside a suite's
+// own, in the suite's environment (same database, stream and durable
+// consumer), that a test may SIGKILL.
+type dispatcherProc struct {
+	addr   string // DISPATCHER_ADDR: /readyz and /metrics
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	exited chan struct{}
+}
+
+// startDispatcher starts another webhook-dispatcher with the suite's
+// environment plus extra (KEY=VALUE, later entries win), on its own port,
+// and waits until it serves /readyz (by then its consumer is running).
+func (s *suite) startDispatcher(t *testing.T, extra ...string) *dispatcherProc {
+	t.Helper()
+	port := freePorts(t, 1)[0]
+	p := &dispatcherProc{addr: fmt.Sprintf("127.0.0.1:%d", port), out: &lockedBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(binDir, "webhook-dispatcher"))
+	p.cmd.Env = append(append(append([]string(nil), s.environ...), extra...), "DISPATCHER_ADDR="+p.addr)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start webhook-dispatcher: %v", err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = p.cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+		if t.Failed() {
+			t.Logf("--- webhook-dispatcher %s (pid %d) output ---\n%s", p.addr, p.cmd.Process.Pid, p.out.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if !p.running() {
+			t.Fatalf("webhook-dispatcher exited during start:\n%s", p.out.String())
+		}
+		if resp, err := http.Get("http://" + p.addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("webhook-dispatcher not ready on %s:\n%s", p.addr, p.out.String())
+	return nil
+}
+
+func (p *dispatcherProc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL (no shutdown code runs: nothing is acked, nothing
+// finished) and waits until the process is gone.
+func (p *dispatcherProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL webhook-dispatcher: %v", err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("webhook-dispatcher still running 10 s after SIGKILL")
+	}
+}
+
+var deliveredMetric = regexp.MustCompile(`(?m)^parley_dispatcher_deliveries_total\{event="message\.received",outcome="delivered"\} (\d+)$`)
+
+// delivered reads the process's delivered message.received counter from
+// /metrics (-1 when /metrics does not answer).
+func (p *dispatcherProc) delivered() int {
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := deliveredMetric.FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// developer creates a workspace with the developer API, a per-minute limit
+// high enough for polling, and an API key.
+func (s *suite) developer(t *testing.T) (workspaceID, key string) {
+	t.Helper()
+	var ws struct {
+		Workspace struct {
+			ID string `json:"id"`
+		} `json:"workspace"`
+	}
+	s.ctl(t, &ws, "workspace", "create", "--name", "Hooks "+uuid.NewString()[:8], "--modules", "developer_api", "--rate-per-minute", "100000")
+	var k struct {
+		Key string `json:"key"`
+	}
+	s.ctl(t, &k, "apikey", "create", "--workspace", ws.Workspace.ID)
+	if ws.Workspace.ID == "" || k.Key == "" {
+		t.Fatalf("workspace %+v, key %+v", ws, k)
+	}
+	return ws.Workspace.ID, k.Key
+}
+
+// saveWebhook saves url through the gateway and returns the secret.
+func (s *suite) saveWebhook(t *testing.T, key, url string) string {
+	t.Helper()
+	status, _, out := s.api(t, key, http.MethodPut, "/v1/webhook", map[string]string{"url": url})
+	secret, _ := out["secret"].(string)
+	if status != http.StatusOK || secret == "" {
+		t.Fatalf("PUT /v1/webhook %s = %d %v", url, status, out)
+	}
+	return secret
+}
+
+// webhookStatus is the webhook's status as GET /v1/webhook shows it.
+func (s *suite) webhookStatus(t *testing.T, key string) string {
+	t.Helper()
+	status, _, out := s.api(t, key, http.MethodGet, "/v1/webhook", nil)
+	w, _ := out["webhook"].(map[string]any)
+	if status != http.StatusOK || w == nil {
+		t.Fatalf("GET /v1/webhook = %d %v", status, out)
+	}
+	st, _ := w["status"].(string)
+	return st
+}
+
+// deliveries is GET /v1/webhook/deliveries?<query> through the gateway.
+func (s *suite) deliveries(t *testing.T, key, query string) []map[string]any {
+	t.Helper()
+	status, _, out := s.api(t, key, http.MethodGet, "/v1/webhook/deliveries?"+query, nil)
+	list, ok := out["deliveries"].([]any)
+	if status != http.StatusOK || !ok {
+		t.Fatalf("GET /v1/webhook/deliveries?%s = %d %v", query, status, out)
+	}
+	ds := make([]map[string]any, len(list))
+	for i, d := range list {
+		ds[i], _ = d.(map[string]any)
+	}
+	return ds
+}
+
+// settledDelivery waits until the log shows delivery id with an outcome.
+func (s *suite) settledDelivery(t *testing.T, key, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, d := range s.deliveries(t, key, "limit=100") {
+			if d["id"] == id && d["status"] != "pending" {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery %s has no outcome in the log after 20 s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// messageReceived is a customer's message as messaging's relay publishes
+// it: a message.received event with the channel, contact and message.
+func messageReceived(workspaceID string, i int) *eventsv1.Event {
+	now := time.Now().UTC()
+	return &eventsv1.Event{
+		Id:          uuid.NewString(),
+		Type:        "message.received",
+		WorkspaceId: workspaceID,
+		CreatedAt:   timestamppb.New(now),
+		Data: &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
+			WorkspaceId:    workspaceID,
+			ConversationId: uuid.NewString(),
+			Platform:       "telegram",
+			Channel:        &eventsv1.Channel{Kind: "telegram", ExternalId: "parley_shop_bot"},
+			Contact:        &eventsv1.Contact{Id: uuid.NewString(), SenderId: strconv.Itoa(700000 + i), Name: "Customer " + strconv.Itoa(i)},
+			Message: &eventsv1.Message{
+				Id: uuid.NewString(), Text: "Order #" + strconv.Itoa(i) + ": is it shipped? Сайн байна уу", Type: "text",
+				ExternalId: strconv.Itoa(i), CreatedAt: timestamppb.New(now.Add(-time.Second)),
+			},
+		}},
+	}
+}
+
+// publishEvents publishes evs to the suite's EVENTS stream the way
+// messaging's relay does (subject <prefix>.<workspace>.<event>, protobuf
+// body, Nats-Msg-Id = event id), asynchronously, and waits for every ack.
+func (s *suite) publishEvents(t *testing.T, evs ...*eventsv1.Event) {
+	t.Helper()
+	nc, err := nats.Connect(s.env.NATSURL)
+	if err != nil {
+		t.Fatalf("nats: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(evs))
+	for _, ev := range evs {
+		body, err := proto.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := nats.NewMsg(s.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()))
+		msg.Data = body
+		msg.Header.Set(jetstream.MsgIDHeader, ev.GetId())
+		f, err := js.PublishMsgAsync(msg, jetstream.WithExpectStream(s.env.Stream.Name))
+		if err != nil {
+			t.Fatalf("publish event %s: %v", ev.GetId(), err)
+		}
+		futures = append(futures, f)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%d publishes not acknowledged within 60 s", js.PublishAsyncPending())
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatalf("publish event %s: %v", evs[i].GetId(), err)
+		}
+	}
+}
+
+// logRow is one row of the dispatcher's delivery log as stored.
+type logRow struct {
+	Status   string
+	Attempts int
+}
+
+// deliveryLog reads the workspace's rows of dispatch.deliveries, by id.
+func (s *suite) deliveryLog(t *testing.T, workspaceID string) map[string]logRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.env.DatabaseURL)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT id::text, status, attempts FROM dispatch.deliveries WHERE workspace_id = $1`, workspaceID)
+	if err != nil {
+		t.Fatalf("read the delivery log: %v", err)
+	}
+	out := map[string]logRow{}
+	for rows.Next() {
+		var id string
+		var r logRow
+		if err := rows.Scan(&id, &r.Status, &r.Attempts); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := out[id]; dup {
+			t.Errorf("delivery log: two rows for %s", id)
+		}
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// hook is one request a hookRecorder got, with what a receiver checks.
+type hook struct {
+	Event, Delivery, Timestamp, Signature string
+	Body                                  []byte
+	At                                    time.Time
+	// HeldIn is the hold (numbered from 1) whose gate kept this request
+	// waiting, 0 when it was answered at once.
+	HeldIn int
+}
+
+// hookRecorder is a developer's webhook endpoint built for volume: it
+// records every request, answers with a settable status, and can hold its
+// answers (the requests stay in flight) until released.
+type hookRecorder struct {
+	URL     string
+	status  atomic.Int32
+	waiting atomic.Int32 // requests held right now
+
+	mu    sync.Mutex
+	hits  []hook
+	gate  chan struct{} // non-nil while answers are held
+	holds int
+}
+
+func newHookRecorder(t *testing.T) *hookRecorder {
+	t.Helper()
+	r := &hookRecorder{}
+	r.status.Store(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.hits = append(r.hits, hook{
+			Event:     req.Header.Get("X-Service-Event"),
+			Delivery:  req.Header.Get("X-Service-Delivery"),
+			Timestamp: req.Header.Get("X-Service-Timestamp"),
+			Signature: req.Header.Get("X-Service-Signature"),
+			Body:      body,
+			At:        time.Now(),
+		})
+		gate := r.gate
+		if gate != nil {
+			r.hits[len(r.hits)-1].HeldIn = r.holds
+		}
+		r.mu.Unlock()
+		if gate != nil {
+			r.waiting.Add(1)
+			select {
+			case <-gate:
+			case <-time.After(30 * time.Second): // never hang a test
+			}
+			r.waiting.Add(-1)
+		}
+		w.WriteHeader(int(r.status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(r.release) // before Close: held handlers must end
+	r.URL = srv.URL + "/hooks/parley"
+	return r
+}
+
+// hold keeps every request from now on waiting for release, and returns
+// the hold's number.
+func (r *hookRecorder) hold() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate == nil {
+		r.gate = make(chan struct{})
+		r.holds++
+	}
+	return r.holds
+}
+
+// release answers the held requests and stops holding.
+func (r *hookRecorder) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
+	}
+}
+
+func (r *hookRecorder) got() []hook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hook(nil), r.hits...)
+}
+
+// distinct is how many delivery ids have arrived.
+func (r *hookRecorder) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[string]struct{}, len(r.hits))
+	for _, h := range r.hits {
+		seen[h.Delivery] = struct{}{}
+	}
+	return len(seen)
+}
+
+// checkHook verifies a request the way the README tells receivers to:
+// HMAC-SHA256 of "<timestamp>.<raw body>" with the secret, compared in
+// constant time, the timestamp within 300 s of when it arrived; and the
+// envelope's id is X-Service-Delivery.
+func checkHook(h hook, secret string) error {
+	ts, err := strconv.ParseInt(h.Timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("X-Service-Timestamp %q: %v", h.Timestamp, err)
+	}
+	if d := h.At.Unix() - ts; d > 300 || d < -300 {
+		return fmt.Errorf("X-Service-Timestamp %d is %d s from its arrival", ts, d)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(h.Timestamp + "."))
+	mac.Write(h.Body)
+	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(want), []byte(h.Signature)) {
+		return fmt.Errorf("X-Service-Signature %q does not verify", h.Signature)
+	}
+	var env struct {
+		ID    string `json:"id"`
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(h.Body, &env); err != nil || env.ID != h.Delivery || env.Event != h.Event {
+		return fmt.Errorf("envelope %.80s does not match X-Service-Delivery %s / X-Service-Event %s", bytes.TrimSpace(h.Body), h.Delivery, h.Event)
+	}
+	return nil
+}
