@@ -301,7 +301,8 @@ func TestFailingReceivers(t *testing.T) {
 			if took > timeout+slack {
 				t.Errorf("%s: attempt %v took %s, past the %s attempt timeout", what, a["number"], took, timeout)
 			}
-			if c.wantCutAtTime && took < timeout {
+			// The attempt's clock starts just after its deadline is set.
+			if c.wantCutAtTime && took < timeout-50*time.Millisecond {
 				t.Errorf("%s: attempt %v ended after %s, before the %s timeout could have cut it", what, a["number"], took, timeout)
 			}
 		}

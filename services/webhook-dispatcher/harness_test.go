@@ -55,6 +55,12 @@ func start(t *testing.T, mutate func(*svcconfig.Config), clock func() time.Time)
 // startOn runs a dispatcher in env, beside any already running there.
 func startOn(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), clock func() time.Time) *harness {
 	t.Helper()
+	return startWith(t, env, mutate, seams{clock: clock})
+}
+
+// startWith is startOn with every seam of serve.
+func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w seams) *harness {
+	t.Helper()
 	cfg := svcconfig.Config{
 		Connections:         env.Connections(),
 		Addr:                freeAddr(t),
@@ -74,12 +80,12 @@ func startOn(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), clo
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	if clock == nil {
-		clock = time.Now
+	if w.clock == nil {
+		w.clock = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, env.Logger(t), clock) }()
+	go func() { done <- serveWith(ctx, cfg, env.Logger(t), w) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

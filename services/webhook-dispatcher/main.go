@@ -67,6 +67,24 @@ func run(ctx context.Context, log *zap.Logger) error {
 // configuration is read, so tests run this exact wiring with their own
 // configuration and clock.
 func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
+	return serveWith(ctx, cfg, log, seams{clock: clock})
+}
+
+// seams are what tests may replace in serve's wiring.
+type seams struct {
+	// clock stamps deliveries and signatures.
+	clock func() time.Time
+	// resolver finds the addresses of webhook hosts, both for the check
+	// when a URL is saved and for every dial (so a test can play DNS
+	// rebinding); the system's when nil.
+	resolver *net.Resolver
+}
+
+func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w seams) error {
+	clock, resolver := w.clock, w.resolver
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
 	gdb, err := db.Open(ctx, cfg.DatabaseURL, adapters.Schema, migrations.FS, log)
 	if err != nil {
 		return err
@@ -108,8 +126,9 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			UserAgent:           "Parley-Webhooks/" + version,
 			Clock:               clock,
+			Resolver:            w.resolver,
 		}),
-		Resolver: net.DefaultResolver,
+		Resolver: resolver,
 		Observer: metrics.New(reg),
 		Log:      log,
 		Clock:    clock,

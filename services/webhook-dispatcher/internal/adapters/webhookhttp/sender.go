@@ -54,6 +54,9 @@ type Options struct {
 	UserAgent string
 	// Clock stamps X-Service-Timestamp; time.Now when nil.
 	Clock func() time.Time
+	// Resolver looks up receivers' host names; the system's when nil.
+	// The guard judges whatever address it returns.
+	Resolver *net.Resolver
 }
 
 // Sender implements delivery.Sender.
@@ -68,7 +71,7 @@ var _ delivery.Sender = (*Sender)(nil)
 
 // New returns a Sender with its own connection pool.
 func New(o Options) *Sender {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
 	if !o.AllowPrivateTargets {
 		dialer.Control = guard
 	}
