@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -16,6 +19,18 @@ func TestWebhookURLsToNonPublicAddressesAreRefused(t *testing.T) {
 	t.Parallel()
 	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=false")
 	_, key := s.developer(t)
+	// A canary on loopback: the URLs aimed at it in any spelling must
+	// never lead to a connection.
+	var canaryConns atomic.Int32
+	canary := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	canary.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			canaryConns.Add(1)
+		}
+	}
+	canary.StartTLS()
+	t.Cleanup(canary.Close)
+	_, port, _ := net.SplitHostPort(canary.Listener.Addr().String())
 
 	blocked := []struct{ kind, url string }{
 		{"loopback", "https://127.0.0.1/hook"},
@@ -75,6 +90,10 @@ func TestWebhookURLsToNonPublicAddressesAreRefused(t *testing.T) {
 		{"mDNS .local", "https://printer.local/hook"},
 		{"home.arpa", "https://nas.home.arpa/hook"},
 		{".internal", "https://metadata.google.internal/computeMetadata/v1/"},
+		{"the canary", "https://127.0.0.1:" + port + "/hook"},
+		{"the canary, IPv4-mapped", "https://[::ffff:127.0.0.1]:" + port + "/hook"},
+		{"the canary, octal", "https://0177.0.0.1:" + port + "/hook"},
+		{"the canary by name", "https://localhost:" + port + "/hook"},
 	}
 	for _, tt := range blocked {
 		status, _, out := s.api(t, key, http.MethodPut, "/v1/webhook", map[string]string{"url": tt.url})
@@ -89,10 +108,17 @@ func TestWebhookURLsToNonPublicAddressesAreRefused(t *testing.T) {
 	if msg, _ := out["message"].(string); status != http.StatusBadRequest || out["code"] != "invalid_request" || msg != "url must use https" {
 		t.Errorf("http URL: %d %v", status, out)
 	}
-	// None of it was saved.
+	// None of it was saved, so there is nothing to send a test event to.
 	status, _, out = s.api(t, key, http.MethodGet, "/v1/webhook", nil)
 	if status != http.StatusNotFound || out["code"] != "webhook_not_found" {
 		t.Fatalf("after the refusals GET /v1/webhook = %d %v", status, out)
+	}
+	status, _, out = s.api(t, key, http.MethodPost, "/v1/webhook/test", nil)
+	if status != http.StatusNotFound || out["code"] != "webhook_not_found" {
+		t.Fatalf("after the refusals POST /v1/webhook/test = %d %v", status, out)
+	}
+	if n := canaryConns.Load(); n != 0 {
+		t.Fatalf("the canary on loopback got %d connections", n)
 	}
 
 	// Public addresses, v4 and v6, are saved: the refusals are about the

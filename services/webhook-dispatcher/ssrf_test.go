@@ -83,16 +83,51 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 			t.Errorf("attempt %v: error %v", a["number"], a["error"])
 		}
 	}
-	if n := dns.lookups(host); n < 4 {
+	if n := dns.lookups(host); n < 2*4 {
 		t.Errorf("the name was resolved %d times; every attempt must resolve it again", n)
+	}
+	if n := canaryConns.Load(); n != 0 {
+		t.Fatalf("the canary on loopback got %d connections", n)
+	}
+
+	// Every kind of special address the name may be rebound to, A or
+	// AAAA, is refused at the dial with its range named; test events
+	// (one synchronous attempt) go through the same sender.
+	for _, tt := range []struct{ addr, kind string }{
+		{"127.0.0.1", "loopback"},
+		{"::ffff:127.0.0.1", "loopback"}, // an AAAA record carrying IPv4 loopback
+		{"::1", "loopback"},
+		{"10.0.0.1", "private"},
+		{"172.16.5.4", "private"},
+		{"192.168.1.1", "private"},
+		{"169.254.169.254", "cloud metadata"},
+		{"169.254.1.1", "link-local"},
+		{"100.64.0.1", "shared (CGNAT)"},
+		{"0.0.0.0", "unspecified (this network)"},
+		{"224.0.0.1", "multicast"},
+		{"198.18.0.1", "benchmarking"},
+		{"192.0.2.1", "documentation"},
+		{"fd00:ec2::254", "private (unique local)"},
+		{"fe80::1", "link-local"},
+		{"64:ff9b::a00:1", "private"}, // NAT64 of 10.0.0.1
+		{"2001:db8::1", "documentation"},
+	} {
+		dns.set(host, tt.addr)
+		out := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
+		d, _ := out["delivery"].(map[string]any)
+		e, _ := d["last_error"].(string)
+		if d["status"] != "failed" || d["response_status"] != nil || !strings.HasPrefix(e, "refused to connect to ") || !strings.HasSuffix(e, " is a "+tt.kind+" address") {
+			t.Errorf("%s resolving to %s: test delivery %v, want refused as a %s address", host, tt.addr, d, tt.kind)
+		}
 	}
 	if n := canaryConns.Load(); n != 0 {
 		t.Fatalf("the canary on loopback got %d connections", n)
 	}
 }
 
-// fakeDNS answers A queries over UDP from a table; other names are
-// NXDOMAIN and other types have no answers.
+// fakeDNS answers A and AAAA queries over UDP from a table (one address
+// per name, answered to the query of its family); other names are
+// NXDOMAIN.
 type fakeDNS struct {
 	conn net.PacketConn
 	mu   sync.Mutex
@@ -118,7 +153,7 @@ func (f *fakeDNS) set(name, addr string) {
 	f.a[strings.ToLower(name)+"."] = netip.MustParseAddr(addr)
 }
 
-// lookups is how many A queries for name were answered.
+// lookups is how many queries (A and AAAA) for name were answered.
 func (f *fakeDNS) lookups(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -159,7 +194,7 @@ func (f *fakeDNS) answer(query []byte) ([]byte, bool) {
 	name := strings.ToLower(q.Name.String())
 	f.mu.Lock()
 	addr, known := f.a[name]
-	if known && q.Type == dnsmessage.TypeA {
+	if known && (q.Type == dnsmessage.TypeA || q.Type == dnsmessage.TypeAAAA) {
 		f.seen[name]++
 	}
 	f.mu.Unlock()
@@ -173,11 +208,17 @@ func (f *fakeDNS) answer(query []byte) ([]byte, bool) {
 	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
 		return nil, false
 	}
-	if known && q.Type == dnsmessage.TypeA && addr.Is4() {
-		// TTL 0: nothing may cache the answer (the rebinding attacker's
-		// choice, too).
-		rh := dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 0}
+	// TTL 0: nothing may cache the answer (the rebinding attacker's
+	// choice, too).
+	rh := dnsmessage.ResourceHeader{Name: q.Name, Type: q.Type, Class: dnsmessage.ClassINET, TTL: 0}
+	switch {
+	case !known:
+	case q.Type == dnsmessage.TypeA && addr.Is4():
 		if b.AResource(rh, dnsmessage.AResource{A: addr.As4()}) != nil {
+			return nil, false
+		}
+	case q.Type == dnsmessage.TypeAAAA && addr.Is6():
+		if b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: addr.As16()}) != nil {
 			return nil, false
 		}
 	}
