@@ -3,27 +3,52 @@ package adapters
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// DeliveryStore keeps the delivery log in dispatch.deliveries.
+// DeliveryStore keeps the delivery log in dispatch.deliveries. Its writes
+// on the delivery path (Create, Progress, Finish) go through group commits
+// (groupcommit.go): concurrent deliveries share statements and
+// transactions, so the log keeps up with the receivers.
 type DeliveryStore struct {
-	db *gorm.DB
+	db      *gorm.DB
+	creates *groupCommit[*createItem]
+	states  *groupCommit[*stateItem]
 }
 
 var _ delivery.Store = (*DeliveryStore)(nil)
 
-// NewDeliveryStore returns the store over gdb (opened for Schema).
-func NewDeliveryStore(gdb *gorm.DB) *DeliveryStore { return &DeliveryStore{db: gdb} }
+// DefaultWriteBatch is the most deliveries one write carries.
+const DefaultWriteBatch = 128
+
+// groupWriters is how many batches of each kind are written at once. One:
+// the next batch fills while the last commits, and a second writer would
+// only wait on the same WAL flush (measured: one writer is faster).
+const groupWriters = 1
+
+// NewDeliveryStore returns the store over gdb (opened for Schema), writing
+// up to DefaultWriteBatch deliveries at once.
+func NewDeliveryStore(gdb *gorm.DB) *DeliveryStore {
+	return NewDeliveryStoreBatched(gdb, DefaultWriteBatch)
+}
+
+// NewDeliveryStoreBatched is NewDeliveryStore writing up to maxBatch
+// deliveries at once (1: each alone).
+func NewDeliveryStoreBatched(gdb *gorm.DB, maxBatch int) *DeliveryStore {
+	s := &DeliveryStore{db: gdb}
+	s.creates = newGroupCommit(maxBatch, groupWriters, func(c *createItem) string { return canonicalID(c.row.ID) }, s.writeCreates)
+	s.states = newGroupCommit(maxBatch, groupWriters, func(c *stateItem) string { return canonicalID(c.row.ID) }, s.writeStates)
+	return s
+}
 
 type deliveryRow struct {
 	ID             string `gorm:"primaryKey"`
@@ -126,6 +151,13 @@ func (r deliveryRow) toDomain() (*delivery.Delivery, error) {
 	return d, nil
 }
 
+// createItem is one Create waiting for its batch.
+type createItem struct {
+	row deliveryRow
+	// stored is the row that was there already (nil: created).
+	stored *delivery.Delivery
+}
+
 // Create implements delivery.Store with an insert that does nothing when
 // the id exists, then reads the row that is there.
 func (s *DeliveryStore) Create(ctx context.Context, d *delivery.Delivery) (*delivery.Delivery, bool, error) {
@@ -133,72 +165,326 @@ func (s *DeliveryStore) Create(ctx context.Context, d *delivery.Delivery) (*deli
 	if err != nil {
 		return nil, false, err
 	}
-	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-	if res.Error != nil {
-		return nil, false, fmt.Errorf("insert delivery: %w", res.Error)
+	item := &createItem{row: row}
+	if err := s.creates.do(ctx, item); err != nil {
+		return nil, false, err
 	}
-	if res.RowsAffected == 1 {
-		return d, true, nil
+	if item.stored != nil {
+		return item.stored, false, nil
 	}
-	var existing deliveryRow
-	if err := s.db.WithContext(ctx).Where("id = ?", d.ID).Take(&existing).Error; err != nil {
-		return nil, false, fmt.Errorf("load delivery %s: %w", d.ID, err)
-	}
-	stored, err := existing.toDomain()
-	return stored, false, err
+	return d, true, nil
 }
 
-// stateColumns are what changes as a delivery goes on.
-var stateColumns = []string{"status", "attempts", "response_status", "last_error", "attempt_history", "delivered_at", "updated_at"}
-
-func updateState(tx *gorm.DB, d *delivery.Delivery) error {
-	row, err := deliveryToRow(d)
+// writeCreates inserts a batch of deliveries in one statement, then reads
+// the rows of those whose id was there already.
+func (s *DeliveryStore) writeCreates(ctx context.Context, batch []*job[*createItem]) error {
+	rows := make([]*deliveryRow, len(batch))
+	for i, j := range batch {
+		j.item.stored = nil
+		rows[i] = &j.item.row
+	}
+	created, err := queryIDs(ctx, s.db.Statement.ConnPool, `
+		INSERT INTO `+Schema+`.deliveries (`+deliveryColumns+`)
+		SELECT `+unnestSelect+` FROM `+unnestFrom+` ORDER BY u.id
+		ON CONFLICT (id) DO NOTHING
+		RETURNING id::text`, unnestArgs(rows)...)
 	if err != nil {
-		return err
+		return fmt.Errorf("insert deliveries: %w", err)
 	}
-	res := tx.Model(&deliveryRow{}).Where("id = ?", d.ID).Select(stateColumns).Updates(&row)
-	if res.Error != nil {
-		return fmt.Errorf("update delivery %s: %w", d.ID, res.Error)
+	var existing []string
+	for _, j := range batch {
+		if _, ok := created[canonicalID(j.item.row.ID)]; !ok {
+			existing = append(existing, j.item.row.ID)
+		}
 	}
-	if res.RowsAffected == 0 {
-		// Purged or never created: writing nowhere would lose the outcome.
-		return fmt.Errorf("update delivery %s: %w", d.ID, gorm.ErrRecordNotFound)
+	if len(existing) == 0 {
+		return nil
+	}
+	var found []deliveryRow
+	if err := s.db.WithContext(ctx).Where("id IN ?", existing).Find(&found).Error; err != nil {
+		return fmt.Errorf("load deliveries: %w", err)
+	}
+	byID := make(map[string]*deliveryRow, len(found))
+	for i := range found {
+		byID[canonicalID(found[i].ID)] = &found[i]
+	}
+	for _, j := range batch {
+		if _, ok := created[canonicalID(j.item.row.ID)]; ok {
+			continue
+		}
+		r := byID[canonicalID(j.item.row.ID)]
+		if r == nil {
+			// Purged between the insert and the read: try again.
+			j.err = fmt.Errorf("load delivery %s: %w", j.item.row.ID, gorm.ErrRecordNotFound)
+			continue
+		}
+		if j.item.stored, err = r.toDomain(); err != nil {
+			j.err = err
+		}
 	}
 	return nil
 }
 
+// stateItem is one Progress or Finish waiting for its batch.
+type stateItem struct {
+	row   deliveryRow
+	count func(*webhook.Webhook) bool
+}
+
 // Progress implements delivery.Store.
 func (s *DeliveryStore) Progress(ctx context.Context, d *delivery.Delivery) error {
-	return updateState(s.db.WithContext(ctx), d)
+	return s.writeState(ctx, d, nil)
 }
 
 // Finish implements delivery.Store.
 func (s *DeliveryStore) Finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := updateState(tx, d); err != nil {
+	return s.writeState(ctx, d, count)
+}
+
+func (s *DeliveryStore) writeState(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
+	row, err := deliveryToRow(d)
+	if err != nil {
+		return err
+	}
+	return s.states.do(ctx, &stateItem{row: row, count: count})
+}
+
+// writeStates stores a batch of delivery states and their webhook counts.
+// Counting first reads the webhooks without locking them: a delivery that
+// succeeds while its webhook has no failures changes nothing, so in the
+// common case no lock is taken and the states go in one autocommitted
+// statement. Only when a count changes a webhook is it locked, counted
+// again on the locked row and stored, in the transaction that writes the
+// states.
+func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem]) error {
+	var workspaces []string
+	for _, j := range batch {
+		if j.item.count != nil {
+			workspaces = append(workspaces, canonicalID(j.item.row.WorkspaceID))
+		}
+	}
+	slices.Sort(workspaces)
+	workspaces = slices.Compact(workspaces)
+	var dirty []string
+	if len(workspaces) > 0 {
+		hooks, err := loadWebhooks(ctx, s.db.Statement.ConnPool, workspaces, false)
+		if err != nil {
 			return err
 		}
-		if count == nil {
-			return nil
+		dirty = countOn(batch, hooks, nil)
+	}
+	if len(dirty) == 0 {
+		return updateStates(ctx, s.db.Statement.ConnPool, batch)
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		pool := tx.Statement.ConnPool
+		if err := updateStates(ctx, pool, batch); err != nil {
+			return err
 		}
-		var row webhookRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("workspace_id = ?", d.WorkspaceID).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil // deleted meanwhile: nothing to count
-		}
+		// Locked in workspace order, so that concurrent batches cannot
+		// deadlock on each other's webhooks.
+		hooks, err := loadWebhooks(ctx, pool, dirty, true)
 		if err != nil {
-			return fmt.Errorf("load webhook: %w", err)
+			return err
 		}
-		w := row.toDomain()
-		if !count(w) {
-			return nil
+		written := make([]*job[*stateItem], 0, len(batch))
+		for _, j := range batch {
+			if j.err == nil {
+				written = append(written, j)
+			}
 		}
-		next := webhookToRow(w)
-		if err := tx.Save(&next).Error; err != nil {
-			return fmt.Errorf("update webhook: %w", err)
+		countOn(written, hooks, dirty)
+		for _, ws := range dirty {
+			if w := hooks[ws]; w != nil && w.changed {
+				if err := saveCounted(ctx, pool, w.Webhook); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
+}
+
+// updateStates writes the batch's states in one statement; the payload,
+// stored by Create, is never written again. A job whose row is missing
+// (purged meanwhile) or belongs to another workspace gets an error and
+// nothing is written for it: writing nowhere would lose the outcome, so the
+// event is handled again and recorded anew.
+func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateItem]) error {
+	n := len(batch)
+	var (
+		ids, workspaces, statuses = make([]string, n), make([]string, n), make([]string, n)
+		attempts                  = make([]int, n)
+		responses                 = make([]*int, n)
+		lastErrors, histories     = make([]*string, n), make([]string, n)
+		deliveredAt               = make([]*time.Time, n)
+		updatedAt                 = make([]time.Time, n)
+	)
+	for i, j := range batch {
+		r := &j.item.row
+		ids[i], workspaces[i], statuses[i], attempts[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts
+		responses[i], lastErrors[i], histories[i] = r.ResponseStatus, r.LastError, r.AttemptHistory
+		deliveredAt[i], updatedAt[i] = r.DeliveredAt, r.UpdatedAt
+	}
+	written, err := queryIDs(ctx, pool, `
+		UPDATE `+Schema+`.deliveries AS d SET
+			status = u.status,
+			attempts = u.attempts,
+			response_status = u.response_status,
+			last_error = u.last_error,
+			attempt_history = u.attempt_history::jsonb,
+			delivered_at = u.delivered_at,
+			updated_at = u.updated_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[],
+				$8::timestamptz[], $9::timestamptz[])
+			AS u(id, workspace_id, status, attempts, response_status, last_error, attempt_history,
+				delivered_at, updated_at)
+		WHERE d.id = u.id::uuid AND d.workspace_id = u.workspace_id::uuid
+		RETURNING d.id::text`,
+		ids, workspaces, statuses, attempts, responses, lastErrors, histories, deliveredAt, updatedAt)
+	if err != nil {
+		return fmt.Errorf("update deliveries: %w", err)
+	}
+	for _, j := range batch {
+		if _, ok := written[canonicalID(j.item.row.ID)]; !ok {
+			j.err = fmt.Errorf("update delivery %s: %w", j.item.row.ID, gorm.ErrRecordNotFound)
+		}
+	}
+	return nil
+}
+
+// Batched inserts pass each column as one array and unnest them, so one
+// statement text serves every batch size.
+const (
+	deliveryColumns = `id, workspace_id, event, payload, status, attempts, response_status,
+		last_error, attempt_history, delivered_at, created_at, updated_at`
+	unnestSelect = `u.id::uuid, u.workspace_id::uuid, u.event, u.payload, u.status, u.attempts, u.response_status,
+		u.last_error, u.attempt_history::jsonb, u.delivered_at, u.created_at, u.updated_at`
+	unnestFrom = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[],
+			$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
+		AS u(id, workspace_id, event, payload, status, attempts, response_status,
+			last_error, attempt_history, delivered_at, created_at, updated_at)`
+)
+
+func unnestArgs(rows []*deliveryRow) []any {
+	n := len(rows)
+	var (
+		ids, workspaces, events = make([]string, n), make([]string, n), make([]string, n)
+		payloads, statuses      = make([]string, n), make([]string, n)
+		attempts                = make([]int, n)
+		responses               = make([]*int, n)
+		lastErrors, histories   = make([]*string, n), make([]string, n)
+		deliveredAt             = make([]*time.Time, n)
+		createdAt, updatedAt    = make([]time.Time, n), make([]time.Time, n)
+	)
+	for i, r := range rows {
+		ids[i], workspaces[i], events[i] = r.ID, r.WorkspaceID, r.Event
+		payloads[i], statuses[i], attempts[i], responses[i] = r.Payload, r.Status, r.Attempts, r.ResponseStatus
+		lastErrors[i], histories[i], deliveredAt[i] = r.LastError, r.AttemptHistory, r.DeliveredAt
+		createdAt[i], updatedAt[i] = r.CreatedAt, r.UpdatedAt
+	}
+	return []any{ids, workspaces, events, payloads, statuses, attempts, responses, lastErrors, histories, deliveredAt, createdAt, updatedAt}
+}
+
+// canonicalID is id as PostgreSQL prints a uuid, so ids read back match
+// those written in any form uuid.Parse accepts.
+func canonicalID(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return id
+}
+
+// queryIDs runs a statement returning ids and collects them, canonical.
+func queryIDs(ctx context.Context, pool gorm.ConnPool, query string, args ...any) (map[string]struct{}, error) {
+	rows, err := pool.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]struct{}{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[canonicalID(id)] = struct{}{}
+	}
+	return ids, rows.Err()
+}
+
+// countedWebhook is a webhook read for counting, and whether a count
+// changed it.
+type countedWebhook struct {
+	*webhook.Webhook
+	changed bool
+}
+
+// countOn passes each job's webhook (for the workspaces of only, when only
+// is not nil) to its count, in batch order, and returns the workspaces
+// whose webhook changed, sorted.
+func countOn(batch []*job[*stateItem], hooks map[string]*countedWebhook, only []string) []string {
+	var changed []string
+	for _, j := range batch {
+		if j.item.count == nil {
+			continue
+		}
+		ws := canonicalID(j.item.row.WorkspaceID)
+		if only != nil {
+			if _, ok := slices.BinarySearch(only, ws); !ok {
+				continue
+			}
+		}
+		w := hooks[ws]
+		if w == nil {
+			continue // deleted meanwhile: nothing to count
+		}
+		if j.item.count(w.Webhook) && !w.changed {
+			w.changed = true
+			changed = append(changed, ws)
+		}
+	}
+	slices.Sort(changed)
+	return changed
+}
+
+// loadWebhooks reads the webhooks of workspaces (sorted), locking them when
+// lock is set.
+func loadWebhooks(ctx context.Context, pool gorm.ConnPool, workspaces []string, lock bool) (map[string]*countedWebhook, error) {
+	q := `SELECT id::text, workspace_id::text, url, secret, status, consecutive_failures, created_at, updated_at
+		FROM ` + Schema + `.webhooks WHERE workspace_id = ANY($1::text[]::uuid[]) ORDER BY workspace_id`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, err := pool.QueryContext(ctx, q, workspaces)
+	if err != nil {
+		return nil, fmt.Errorf("load webhooks: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]*countedWebhook, len(workspaces))
+	for rows.Next() {
+		var r webhookRow
+		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.URL, &r.Secret, &r.Status, &r.ConsecutiveFailures, &r.CreatedAt, &r.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("load webhooks: %w", err)
+		}
+		out[r.WorkspaceID] = &countedWebhook{Webhook: r.toDomain()}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load webhooks: %w", err)
+	}
+	return out, nil
+}
+
+// saveCounted stores what a count may change of a webhook.
+func saveCounted(ctx context.Context, pool gorm.ConnPool, w *webhook.Webhook) error {
+	r := webhookToRow(w)
+	_, err := pool.ExecContext(ctx, `UPDATE `+Schema+`.webhooks
+		SET url = $2, secret = $3, status = $4, consecutive_failures = $5, updated_at = $6 WHERE id = $1`,
+		r.ID, r.URL, r.Secret, r.Status, r.ConsecutiveFailures, r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("update webhook: %w", err)
+	}
+	return nil
 }
 
 // List implements delivery.Store.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -15,12 +17,18 @@ import (
 // WebhookStore keeps webhooks in dispatch.webhooks.
 type WebhookStore struct {
 	db *gorm.DB
+	// reads batches the Gets of concurrent deliveries into one query.
+	reads *groupCommit[*webhookRead]
 }
 
 var _ webhook.Store = (*WebhookStore)(nil)
 
 // NewWebhookStore returns the store over gdb (opened for Schema).
-func NewWebhookStore(gdb *gorm.DB) *WebhookStore { return &WebhookStore{db: gdb} }
+func NewWebhookStore(gdb *gorm.DB) *WebhookStore {
+	s := &WebhookStore{db: gdb}
+	s.reads = newGroupCommit(DefaultWriteBatch, groupWriters, nil, s.readBatch)
+	return s
+}
 
 type webhookRow struct {
 	ID                  string `gorm:"primaryKey"`
@@ -61,17 +69,52 @@ func (r webhookRow) toDomain() *webhook.Webhook {
 	}
 }
 
-// Get implements webhook.Store.
+// webhookRead is one Get waiting for its batch.
+type webhookRead struct {
+	workspaceID string
+	found       *webhook.Webhook
+}
+
+// Get implements webhook.Store. Every delivery starts with it, so the Gets
+// of concurrent deliveries share one query (a group read): each still sees
+// the webhook as stored after it asked, never an older copy — a save,
+// resave, delete or pause takes effect for every delivery that starts
+// after it.
 func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.Webhook, error) {
-	var row webhookRow
-	err := s.db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if _, err := uuid.Parse(workspaceID); err != nil {
+		return nil, webhook.ErrNotFound // no webhook has such a workspace id
+	}
+	r := &webhookRead{workspaceID: workspaceID}
+	if err := s.reads.do(ctx, r); err != nil {
+		return nil, err
+	}
+	if r.found == nil {
 		return nil, webhook.ErrNotFound
 	}
-	if err != nil {
-		return nil, fmt.Errorf("load webhook: %w", err)
+	return r.found, nil
+}
+
+// readBatch reads the webhooks of a batch of Gets in one query.
+func (s *WebhookStore) readBatch(ctx context.Context, batch []*job[*webhookRead]) error {
+	workspaces := make([]string, 0, len(batch))
+	for _, j := range batch {
+		workspaces = append(workspaces, canonicalID(j.item.workspaceID))
 	}
-	return row.toDomain(), nil
+	slices.Sort(workspaces)
+	workspaces = slices.Compact(workspaces)
+	hooks, err := loadWebhooks(ctx, s.db.Statement.ConnPool, workspaces, false)
+	if err != nil {
+		return err
+	}
+	for _, j := range batch {
+		j.item.found = nil
+		if w := hooks[canonicalID(j.item.workspaceID)]; w != nil {
+			// Each caller gets its own copy to change.
+			c := *w.Webhook
+			j.item.found = &c
+		}
+	}
+	return nil
 }
 
 // Put implements webhook.Store in one statement, so two saves racing for a

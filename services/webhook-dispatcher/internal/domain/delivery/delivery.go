@@ -188,7 +188,13 @@ type Store interface {
 	// Finish stores d's outcome and, in the same transaction, passes the
 	// workspace's webhook to count (when count is not nil and the webhook
 	// still exists) and stores what count changed, so the log and the
-	// failure counter never disagree.
+	// failure counter never disagree. count may be called more than once
+	// (on a fresh read of the webhook each time); what its last call
+	// changed is stored.
+	//
+	// The three writes are safe for concurrent use, and concurrent calls
+	// may share a statement or a transaction. None of them ever changes a
+	// stored payload.
 	Finish(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) error
 	// List returns the deliveries of the workspace's log that q selects,
 	// newest first.

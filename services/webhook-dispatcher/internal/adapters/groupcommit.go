@@ -1,0 +1,143 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// groupCommit lets concurrent callers share writes (group commit), or
+// reads.
+//
+// Every delivery writes its row before the first attempt and its outcome
+// after the last, and its event is acked only once the outcome is
+// committed. Written one by one, each of those costs its own statements,
+// round trips and WAL flush. Through a groupCommit a caller queues its item
+// and waits; up to `writers` goroutines each take what is queued (up to
+// maxBatch items) and write it with one statement or one transaction. No
+// one waits on a timer: when the database keeps up, a lone item is written
+// at once; under load, batches grow by themselves while earlier ones
+// commit. The queue holds at most one item per caller waiting, so it is
+// bounded by the callers' own concurrency (the consumer's).
+type groupCommit[T any] struct {
+	maxBatch int
+	writers  int
+	// key identifies an item's row: one batch never carries two items for
+	// the same row (one statement cannot write a row twice, and the later
+	// write must land last). Nil for reads, which may share a row.
+	key func(T) string
+	// write stores batch, setting the err of each job that could not be
+	// stored; an error it returns means none was. A batch that fails is
+	// written again one job at a time, so one bad item fails only itself:
+	// write must be safe to call again with the same items.
+	write func(ctx context.Context, batch []*job[T]) error
+
+	mu       sync.Mutex
+	queue    []*job[T]
+	flushing int
+}
+
+// job is one queued item and what became of it.
+type job[T any] struct {
+	item T
+	err  error
+	done chan struct{}
+}
+
+// groupWriteTimeout bounds one batch's write.
+const groupWriteTimeout = 10 * time.Second
+
+func newGroupCommit[T any](maxBatch, writers int, key func(T) string, write func(context.Context, []*job[T]) error) *groupCommit[T] {
+	return &groupCommit[T]{maxBatch: max(1, maxBatch), writers: max(1, writers), key: key, write: write}
+}
+
+// do queues item and waits until it is written or ctx ends. When ctx ends
+// first, the item may still be written: the caller must take the write as
+// unknown (a redelivered event finds what was stored).
+func (g *groupCommit[T]) do(ctx context.Context, item T) error {
+	j := &job[T]{item: item, done: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, j)
+	start := g.flushing < g.writers
+	if start {
+		g.flushing++
+	}
+	g.mu.Unlock()
+	if start {
+		go g.run()
+	}
+	select {
+	case <-j.done:
+		return j.err
+	case <-ctx.Done():
+		return fmt.Errorf("batched %T: %w", item, ctx.Err())
+	}
+}
+
+// run writes batches until the queue is empty.
+func (g *groupCommit[T]) run() {
+	for {
+		g.mu.Lock()
+		batch := g.take()
+		if len(batch) == 0 {
+			g.flushing--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.flush(batch)
+	}
+}
+
+// take removes up to maxBatch jobs from the queue, oldest first, at most
+// one per key; the others stay queued, in order, for the next batch.
+func (g *groupCommit[T]) take() []*job[T] {
+	if len(g.queue) == 0 {
+		return nil
+	}
+	if g.key == nil {
+		n := min(len(g.queue), g.maxBatch)
+		batch := slices.Clone(g.queue[:n])
+		rest := copy(g.queue, g.queue[n:])
+		clear(g.queue[rest:])
+		g.queue = g.queue[:rest]
+		return batch
+	}
+	batch := make([]*job[T], 0, min(len(g.queue), g.maxBatch))
+	keys := make(map[string]struct{}, cap(batch))
+	rest := g.queue[:0]
+	for _, j := range g.queue {
+		k := g.key(j.item)
+		if _, dup := keys[k]; dup || len(batch) == g.maxBatch {
+			rest = append(rest, j)
+			continue
+		}
+		keys[k] = struct{}{}
+		batch = append(batch, j)
+	}
+	clear(g.queue[len(rest):]) // keep no references past the live queue
+	g.queue = rest
+	return batch
+}
+
+func (g *groupCommit[T]) flush(batch []*job[T]) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+	defer cancel()
+	if err := g.write(ctx, batch); err != nil {
+		if len(batch) == 1 {
+			batch[0].err = err
+		} else {
+			for _, j := range batch {
+				j.err = nil
+				if err := g.write(ctx, []*job[T]{j}); err != nil {
+					j.err = err
+				}
+			}
+		}
+	}
+	for _, j := range batch {
+		close(j.done)
+	}
+}

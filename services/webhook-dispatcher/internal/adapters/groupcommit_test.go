@@ -1,0 +1,208 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a write function that records every batch it is given and
+// can be held, so that callers pile up behind a write under way.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]string
+	hold    chan struct{} // while open, writes wait
+	started chan struct{} // gets a value when a write starts
+	fail    func(item string) bool
+}
+
+func newRecorder() *recorder {
+	return &recorder{hold: make(chan struct{}), started: make(chan struct{}, 100)}
+}
+
+func (r *recorder) write(_ context.Context, batch []*job[string]) error {
+	r.started <- struct{}{}
+	<-r.hold
+	items := make([]string, len(batch))
+	for i, j := range batch {
+		items[i] = j.item
+	}
+	r.mu.Lock()
+	r.batches = append(r.batches, items)
+	r.mu.Unlock()
+	if r.fail != nil {
+		for _, it := range items {
+			if r.fail(it) {
+				return fmt.Errorf("write failed because of %s", it)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *recorder) got() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.batches)
+}
+
+// waitQueued waits until g holds n queued jobs.
+func waitQueued[T any](t *testing.T, g *groupCommit[T], n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g.mu.Lock()
+		q := len(g.queue)
+		g.mu.Unlock()
+		if q >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs queued, want %d", q, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func key(s string) string { return s[:1] } // items "a1", "a2" are the same row
+
+// Callers that arrive while a write is under way share the next one, in
+// their order, up to the batch size; every caller gets its answer.
+func TestGroupCommitSharesWrites(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	g := newGroupCommit(3, 1, key, r.write)
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	submit := func(item string) {
+		wg.Go(func() { errs <- g.do(context.Background(), item) })
+	}
+	submit("a")
+	<-r.started // the first write is under way, alone
+	for i, it := range []string{"b", "c", "d", "e"} {
+		submit(it)
+		waitQueued(t, g, i+1)
+	}
+	close(r.hold)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("do: %v", err)
+		}
+	}
+	want := [][]string{{"a"}, {"b", "c", "d"}, {"e"}}
+	if got := r.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	// The writer goes away once the queue is empty.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g.mu.Lock()
+		flushing, queued := g.flushing, len(g.queue)
+		g.mu.Unlock()
+		if flushing == 0 && queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the writes: %d writers, %d queued", flushing, queued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// One batch never carries two writes of the same row: the second waits for
+// the next batch, so the later state lands last.
+func TestGroupCommitOneWritePerRowPerBatch(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	g := newGroupCommit(10, 1, key, r.write)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.do(context.Background(), "x0") })
+	<-r.started
+	for i, it := range []string{"a1", "b1", "a2", "c1", "a3"} {
+		wg.Go(func() { _ = g.do(context.Background(), it) })
+		waitQueued(t, g, i+1)
+	}
+	close(r.hold)
+	wg.Wait()
+	want := [][]string{{"x0"}, {"a1", "b1", "c1"}, {"a2"}, {"a3"}}
+	if got := r.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+}
+
+// Reads (no key) may share a batch for the same row.
+func TestGroupCommitReadsShareRows(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	g := newGroupCommit(10, 1, nil, r.write)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.do(context.Background(), "x") })
+	<-r.started
+	for i := range 3 {
+		wg.Go(func() { _ = g.do(context.Background(), "w") })
+		waitQueued(t, g, i+1)
+	}
+	close(r.hold)
+	wg.Wait()
+	want := [][]string{{"x"}, {"w", "w", "w"}}
+	if got := r.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+}
+
+// A batch that fails is written again one job at a time: only the job
+// that makes it fail gets the error.
+func TestGroupCommitIsolatesAFailure(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	r.fail = func(item string) bool { return item == "bad" }
+	g := newGroupCommit(10, 1, key, r.write)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.do(context.Background(), "x") })
+	<-r.started
+	results := map[string]error{}
+	var mu sync.Mutex
+	for i, it := range []string{"a", "bad", "c"} {
+		wg.Go(func() {
+			err := g.do(context.Background(), it)
+			mu.Lock()
+			results[it] = err
+			mu.Unlock()
+		})
+		waitQueued(t, g, i+1)
+	}
+	close(r.hold)
+	wg.Wait()
+	if results["a"] != nil || results["c"] != nil || results["bad"] == nil {
+		t.Errorf("results %v; want an error for bad only", results)
+	}
+	want := [][]string{{"x"}, {"a", "bad", "c"}, {"a"}, {"bad"}, {"c"}}
+	if got := r.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+}
+
+// A caller whose context ends stops waiting; the writer goes on.
+func TestGroupCommitCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	g := newGroupCommit(10, 1, key, r.write)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.do(ctx, "a") }()
+	<-r.started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("do = %v, want context.Canceled", err)
+	}
+	close(r.hold)
+	if err := g.do(context.Background(), "b"); err != nil {
+		t.Errorf("next do = %v", err)
+	}
+}
