@@ -141,22 +141,31 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 }
 
 func (c *Consumer) handle(msg jetstream.Msg) {
-	log := c.log.With(zap.String("subject", msg.Subject()))
 	var ev eventsv1.Event
 	if err := proto.Unmarshal(msg.Data(), &ev); err != nil {
+		log := c.log.With(zap.String("subject", msg.Subject()))
 		log.Error("malformed event dropped", zap.Error(err))
 		c.term(msg, log)
 		return
 	}
-	log = log.With(zap.String("delivery_id", ev.GetId()), zap.String("workspace_id", ev.GetWorkspaceId()))
+	// The logger with the event's fields is built only when there is
+	// something to log: zap encodes fields as soon as they are attached.
+	var eventLog *zap.Logger
+	log := func() *zap.Logger {
+		if eventLog == nil {
+			eventLog = c.log.With(zap.String("subject", msg.Subject()),
+				zap.String("delivery_id", ev.GetId()), zap.String("workspace_id", ev.GetWorkspaceId()))
+		}
+		return eventLog
+	}
 	if ws := c.subjectWorkspace(msg.Subject()); ws != ev.GetWorkspaceId() {
-		log.Error("malformed event dropped", zap.String("reason", "subject names workspace "+ws))
-		c.term(msg, log)
+		log().Error("malformed event dropped", zap.String("reason", "subject names workspace "+ws))
+		c.term(msg, log())
 		return
 	}
 	keepAlive := func() {
 		if err := msg.InProgress(); err != nil {
-			log.Debug("extend ack deadline", zap.Error(err))
+			log().Debug("extend ack deadline", zap.Error(err))
 		}
 	}
 	err := c.h.DeliverEvent(c.work, &ev, keepAlive)
@@ -164,19 +173,19 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	case err == nil:
 		if err := msg.Ack(); err != nil {
 			// The outcome is stored; a redelivery finds it settled.
-			log.Warn("ack event", zap.Error(err))
+			log().Warn("ack event", zap.Error(err))
 		}
 	case errors.Is(err, delivery.ErrMalformedEvent):
-		log.Error("malformed event dropped", zap.Error(err))
-		c.term(msg, log)
+		log().Error("malformed event dropped", zap.Error(err))
+		c.term(msg, log())
 	case c.work.Err() != nil:
 		// Stopped mid-delivery; another instance takes it over.
 		_ = msg.Nak()
 	default:
 		delay := nakDelay(msg)
-		log.Error("delivery not settled; will retry", zap.Error(err), zap.Duration("retry_in", delay))
+		log().Error("delivery not settled; will retry", zap.Error(err), zap.Duration("retry_in", delay))
 		if err := msg.NakWithDelay(delay); err != nil {
-			log.Warn("nak event", zap.Error(err))
+			log().Warn("nak event", zap.Error(err))
 		}
 	}
 }
