@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,6 +207,7 @@ func benchRounds(b *testing.B, rcv *benchReceiver, n int, start func(*testing.B,
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
+	cpu0 := benchCPU()
 	b.ResetTimer()
 	for range b.N {
 		r := newBenchRound(n)
@@ -234,8 +236,18 @@ func benchRounds(b *testing.B, rcv *benchReceiver, n int, start func(*testing.B,
 	b.ReportMetric(float64(total.Nanoseconds())/deliveries, "ns/op")
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/deliveries, "B/op")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/deliveries, "allocs/op")
+	b.ReportMetric(float64((benchCPU()-cpu0).Microseconds())/deliveries, "cpu-us/op")
 	b.ReportMetric(benchPercentile(lat, 0.50), "p50-ms")
 	b.ReportMetric(benchPercentile(lat, 0.99), "p99-ms")
+}
+
+// benchCPU is the CPU time this process has used (user and system).
+func benchCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchPercentile is the nearest-rank p-th percentile of v.
