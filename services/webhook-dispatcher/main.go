@@ -127,6 +127,7 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 			UserAgent:           "Parley-Webhooks/" + version,
 			Clock:               clock,
 			Resolver:            w.resolver,
+			IdleConnsPerHost:    cfg.Concurrency + cfg.ReplayConcurrency,
 		}),
 		Resolver: resolver,
 		Observer: metrics.New(reg),

@@ -57,7 +57,15 @@ type Options struct {
 	// Resolver looks up receivers' host names; the system's when nil.
 	// The guard judges whatever address it returns.
 	Resolver *net.Resolver
+	// IdleConnsPerHost is how many kept-alive connections to one receiver
+	// are kept for reuse: as many as deliveries may be under way at once,
+	// so a busy receiver is never dialed again for lack of an idle one.
+	// DefaultIdleConnsPerHost when zero.
+	IdleConnsPerHost int
 }
+
+// DefaultIdleConnsPerHost is Options.IdleConnsPerHost's default.
+const DefaultIdleConnsPerHost = 64
 
 // Sender implements delivery.Sender.
 type Sender struct {
@@ -75,13 +83,17 @@ func New(o Options) *Sender {
 	if !o.AllowPrivateTargets {
 		dialer.Control = guard
 	}
+	idlePerHost := o.IdleConnsPerHost
+	if idlePerHost <= 0 {
+		idlePerHost = DefaultIdleConnsPerHost
+	}
 	transport := &http.Transport{
 		Proxy:                  nil, // never HTTP(S)_PROXY: it would dial for us, unguarded
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
-		MaxIdleConns:           512,
-		MaxIdleConnsPerHost:    64,
+		MaxIdleConns:           max(512, idlePerHost),
+		MaxIdleConnsPerHost:    idlePerHost,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: MaxResponseHeader,
 		DisableCompression:     true, // no gzip bombs: bodies are read as sent, capped
