@@ -16,10 +16,11 @@ import (
 // committed. Written one by one, each of those costs its own statements,
 // round trips and WAL flush. Through a groupCommit a caller queues its item
 // and waits; up to `writers` goroutines each take what is queued (up to
-// maxBatch items) and write it with one statement or one transaction. No
-// one waits on a timer: when the database keeps up, a lone item is written
-// at once; under load, batches grow by themselves while earlier ones
-// commit. The queue holds at most one item per caller waiting, so it is
+// maxBatch items) and write it with one statement or one transaction. A
+// lone item is written at once; under load, batches grow by themselves
+// while earlier ones commit, and a writer whose last batch was shared
+// waits `linger` (well under a millisecond) for a partial one to fill,
+// which cuts the statements per delivery further. The queue holds at most one item per caller waiting, so it is
 // bounded by the callers' own concurrency (the consumer's).
 type groupCommit[T any] struct {
 	maxBatch int
@@ -34,9 +35,14 @@ type groupCommit[T any] struct {
 	// write must be safe to call again with the same items.
 	write func(ctx context.Context, batch []*job[T]) error
 
+	// linger is how long a writer lets a partial batch fill when the last
+	// one was shared (several callers waiting means more are coming).
+	linger time.Duration
+
 	mu       sync.Mutex
 	queue    []*job[T]
 	flushing int
+	last     int // size of the last batch taken
 }
 
 // job is one queued item and what became of it.
@@ -49,8 +55,8 @@ type job[T any] struct {
 // groupWriteTimeout bounds one batch's write.
 const groupWriteTimeout = 10 * time.Second
 
-func newGroupCommit[T any](maxBatch, writers int, key func(T) string, write func(context.Context, []*job[T]) error) *groupCommit[T] {
-	return &groupCommit[T]{maxBatch: max(1, maxBatch), writers: max(1, writers), key: key, write: write}
+func newGroupCommit[T any](maxBatch, writers int, linger time.Duration, key func(T) string, write func(context.Context, []*job[T]) error) *groupCommit[T] {
+	return &groupCommit[T]{maxBatch: max(1, maxBatch), writers: max(1, writers), linger: linger, key: key, write: write}
 }
 
 // do queues item and waits until it is written or ctx ends. When ctx ends
@@ -80,7 +86,15 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 func (g *groupCommit[T]) run() {
 	for {
 		g.mu.Lock()
+		if g.linger > 0 && g.last > 1 && len(g.queue) > 0 && len(g.queue) < g.maxBatch {
+			// Under load (the last batch was shared): let the batch
+			// fill a little more. Alone, an item never waits.
+			g.mu.Unlock()
+			time.Sleep(g.linger)
+			g.mu.Lock()
+		}
 		batch := g.take()
+		g.last = len(batch)
 		if len(batch) == 0 {
 			g.flushing--
 			g.mu.Unlock()

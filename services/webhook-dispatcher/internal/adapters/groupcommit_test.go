@@ -15,7 +15,7 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	batches [][]string
-	hold    chan struct{} // while open, writes wait
+	hold    chan struct{} // each write takes a value; closed, none waits
 	started chan struct{} // gets a value when a write starts
 	fail    func(item string) bool
 }
@@ -75,7 +75,7 @@ func key(s string) string { return s[:1] } // items "a1", "a2" are the same row
 func TestGroupCommitSharesWrites(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(3, 1, key, r.write)
+	g := newGroupCommit(3, 1, time.Millisecond, key, r.write)
 	var wg sync.WaitGroup
 	errs := make(chan error, 10)
 	submit := func(item string) {
@@ -120,7 +120,7 @@ func TestGroupCommitSharesWrites(t *testing.T) {
 func TestGroupCommitOneWritePerRowPerBatch(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, key, r.write)
+	g := newGroupCommit(10, 1, 0, key, r.write)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.do(context.Background(), "x0") })
 	<-r.started
@@ -140,7 +140,7 @@ func TestGroupCommitOneWritePerRowPerBatch(t *testing.T) {
 func TestGroupCommitReadsShareRows(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, nil, r.write)
+	g := newGroupCommit(10, 1, 0, nil, r.write)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.do(context.Background(), "x") })
 	<-r.started
@@ -162,7 +162,7 @@ func TestGroupCommitIsolatesAFailure(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
 	r.fail = func(item string) bool { return item == "bad" }
-	g := newGroupCommit(10, 1, key, r.write)
+	g := newGroupCommit(10, 1, 0, key, r.write)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = g.do(context.Background(), "x") })
 	<-r.started
@@ -192,7 +192,7 @@ func TestGroupCommitIsolatesAFailure(t *testing.T) {
 func TestGroupCommitCallerGivesUp(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, key, r.write)
+	g := newGroupCommit(10, 1, 0, key, r.write)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.do(ctx, "a") }()
@@ -204,5 +204,40 @@ func TestGroupCommitCallerGivesUp(t *testing.T) {
 	close(r.hold)
 	if err := g.do(context.Background(), "b"); err != nil {
 		t.Errorf("next do = %v", err)
+	}
+}
+
+// While the writer stays busy and its last batch was shared, it lets a
+// partial batch fill for the linger; an item alone never waits for it.
+func TestGroupCommitLingersOnlyUnderLoad(t *testing.T) {
+	t.Parallel()
+	const linger = 500 * time.Millisecond
+	r := newRecorder()
+	g := newGroupCommit(10, 1, linger, key, r.write)
+	var wg sync.WaitGroup
+	submit := func(item string, queued int) {
+		wg.Go(func() { _ = g.do(context.Background(), item) })
+		if queued > 0 {
+			waitQueued(t, g, queued)
+		}
+	}
+	start := time.Now()
+	submit("a", 0)
+	<-r.started
+	if took := time.Since(start); took >= linger {
+		t.Errorf("a lone item waited %s to be written", took)
+	}
+	submit("b", 1)
+	submit("c", 2)
+	r.hold <- struct{}{} // a is written; b and c go together
+	<-r.started
+	submit("d", 1)
+	r.hold <- struct{}{} // b, c written; d waits for company
+	submit("e", 2)
+	close(r.hold)
+	wg.Wait()
+	want := [][]string{{"a"}, {"b", "c"}, {"d", "e"}}
+	if got := r.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
 	}
 }

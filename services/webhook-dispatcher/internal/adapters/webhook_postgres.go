@@ -26,7 +26,7 @@ var _ webhook.Store = (*WebhookStore)(nil)
 // NewWebhookStore returns the store over gdb (opened for Schema).
 func NewWebhookStore(gdb *gorm.DB) *WebhookStore {
 	s := &WebhookStore{db: gdb}
-	s.reads = newGroupCommit(DefaultWriteBatch, groupWriters, nil, s.readBatch)
+	s.reads = newGroupCommit(DefaultWriteBatch, groupWriters, groupLinger, nil, s.readBatch)
 	return s
 }
 
