@@ -167,6 +167,9 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		Durable:     cfg.Consumer,
 		Concurrency: cfg.Concurrency,
 		AckWait:     policy.Schedule() + ackMargin,
+		// An event handed out within ackMargin of being stored has a
+		// full round of ack wait ahead: no extension before attempt 1.
+		Fresh: ackMargin,
 	}, uc, log)
 	if err != nil {
 		_ = srv.Stop()

@@ -38,6 +38,14 @@ type Config struct {
 	Concurrency int
 	// AckWait must exceed a delivery's longest round of attempts.
 	AckWait time.Duration
+	// Fresh, when positive, spares a message handed out for the first
+	// time less than Fresh after it was stored the extension of its ack
+	// deadline before its first attempt (one message to the server per
+	// delivery): it was handed out after it was stored, so more than
+	// AckWait - Fresh of its ack wait is ahead, and with AckWait longer
+	// than a full round plus Fresh the whole round fits. Retries extend
+	// as always. Zero: every attempt extends.
+	Fresh time.Duration
 }
 
 // MaxAckPending bounds the events handed out and not yet acked, across all
@@ -65,6 +73,7 @@ type Consumer struct {
 	stopped bool
 	work    context.Context
 	cancel  context.CancelFunc
+	fresh   time.Duration // Config.Fresh
 }
 
 // Start makes sure the stream and the durable consumer exist, then starts
@@ -89,14 +98,20 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, l
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
 	}
-	return consume(cons, cfg.Durable, cfg.Stream.SubjectPrefix, cfg.Concurrency, h, log)
+	c := newConsumer(cfg.Stream.SubjectPrefix, cfg.Concurrency, h, log)
+	c.fresh = cfg.Fresh
+	return c.start(cons, cfg.Durable, cfg.Concurrency)
 }
 
 // consume starts handing cons's messages, whose subjects are
 // <prefix>.<workspace_id>.<event>, to h.
 func consume(cons jetstream.Consumer, durable, prefix string, concurrency int, h Handler, log *zap.Logger) (*Consumer, error) {
+	return newConsumer(prefix, concurrency, h, log).start(cons, durable, concurrency)
+}
+
+func newConsumer(prefix string, concurrency int, h Handler, log *zap.Logger) *Consumer {
 	work, cancel := context.WithCancel(context.Background())
-	c := &Consumer{
+	return &Consumer{
 		h:      h,
 		log:    log,
 		prefix: prefix + ".",
@@ -104,6 +119,10 @@ func consume(cons jetstream.Consumer, durable, prefix string, concurrency int, h
 		work:   work,
 		cancel: cancel,
 	}
+}
+
+func (c *Consumer) start(cons jetstream.Consumer, durable string, concurrency int) (*Consumer, error) {
+	log := c.log
 	// Pull no more than can be worked on, so no message waits in a local
 	// buffer while its ack deadline runs.
 	var err error
@@ -114,7 +133,7 @@ func consume(cons jetstream.Consumer, durable, prefix string, concurrency int, h
 		}),
 	)
 	if err != nil {
-		cancel()
+		c.cancel()
 		return nil, fmt.Errorf("consume %s: %w", durable, err)
 	}
 	return c, nil
@@ -163,7 +182,12 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		c.term(msg, log())
 		return
 	}
+	spare := c.fresh > 0 && firstAndFresh(msg, c.fresh)
 	keepAlive := func() {
+		if spare {
+			spare = false
+			return
+		}
 		if err := msg.InProgress(); err != nil {
 			log().Debug("extend ack deadline", zap.Error(err))
 		}
@@ -188,6 +212,17 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			log().Warn("nak event", zap.Error(err))
 		}
 	}
+}
+
+// firstAndFresh reports whether msg is handed out for the first time, less
+// than fresh after the stream stored it.
+func firstAndFresh(msg jetstream.Msg, fresh time.Duration) bool {
+	md, err := msg.Metadata()
+	if err != nil || md.NumDelivered != 1 {
+		return false
+	}
+	age := time.Since(md.Timestamp)
+	return age >= 0 && age < fresh
 }
 
 func (c *Consumer) term(msg jetstream.Msg, log *zap.Logger) {
