@@ -32,6 +32,12 @@ import (
 // must be handled again later. keepAlive, when set, is called before each
 // attempt.
 func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
+	// The delivery is created when the event is taken on, before any
+	// wait: the webhook lookup is shared with other events (a group
+	// read), so reading the clock after it would order events that
+	// arrive together at random, and the log's newest-first order would
+	// not follow their arrival.
+	now := a.now()
 	payload, err := envelope.Render(ev)
 	if err != nil {
 		return err
@@ -44,7 +50,6 @@ func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive fu
 		return fmt.Errorf("load webhook of %s: %w", ev.GetWorkspaceId(), err)
 	}
 
-	now := a.now()
 	d := delivery.New(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, now)
 	if !hook.Active() {
 		d = delivery.NewSkipped(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, now)
