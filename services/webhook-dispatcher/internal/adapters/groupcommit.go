@@ -11,17 +11,18 @@ import (
 // groupCommit lets concurrent callers share writes (group commit), or
 // reads.
 //
-// Every delivery writes its row before the first attempt and its outcome
-// after the last, and its event is acked only once the outcome is
-// committed. Written one by one, each of those costs its own statements,
-// round trips and WAL flush. Through a groupCommit a caller queues its item
-// and waits; up to `writers` goroutines each take what is queued (up to
-// maxBatch items) and write it with one statement or one transaction. A
-// lone item is written at once; under load, batches grow by themselves
-// while earlier ones commit, and a writer whose last batch was shared
-// waits `linger` (well under a millisecond) for a partial one to fill,
-// which cuts the statements per delivery further. The queue holds at most one item per caller waiting, so it is
-// bounded by the callers' own concurrency (the consumer's).
+// Every delivery reads its webhook, writes its row before the first
+// attempt and its outcome after the last, and its event is acked only once
+// the outcome is committed. Done one by one, each of those costs its own
+// statement, round trip and (for writes) WAL flush. Through a groupCommit a
+// caller queues its item and waits; up to `writers` goroutines each take
+// what is queued (up to maxBatch items) and handle it with one statement
+// or one transaction. A lone item goes at once; under load, batches grow
+// by themselves while earlier ones commit, and a writer whose last batch
+// was shared waits `linger` (well under a millisecond) for a partial one
+// to fill, which cuts the statements per delivery further. The queue
+// holds at most one item per waiting caller, so it is bounded by the
+// callers' own concurrency (the consumer's).
 type groupCommit[T any] struct {
 	maxBatch int
 	writers  int
