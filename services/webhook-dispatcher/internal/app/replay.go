@@ -155,6 +155,9 @@ func (r *Replays) StartReplay(ctx context.Context, req replay.Request, resume *r
 // Errors mean what DeliverEvent's mean.
 func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
 	a := r.app
+	// Read before the shared webhook lookup, as DeliverEvent does, so
+	// replayed events picked up together keep their order in the log.
+	pickedUp := a.now()
 	payload, err := envelope.Render(ev)
 	if err != nil {
 		return err
@@ -167,7 +170,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 	if err != nil {
 		return fmt.Errorf("load webhook of %s: %w", ev.GetWorkspaceId(), err)
 	}
-	d := delivery.New(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, a.now())
+	d := delivery.New(ev.GetId(), ev.GetWorkspaceId(), ev.GetType(), payload, pickedUp)
 	if !hook.Active() {
 		d.Skip()
 		if err := r.deliveries.CreateSkipped(ctx, d); err != nil {
