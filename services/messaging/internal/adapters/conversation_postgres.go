@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
@@ -168,17 +169,8 @@ func (s *ConversationStore) ListConversations(ctx context.Context, q conversatio
 	if q.Platform != "" {
 		tx = tx.Where("v.platform = ?", string(q.Platform))
 	}
-	switch {
-	case q.At != nil:
-		tx = tx.Where("v.last_message_at = ?", *q.At)
-	case q.Before != nil:
-		tx = tx.Where("v.last_message_at < ?", *q.Before)
-	}
-	if q.At == nil {
-		tx = tx.Limit(q.Limit)
-	}
 	var rows []conversationRow
-	if err := tx.Order("v.last_message_at DESC, v.id DESC").Scan(&rows).Error; err != nil {
+	if err := tx.Scopes(db.NewestFirst("v.last_message_at", "v.id", q.Before, q.At, q.Limit)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	out := make([]conversation.Conversation, len(rows))
@@ -194,17 +186,8 @@ func (s *ConversationStore) ListMessages(ctx context.Context, q conversation.Mes
 		return nil, nil
 	}
 	tx := s.db.WithContext(ctx).Model(&messageRow{}).Where("conversation_id = ?", q.ConversationID)
-	switch {
-	case q.At != nil:
-		tx = tx.Where("created_at = ?", *q.At)
-	case q.Before != nil:
-		tx = tx.Where("created_at < ?", *q.Before)
-	}
-	if q.At == nil {
-		tx = tx.Limit(q.Limit)
-	}
 	var rows []messageRow
-	if err := tx.Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := tx.Scopes(db.NewestFirst("created_at", "id", q.Before, q.At, q.Limit)).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}
 	out := make([]conversation.Message, len(rows))

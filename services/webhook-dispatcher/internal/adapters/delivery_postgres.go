@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
@@ -501,17 +502,8 @@ func (s *DeliveryStore) List(ctx context.Context, workspaceID string, q delivery
 	if q.Event != "" {
 		tx = tx.Where("event = ?", q.Event)
 	}
-	switch {
-	case q.At != nil:
-		tx = tx.Where("created_at = ?", *q.At)
-	case q.Before != nil:
-		tx = tx.Where("created_at < ?", *q.Before)
-	}
-	if q.At == nil {
-		tx = tx.Limit(q.Limit)
-	}
 	var rows []deliveryRow
-	if err := tx.Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := tx.Scopes(db.NewestFirst("created_at", "id", q.Before, q.At, q.Limit)).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	out := make([]*delivery.Delivery, 0, len(rows))
