@@ -46,6 +46,21 @@ func (r *recorder) CallJSON(_ context.Context, service, endpoint, _, method, pat
 	return nil
 }
 
+// wantUsageError runs args and expects a usage error mentioning want, with
+// no service called.
+func wantUsageError(t *testing.T, args []string, want string) {
+	t.Helper()
+	rec := &recorder{}
+	err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), args)
+	var usage *cli.UsageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want a usage error mentioning %q", err, want)
+	}
+	if len(rec.calls) != 0 {
+		t.Errorf("a usage error still called %v", rec.calls)
+	}
+}
+
 func testConfig() config.Config {
 	return config.Config{GatewayAddr: ":8080", MessagingAddr: ":8081", DemoAPIKey: "pk_demo_key_for_tests_0000000000000000", DemoTelegramToken: "1:t", DemoTelegramSecret: "s"}
 }
@@ -69,15 +84,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rec := &recorder{}
-			err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), tt.args)
-			var usage *cli.UsageError
-			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a usage error mentioning %q", err, tt.want)
-			}
-			if len(rec.calls) != 0 {
-				t.Errorf("a usage error still called %v", rec.calls)
-			}
+			wantUsageError(t, tt.args, tt.want)
 		})
 	}
 }

@@ -35,11 +35,7 @@ func workspaceCreate(ctx context.Context, c *CLI, args []string) error {
 	if f.set("rate-per-minute") {
 		body["rate_per_minute"] = *rate
 	}
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, "/admin/workspaces", body, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceGateway, http.MethodPost, "/admin/workspaces", body)
 }
 
 func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
@@ -64,11 +60,7 @@ func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
 	if len(body) == 0 {
 		return usagef("workspace update: nothing to change; give --modules, --ai-limit or --rate-per-minute")
 	}
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPatch, "/admin/workspaces/"+url.PathEscape(*id), body, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceGateway, http.MethodPatch, "/admin/workspaces/"+url.PathEscape(*id), body)
 }
 
 func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
@@ -83,12 +75,8 @@ func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
 	if *on == *off {
 		return usagef("workspace feature: give exactly one of --on and --off")
 	}
-	var out map[string]any
 	path := "/admin/workspaces/" + url.PathEscape(*id) + "/features/" + url.PathEscape(*feature)
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPut, path, map[string]bool{"on": *on}, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceGateway, http.MethodPut, path, map[string]bool{"on": *on})
 }
 
 func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
@@ -98,12 +86,8 @@ func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	var out map[string]any
 	path := "/admin/workspaces/" + url.PathEscape(*id) + "/api-keys"
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, path, map[string]string{"name": *name}, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceGateway, http.MethodPost, path, map[string]string{"name": *name})
 }
 
 func apikeyRevoke(ctx context.Context, c *CLI, args []string) error {
@@ -112,11 +96,7 @@ func apikeyRevoke(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodDelete, "/admin/api-keys/"+url.PathEscape(*id), nil, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceGateway, http.MethodDelete, "/admin/api-keys/"+url.PathEscape(*id), nil)
 }
 
 func channelCreate(ctx context.Context, c *CLI, args []string) error {
@@ -135,11 +115,7 @@ func channelCreate(ctx context.Context, c *CLI, args []string) error {
 		return err
 	}
 	body := map[string]string{"workspace_id": *wsID, "kind": *kind, "external_id": *externalID, "token": *token, "secret": *secret}
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels", body, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceMessaging, http.MethodPost, "/admin/channels", body)
 }
 
 func channelSetMode(ctx context.Context, c *CLI, args []string) error {
@@ -149,11 +125,7 @@ func channelSetMode(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "channel", "mode"); err != nil {
 		return err
 	}
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPatch, "/admin/channels/"+url.PathEscape(*id), map[string]string{"ai_mode": *mode}, &out); err != nil {
-		return err
-	}
-	return c.print(out)
+	return c.admin(ctx, rpc.ServiceMessaging, http.MethodPatch, "/admin/channels/"+url.PathEscape(*id), map[string]string{"ai_mode": *mode})
 }
 
 func webhookResave(ctx context.Context, c *CLI, args []string) error {
@@ -162,8 +134,13 @@ func webhookResave(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
+	return c.admin(ctx, rpc.ServiceDispatcher, http.MethodPost, "/admin/webhooks/"+url.PathEscape(*wsID)+"/resave", nil)
+}
+
+// admin calls a service's admin endpoint and prints its answer as it came.
+func (c *CLI) admin(ctx context.Context, service, method, path string, body any) error {
 	var out map[string]any
-	if err := c.call.CallJSON(ctx, rpc.ServiceDispatcher, rpc.EndpointAdmin, "", http.MethodPost, "/admin/webhooks/"+url.PathEscape(*wsID)+"/resave", nil, &out); err != nil {
+	if err := c.call.CallJSON(ctx, service, rpc.EndpointAdmin, "", method, path, body, &out); err != nil {
 		return err
 	}
 	return c.print(out)

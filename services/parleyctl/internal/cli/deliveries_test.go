@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,15 +33,7 @@ func TestDeliveriesReplayUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rec := &recorder{}
-			err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), tt.args)
-			var usage *cli.UsageError
-			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a usage error mentioning %q", err, tt.want)
-			}
-			if len(rec.calls) != 0 {
-				t.Errorf("a usage error still called %v", rec.calls)
-			}
+			wantUsageError(t, tt.args, tt.want)
 		})
 	}
 }
