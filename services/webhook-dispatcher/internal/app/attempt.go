@@ -111,6 +111,37 @@ func (a *App) logAttempt(d *delivery.Delivery, at delivery.Attempt) {
 }
 
 // finish stores d's outcome on a context shutdown does not cancel.
+// deliverRound sends d with the full retry schedule, then stores the outcome
+// and, in the same transaction, counts it towards the webhook's pause —
+// unless the webhook was saved again since the round began, when the
+// outcome belongs to the old setup and must not count. Live deliveries and
+// replays settle the same way.
+func (a *App) deliverRound(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) error {
+	if err := a.attempt(ctx, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
+		return err
+	}
+	d.Finish()
+	delivered := d.Status == delivery.StatusDelivered
+	now := a.now()
+	paused := false
+	err := a.finish(ctx, d, func(w *webhook.Webhook) bool {
+		if w.ID != hook.ID || w.Secret != hook.Secret {
+			return false
+		}
+		var changed bool
+		changed, paused = w.RecordDelivery(delivered, a.cfg.PauseAfter, now)
+		return changed
+	})
+	if err != nil {
+		return err
+	}
+	if paused {
+		a.log.Warn("webhook paused after consecutive failures",
+			zap.String("workspace_id", d.WorkspaceID), zap.Int("pause_after", a.cfg.PauseAfter))
+	}
+	return nil
+}
+
 func (a *App) finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()

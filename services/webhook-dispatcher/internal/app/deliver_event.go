@@ -76,29 +76,5 @@ func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive fu
 		return a.finish(ctx, d, nil)
 	}
 
-	if err := a.attempt(ctx, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
-		return err
-	}
-	d.Finish()
-	delivered := d.Status == delivery.StatusDelivered
-	now = a.now()
-	paused := false
-	err = a.finish(ctx, d, func(w *webhook.Webhook) bool {
-		if w.ID != hook.ID || w.Secret != hook.Secret {
-			// Saved again (or replaced) since this round began: the
-			// outcome belongs to the old setup and must not count.
-			return false
-		}
-		var changed bool
-		changed, paused = w.RecordDelivery(delivered, a.cfg.PauseAfter, now)
-		return changed
-	})
-	if err != nil {
-		return err
-	}
-	if paused {
-		a.log.Warn("webhook paused after consecutive failures",
-			zap.String("workspace_id", d.WorkspaceID), zap.Int("pause_after", a.cfg.PauseAfter))
-	}
-	return nil
+	return a.deliverRound(ctx, hook, d, keepAlive)
 }

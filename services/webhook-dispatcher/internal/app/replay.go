@@ -184,29 +184,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 		return fmt.Errorf("claim delivery %s: %w", ev.GetId(), err)
 	}
 
-	if err := a.attempt(ctx, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
-		return err
-	}
-	d.Finish()
-	delivered := d.Status == delivery.StatusDelivered
-	now := a.now()
-	paused := false
-	err = a.finish(ctx, d, func(w *webhook.Webhook) bool {
-		if w.ID != hook.ID || w.Secret != hook.Secret {
-			return false // saved again since this round began
-		}
-		var changed bool
-		changed, paused = w.RecordDelivery(delivered, a.cfg.PauseAfter, now)
-		return changed
-	})
-	if err != nil {
-		return err
-	}
-	if paused {
-		a.log.Warn("webhook paused after consecutive failures",
-			zap.String("workspace_id", d.WorkspaceID), zap.Int("pause_after", a.cfg.PauseAfter))
-	}
-	return nil
+	return a.deliverRound(ctx, hook, d, keepAlive)
 }
 
 // busyFor is the longest a round in progress goes without writing its
