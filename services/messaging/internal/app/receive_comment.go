@@ -76,12 +76,7 @@ func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *commen
 		return nil
 	})
 	if err != nil {
-		a.metrics.Ingress(string(ch.Kind), IngressError)
-		return "", fmt.Errorf("receive comment %s on channel %s: %w", in.ExternalID, ch.ID, err)
+		err = fmt.Errorf("receive comment %s on channel %s: %w", in.ExternalID, ch.ID, err)
 	}
-	a.metrics.Ingress(string(ch.Kind), outcome)
-	if wroteEvent {
-		a.eventWritten()
-	}
-	return outcome, nil
+	return a.received(ch, outcome, wroteEvent, err)
 }

@@ -105,8 +105,18 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 		return nil
 	})
 	if err != nil {
+		err = fmt.Errorf("receive on channel %s: %w", ch.ID, err)
+	}
+	return a.received(ch, outcome, wroteEvent, err)
+}
+
+// received closes a receive transaction's bookkeeping: the ingress outcome
+// is counted, and the relay is woken when an event was written, so it
+// publishes without waiting for its next poll.
+func (a *App) received(ch channel.Channel, outcome string, wroteEvent bool, err error) (string, error) {
+	if err != nil {
 		a.metrics.Ingress(string(ch.Kind), IngressError)
-		return "", fmt.Errorf("receive on channel %s: %w", ch.ID, err)
+		return "", err
 	}
 	a.metrics.Ingress(string(ch.Kind), outcome)
 	if wroteEvent {
