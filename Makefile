@@ -22,10 +22,13 @@ run: build ## bring the whole suite up on this machine with a demo workspace (Ct
 	@scripts/run.sh
 
 test: deps ## every module's unit, integration and end-to-end tests, against real PostgreSQL, Redis and NATS
-	@set -e; for m in $(MODULES); do \
+	@# Every module runs even when one fails; the failures are named at the end.
+	@failed=""; for m in $(MODULES); do \
 		echo "== $${m#$(CURDIR)/}"; \
-		(cd $$m && go test $(GO_TEST_FLAGS) ./...); \
-	done
+		(cd $$m && go test $(GO_TEST_FLAGS) ./...) || failed="$$failed $${m#$(CURDIR)/}"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED in:$$failed"; exit 1; fi; \
+	echo "make test: every module passed"
 
 build: ## build the services, parleyctl, the local Telegram sandbox and the example webhook receiver into bin/
 	@mkdir -p $(BIN)

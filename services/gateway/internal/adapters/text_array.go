@@ -4,13 +4,15 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// typeMap decodes PostgreSQL arrays for database/sql, which has no array
-// support of its own.
-var typeMap = pgtype.NewMap()
+// typeMaps decode PostgreSQL arrays for database/sql, which has no array
+// support of its own. A pgtype.Map caches plans as it scans and is not safe
+// for concurrent use, so each scan borrows one of its own.
+var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 
 // textArray is a text[] column.
 type textArray []string
@@ -18,6 +20,8 @@ type textArray []string
 // Scan reads a text[] value.
 func (a *textArray) Scan(src any) error {
 	var out []string
+	typeMap := typeMaps.Get().(*pgtype.Map)
+	defer typeMaps.Put(typeMap)
 	if err := typeMap.SQLScanner(&out).Scan(src); err != nil {
 		return fmt.Errorf("scan text[]: %w", err)
 	}
