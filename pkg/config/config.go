@@ -21,6 +21,10 @@ type Connections struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/parley?sslmode=disable" secret:"url"`
 	RedisURL    string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0" secret:"url"`
 	NATSURL     string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222" secret:"url"`
+	// NATSSecurity authenticates to NATS and secures the connection: NATS
+	// is a trust boundary, since whoever reaches it can call every
+	// service's rpc and admin endpoints.
+	NATSSecurity
 
 	// RedisPrefix starts every Redis key, so that test runs and checkouts
 	// sharing one Redis never collide.
@@ -36,6 +40,40 @@ type Connections struct {
 	DailyResetTZ string `env:"DAILY_RESET_TZ" envDefault:"Asia/Ulaanbaatar"`
 }
 
+// NATSSecurity is how a process proves itself to NATS: a credentials file
+// (NATS_CREDS), or a user and password, or a token; and TLS with a CA and,
+// for mutual TLS, a client certificate and key. All empty is an
+// unauthenticated plain connection, fine on a developer's machine only.
+type NATSSecurity struct {
+	NATSCreds    string `env:"NATS_CREDS"`
+	NATSUser     string `env:"NATS_USER"`
+	NATSPassword string `env:"NATS_PASSWORD" secret:"true"`
+	NATSToken    string `env:"NATS_TOKEN" secret:"true"`
+	NATSTLSCA    string `env:"NATS_TLS_CA"`
+	NATSTLSCert  string `env:"NATS_TLS_CERT"`
+	NATSTLSKey   string `env:"NATS_TLS_KEY"`
+}
+
+// Validate refuses ambiguous or half-given credentials, which would
+// otherwise fail later as an opaque authorization error.
+func (s NATSSecurity) Validate() error {
+	given := 0
+	for _, set := range []bool{s.NATSCreds != "", s.NATSUser != "" || s.NATSPassword != "", s.NATSToken != ""} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return errors.New("NATS_CREDS, NATS_USER/NATS_PASSWORD and NATS_TOKEN: set at most one way to authenticate")
+	case (s.NATSUser == "") != (s.NATSPassword == ""):
+		return errors.New("NATS_USER and NATS_PASSWORD: set both or neither")
+	case (s.NATSTLSCert == "") != (s.NATSTLSKey == ""):
+		return errors.New("NATS_TLS_CERT and NATS_TLS_KEY: set both or neither")
+	}
+	return nil
+}
+
 // Location returns the time zone for daily resets.
 func (c Connections) Location() (*time.Location, error) {
 	return time.LoadLocation(c.DailyResetTZ)
@@ -46,6 +84,9 @@ func (c Connections) Location() (*time.Location, error) {
 func (c Connections) Validate() error {
 	if _, err := c.Location(); err != nil {
 		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
+	}
+	if err := c.NATSSecurity.Validate(); err != nil {
+		return err
 	}
 	for name, v := range map[string]string{"EVENTS_STREAM": c.EventsStream, "EVENTS_SUBJECT_PREFIX": c.EventsSubjectPrefix, "RPC_SUBJECT_PREFIX": c.RPCSubjectPrefix} {
 		if v == "" || strings.ContainsAny(v, " *>") {

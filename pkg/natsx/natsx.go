@@ -6,21 +6,66 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/config"
 )
 
-// Connect opens a NATS connection that reconnects for ever, logging the
-// changes, so a restarted nats-server never takes a service down.
-func Connect(url, name string, log *zap.Logger) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
+// Connect opens a NATS connection with the connection's credentials and TLS
+// (config.NATSSecurity). The first connect is retried until NATS answers or
+// ctx ends, so start order does not matter; a refusal that retrying cannot
+// cure (bad credentials, a TLS or file error) fails at once. Once up, the
+// connection reconnects for ever, logging the changes, so a restarted
+// nats-server never takes a service down.
+//
+// While disconnected nothing is buffered: a publish or request fails at once
+// (nats.ErrReconnectBufExceeded) instead of waiting out its timeout in the
+// client's reconnect buffer, so callers answer 503 within moments and retry.
+func Connect(ctx context.Context, conn config.Connections, name string, log *zap.Logger) (*nats.Conn, error) {
+	opts, err := options(conn, name, log)
+	if err != nil {
+		return nil, err
+	}
+	wait := 250 * time.Millisecond
+	var lastLogged time.Time
+	for {
+		nc, err := nats.Connect(conn.NATSURL, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if !retryable(err) {
+			return nil, fmt.Errorf("reach nats: %w", err)
+		}
+		if time.Since(lastLogged) >= 10*time.Second {
+			log.Warn("waiting for nats", zap.String("url", redact(conn.NATSURL)), zap.Error(err))
+			lastLogged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reach nats: %w (gave up: %w)", err, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+func options(conn config.Connections, name string, log *zap.Logger) ([]nats.Option, error) {
+	sec := conn.NATSSecurity
+	if err := sec.Validate(); err != nil {
+		return nil, err
+	}
+	opts := []nats.Option{
 		nats.Name(name),
+		nats.Timeout(2 * time.Second),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.RetryOnFailedConnect(false),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", zap.Error(err))
@@ -36,11 +81,49 @@ func Connect(url, name string, log *zap.Logger) (*nats.Conn, error) {
 			}
 			log.Warn("nats async error", zap.String("subject", subject), zap.Error(err))
 		}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("reach nats: %w", err)
 	}
-	return nc, nil
+	switch {
+	case sec.NATSCreds != "":
+		opts = append(opts, nats.UserCredentials(sec.NATSCreds))
+	case sec.NATSUser != "":
+		opts = append(opts, nats.UserInfo(sec.NATSUser, sec.NATSPassword))
+	case sec.NATSToken != "":
+		opts = append(opts, nats.Token(sec.NATSToken))
+	}
+	if sec.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(sec.NATSTLSCA))
+	}
+	if sec.NATSTLSCert != "" {
+		opts = append(opts, nats.ClientCert(sec.NATSTLSCert, sec.NATSTLSKey))
+	}
+	return opts, nil
+}
+
+// retryable tells a server that is not there yet (refused, unreachable,
+// timed out) from one that answered and said no.
+func retryable(err error) bool {
+	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) && !errors.Is(err, nats.ErrAuthorization)
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Unavailable reports whether err means NATS could not be reached at all
+// (disconnected, reconnecting, or closed), as opposed to a slow or missing
+// responder: the caller should answer 503 at once.
+func Unavailable(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrConnectionDraining) ||
+		errors.Is(err, nats.ErrDisconnected)
 }
 
 // Stream settings of EVENTS: events are kept as long as the delivery log

@@ -123,7 +123,9 @@ func (e *Env) Redis(t testing.TB) *redis.Client {
 // NATS returns a connection closed at the end of the test.
 func (e *Env) NATS(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := natsx.Connect(e.NATSURL, "test-"+e.ID, zap.NewNop())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := natsx.Connect(ctx, e.Connections(), "test-"+e.ID, zap.NewNop())
 	if err != nil {
 		t.Fatalf("testenv: %v (start it with scripts/deps.sh)", err)
 	}

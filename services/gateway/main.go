@@ -54,7 +54,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 		return err
 	}
 	defer rdb.Close()
-	nc, err := natsx.Connect(cfg.NATSURL, rpc.ServiceGateway, log)
+	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceGateway, log)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func newBenchService(b *testing.B) *benchService {
 		b.Fatal(err)
 	}
 	gdb := env.DB(b, schema, migrations.FS)
-	nc, err := natsx.Connect(cfg.NATSURL, "messaging-bench", zap.NewNop())
+	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-bench", zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}

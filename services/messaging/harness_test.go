@@ -85,7 +85,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	log := env.Logger(t)
 	gdb := env.DB(t, schema, migrations.FS)
-	nc, err := natsx.Connect(cfg.NATSURL, "messaging-test", zap.NewNop())
+	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-test", zap.NewNop())
 	if err != nil {
 		t.Fatalf("nats: %v", err)
 	}

@@ -66,7 +66,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 	}
 	defer rdb.Close()
 
-	nc, err := natsx.Connect(cfg.NATSURL, "messaging", log)
+	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceMessaging, log)
 	if err != nil {
 		return err
 	}

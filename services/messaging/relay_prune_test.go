@@ -56,7 +56,7 @@ func TestRelayPrunesIngressReceipts(t *testing.T) {
 		OutboxPublishTimeout: time.Second, IngressDedupeRetention: 30 * time.Hour,
 		TelegramAPIBase: "http://127.0.0.1:9", MetaGraphAPIBase: "http://127.0.0.1:9", PlatformTimeout: time.Second,
 	}
-	nc, err := natsx.Connect(cfg.NATSURL, "messaging-test", zap.NewNop())
+	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-test", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

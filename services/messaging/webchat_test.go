@@ -598,7 +598,7 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 // NATS server, with its own NATS connection, as a second process would.
 func (h *harness) secondInstance() *wired {
 	h.t.Helper()
-	nc, err := natsx.Connect(h.cfg.NATSURL, "messaging-test-2", zap.NewNop())
+	nc, err := natsx.Connect(context.Background(), h.cfg.Connections, "messaging-test-2", zap.NewNop())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -14,13 +14,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
 	ctlconfig "github.com/parleyhq/parley/services/parleyctl/internal/config"
 )
+
+// connectTimeout bounds the wait for NATS.
+const connectTimeout = 5 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,9 +48,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "usage:\n"+cli.Usage())
 		return nil
 	}
-	nc, err := nats.Connect(cfg.NATSURL, nats.Name("parleyctl"), nats.Timeout(5*time.Second))
+	// An operator waits a few seconds for a NATS that is starting, not for ever.
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	nc, err := natsx.Connect(connectCtx, cfg.Connections, "parleyctl", zap.NewNop())
 	if err != nil {
-		return fmt.Errorf("reach nats at %s: %w (is `make run` up?)", cfg.NATSURL, err)
+		return fmt.Errorf("%w (is `make run` up?)", err)
 	}
 	defer nc.Close()
 	// Each call is bounded by rpc.CallTimeout (the client applies it); a

@@ -90,7 +90,7 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		return err
 	}
 	defer db.Close(gdb)
-	nc, err := natsx.Connect(cfg.NATSURL, rpc.ServiceDispatcher, log)
+	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceDispatcher, log)
 	if err != nil {
 		return err
 	}
