@@ -21,6 +21,13 @@ type Run func(ctx context.Context, log *zap.Logger) error
 
 // Main runs run for the named service and exits 1 if it fails.
 func Main(name string, run Run) {
+	if len(os.Args) == 3 && os.Args[1] == HealthcheckCommand {
+		if err := healthcheck(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	log, err := logging.New(name)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
