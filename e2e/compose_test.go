@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
@@ -34,6 +35,23 @@ func TestComposeFileIsValid(t *testing.T) {
 			t.Errorf("service %s missing", name)
 			continue
 		}
+		// Safe to leave running: everything is probed and comes back.
+		if svc.HealthCheck == nil || len(svc.HealthCheck.Test) == 0 {
+			t.Errorf("%s has no healthcheck", name)
+		}
+		if svc.Restart != "unless-stopped" {
+			t.Errorf("%s restart = %q, want unless-stopped", name, svc.Restart)
+		}
+		if dep, ok := svc.DependsOn["nats"]; ok && dep.Condition != "service_healthy" {
+			t.Errorf("%s waits for nats to be %s, want service_healthy", name, dep.Condition)
+		}
+		if svc.Build != nil {
+			// NATS is a trust boundary: every service authenticates.
+			env := svc.Environment
+			if env["NATS_USER"] == nil || env["NATS_PASSWORD"] == nil || *env["NATS_PASSWORD"] == "" {
+				t.Errorf("%s does not authenticate to nats: NATS_USER/NATS_PASSWORD missing", name)
+			}
+		}
 		if svc.Build != nil {
 			dockerfile := svc.Build.Dockerfile
 			if !filepath.IsAbs(dockerfile) {
@@ -43,5 +61,9 @@ func TestComposeFileIsValid(t *testing.T) {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
+	}
+	nats := project.Services["nats"]
+	if cmd := strings.Join(nats.Command, " "); !strings.Contains(cmd, "--user") || !strings.Contains(cmd, "--pass") {
+		t.Errorf("nats runs without authentication: %q", cmd)
 	}
 }
