@@ -105,8 +105,10 @@ func retryable(err error) bool {
 	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) {
 		return true
 	}
-	var netErr net.Error
-	return errors.As(err, &netErr) && !errors.Is(err, nats.ErrAuthorization)
+	// A dial error, not any error with Timeout/Temporary methods: a
+	// missing credentials file (a syscall.Errno underneath) has those too.
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && !errors.Is(err, nats.ErrAuthorization)
 }
 
 func redact(raw string) string {

@@ -1,0 +1,178 @@
+package natsx_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/natsx"
+)
+
+// authServer starts a nats-server on port that admits only user/password,
+// or only token when token is set.
+func authServer(t *testing.T, port int, user, password, token string) *natsserver.Server {
+	t.Helper()
+	srv, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true,
+		Username: user, Password: password, Authorization: token,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestConnectAuthenticates(t *testing.T) {
+	t.Parallel()
+	userPort, tokenPort := freePort(t), freePort(t)
+	userSrv := authServer(t, userPort, "parley", "s3cret-password", "")
+	tokenSrv := authServer(t, tokenPort, "", "", "s3cret-token")
+
+	tests := []struct {
+		name string
+		url  string
+		sec  config.NATSSecurity
+		ok   bool
+	}{
+		{"user and password", userSrv.ClientURL(), config.NATSSecurity{NATSUser: "parley", NATSPassword: "s3cret-password"}, true},
+		{"wrong password", userSrv.ClientURL(), config.NATSSecurity{NATSUser: "parley", NATSPassword: "guess"}, false},
+		{"no credentials", userSrv.ClientURL(), config.NATSSecurity{}, false},
+		{"token", tokenSrv.ClientURL(), config.NATSSecurity{NATSToken: "s3cret-token"}, true},
+		{"wrong token", tokenSrv.ClientURL(), config.NATSSecurity{NATSToken: "guess"}, false},
+		{"missing credentials file", tokenSrv.ClientURL(), config.NATSSecurity{NATSCreds: "/nonexistent/parley.creds"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// A refusal is final: it must come back at once, not after
+			// the retrying that waits for a NATS still starting.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			nc, err := natsx.Connect(ctx, config.Connections{NATSURL: tt.url, NATSSecurity: tt.sec}, "test", zap.NewNop())
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("connect: %v", err)
+				}
+				nc.Close()
+				return
+			}
+			if err == nil {
+				nc.Close()
+				t.Fatal("connected with bad credentials")
+			}
+			if waited := time.Since(start); waited > 10*time.Second {
+				t.Fatalf("a refusal took %v: it was retried", waited)
+			}
+		})
+	}
+}
+
+func TestConnectRefusesAmbiguousCredentials(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		sec  config.NATSSecurity
+		want string
+	}{
+		{"two ways", config.NATSSecurity{NATSToken: "x", NATSUser: "u", NATSPassword: "p"}, "at most one"},
+		{"user without password", config.NATSSecurity{NATSUser: "u"}, "NATS_USER and NATS_PASSWORD"},
+		{"cert without key", config.NATSSecurity{NATSTLSCert: "c.pem"}, "NATS_TLS_CERT and NATS_TLS_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := natsx.Connect(context.Background(), config.Connections{NATSURL: "nats://127.0.0.1:1", NATSSecurity: tt.sec}, "test", zap.NewNop())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestConnectWaitsForNATS: a service started before NATS connects once it
+// is up, so start order does not matter.
+func TestConnectWaitsForNATS(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	connected := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		nc, err := natsx.Connect(ctx, config.Connections{NATSURL: url}, "test", zap.NewNop())
+		if err == nil {
+			nc.Close()
+		}
+		connected <- err
+	}()
+	select {
+	case err := <-connected:
+		t.Fatalf("connect returned before NATS was up: %v", err)
+	case <-time.After(700 * time.Millisecond): // a few retries' worth
+	}
+	authServer(t, port, "", "", "")
+	if err := <-connected; err != nil {
+		t.Fatalf("connect after NATS came up: %v", err)
+	}
+}
+
+func TestConnectGivesUpWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := natsx.Connect(ctx, config.Connections{NATSURL: "nats://127.0.0.1:" + strconv.Itoa(freePort(t))}, "test", zap.NewNop())
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, nats.ErrNoServers) {
+		t.Fatalf("err = %v, want no servers and the deadline", err)
+	}
+}
+
+// TestRequestWhileDisconnectedFailsAtOnce: nothing waits in a reconnect
+// buffer, so callers can answer 503 at once.
+func TestRequestWhileDisconnectedFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := authServer(t, freePort(t), "", "", "")
+	nc, err := natsx.Connect(context.Background(), config.Connections{NATSURL: srv.ClientURL()}, "test", zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	srv.Shutdown()
+	for deadline := time.Now().Add(10 * time.Second); nc.IsConnected(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client never noticed the server was gone")
+		}
+	}
+	start := time.Now()
+	_, err = nc.Request("anything", []byte("x"), 5*time.Second)
+	if !natsx.Unavailable(err) {
+		t.Fatalf("request while disconnected: %v, want an unavailable error", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("request while disconnected took %v", waited)
+	}
+}
