@@ -1,0 +1,173 @@
+package receiver
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestVerifyFollowsTheReadmeRules(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"id":"d1","event":"test","created_at":"2026-11-22T00:00:00.000Z","data":{}}`)
+	fresh := strconv.FormatInt(now.Unix(), 10)
+	stale := strconv.FormatInt(now.Add(-MaxSkew-time.Second).Unix(), 10)
+	ahead := strconv.FormatInt(now.Add(MaxSkew+time.Second).Unix(), 10)
+	edge := strconv.FormatInt(now.Add(-MaxSkew).Unix(), 10)
+	tests := []struct {
+		name, ts, sig string
+		body          []byte
+		want          error
+	}{
+		{"valid", fresh, Sign("whsec_a", fresh, body), body, nil},
+		{"at the edge of the window", edge, Sign("whsec_a", edge, body), body, nil},
+		{"tampered body", fresh, Sign("whsec_a", fresh, body), append(append([]byte(nil), body...), ' '), ErrSignature},
+		{"other secret", fresh, Sign("whsec_b", fresh, body), body, ErrSignature},
+		{"signature of another timestamp", fresh, Sign("whsec_a", stale, body), body, ErrSignature},
+		{"no signature", fresh, "", body, ErrSignature},
+		{"stale", stale, Sign("whsec_a", stale, body), body, ErrTimestamp},
+		{"ahead", ahead, Sign("whsec_a", ahead, body), body, ErrTimestamp},
+		{"not unix seconds", "2026-11-22T00:00:00Z", Sign("whsec_a", "2026-11-22T00:00:00Z", body), body, ErrTimestamp},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		h.Set("X-Service-Timestamp", tt.ts)
+		h.Set("X-Service-Signature", tt.sig)
+		err := Verify("whsec_a", h, tt.body, now)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("%s: Verify = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestSignMatchesAGoldenVector(t *testing.T) {
+	t.Parallel()
+	// HMAC-SHA256("whsec_test", "1800000000.{}"), computed independently
+	// (openssl dgst -sha256 -hmac whsec_test).
+	const want = "sha256=482e6337ac5272392d375c6fdc4d52a7e615dc2facedab0ffe155ddfd6a56e66"
+	if got := Sign("whsec_test", "1800000000", []byte("{}")); got != want {
+		t.Fatalf("Sign = %q, want %q", got, want)
+	}
+}
+
+func post(t *testing.T, url, event, delivery string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"id":"`+delivery+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Service-Event", event)
+	req.Header.Set("X-Service-Delivery", delivery)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestReceiverRecordsAnswersAndWaits(t *testing.T) {
+	t.Parallel()
+	r := New(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	if !strings.HasSuffix(r.URL, Path) {
+		t.Fatalf("URL %q does not end in %s", r.URL, Path)
+	}
+	go func() {
+		post(t, r.URL+"?x=1", "message.received", "d1")
+		post(t, r.URL, "message.received", "d1")
+		post(t, r.URL, "test", "d2")
+	}()
+	first := r.WaitFor(t, "test")
+	if first.Delivery() != "d2" || string(first.Body) != `{"id":"d2"}` || first.Method != http.MethodPost {
+		t.Fatalf("WaitFor(test) = %+v", first)
+	}
+	got := r.Wait(t, 3)
+	if got[0].Path != Path+"?x=1" || got[0].At.IsZero() {
+		t.Errorf("first request %+v", got[0])
+	}
+	if n := r.Count("message.received"); n != 2 {
+		t.Errorf("Count = %d, want 2", n)
+	}
+	if n := r.Distinct(); n != 2 {
+		t.Errorf("Distinct = %d, want 2", n)
+	}
+	if code := post(t, r.URL, "x", "d3"); code != http.StatusNoContent {
+		t.Errorf("4th answer %d, want 204", code)
+	}
+	r.Forget()
+	if n := len(r.Requests()); n != 0 {
+		t.Errorf("%d requests after Forget", n)
+	}
+}
+
+func TestReceiverStatusCanChange(t *testing.T) {
+	t.Parallel()
+	r := New(t, nil)
+	if code := post(t, r.URL, "test", "d1"); code != http.StatusOK {
+		t.Fatalf("default answer %d, want 200", code)
+	}
+	r.SetStatus(http.StatusGone)
+	if code := post(t, r.URL, "test", "d2"); code != http.StatusGone {
+		t.Fatalf("answer %d after SetStatus(410)", code)
+	}
+}
+
+func TestHoldKeepsRequestsInFlightUntilRelease(t *testing.T) {
+	t.Parallel()
+	r := New(t, Status(http.StatusOK))
+	hold := r.Hold()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(t, r.URL, "test", "h"+strconv.Itoa(i)) }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Waiting() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests held, want 3", r.Waiting())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, req := range r.Requests() {
+		if req.HeldIn != hold {
+			t.Errorf("request %s HeldIn %d, want %d", req.Delivery(), req.HeldIn, hold)
+		}
+	}
+	r.Release()
+	wg.Wait()
+	if r.Waiting() != 0 {
+		t.Errorf("%d still held after Release", r.Waiting())
+	}
+	post(t, r.URL, "test", "after")
+	if last := r.Requests()[3]; last.HeldIn != 0 {
+		t.Errorf("request after Release HeldIn %d", last.HeldIn)
+	}
+}
+
+func TestDiscardKeepsNothingButCallsOnRequest(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	r := New(t, nil, Discard(), OnRequest(func(req Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, req.Delivery())
+	}))
+	post(t, r.URL, "test", "d1")
+	post(t, r.URL, "test", "d2")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "d1" || len(r.Requests()) != 0 {
+		t.Fatalf("OnRequest saw %v, recorded %d", seen, len(r.Requests()))
+	}
+}
