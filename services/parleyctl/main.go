@@ -44,8 +44,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stdout, "usage:\n"+cli.Usage())
+	if text, ok := cli.Help(args); ok {
+		fmt.Fprintln(stdout, text)
 		return nil
 	}
 	// An operator waits a few seconds for a NATS that is starting, not for ever.

@@ -65,10 +65,12 @@ var commands = map[string]command{
 	"demo":              {"", demo},
 }
 
-// Run executes the command named by args (without the program name).
+// Run executes the command named by args (without the program name). A
+// request for help (see Help) prints the usage on stdout and succeeds.
 func (c *CLI) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		return usagef("usage:\n%s", Usage())
+	if text, ok := Help(args); ok {
+		_, err := fmt.Fprintln(c.stdout, text)
+		return err
 	}
 	name, rest := args[0], args[1:]
 	if _, ok := commands[name]; !ok && len(args) >= 2 {
@@ -81,14 +83,54 @@ func (c *CLI) Run(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	return usagef("unknown command %q; run parleyctl help", strings.Join(args[:min(2, len(args))], " "))
+	if verbs := groupVerbs(args[0]); len(verbs) > 0 {
+		return usagef("unknown command %q; parleyctl %s takes %s (run parleyctl %s for their flags)",
+			strings.Join(args[:2], " "), args[0], strings.Join(verbs, ", "), args[0])
+	}
+	return usagef("unknown command %q; run parleyctl help", args[0])
+}
+
+// Help returns the usage args ask for, and whether they ask for one: no
+// command, or help, -h or --help, lists every command; a group alone
+// ("parleyctl channel"), or followed by one of those, lists the group's.
+// main answers these before connecting to NATS, so usage never waits on it.
+func Help(args []string) (string, bool) {
+	if len(args) == 0 || isHelp(args[0]) {
+		return "usage:\n" + Usage(), true
+	}
+	if len(groupVerbs(args[0])) == 0 || (len(args) > 1 && (len(args) > 2 || !isHelp(args[1]))) {
+		return "", false
+	}
+	return "usage:\n" + usageOf(func(name string) bool { return strings.HasPrefix(name, args[0]+" ") }), true
+}
+
+func isHelp(arg string) bool { return arg == "help" || arg == "-h" || arg == "--help" }
+
+// groupVerbs lists the verbs of a command group (channel: create, set-mode),
+// none for a name that is not a group.
+func groupVerbs(group string) []string {
+	var verbs []string
+	for name := range commands {
+		if g, verb, ok := strings.Cut(name, " "); ok && g == group {
+			verbs = append(verbs, verb)
+		}
+	}
+	sort.Strings(verbs)
+	return verbs
 }
 
 // Usage lists every command.
 func Usage() string {
+	return usageOf(func(string) bool { return true })
+}
+
+// usageOf lists the commands whose name keep accepts, one a line, sorted.
+func usageOf(keep func(name string) bool) string {
 	names := make([]string, 0, len(commands))
 	for name := range commands {
-		names = append(names, name)
+		if keep(name) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	var b strings.Builder

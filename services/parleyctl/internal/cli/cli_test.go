@@ -72,8 +72,8 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command", nil, "usage"},
 		{"unknown", []string{"nope"}, "unknown command"},
+		{"unknown verb of a group", []string{"channel", "delete"}, `unknown command "channel delete"; parleyctl channel takes create, set-mode`},
 		{"missing flag", []string{"workspace", "create"}, "--name is required"},
 		{"bad flag", []string{"workspace", "create", "--name", "x", "--bogus"}, "bogus"},
 		{"stray argument", []string{"apikey", "revoke", "--id", "k", "extra"}, "unexpected argument"},
@@ -85,6 +85,64 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			wantUsageError(t, tt.args, tt.want)
+		})
+	}
+}
+
+// TestHelpPrintsUsage: no command, help, and every group alone (or with
+// help) print the usage on stdout, call nothing, and succeed.
+func TestHelpPrintsUsage(t *testing.T) {
+	t.Parallel()
+	groups := map[string][]string{
+		"workspace":  {"create", "update", "feature"},
+		"apikey":     {"create", "revoke"},
+		"channel":    {"create", "set-mode"},
+		"webhook":    {"resave"},
+		"deliveries": {"replay"},
+	}
+	type helpCase struct {
+		name     string
+		args     []string
+		want     []string
+		wantNone string
+	}
+	tests := []helpCase{
+		{name: "no command", want: []string{"parleyctl demo", "parleyctl channel create", "parleyctl apikey revoke"}},
+		{name: "help", args: []string{"help"}, want: []string{"parleyctl demo", "parleyctl workspace feature"}},
+		{name: "--help", args: []string{"--help"}, want: []string{"parleyctl deliveries replay"}},
+	}
+	for group, verbs := range groups {
+		var want []string
+		for _, v := range verbs {
+			want = append(want, "parleyctl "+group+" "+v+" --")
+		}
+		// Each group's usage names only its own commands.
+		tests = append(tests,
+			helpCase{name: group + " alone", args: []string{group}, want: want, wantNone: "parleyctl demo"},
+			helpCase{name: group + " -h", args: []string{group, "-h"}, want: want, wantNone: "parleyctl demo"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{}
+			var out bytes.Buffer
+			if err := cli.New(testConfig(), rec, &out).Run(context.Background(), tt.args); err != nil {
+				t.Fatalf("Run(%q) = %v, want the usage", tt.args, err)
+			}
+			if !strings.HasPrefix(out.String(), "usage:\n") {
+				t.Fatalf("stdout = %q", out.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("usage %q lacks %q", out.String(), w)
+				}
+			}
+			if tt.wantNone != "" && strings.Contains(out.String(), tt.wantNone) {
+				t.Errorf("usage %q names %q", out.String(), tt.wantNone)
+			}
+			if len(rec.calls) != 0 {
+				t.Errorf("help called %v", rec.calls)
+			}
 		})
 	}
 }

@@ -105,7 +105,7 @@ func channelCreate(ctx context.Context, c *CLI, args []string) error {
 	kind := f.String("kind", "", "telegram, messenger, instagram or webchat")
 	externalID := f.String("external-id", "", "the channel's id on the platform")
 	token := f.String("token", "", "the platform access token (Telegram bot token)")
-	secret := f.String("secret", "", "the ingress secret (generated when absent)")
+	secret := f.String("secret", "", "the ingress secret, 16 to 256 characters of A-Z, a-z, 0-9, _ and - (generated when absent)")
 	if err := f.parse(args, "workspace", "kind"); err != nil {
 		return err
 	}
