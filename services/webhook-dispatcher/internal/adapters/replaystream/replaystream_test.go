@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/replaystream"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 )
@@ -136,7 +137,7 @@ func TestSourceSelectsByTimeKindAndSequence(t *testing.T) {
 	for range src.Events(context.Background(), scan(f.storedAt(t, 1), nil)) {
 		break
 	}
-	eventually(t, func() error {
+	wait.For(t, 10*time.Second, "the scan's consumer removed", func() error {
 		var names []string
 		lister := f.stream.ConsumerNames(context.Background())
 		for n := range lister.Name() {
@@ -200,20 +201,5 @@ func TestQueuePutsEachEventOncePerReplay(t *testing.T) {
 	}
 	if rs.Name != f.env.Stream.Name+"_REPLAY" || rs.SubjectPrefix != f.env.Stream.SubjectPrefix+"_replay" {
 		t.Errorf("replay stream %+v", rs)
-	}
-}
-
-func eventually(t *testing.T, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
