@@ -105,10 +105,12 @@ func retryable(err error) bool {
 	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) {
 		return true
 	}
-	// A dial error, not any error with Timeout/Temporary methods: a
-	// missing credentials file (a syscall.Errno underneath) has those too.
+	// Only a failed dial: not any error with Timeout/Temporary methods (a
+	// missing credentials file has a syscall.Errno underneath), nor a TLS
+	// alert from a server that refused our certificate (an OpError too, of
+	// Op "remote error").
 	var opErr *net.OpError
-	return errors.As(err, &opErr) && !errors.Is(err, nats.ErrAuthorization)
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 func redact(raw string) string {
