@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -35,7 +36,7 @@ func TestRetryScheduleWithARefusingReceiver(t *testing.T) {
 	h := start(t, func(c *svcconfig.Config) { c.RetryDelays = delays }, nil)
 	var mu sync.Mutex
 	var arrived []time.Time
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		mu.Lock()
 		arrived = append(arrived, time.Now())
 		mu.Unlock()
@@ -54,7 +55,7 @@ func TestRetryScheduleWithARefusingReceiver(t *testing.T) {
 	if e, _ := d["last_error"].(string); !strings.Contains(e, "404") || !strings.Contains(e, "no such hook") {
 		t.Errorf("last_error %q, want the status and the receiver's body", e)
 	}
-	hits := rcv.got()
+	hits := rcv.Requests()
 	mu.Lock()
 	at := append([]time.Time(nil), arrived...)
 	mu.Unlock()
@@ -69,7 +70,7 @@ func TestRetryScheduleWithARefusingReceiver(t *testing.T) {
 		if !bytes.Equal(got.Body, hits[0].Body) || d["payload"] != string(got.Body) {
 			t.Errorf("attempt %d: body differs from the first or from the log", i+1)
 		}
-		if err := verify(secret, got, at[i]); err != nil {
+		if err := got.Verify(secret, at[i]); err != nil {
 			t.Errorf("attempt %d: %v", i+1, err)
 		}
 		// Signed when sent: the timestamp is the second the attempt left,

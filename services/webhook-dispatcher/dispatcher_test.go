@@ -18,6 +18,8 @@ import (
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
@@ -29,15 +31,15 @@ import (
 func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	secret := h.saveWebhook(ws, rcv.URL)
 
 	ev := messageEvent(ws, true)
 	h.publish(ev)
-	got := rcv.wait(t, 1)[0]
+	got := rcv.Wait(t, 1)[0]
 
-	if got.Method != http.MethodPost || got.Path != "/parley/hook" {
+	if got.Method != http.MethodPost || got.Path != receiver.Path {
 		t.Errorf("request %s %s", got.Method, got.Path)
 	}
 	headers := map[string]string{
@@ -51,7 +53,7 @@ func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, g, want)
 		}
 	}
-	if err := verify(secret, got, time.Now()); err != nil {
+	if err := got.Verify(secret, time.Now()); err != nil {
 		t.Errorf("signature: %v", err)
 	}
 	m := ev.GetMessageReceived()
@@ -77,7 +79,7 @@ func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
 	// Without an attachment, the key is absent rather than null.
 	ev2 := messageEvent(ws, false)
 	h.publish(ev2)
-	got2 := rcv.wait(t, 2)[1]
+	got2 := rcv.Wait(t, 2)[1]
 	var env struct {
 		Data struct {
 			Message map[string]json.RawMessage `json:"message"`
@@ -89,7 +91,7 @@ func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
 	if _, ok := env.Data.Message["attachment"]; ok || env.Data.Message["type"] == nil {
 		t.Errorf("message without attachment rendered as %s", got2.Body)
 	}
-	if err := verify(secret, got2, time.Now()); err != nil {
+	if err := got2.Verify(secret, time.Now()); err != nil {
 		t.Errorf("second signature: %v", err)
 	}
 	h.waitDelivery(ws, ev2.GetId())
@@ -125,7 +127,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	var tick atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(tick.Add(1)) * time.Second) }
 	h := start(t, nil, clock)
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(n int, w http.ResponseWriter) {
 		if n < 3 {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte(`{"error":"database is down"}`))
@@ -138,7 +140,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	ev := messageEvent(ws, false)
 	h.publish(ev)
 
-	hits := rcv.wait(t, 3)
+	hits := rcv.Wait(t, 3)
 	d := h.waitDelivery(ws, ev.GetId())
 	var last int64
 	for i, got := range hits {
@@ -153,7 +155,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 			t.Errorf("attempt %d: timestamp %d not after %d", i+1, ts, last)
 		}
 		last = ts
-		if err := verify(secret, got, clock()); err != nil {
+		if err := got.Verify(secret, clock()); err != nil {
 			t.Errorf("attempt %d: %v", i+1, err)
 		}
 	}
@@ -191,8 +193,8 @@ func TestRedirectIsAFailure(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
 	var followed atomic.Int32
-	target := newReceiver(t, func(int, http.ResponseWriter) { followed.Add(1) })
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	target := receiver.New(t, func(int, http.ResponseWriter) { followed.Add(1) })
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		w.Header().Set("Location", target.URL)
 		w.WriteHeader(http.StatusFound)
 	})
@@ -208,7 +210,7 @@ func TestRedirectIsAFailure(t *testing.T) {
 	if e, _ := d["last_error"].(string); !strings.Contains(e, "redirect") {
 		t.Errorf("last_error = %q", e)
 	}
-	if n := len(rcv.got()); n != 4 {
+	if n := len(rcv.Requests()); n != 4 {
 		t.Errorf("receiver got %d attempts, want 4", n)
 	}
 	if followed.Load() != 0 {
@@ -322,7 +324,7 @@ func TestWebhookLifecycle(t *testing.T) {
 func TestTestEvent(t *testing.T) {
 	t.Parallel()
 	h := start(t, func(c *svcconfig.Config) { c.PauseAfter = 2 }, nil)
-	ok := newReceiver(t, status(http.StatusNoContent))
+	ok := receiver.New(t, receiver.Status(http.StatusNoContent))
 	ws := uuid.NewString()
 	secret := h.saveWebhook(ws, ok.URL)
 
@@ -340,14 +342,14 @@ func TestTestEvent(t *testing.T) {
 			t.Errorf("%s = %v, want ISO 8601 UTC", k, d[k])
 		}
 	}
-	hits := ok.got()
+	hits := ok.Requests()
 	if len(hits) != 1 {
 		t.Fatalf("receiver got %d requests", len(hits))
 	}
 	if string(hits[0].Body) != d["payload"] || hits[0].Header.Get("X-Service-Event") != "test" || hits[0].Header.Get("X-Service-Delivery") != d["id"] {
 		t.Errorf("receiver got %s %v", hits[0].Body, hits[0].Header)
 	}
-	if err := verify(secret, hits[0], time.Now()); err != nil {
+	if err := hits[0].Verify(secret, time.Now()); err != nil {
 		t.Error(err)
 	}
 	var env struct {
@@ -371,7 +373,7 @@ func TestTestEvent(t *testing.T) {
 	}
 
 	// A failing receiver: one attempt only, failure shown, not counted.
-	failing := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	failing := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("maintenance"))
 	})
@@ -386,7 +388,7 @@ func TestTestEvent(t *testing.T) {
 	if e, _ := d["last_error"].(string); !strings.Contains(e, "503") || !strings.Contains(e, "maintenance") {
 		t.Errorf("last_error %q", e)
 	}
-	if n := len(failing.got()); n != 3 {
+	if n := len(failing.Requests()); n != 3 {
 		t.Errorf("receiver got %d requests for 3 tests; test events are not retried", n)
 	}
 	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
@@ -417,7 +419,7 @@ func TestPauseAndResave(t *testing.T) {
 		c.RetryDelays = nil // one attempt per delivery keeps this short
 	}, nil)
 	var healthy atomic.Bool
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		if healthy.Load() {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -439,7 +441,7 @@ func TestPauseAndResave(t *testing.T) {
 		t.Fatalf("after 2 failures the webhook is %v", w["status"])
 	}
 
-	before := len(rcv.got())
+	before := len(rcv.Requests())
 	skipped := messageEvent(ws, false)
 	h.publish(skipped)
 	d := h.waitDelivery(ws, skipped.GetId())
@@ -447,7 +449,7 @@ func TestPauseAndResave(t *testing.T) {
 		t.Errorf("event while paused: %v", d)
 	}
 	h.consumerSettled(3)
-	if n := len(rcv.got()); n != before {
+	if n := len(rcv.Requests()); n != before {
 		t.Errorf("a paused webhook's receiver was called (%d requests, was %d)", n, before)
 	}
 
@@ -467,12 +469,12 @@ func TestPauseAndResave(t *testing.T) {
 	if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "delivered" {
 		t.Fatalf("after resave: %v", d)
 	}
-	hits := rcv.got()
+	hits := rcv.Requests()
 	last := hits[len(hits)-1]
-	if err := verify(newSecret, last, time.Now()); err != nil {
+	if err := last.Verify(newSecret, time.Now()); err != nil {
 		t.Errorf("new secret: %v", err)
 	}
-	if verify(oldSecret, last, time.Now()) == nil {
+	if last.Verify(oldSecret, time.Now()) == nil {
 		t.Error("the old secret still verifies")
 	}
 }
@@ -493,7 +495,7 @@ func TestListDeliveries(t *testing.T) {
 		t.Errorf("empty log %v", empty)
 	}
 
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(n int, w http.ResponseWriter) {
 		if n%2 == 0 {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -676,7 +678,7 @@ func TestListDeliveriesWalksTiesExactlyOnce(t *testing.T) {
 func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	h.saveWebhook(ws, rcv.URL)
 	ev := messageEvent(ws, false)
@@ -686,7 +688,7 @@ func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
 	// relay retry outside the dedup window).
 	h.publishRaw(h.env.Stream.Subject(ws, ev.GetType()), mustMarshal(t, ev), "")
 	h.consumerSettled(2)
-	if n := len(rcv.got()); n != 1 {
+	if n := len(rcv.Requests()); n != 1 {
 		t.Errorf("receiver got %d requests, want 1", n)
 	}
 	if log := h.deliveries(ws); len(log) != 1 {
@@ -699,7 +701,7 @@ func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
 func TestMalformedAndUnroutedEvents(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	h.saveWebhook(ws, rcv.URL)
 
@@ -723,7 +725,7 @@ func TestMalformedAndUnroutedEvents(t *testing.T) {
 	if info.NumRedelivered != 0 {
 		t.Errorf("%d messages redelivered", info.NumRedelivered)
 	}
-	hits := rcv.got()
+	hits := rcv.Requests()
 	if len(hits) != 1 || hits[0].Header.Get("X-Service-Delivery") != good.GetId() {
 		t.Errorf("receiver got %d requests", len(hits))
 	}
@@ -742,7 +744,7 @@ func TestMalformedAndUnroutedEvents(t *testing.T) {
 func TestDatabaseFailureRedeliversLater(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	h.saveWebhook(ws, rcv.URL)
 
@@ -751,7 +753,7 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 	}
 	ev := messageEvent(ws, false)
 	h.publish(ev)
-	eventually(t, 15*time.Second, "message handed out twice", func() error {
+	wait.For(t, 15*time.Second, "message handed out twice", func() error {
 		c, err := h.js.Consumer(t.Context(), h.env.Stream.Name, h.cfg.Consumer)
 		if err != nil {
 			return err
@@ -765,15 +767,15 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 		}
 		return nil
 	})
-	if n := len(rcv.got()); n != 0 {
+	if n := len(rcv.Requests()); n != 0 {
 		t.Fatalf("sent %d times without a log row", n)
 	}
 	if err := h.db.Exec(`ALTER TABLE dispatch.deliveries_away RENAME TO deliveries`).Error; err != nil {
 		t.Fatal(err)
 	}
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "delivered" || len(rcv.got()) != 1 {
-		t.Errorf("after recovery: %v, %d requests", d, len(rcv.got()))
+	if d["status"] != "delivered" || len(rcv.Requests()) != 1 {
+		t.Errorf("after recovery: %v, %d requests", d, len(rcv.Requests()))
 	}
 	h.consumerSettled(1)
 }
@@ -782,7 +784,7 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 func TestEveryEventKindIsDelivered(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	secret := h.saveWebhook(ws, rcv.URL)
 
@@ -802,10 +804,10 @@ func TestEveryEventKindIsDelivered(t *testing.T) {
 	}}
 	h.publish(postback)
 	h.publish(comment)
-	hits := rcv.wait(t, 2)
+	hits := rcv.Wait(t, 2)
 	kinds := map[string]string{}
 	for _, got := range hits {
-		if err := verify(secret, got, time.Now()); err != nil {
+		if err := got.Verify(secret, time.Now()); err != nil {
 			t.Error(err)
 		}
 		var env struct {
@@ -848,7 +850,7 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 		c.AttemptTimeout = 200 * time.Millisecond
 		c.RetryDelays = []time.Duration{time.Minute} // it will be stopped while waiting
 	}, nil)
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			time.Sleep(400 * time.Millisecond) // past the first instance's attempt timeout
 		}
@@ -858,7 +860,7 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 	secret := first.saveWebhook(ws, rcv.URL)
 	ev := messageEvent(ws, false)
 	first.publish(ev)
-	eventually(t, 10*time.Second, "first attempt recorded", func() error {
+	wait.For(t, 10*time.Second, "first attempt recorded", func() error {
 		for _, d := range first.deliveries(ws) {
 			if d["id"] == ev.GetId() && d["status"] == "pending" && d["attempts"] == 1.0 {
 				return nil
@@ -877,11 +879,11 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 	if d["status"] != "delivered" || d["attempts"] != 2.0 {
 		t.Errorf("log entry %v", d)
 	}
-	hits := rcv.wait(t, 2)
+	hits := rcv.Wait(t, 2)
 	if len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() || !bytes.Equal(hits[0].Body, hits[1].Body) {
 		t.Errorf("receiver got %d requests; the second must repeat the first's id and body", len(hits))
 	}
-	if err := verify(secret, hits[1], time.Now()); err != nil {
+	if err := hits[1].Verify(secret, time.Now()); err != nil {
 		t.Error(err)
 	}
 	history := second.history(ev.GetId())
@@ -901,7 +903,7 @@ func TestInstancesShareTheConsumer(t *testing.T) {
 	env := testenv.New(t)
 	a := startOn(t, env, nil, nil)
 	startOn(t, env, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	a.saveWebhook(ws, rcv.URL)
 	const n = 30
@@ -910,7 +912,7 @@ func TestInstancesShareTheConsumer(t *testing.T) {
 	}
 	a.consumerSettled(n)
 	seen := map[string]int{}
-	for _, got := range rcv.got() {
+	for _, got := range rcv.Requests() {
 		seen[got.Header.Get("X-Service-Delivery")]++
 	}
 	if len(seen) != n {

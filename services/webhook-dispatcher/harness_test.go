@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +20,8 @@ import (
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
@@ -63,7 +58,7 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	t.Helper()
 	cfg := svcconfig.Config{
 		Connections:         env.Connections(),
-		Addr:                freeAddr(t),
+		Addr:                ports.FreeAddr(t),
 		AllowPrivateTargets: true,
 		RetryDelays:         []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond},
 		AttemptTimeout:      3 * time.Second,
@@ -102,7 +97,7 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	}
 	t.Cleanup(stop)
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: stop}
-	eventually(t, 20*time.Second, "dispatcher ready", func() error {
+	wait.For(t, 20*time.Second, "dispatcher ready", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("serve returned early: %v", err)
@@ -119,33 +114,6 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	})
 	h.db = env.DB(t, "dispatch", migrations.FS)
 	return h
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// eventually polls check until it returns nil or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // do sends a request the way the gateway (/v1, "api") or parleyctl
@@ -265,7 +233,7 @@ func (h *harness) deliveries(ws string) []map[string]any {
 func (h *harness) waitDelivery(ws, id string) map[string]any {
 	h.t.Helper()
 	var found map[string]any
-	eventually(h.t, 15*time.Second, "delivery "+id+" settled", func() error {
+	wait.For(h.t, 15*time.Second, "delivery "+id+" settled", func() error {
 		for _, d := range h.deliveries(ws) {
 			if d["id"] == id && d["status"] != "pending" {
 				found = d
@@ -282,7 +250,7 @@ func (h *harness) waitDelivery(ws, id string) map[string]any {
 func (h *harness) consumerSettled(seq uint64) *jetstream.ConsumerInfo {
 	h.t.Helper()
 	var info *jetstream.ConsumerInfo
-	eventually(h.t, 15*time.Second, "consumer settled", func() error {
+	wait.For(h.t, 15*time.Second, "consumer settled", func() error {
 		c, err := h.js.Consumer(context.Background(), h.env.Stream.Name, h.cfg.Consumer)
 		if err != nil {
 			return err
@@ -297,86 +265,6 @@ func (h *harness) consumerSettled(seq uint64) *jetstream.ConsumerInfo {
 		return nil
 	})
 	return info
-}
-
-// hit is one request a receiver got, exactly as it arrived.
-type hit struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-// receiver is a developer's webhook endpoint: it records every request
-// and answers with respond(n) for the n-th (from 1).
-type receiver struct {
-	URL     string
-	mu      sync.Mutex
-	hits    []hit
-	respond func(n int, w http.ResponseWriter)
-}
-
-func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter)) *receiver {
-	t.Helper()
-	r := &receiver{respond: respond}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.hits = append(r.hits, hit{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body})
-		n := len(r.hits)
-		r.mu.Unlock()
-		if r.respond == nil {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		r.respond(n, w)
-	}))
-	t.Cleanup(srv.Close)
-	r.URL = srv.URL + "/parley/hook"
-	return r
-}
-
-func (r *receiver) got() []hit {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]hit(nil), r.hits...)
-}
-
-func (r *receiver) wait(t *testing.T, n int) []hit {
-	t.Helper()
-	eventually(t, 15*time.Second, fmt.Sprintf("receiver got %d requests", n), func() error {
-		if got := len(r.got()); got < n {
-			return fmt.Errorf("got %d", got)
-		}
-		return nil
-	})
-	return r.got()
-}
-
-func status(code int) func(int, http.ResponseWriter) {
-	return func(_ int, w http.ResponseWriter) { w.WriteHeader(code) }
-}
-
-// verify checks a request's signature the way the specification tells
-// receivers to: HMAC-SHA256 of "<timestamp>.<raw body>", compared in
-// constant time, timestamp within 300 seconds of now.
-func verify(secret string, h hit, now time.Time) error {
-	tsHeader := h.Header.Get("X-Service-Timestamp")
-	ts, err := strconv.ParseInt(tsHeader, 10, 64)
-	if err != nil {
-		return fmt.Errorf("X-Service-Timestamp %q: %v", tsHeader, err)
-	}
-	if d := now.Unix() - ts; d > 300 || d < -300 {
-		return fmt.Errorf("timestamp %d is %ds away from now", ts, d)
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(tsHeader + "."))
-	mac.Write(h.Body)
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	if !hmac.Equal([]byte(want), []byte(h.Header.Get("X-Service-Signature"))) {
-		return fmt.Errorf("signature %q does not verify", h.Header.Get("X-Service-Signature"))
-	}
-	return nil
 }
 
 // messageEvent is a message.received event as messaging publishes it.

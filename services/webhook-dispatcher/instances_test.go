@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -25,7 +26,7 @@ func TestThreeInstancesShareTheWork(t *testing.T) {
 	small := func(c *svcconfig.Config) { c.Concurrency = 4 }
 	instances := []*harness{startOn(t, env, small, nil), startOn(t, env, small, nil), startOn(t, env, small, nil)}
 	h := instances[0]
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		time.Sleep(3 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	})
@@ -44,13 +45,13 @@ func TestThreeInstancesShareTheWork(t *testing.T) {
 	}
 
 	seen := map[string]int{}
-	for _, got := range rcv.got() {
+	for _, got := range rcv.Requests() {
 		id := got.Header.Get("X-Service-Delivery")
 		seen[id]++
 		if !want[id] {
 			t.Errorf("receiver got unknown delivery %q", id)
 		}
-		if err := verify(secret, got, time.Now()); err != nil {
+		if err := got.Verify(secret, time.Now()); err != nil {
 			t.Errorf("delivery %s: %v", id, err)
 		}
 	}

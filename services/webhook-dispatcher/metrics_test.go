@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -39,7 +41,7 @@ func (h *harness) scrape() map[string]float64 {
 func (h *harness) waitMetrics(what string, check func(m map[string]float64) error) map[string]float64 {
 	h.t.Helper()
 	var m map[string]float64
-	eventually(h.t, 15*time.Second, what, func() error {
+	wait.For(h.t, 15*time.Second, what, func() error {
 		m = h.scrape()
 		return check(m)
 	})
@@ -65,7 +67,7 @@ func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 		c.RetryDelays = nil
 	}, nil)
 	release := make(chan struct{})
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		<-release
 		w.WriteHeader(http.StatusInternalServerError)
 	})
@@ -85,7 +87,7 @@ func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 	for range 3 {
 		h.publish(messageEvent(ws, false))
 	}
-	rcv.wait(t, 1)
+	rcv.Wait(t, 1)
 	m = h.waitMetrics("lag of 3", func(m map[string]float64) error {
 		if m[eventsPending]+m[eventsAckPending] != 3 || m[eventsAckPending] < 1 {
 			return fmt.Errorf("pending %v, ack pending %v", m[eventsPending], m[eventsAckPending])

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/replaystream"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
@@ -64,7 +66,7 @@ func (h *harness) startReplay(body map[string]any) map[string]any {
 func (h *harness) replaysSettled() {
 	h.t.Helper()
 	name := replaystream.Stream(h.env.Stream).Name
-	eventually(h.t, 20*time.Second, "replay queue drained", func() error {
+	wait.For(h.t, 20*time.Second, "replay queue drained", func() error {
 		st, err := h.js.Stream(context.Background(), name)
 		if err != nil {
 			return err
@@ -87,7 +89,7 @@ func (h *harness) replaysSettled() {
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // deliveryIDs are the X-Service-Delivery ids of hits, sorted.
-func deliveryIDs(hits []hit) []string {
+func deliveryIDs(hits []receiver.Request) []string {
 	ids := make([]string, 0, len(hits))
 	for _, h := range hits {
 		ids = append(ids, h.Header.Get("X-Service-Delivery"))
@@ -116,10 +118,10 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	var tick atomic.Int64 // each clock reading a second later: fresh timestamps are visible
 	clock := func() time.Time { return time.Now().Add(time.Duration(tick.Add(1)) * time.Second) }
 	h := start(t, nil, clock)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws, other := uuid.NewString(), uuid.NewString()
 	secret := h.saveWebhook(ws, rcv.URL)
-	otherRcv := newReceiver(t, status(http.StatusOK))
+	otherRcv := receiver.New(t, receiver.Status(http.StatusOK))
 	h.saveWebhook(other, otherRcv.URL)
 
 	// Stream sequences: 1-2 before the range, 3-6 in it (one of them
@@ -137,7 +139,7 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	h.publish(inRange[2])
 	h.publish(after)
 	h.consumerSettled(7)
-	first := rcv.wait(t, 6)
+	first := rcv.Wait(t, 6)
 	bodies := map[string][]byte{}
 	for _, got := range first {
 		bodies[got.Header.Get("X-Service-Delivery")] = got.Body
@@ -153,7 +155,7 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 		t.Errorf("replay id %v", r["id"])
 	}
 	h.replaysSettled()
-	replayed := rcv.got()[6:]
+	replayed := rcv.Requests()[6:]
 	if got, want := deliveryIDs(replayed), eventIDs(inRange...); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replayed %v, want %v", got, want)
 	}
@@ -162,7 +164,7 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 		if !bytes.Equal(got.Body, bodies[id]) {
 			t.Errorf("%s: replayed body differs from the first:\n%s\n%s", id, got.Body, bodies[id])
 		}
-		if err := verify(secret, got, clock()); err != nil {
+		if err := got.Verify(secret, clock()); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
 		if got.Header.Get("X-Service-Timestamp") == firstHit(first, id).Header.Get("X-Service-Timestamp") {
@@ -183,7 +185,7 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 			t.Errorf("log entry %v", d)
 		}
 	}
-	if n := len(otherRcv.got()); n != 1 {
+	if n := len(otherRcv.Requests()); n != 1 {
 		t.Errorf("the other workspace's receiver got %d requests, want its one event only", n)
 	}
 
@@ -193,7 +195,7 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 		t.Fatalf("postback replay %v", r)
 	}
 	h.replaysSettled()
-	if got, want := deliveryIDs(rcv.got()[9:]), eventIDs(before[1], inRange[1], after); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := deliveryIDs(rcv.Requests()[9:]), eventIDs(before[1], inRange[1], after); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("postback replay sent %v, want %v", got, want)
 	}
 
@@ -204,13 +206,13 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	}
 }
 
-func firstHit(hits []hit, id string) hit {
+func firstHit(hits []receiver.Request, id string) receiver.Request {
 	for _, h := range hits {
 		if h.Header.Get("X-Service-Delivery") == id {
 			return h
 		}
 	}
-	return hit{}
+	return receiver.Request{}
 }
 
 // Events that arrived while the webhook was paused are recorded skipped;
@@ -224,7 +226,7 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 		c.RetryDelays = nil
 	}, nil)
 	var healthy atomic.Bool
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		if healthy.Load() {
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -257,7 +259,7 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 		t.Fatalf("replay %v", r)
 	}
 	h.replaysSettled()
-	hits := rcv.got()
+	hits := rcv.Requests()
 	if got, want := deliveryIDs(hits[1:]), eventIDs(append(skipped, failed)...); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replay sent %v, want %v", got, want)
 	}
@@ -267,7 +269,7 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 	}
 	for _, got := range hits[1:] {
 		id := got.Header.Get("X-Service-Delivery")
-		if err := verify(secret, got, time.Now()); err != nil {
+		if err := got.Verify(secret, time.Now()); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
 		d := logged[id]
@@ -296,7 +298,7 @@ func TestReplayRetriesAndRecordsFailures(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
 	var failing atomic.Bool
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
 		if failing.Load() {
 			w.WriteHeader(http.StatusBadGateway)
 			return
@@ -313,7 +315,7 @@ func TestReplayRetriesAndRecordsFailures(t *testing.T) {
 	failing.Store(true)
 	h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(h.storedAt(1))})
 	h.replaysSettled()
-	if n := len(rcv.got()); n != 1+4 {
+	if n := len(rcv.Requests()); n != 1+4 {
 		t.Fatalf("receiver got %d requests, want 1 then 4 replay attempts", n)
 	}
 	d := h.waitDelivery(ws, ev.GetId())
@@ -333,7 +335,7 @@ func TestReplayRefusals(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
 	ws := uuid.NewString()
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	h.saveWebhook(ws, rcv.URL)
 	now := time.Now().UTC()
 	tests := []struct {
@@ -367,7 +369,7 @@ func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
 	release := make(chan struct{})
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+	rcv := receiver.New(t, func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			<-release
 		}
@@ -377,16 +379,16 @@ func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 	h.saveWebhook(ws, rcv.URL)
 	ev := messageEvent(ws, false)
 	h.publish(ev)
-	rcv.wait(t, 1) // the live attempt is under way, its delivery pending
+	rcv.Wait(t, 1) // the live attempt is under way, its delivery pending
 	h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(h.storedAt(1))})
 	time.Sleep(300 * time.Millisecond)
-	if n := len(rcv.got()); n != 1 {
+	if n := len(rcv.Requests()); n != 1 {
 		close(release)
 		t.Fatalf("the replay went out (%d requests) while the live round was under way", n)
 	}
 	close(release)
 	h.replaysSettled()
-	hits := rcv.got()
+	hits := rcv.Requests()
 	if len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() {
 		t.Fatalf("receiver got %d requests", len(hits))
 	}
@@ -401,7 +403,7 @@ func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 func TestQueuedReplaysSurviveARestart(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
-	rcv := newReceiver(t, status(http.StatusOK))
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
 	ws := uuid.NewString()
 	h.saveWebhook(ws, rcv.URL)
 	evs := []*eventsv1.Event{messageEvent(ws, false), messageEvent(ws, false)}
@@ -409,7 +411,7 @@ func TestQueuedReplaysSurviveARestart(t *testing.T) {
 		h.publish(ev)
 	}
 	h.consumerSettled(2)
-	rcv.wait(t, 2)
+	rcv.Wait(t, 2)
 	since := h.storedAt(1)
 	h.stop()
 
@@ -431,7 +433,7 @@ func TestQueuedReplaysSurviveARestart(t *testing.T) {
 	}
 	again := startOn(t, h.env, nil, nil)
 	again.replaysSettled()
-	if got := deliveryIDs(rcv.got()[2:]); fmt.Sprint(got) != fmt.Sprint(eventIDs(evs...)) {
+	if got := deliveryIDs(rcv.Requests()[2:]); fmt.Sprint(got) != fmt.Sprint(eventIDs(evs...)) {
 		t.Fatalf("after restart the receiver got %v", got)
 	}
 }
