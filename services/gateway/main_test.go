@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 )
 
 // TestRunServesAndStops starts the gateway as main does, from the
@@ -22,7 +22,7 @@ func TestRunServesAndStops(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	addr := freeAddr(t)
+	addr := ports.FreeAddr(t)
 	t.Setenv("GATEWAY_ADDR", addr)
 	t.Setenv("RATE_LIMIT_PER_MINUTE", "2")
 
@@ -94,14 +94,4 @@ func TestRunServesAndStops(t *testing.T) {
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("still serving after stop")
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
