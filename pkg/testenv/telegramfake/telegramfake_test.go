@@ -65,3 +65,18 @@ func TestFakeAnswersAsTheBotAPI(t *testing.T) {
 		t.Fatalf("calls %+v", calls)
 	}
 }
+
+func TestNoRecordStillAnswers(t *testing.T) {
+	t.Parallel()
+	fake := &Server{NoRecord: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	for range 3 {
+		if code, _, _ := call(t, srv.URL+"/bot1:a/sendMessage", "application/json", `{"chat_id": 1, "text": "x"}`); code != 200 {
+			t.Fatalf("answer %d", code)
+		}
+	}
+	if n := len(fake.Calls()); n != 0 || fake.LastMessageID() != "3" {
+		t.Fatalf("%d calls recorded, last id %s; want none, 3", n, fake.LastMessageID())
+	}
+}
