@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -31,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
@@ -101,7 +101,7 @@ type benchService struct {
 func newBenchService(b *testing.B) *benchService {
 	b.Helper()
 	env := testenv.New(b)
-	bot := httptest.NewServer(benchBotAPI())
+	bot := httptest.NewServer(&telegramfake.Server{NoRecord: true})
 	b.Cleanup(bot.Close)
 	// Configured as main is, from the environment: every setting at its
 	// default but the test's own servers and the fake Bot API.
@@ -391,26 +391,4 @@ func percentile(d []time.Duration, p float64) float64 {
 	i := int(math.Ceil(p*float64(len(s)))) - 1
 	i = max(0, min(i, len(s)-1))
 	return float64(s[i].Microseconds()) / 1000
-}
-
-// benchBotAPI answers sendMessage as the Bot API does, with a new
-// message_id each time.
-func benchBotAPI() http.Handler {
-	var id atomic.Int64
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p struct {
-			ChatID int64  `json:"chat_id"`
-			Text   string `json:"text"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse JSON object"}`)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{
-			"message_id": id.Add(1), "date": time.Now().Unix(),
-			"chat": map[string]any{"id": p.ChatID, "type": "private"}, "text": p.Text,
-		}})
-	})
 }

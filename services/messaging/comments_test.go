@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
@@ -29,112 +30,11 @@ import (
 
 const cmtAppSecret = "comments-app-secret"
 
-// cmtGraph is a fake Graph API for comment replies: POST /{id}/comments and
-// /{id}/replies answer {"id"}, POST /me/messages with recipient.comment_id
-// answers {"recipient_id", "message_id"}, refusals are Graph errors.
-type cmtGraph struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	// calls are the requests received, in order.
-	calls []cmtCall
-	// commenters maps a comment id to its author's PSID, which Meta returns
-	// as recipient_id (the same person gets the same PSID on every comment).
-	commenters map[string]string
-	// fail, when set, is the next answer: HTTP status and Graph error body.
-	fail *cmtFailure
-	// hold, when set, delays every answer until it is closed.
-	hold chan struct{}
-	n    int
-}
-
-type cmtCall struct {
-	Method, Path, Token string
-	Body                map[string]any
-}
-
-type cmtFailure struct {
-	status           int
-	code, subcode    int
-	message, errType string
-}
-
-func newCmtGraph(t *testing.T) *cmtGraph {
-	g := &cmtGraph{commenters: map[string]string{}}
-	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
-	t.Cleanup(g.srv.Close)
-	return g
-}
-
-func (g *cmtGraph) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	call := cmtCall{Method: r.Method, Path: r.URL.Path, Token: r.URL.Query().Get("access_token"), Body: map[string]any{}}
-	_ = json.Unmarshal(raw, &call.Body)
-	g.mu.Lock()
-	g.calls = append(g.calls, call)
-	g.n++
-	n := g.n
-	fail := g.fail
-	g.fail = nil
-	hold := g.hold
-	g.mu.Unlock()
-	if hold != nil {
-		<-hold
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if fail != nil {
-		w.WriteHeader(fail.status)
-		e := map[string]any{"message": fail.message, "type": fail.errType, "code": fail.code, "fbtrace_id": "AxYz"}
-		if fail.subcode != 0 {
-			e["error_subcode"] = fail.subcode
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
-		return
-	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/me/messages":
-		rc, _ := call.Body["recipient"].(map[string]any)
-		cid, _ := rc["comment_id"].(string)
-		g.mu.Lock()
-		psid := g.commenters[cid]
-		g.mu.Unlock()
-		if psid == "" {
-			psid = "psid-of-" + cid
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"recipient_id": psid, "message_id": fmt.Sprintf("m_dm_%d", n)})
-	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/comments") || strings.HasSuffix(r.URL.Path, "/replies")):
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("reply_%d", n)})
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/psid-"):
-		// The User Profile API, for customers who write to the page.
-		_ = json.NewEncoder(w).Encode(map[string]any{"first_name": "Ada", "last_name": "Profile", "profile_pic": "https://cdn.example/ada.jpg", "id": r.URL.Path[1:]})
-	default:
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"error":{"message":"Unsupported request","type":"GraphMethodException","code":100,"error_subcode":33}}`)
-	}
-}
-
-func (g *cmtGraph) received() []cmtCall {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]cmtCall(nil), g.calls...)
-}
-
-func (g *cmtGraph) setCommenter(commentID, psid string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.commenters[commentID] = psid
-}
-
-func (g *cmtGraph) failNext(f cmtFailure) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.fail = &f
-}
-
 // newCommentHarness is a harness whose Graph API is g and whose Meta app
 // secret is cmtAppSecret.
-func newCommentHarness(t *testing.T, g *cmtGraph, opts ...harnessOption) *harness {
+func newCommentHarness(t *testing.T, g *metaGraph, opts ...harnessOption) *harness {
 	return newHarness(t, append([]harnessOption{func(c *svcconfig.Config) {
-		c.MetaGraphAPIBase = g.srv.URL
+		c.MetaGraphAPIBase = g.URL
 		c.MetaAppSecret = cmtAppSecret
 	}}, opts...)...)
 }
@@ -242,7 +142,7 @@ func (h *harness) cmtEvents() []*eventsv1.Event {
 
 func TestFeedCommentStoredOnceAndForwarded(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "1" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -295,7 +195,7 @@ func TestFeedCommentStoredOnceAndForwarded(t *testing.T) {
 
 func TestFeedChangesThatAreNotNewCommentsAreIgnored(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "2" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -349,7 +249,7 @@ func TestFeedChangesThatAreNotNewCommentsAreIgnored(t *testing.T) {
 
 func TestCommentsOfNonExternalChannelsAreStoredNotForwarded(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "3" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -372,7 +272,7 @@ func TestCommentsOfNonExternalChannelsAreStoredNotForwarded(t *testing.T) {
 
 func TestInstagramCommentStoredAndForwarded(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	account := "1784" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -436,13 +336,13 @@ func (h *harness) cmtAPI(ws, path, body string) (int, map[string]any) {
 
 func TestPublicReplyThenPrivateReply(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "4" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	ch := h.cmtChannel(ws, "messenger", page, "external")
 	cid := page + "_7001"
-	g.setCommenter(cid, "psid-ada")
+	g.SetCommenter(cid, "psid-ada")
 	h.cmtPost(feedComment(page, cid, "24609691832002", "Ada Lovelace", "Do you ship?", time.Now().Add(-time.Hour), "add"))
 
 	status, body := h.cmtAPI(ws, "/v1/comments/"+cid+"/reply", `{"text":"Yes! Sent you a DM."}`)
@@ -452,9 +352,9 @@ func TestPublicReplyThenPrivateReply(t *testing.T) {
 	if c := body["comment"].(map[string]any); c["status"] != "replied" || c["id"] != cid {
 		t.Fatalf("comment after public reply = %v", c)
 	}
-	calls := g.received()
+	calls := g.Calls()
 	if len(calls) != 1 || calls[0].Method != http.MethodPost || calls[0].Path != "/"+cid+"/comments" ||
-		calls[0].Body["message"] != "Yes! Sent you a DM." || calls[0].Token != "page-token-"+page {
+		calls[0].Body["message"] != "Yes! Sent you a DM." || calls[0].AccessToken != "page-token-"+page {
 		t.Fatalf("graph calls = %+v", calls)
 	}
 	if calls[0].Body["message"] == nil || body["external_id"] != "reply_1" {
@@ -462,15 +362,15 @@ func TestPublicReplyThenPrivateReply(t *testing.T) {
 	}
 
 	status, body = h.cmtAPI(ws, "/v1/comments/"+cid+"/private-reply", `{"text":"Hi Ada, we ship worldwide."}`)
-	if status != http.StatusOK || body["ok"] != true || body["recipient_id"] != "psid-ada" || body["external_id"] != "m_dm_2" {
+	if status != http.StatusOK || body["ok"] != true || body["recipient_id"] != "psid-ada" || body["external_id"] != "m_fake_2" {
 		t.Fatalf("private reply = %d %v", status, body)
 	}
 	if c := body["comment"].(map[string]any); c["status"] != "both_sent" {
 		t.Fatalf("status after public then private = %v", c["status"])
 	}
-	calls = g.received()
+	calls = g.Calls()
 	dm := calls[1]
-	if dm.Path != "/me/messages" || dm.Token != "page-token-"+page {
+	if dm.Path != "/me/messages" || dm.AccessToken != "page-token-"+page {
 		t.Fatalf("dm call = %+v", dm)
 	}
 	if rc := dm.Body["recipient"].(map[string]any); rc["comment_id"] != cid || len(rc) != 1 {
@@ -490,7 +390,7 @@ func TestPublicReplyThenPrivateReply(t *testing.T) {
 	}
 	msgs := h.messages(ws, convID, "").Messages
 	if len(msgs) != 1 || msgs[0].Sender != "user" || msgs[0].Type != "text" || msgs[0].Content != "Hi Ada, we ship worldwide." ||
-		msgs[0].ExternalID != "m_dm_2" {
+		msgs[0].ExternalID != "m_fake_2" {
 		t.Fatalf("messages = %+v", msgs)
 	}
 	if pr, _ := msgs[0].Metadata["private_reply"].(map[string]any); pr["comment_id"] != cid {
@@ -509,14 +409,14 @@ func TestPublicReplyThenPrivateReply(t *testing.T) {
 	if status != http.StatusConflict || body["code"] != "private_reply_used" {
 		t.Fatalf("second private reply = %d %v", status, body)
 	}
-	if n := len(g.received()); n != 2 {
+	if n := len(g.Calls()); n != 2 {
 		t.Fatalf("graph calls = %d after the refusal, want 2", n)
 	}
 }
 
 func TestPrivateReplyStatusAndInstagramReplies(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	account := "1785" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -532,7 +432,7 @@ func TestPrivateReplyStatusAndInstagramReplies(t *testing.T) {
 	if status != http.StatusOK || body["comment"].(map[string]any)["status"] != "both_sent" {
 		t.Fatalf("public reply = %d %v", status, body)
 	}
-	calls := g.received()
+	calls := g.Calls()
 	if len(calls) != 2 || calls[1].Path != "/178001/replies" || calls[1].Body["message"] != "Check your DMs!" {
 		t.Fatalf("instagram public reply went to %+v", calls)
 	}
@@ -544,7 +444,7 @@ func TestPrivateReplyStatusAndInstagramReplies(t *testing.T) {
 
 func TestCommentReplyRequestErrors(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws, other := uuid.NewString(), uuid.NewString()
 	page := "5" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -596,14 +496,14 @@ func TestCommentReplyRequestErrors(t *testing.T) {
 	if status, body := h.cmtAPI(ws, "/v1/comments/179001/reply", long(2200)); status != 200 {
 		t.Errorf("2200-character instagram reply: %d %v", status, body)
 	}
-	if n := len(g.received()); n != 1 {
+	if n := len(g.Calls()); n != 1 {
 		t.Fatalf("graph calls = %d, want only the one valid reply", n)
 	}
 }
 
 func TestPrivateReplyWindows(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g, func(c *svcconfig.Config) { c.PrivateReplyWindow = time.Hour })
 	ws := uuid.NewString()
 	page := "6" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -612,8 +512,8 @@ func TestPrivateReplyWindows(t *testing.T) {
 	h.cmtPost(feedComment(page, page+"_old", "111", "Bo", "old", now.Add(-2*time.Hour), "add"))
 	h.cmtPost(feedComment(page, page+"_a", "222", "Cy", "first", now.Add(-10*time.Minute), "add"))
 	h.cmtPost(feedComment(page, page+"_b", "222", "Cy", "second", now.Add(-5*time.Minute), "add"))
-	g.setCommenter(page+"_a", "psid-cy")
-	g.setCommenter(page+"_b", "psid-cy")
+	g.SetCommenter(page+"_a", "psid-cy")
+	g.SetCommenter(page+"_b", "psid-cy")
 
 	status, raw := h.apiRaw(ws, http.MethodPost, "/v1/comments/"+page+"_old/private-reply", `{"text":"hi"}`)
 	if code, _ := errorBody(t, raw); status != http.StatusConflict || code != "private_reply_expired" {
@@ -626,7 +526,7 @@ func TestPrivateReplyWindows(t *testing.T) {
 	if code, _ := errorBody(t, raw); status != http.StatusTooManyRequests || code != "private_reply_commenter_window" {
 		t.Fatalf("same commenter again = %d %s", status, raw)
 	}
-	if calls := g.received(); len(calls) != 1 {
+	if calls := g.Calls(); len(calls) != 1 {
 		t.Fatalf("graph calls = %d, want 1", len(calls))
 	}
 	// The refused comment keeps its private reply for later.
@@ -646,7 +546,7 @@ func TestPrivateReplyWindows(t *testing.T) {
 // commenter's private reply even when the Redis claim is gone.
 func TestCommenterWindowHoldsWithoutRedis(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "7" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -672,7 +572,7 @@ func TestCommenterWindowHoldsWithoutRedis(t *testing.T) {
 
 func TestPrivateReplyDailyCap(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g, func(c *svcconfig.Config) { c.PrivateReplyDailyCap = 2 })
 	ws := uuid.NewString()
 	page := "8" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -689,7 +589,7 @@ func TestPrivateReplyDailyCap(t *testing.T) {
 	if status != http.StatusTooManyRequests || body["code"] != "private_reply_daily_cap" {
 		t.Fatalf("third reply under a cap of 2 = %d %v", status, body)
 	}
-	if n := len(g.received()); n != 2 {
+	if n := len(g.Calls()); n != 2 {
 		t.Fatalf("graph calls = %d, want 2", n)
 	}
 	// The refusal released the commenter's claim and the comment's: with
@@ -717,7 +617,7 @@ func mustZone(t *testing.T, name string) *time.Location {
 
 func TestPrivateReplyPlatformRefusalReleasesEverything(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g, func(c *svcconfig.Config) { c.PrivateReplyDailyCap = 1 })
 	ws := uuid.NewString()
 	page := "9" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -725,13 +625,13 @@ func TestPrivateReplyPlatformRefusalReleasesEverything(t *testing.T) {
 	cid := page + "_1"
 	h.cmtPost(feedComment(page, cid, "444", "Ed", "hi", time.Now(), "add"))
 
-	g.failNext(cmtFailure{status: 400, code: 100, subcode: 2534022, errType: "OAuthException", message: "(#100) This message can't be sent right now"})
+	g.FailNext("/", metafake.GraphError{Status: 400, Code: 100, Subcode: 2534022, Type: "OAuthException", Message: "(#100) This message can't be sent right now"})
 	status, body := h.cmtAPI(ws, "/v1/comments/"+cid+"/private-reply", `{"text":"hi"}`)
 	if status != http.StatusBadGateway || body["code"] != "platform_error" || !strings.Contains(body["message"].(string), "can't be sent right now") {
 		t.Fatalf("refused by meta = %d %v", status, body)
 	}
 	// Meta's window refusal for a private reply is the comment being too old.
-	g.failNext(cmtFailure{status: 400, code: 10, subcode: 2018278, errType: "OAuthException", message: "(#10) This message is sent outside of allowed window."})
+	g.FailNext("/", metafake.GraphError{Status: 400, Code: 10, Subcode: 2018278, Type: "OAuthException", Message: "(#10) This message is sent outside of allowed window."})
 	status, body = h.cmtAPI(ws, "/v1/comments/"+cid+"/private-reply", `{"text":"hi"}`)
 	if status != http.StatusConflict || body["code"] != "private_reply_expired" {
 		t.Fatalf("meta's window refusal = %d %v", status, body)
@@ -743,7 +643,7 @@ func TestPrivateReplyPlatformRefusalReleasesEverything(t *testing.T) {
 		t.Fatalf("after the refusals = %d %v", status, body)
 	}
 	// A public reply refused is a 502 too, and records nothing.
-	g.failNext(cmtFailure{status: 400, code: 100, errType: "GraphMethodException", message: "Unsupported post request"})
+	g.FailNext("/", metafake.GraphError{Status: 400, Code: 100, Type: "GraphMethodException", Message: "Unsupported post request"})
 	status, body = h.cmtAPI(ws, "/v1/comments/"+cid+"/reply", `{"text":"hi"}`)
 	if status != http.StatusBadGateway || body["code"] != "platform_error" {
 		t.Fatalf("public reply refused = %d %v", status, body)
@@ -759,7 +659,7 @@ func TestPrivateReplyPlatformRefusalReleasesEverything(t *testing.T) {
 // one comment, and to two comments of one commenter; one goes out each.
 func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "10" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -769,10 +669,7 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 	h.cmtPost(feedComment(page, page+"_y", "666", "Gu", "y", time.Now(), "add"))
 
 	// Hold the Graph's answers so the requests overlap for certain.
-	hold := make(chan struct{})
-	g.mu.Lock()
-	g.hold = hold
-	g.mu.Unlock()
+	release := g.Hold()
 	type result struct {
 		status int
 		code   any
@@ -793,8 +690,8 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 				answered.Add(1)
 			}()
 		}
-		eventually(t, 10*time.Second, "the refusals", func() bool { return int(answered.Load()) >= len(paths)-1 })
-		close(hold)
+		wait.Until(t, 10*time.Second, "the refusals", func() bool { return int(answered.Load()) >= len(paths)-1 })
+		release()
 		wg.Wait()
 		return out
 	}
@@ -813,14 +710,11 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 			t.Errorf("unexpected %d %v", r.status, r.code)
 		}
 	}
-	if ok != 1 || used != 5 || len(g.received()) != 1 {
-		t.Fatalf("same comment: %d sent, %d refused, graph calls %d", ok, used, len(g.received()))
+	if ok != 1 || used != 5 || len(g.Calls()) != 1 {
+		t.Fatalf("same comment: %d sent, %d refused, graph calls %d", ok, used, len(g.Calls()))
 	}
 
-	hold = make(chan struct{})
-	g.mu.Lock()
-	g.hold = hold
-	g.mu.Unlock()
+	release = g.Hold()
 	res := fire([]string{"/v1/comments/" + page + "_x/private-reply", "/v1/comments/" + page + "_y/private-reply"})
 	ok, limited := 0, 0
 	for _, r := range res {
@@ -831,8 +725,8 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 			limited++
 		}
 	}
-	if ok != 1 || limited != 1 || len(g.received()) != 2 {
-		t.Fatalf("one commenter, two comments: %v, graph calls %d", res, len(g.received()))
+	if ok != 1 || limited != 1 || len(g.Calls()) != 2 {
+		t.Fatalf("one commenter, two comments: %v, graph calls %d", res, len(g.Calls()))
 	}
 }
 
@@ -841,7 +735,9 @@ func TestSimultaneousPrivateRepliesGoOutOnce(t *testing.T) {
 // name their profile gave.
 func TestPrivateReplyJoinsTheCustomersConversation(t *testing.T) {
 	t.Parallel()
-	g := newCmtGraph(t)
+	g := newMetaGraph(t)
+	// The customer's profile, read when they first write to the page.
+	g.SetProfile("psid-ada", metafake.Profile{ID: "psid-ada", FirstName: "Ada", LastName: "Profile", ProfilePic: "https://cdn.example/ada.jpg"})
 	h := newCommentHarness(t, g)
 	ws := uuid.NewString()
 	page := "11" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
@@ -862,7 +758,7 @@ func TestPrivateReplyJoinsTheCustomersConversation(t *testing.T) {
 		t.Fatalf("conversations after the message = %+v", before)
 	}
 	cid := page + "_1"
-	g.setCommenter(cid, "psid-ada")
+	g.SetCommenter(cid, "psid-ada")
 	h.cmtPost(feedComment(page, cid, "24609691832002", "Ada Lovelace", "and a comment", time.Now(), "add"))
 	status, body := h.cmtAPI(ws, "/v1/comments/"+cid+"/private-reply", `{"text":"replying here"}`)
 	if status != 200 || body["conversation_id"] != before.Conversations[0].ID {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 )
 
@@ -29,7 +30,7 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	h.deliver(external, tgUpdate{UpdateID: 1, MessageID: 13, FromID: 1003, First: "Ed", Last: "Ward", Date: t0.Unix() + 5, Text: "external"})
 
 	var msgs []*jetstream.RawStreamMsg
-	eventually(t, 5*time.Second, "the event in the stream", func() bool {
+	wait.Until(t, 5*time.Second, "the event in the stream", func() bool {
 		msgs = streamMessages(t, js, h.env.Stream.Name)
 		return len(msgs) > 0
 	})
@@ -101,7 +102,7 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	h.setMode(external.ID, "auto")
 	h.deliver(external, tgUpdate{UpdateID: 2, MessageID: 14, FromID: 1003, First: "Ed", Date: t0.Unix() + 6, Text: "now auto"})
 	h.deliver(suggest, tgUpdate{UpdateID: 2, MessageID: 15, FromID: 1002, First: "Sue", Date: t0.Unix() + 7, Text: "now external"})
-	eventually(t, 5*time.Second, "the second event", func() bool {
+	wait.Until(t, 5*time.Second, "the second event", func() bool {
 		msgs = streamMessages(t, js, h.env.Stream.Name)
 		return len(msgs) > 1
 	})
@@ -124,7 +125,7 @@ func TestRelayPublishesRowsLeftBehind(t *testing.T) {
 	ws := uuid.NewString()
 	ch := h.telegramChannel(ws, "external")
 	h.deliver(ch, tgUpdate{UpdateID: 1, MessageID: 1, FromID: 5, First: "Kim", Date: t0.Unix(), Text: "first"})
-	eventually(t, 5*time.Second, "first event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
+	wait.Until(t, 5*time.Second, "first event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
 
 	// A row committed by an instance that died before publishing: no kick,
 	// only the poll finds it.
@@ -134,7 +135,7 @@ func TestRelayPublishesRowsLeftBehind(t *testing.T) {
 		id, h.env.Stream.Subject(ws, "message.received"), payload).Error; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the orphaned event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 2 })
+	wait.Until(t, 5*time.Second, "the orphaned event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 2 })
 	if got := streamMessages(t, js, h.env.Stream.Name)[1].Header.Get("Nats-Msg-Id"); got != id {
 		t.Fatalf("Nats-Msg-Id = %q, want %q", got, id)
 	}
@@ -142,7 +143,7 @@ func TestRelayPublishesRowsLeftBehind(t *testing.T) {
 	// A row published but not marked (crash between ack and commit) goes out
 	// again and the stream stores it once.
 	h.db.Exec(`UPDATE messaging.outbox SET published_at = NULL WHERE event_id = ?`, id)
-	eventually(t, 5*time.Second, "the row marked again", func() bool {
+	wait.Until(t, 5*time.Second, "the row marked again", func() bool {
 		return h.count("outbox", "published_at IS NULL") == 0
 	})
 	if n := len(streamMessages(t, js, h.env.Stream.Name)); n != 2 {

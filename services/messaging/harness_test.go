@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
@@ -43,7 +41,9 @@ type harness struct {
 	reg    *prometheus.Registry
 	client *rpc.Client
 	nc     *nats.Conn
-	tg     *fakeTelegram
+	tg     *telegramfake.Server
+	// tgTokens maps a channel id to its bot token, for assertions.
+	tgTokens sync.Map
 }
 
 type harnessOption func(*svcconfig.Config)
@@ -55,11 +55,11 @@ func withNATS(url string) harnessOption {
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	env := testenv.New(t)
-	tg := newFakeTelegram(t)
+	tg, tgURL := newTelegram(t)
 	cfg := svcconfig.Config{
 		Connections:          env.Connections(),
 		Addr:                 "127.0.0.1:0",
-		TelegramAPIBase:      tg.srv.URL,
+		TelegramAPIBase:      tgURL,
 		MetaGraphAPIBase:     "http://127.0.0.1:9", // discard port: no Meta here unless a test sets one
 		MessagingWindow:      24 * time.Hour,
 		PrivateReplyWindow:   7 * 24 * time.Hour,
@@ -150,8 +150,15 @@ func (h *harness) telegramChannel(ws, mode string) adminChannel {
 		h.setMode(out.Channel.ID, mode)
 		out.Channel.AIMode = mode
 	}
-	h.tg.setToken(out.Channel.ID, token)
+	h.tgTokens.Store(out.Channel.ID, token)
 	return out.Channel
+}
+
+// botToken is the bot token of a channel telegramChannel created.
+func (h *harness) botToken(channelID string) string {
+	token, _ := h.tgTokens.Load(channelID)
+	s, _ := token.(string)
+	return s
 }
 
 func (h *harness) setMode(channelID, mode string) {
@@ -342,136 +349,13 @@ func streamMessages(t *testing.T, js jetstream.JetStream, name string) []*jetstr
 	return out
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// --- a fake Telegram Bot API ---
-
-// fakeTelegram answers the Bot API's sendMessage as Telegram does and
-// records every call.
-type fakeTelegram struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	calls  []tgCall
-	tokens map[string]string // channel id -> token, for assertions
-	nextID int64
-	// fail, when set, is the answer to every call: status and raw body, or
-	// drop to hang up without answering.
-	fail *tgFailure
-}
-
-type tgFailure struct {
-	status int
-	body   string
-	drop   bool
-}
-
-type tgCall struct {
-	Token  string
-	Method string
-	Body   map[string]any
-}
-
-var botPath = regexp.MustCompile(`^/bot([^/]+)/([A-Za-z]+)$`)
-
-func newFakeTelegram(t *testing.T) *fakeTelegram {
-	f := &fakeTelegram{tokens: map[string]string{}, nextID: 1000}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
-	m := botPath.FindStringSubmatch(r.URL.Path)
-	if r.Method != http.MethodPost || m == nil {
-		writeTG(w, http.StatusNotFound, `{"ok":false,"error_code":404,"description":"Not Found"}`)
-		return
-	}
-	raw, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || json.Unmarshal(raw, &body) != nil {
-		writeTG(w, http.StatusBadRequest, `{"ok":false,"error_code":400,"description":"Bad Request: message text is empty"}`)
-		return
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, tgCall{Token: m[1], Method: m[2], Body: body})
-	fail := f.fail
-	f.nextID++
-	id := f.nextID
-	f.mu.Unlock()
-	switch {
-	case fail != nil && fail.drop:
-		hj, _ := w.(http.Hijacker)
-		conn, _, _ := hj.Hijack()
-		_ = conn.Close()
-		return
-	case fail != nil:
-		writeTG(w, fail.status, fail.body)
-		return
-	}
-	if m[2] == "answerCallbackQuery" {
-		writeTG(w, http.StatusOK, `{"ok":true,"result":true}`)
-		return
-	}
-	if m[2] != "sendMessage" {
-		writeTG(w, http.StatusNotFound, `{"ok":false,"error_code":404,"description":"Not Found: method not found"}`)
-		return
-	}
-	chat, _ := body["chat_id"].(float64)
-	result := map[string]any{
-		"message_id": id,
-		"from":       map[string]any{"id": 5550001, "is_bot": true, "first_name": "Parley", "username": "parley_test_bot"},
-		"chat":       map[string]any{"id": int64(chat), "type": "private"},
-		"date":       time.Now().Unix(),
-		"text":       body["text"],
-	}
-	b, _ := json.Marshal(map[string]any{"ok": true, "result": result})
-	writeTG(w, http.StatusOK, string(b))
-}
-
-func writeTG(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
-}
-
-func (f *fakeTelegram) setToken(channelID, token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.tokens[channelID] = token
-}
-
-func (f *fakeTelegram) token(channelID string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.tokens[channelID]
-}
-
-func (f *fakeTelegram) setFailure(fail *tgFailure) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = fail
-}
-
-func (f *fakeTelegram) received() []tgCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]tgCall(nil), f.calls...)
-}
-
-func (f *fakeTelegram) lastID() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return strconv.FormatInt(f.nextID, 10)
+// newTelegram serves a fake Bot API until the test ends and returns it
+// with its base URL.
+func newTelegram(t *testing.T) (*telegramfake.Server, string) {
+	tg := &telegramfake.Server{}
+	srv := httptest.NewServer(tg)
+	t.Cleanup(srv.Close)
+	return tg, srv.URL
 }
 
 // metricValue sums a counter or gauge over its label sets.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,25 +14,22 @@ import (
 
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // TestRunServesAndStops runs the service as main does, from the
 // environment, and drives it over real HTTP and NATS.
 func TestRunServesAndStops(t *testing.T) {
 	env := testenv.New(t)
-	tg := newFakeTelegram(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	_, tgURL := newTelegram(t)
+	addr := ports.FreeAddr(t)
 	for _, kv := range env.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 	t.Setenv("MESSAGING_ADDR", addr)
-	t.Setenv("TELEGRAM_API_BASE", tg.srv.URL)
+	t.Setenv("TELEGRAM_API_BASE", tgURL)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -44,7 +40,7 @@ func TestRunServesAndStops(t *testing.T) {
 	})
 
 	base := "http://" + addr
-	eventually(t, 15*time.Second, "/readyz", func() bool {
+	wait.Until(t, 15*time.Second, "/readyz", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -94,7 +90,7 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := env.JetStream(t)
-	eventually(t, 5*time.Second, "the event", func() bool { return len(streamMessages(t, js, env.Stream.Name)) == 1 })
+	wait.Until(t, 5*time.Second, "the event", func() bool { return len(streamMessages(t, js, env.Stream.Name)) == 1 })
 
 	metrics := getText(t, base+"/metrics")
 	for _, want := range []string{

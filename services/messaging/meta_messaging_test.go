@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
@@ -36,99 +35,25 @@ const (
 	testIGSID    = "1104567890123456"
 )
 
-// fakeMeta is a Graph API that answers the Send API and profile reads the
-// way Meta does, and records every call.
-type fakeMeta struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	calls    []metaCall
-	profiles map[string]string // user id -> raw JSON answer
-	// failNext, when set, answers the next call with this status and body.
-	failNext *metaFailure
-	next     int
+// metaGraph is the fake Graph API (the test kit's, speaking Meta's JSON)
+// and where it is served.
+type metaGraph struct {
+	*metafake.Server
+	URL string
 }
 
-type metaFailure struct {
-	status int
-	body   string
-}
-
-type metaCall struct {
-	Method string
-	Path   string
-	Query  url.Values
-	Body   map[string]any
-}
-
-func newFakeMeta(t *testing.T) *fakeMeta {
-	f := &fakeMeta{profiles: map[string]string{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeMeta) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	call := metaCall{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: map[string]any{}}
-	if len(raw) > 0 && json.Unmarshal(raw, &call.Body) != nil {
-		writeMeta(w, http.StatusBadRequest, `{"error":{"message":"(#100) Invalid JSON","type":"OAuthException","code":100}}`)
-		return
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, call)
-	fail := f.failNext
-	f.failNext = nil
-	f.next++
-	n := f.next
-	profile, known := f.profiles[strings.TrimPrefix(r.URL.Path, "/")]
-	f.mu.Unlock()
-	switch {
-	case call.Query.Get("access_token") == "":
-		writeMeta(w, http.StatusBadRequest, `{"error":{"message":"An access token is required to request this resource.","type":"OAuthException","code":104}}`)
-	case fail != nil:
-		writeMeta(w, fail.status, fail.body)
-	case r.Method == http.MethodPost && r.URL.Path == "/me/messages":
-		rcpt, _ := call.Body["recipient"].(map[string]any)
-		if _, typing := call.Body["sender_action"]; typing {
-			writeMeta(w, http.StatusOK, fmt.Sprintf(`{"recipient_id":%q}`, rcpt["id"]))
-			return
-		}
-		writeMeta(w, http.StatusOK, fmt.Sprintf(`{"recipient_id":%q,"message_id":"m_out_%d"}`, rcpt["id"], n))
-	case r.Method == http.MethodGet && known:
-		writeMeta(w, http.StatusOK, profile)
-	default:
-		writeMeta(w, http.StatusBadRequest, `{"error":{"message":"Unsupported get request. Object does not exist","type":"GraphMethodException","code":100,"error_subcode":33}}`)
-	}
-}
-
-func writeMeta(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
-}
-
-func (f *fakeMeta) setProfile(userID, raw string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.profiles[userID] = raw
-}
-
-func (f *fakeMeta) failOnce(status int, body string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.failNext = &metaFailure{status: status, body: body}
-}
-
-func (f *fakeMeta) received() []metaCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]metaCall(nil), f.calls...)
+func newMetaGraph(t *testing.T) *metaGraph {
+	g := &metaGraph{Server: metafake.New()}
+	srv := httptest.NewServer(g.Server)
+	t.Cleanup(srv.Close)
+	g.URL = srv.URL
+	return g
 }
 
 // profileReads returns the profile reads of userID.
-func (f *fakeMeta) profileReads(userID string) []metaCall {
-	var out []metaCall
-	for _, c := range f.received() {
+func (g *metaGraph) profileReads(userID string) []metafake.Call {
+	var out []metafake.Call
+	for _, c := range g.Calls() {
 		if c.Method == http.MethodGet && c.Path == "/"+userID {
 			out = append(out, c)
 		}
@@ -137,19 +62,11 @@ func (f *fakeMeta) profileReads(userID string) []metaCall {
 }
 
 // sends returns the Send API calls.
-func (f *fakeMeta) sends() []metaCall {
-	var out []metaCall
-	for _, c := range f.received() {
-		if c.Method == http.MethodPost && c.Path == "/me/messages" {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (g *metaGraph) sends() []metafake.Call { return g.CallsTo("/me/messages") }
 
-func withMeta(f *fakeMeta) harnessOption {
+func withMeta(f *metaGraph) harnessOption {
 	return func(c *svcconfig.Config) {
-		c.MetaGraphAPIBase = f.srv.URL
+		c.MetaGraphAPIBase = f.URL
 		c.MetaAppSecret = metaAppSecret
 		c.MetaVerifyToken = metaVerifyToken
 	}
@@ -232,7 +149,7 @@ func textEvent(pageID, sender, mid, text string, at time.Time) metaEvent {
 func streamEvents(t *testing.T, js jetstream.JetStream, h *harness, n int) []*eventsv1.Event {
 	t.Helper()
 	var msgs []*jetstream.RawStreamMsg
-	eventually(t, 5*time.Second, fmt.Sprintf("%d events in the stream", n), func() bool {
+	wait.Until(t, 5*time.Second, fmt.Sprintf("%d events in the stream", n), func() bool {
 		msgs = streamMessages(t, js, h.env.Stream.Name)
 		return len(msgs) >= n
 	})
@@ -252,7 +169,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, h *harness, n int) []*ev
 
 func TestMetaVerifyChallenge(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, withMeta(newFakeMeta(t)))
+	h := newHarness(t, withMeta(newMetaGraph(t)))
 	get := func(query string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.svc.public.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ingress/meta?"+query, nil))
@@ -279,7 +196,7 @@ func TestMetaVerifyChallenge(t *testing.T) {
 // otherwise: only the first is taken.
 func TestMetaIngressSignature(t *testing.T) {
 	t.Parallel()
-	graph := newFakeMeta(t)
+	graph := newMetaGraph(t)
 	h := newHarness(t, withMeta(graph))
 	ws := uuid.NewString()
 	h.metaChannel(ws, "messenger", testPageID, "external")
@@ -310,7 +227,7 @@ func TestMetaIngressSignature(t *testing.T) {
 	if n := h.count("ingress_receipts", ""); n != 0 {
 		t.Fatalf("refused posts claimed %d deliveries", n)
 	}
-	if n := len(graph.received()); n != 0 {
+	if n := len(graph.Calls()); n != 0 {
 		t.Fatalf("refused posts made %d Graph calls", n)
 	}
 
@@ -330,7 +247,7 @@ func TestMetaIngressSignature(t *testing.T) {
 // and object; entries of unknown pages are skipped with 200.
 func TestMetaIngressRoutesByEntryID(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, withMeta(newFakeMeta(t)))
+	h := newHarness(t, withMeta(newMetaGraph(t)))
 	ws := uuid.NewString()
 	page := h.metaChannel(ws, "messenger", testPageID, "auto")
 	ig := h.metaChannel(ws, "instagram", testIGID, "auto")
@@ -370,8 +287,8 @@ func TestMetaIngressRoutesByEntryID(t *testing.T) {
 // stream, with every data field.
 func TestMetaIngressMessages(t *testing.T) {
 	t.Parallel()
-	graph := newFakeMeta(t)
-	graph.setProfile(testPSID, `{"first_name":"Ada","last_name":"Lovelace","profile_pic":"https://platform-lookaside.fbsbx.com/platform/profilepic/?psid=6843201987654321&eai=x","id":"6843201987654321"}`)
+	graph := newMetaGraph(t)
+	graph.SetProfile(testPSID, metafake.Profile{FirstName: "Ada", LastName: "Lovelace", ProfilePic: "https://platform-lookaside.fbsbx.com/platform/profilepic/?psid=6843201987654321&eai=x", ID: "6843201987654321"})
 	h := newHarness(t, withMeta(graph))
 	js := h.env.JetStream(t)
 	ws := uuid.NewString()
@@ -507,8 +424,8 @@ func TestMetaIngressMessages(t *testing.T) {
 // inbox and publish nothing; Instagram profiles use Instagram's fields.
 func TestMetaIngressForwardsOnlyExternal(t *testing.T) {
 	t.Parallel()
-	graph := newFakeMeta(t)
-	graph.setProfile(testIGSID, `{"name":"Ada L.","username":"ada.codes","profile_pic":"https://scontent.cdninstagram.com/ada.jpg","id":"1104567890123456"}`)
+	graph := newMetaGraph(t)
+	graph.SetProfile(testIGSID, metafake.Profile{Name: "Ada L.", Username: "ada.codes", ProfilePic: "https://scontent.cdninstagram.com/ada.jpg", ID: "1104567890123456"})
 	h := newHarness(t, withMeta(graph))
 	js := h.env.JetStream(t)
 	ws := uuid.NewString()
@@ -571,7 +488,7 @@ func (h *harness) conversationsChannel(ws, platform string) string {
 // endpoint and checks what Meta received.
 func TestMetaSend(t *testing.T) {
 	t.Parallel()
-	graph := newFakeMeta(t)
+	graph := newMetaGraph(t)
 	h := newHarness(t, withMeta(graph), withWindow(time.Hour))
 	ws := uuid.NewString()
 	h.metaChannel(ws, "messenger", testPageID, "external")
@@ -606,7 +523,7 @@ func TestMetaSend(t *testing.T) {
 		last.Query.Get("access_token") != metaPageToken {
 		t.Fatalf("send body %s token %q", body, last.Query.Get("access_token"))
 	}
-	if out.Message.ExternalID == "" || !strings.HasPrefix(out.Message.ExternalID, "m_out_") || out.Message.Sender != "user" {
+	if out.Message.ExternalID == "" || !strings.HasPrefix(out.Message.ExternalID, "m_fake_") || out.Message.Sender != "user" {
 		t.Fatalf("sent message = %+v", out.Message)
 	}
 
@@ -615,11 +532,11 @@ func TestMetaSend(t *testing.T) {
 	err := h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": stale, "text": "still there?"}, nil)
 	wantErr(t, err, http.StatusConflict, "outside_messaging_window", "")
 	// Meta's own window refusal is the same answer.
-	graph.failOnce(http.StatusBadRequest, `{"error":{"message":"(#10) This message is sent outside of allowed window.","type":"OAuthException","code":10,"error_subcode":2018278,"fbtrace_id":"AbC"}}`)
+	graph.FailNext("/", metafake.GraphError{Status: http.StatusBadRequest, Message: "(#10) This message is sent outside of allowed window.", Type: "OAuthException", Code: 10, Subcode: 2018278, FBTrace: "AbC"})
 	err = h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": messenger, "text": "hi"}, nil)
 	wantErr(t, err, http.StatusConflict, "outside_messaging_window", "")
 	// Other refusals are platform errors with Meta's message.
-	graph.failOnce(http.StatusBadRequest, `{"error":{"message":"(#551) This person isn't available right now.","type":"OAuthException","code":551,"error_subcode":1545041,"fbtrace_id":"AbD"}}`)
+	graph.FailNext("/", metafake.GraphError{Status: http.StatusBadRequest, Message: "(#551) This person isn't available right now.", Type: "OAuthException", Code: 551, Subcode: 1545041, FBTrace: "AbD"})
 	err = h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": messenger, "text": "hi"}, nil)
 	wantErr(t, err, http.StatusBadGateway, "platform_error", "This person isn't available right now")
 	// Instagram refuses buttons and GIFs before anything is sent.

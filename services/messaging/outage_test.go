@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // embeddedNATS is a nats-server with JetStream that the test can stop and
@@ -86,7 +87,7 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.deliver(ch, tgUpdate{UpdateID: 1, MessageID: 1, FromID: 8, First: "Olu", Date: t0.Unix(), Text: "before the outage"})
-	eventually(t, 5*time.Second, "the first event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
+	wait.Until(t, 5*time.Second, "the first event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
 
 	ns.stop()
 	// Ingress does not need NATS: the event is committed to the outbox.
@@ -97,7 +98,7 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 		t.Fatal("the event is not waiting in the outbox")
 	}
 	// Let the relay try and fail at least once.
-	eventually(t, 10*time.Second, "a failed relay pass", func() bool {
+	wait.Until(t, 10*time.Second, "a failed relay pass", func() bool {
 		return metricValue(t, h.reg, "messaging_outbox_publish_failures_total") >= 1
 	})
 	if n := h.count("outbox", "published_at IS NULL"); n != 1 {
@@ -105,11 +106,11 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 	}
 
 	ns.start()
-	eventually(t, 20*time.Second, "the outbox row published", func() bool {
+	wait.Until(t, 20*time.Second, "the outbox row published", func() bool {
 		return h.count("outbox", "published_at IS NULL") == 0
 	})
 	// Give a buffered duplicate publish time to land, then count.
-	eventually(t, 5*time.Second, "the second event in the stream", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) >= 2 })
+	wait.Until(t, 5*time.Second, "the second event in the stream", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) >= 2 })
 	time.Sleep(300 * time.Millisecond)
 	msgs := streamMessages(t, js, h.env.Stream.Name)
 	seen := 0

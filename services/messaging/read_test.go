@@ -229,7 +229,7 @@ func TestTenantIsolation(t *testing.T) {
 	wantErr(t, err, http.StatusNotFound, "conversation_not_found", "")
 	err = h.api(ws2, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": conv.ID, "text": "hijack"}, nil)
 	wantErr(t, err, http.StatusNotFound, "conversation_not_found", "")
-	if n := len(h.tg.received()); n != 0 {
+	if n := len(h.tg.Calls()); n != 0 {
 		t.Fatalf("telegram got %d calls from another workspace", n)
 	}
 	if n := h.count("messages", "sender = 'user'"); n != 0 {

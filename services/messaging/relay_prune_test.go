@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
@@ -81,7 +82,7 @@ func TestRelayPrunesIngressReceipts(t *testing.T) {
 		}
 		return m
 	}
-	eventually(t, 5*time.Second, "old receipts pruned", func() bool { return len(keys()) < len(ages) })
+	wait.Until(t, 5*time.Second, "old receipts pruned", func() bool { return len(keys()) < len(ages) })
 	got := keys()
 	for key, age := range ages {
 		if want := age < 30*time.Hour; got[key] != want {
@@ -125,7 +126,7 @@ func TestRelayPrunesPeriodically(t *testing.T) {
 		// the relay runs.
 		key := uuid.NewString()
 		h.db.Exec(`INSERT INTO messaging.ingress_receipts (channel_id, key, received_at) VALUES (?, ?, now() - interval '61 minutes')`, ch.ID, key)
-		eventually(t, 5*time.Second, "the aged receipt pruned", func() bool {
+		wait.Until(t, 5*time.Second, "the aged receipt pruned", func() bool {
 			return h.count("ingress_receipts", "key = ?", key) == 0
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 // customerConversation makes a conversation the way a customer does: by
@@ -86,23 +88,23 @@ func TestSendMessageToTelegram(t *testing.T) {
 		if err := h.api(ws, http.MethodPost, "/v1/messages", tt.body, &out); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		calls := h.tg.received()
+		calls := h.tg.Calls()
 		if len(calls) != i+1 {
 			t.Fatalf("%s: telegram got %d calls, want %d", tt.name, len(calls), i+1)
 		}
 		call := calls[i]
-		if call.Method != "sendMessage" || call.Token != h.tg.token(ch.ID) {
+		if call.Method != "sendMessage" || call.Token != h.botToken(ch.ID) {
 			t.Fatalf("%s: call %s with token %q", tt.name, call.Method, call.Token)
 		}
-		if call.Body["chat_id"] != float64(31337) || call.Body["text"] != tt.body["text"] {
-			t.Fatalf("%s: chat_id %v (%T), text %v", tt.name, call.Body["chat_id"], call.Body["chat_id"], call.Body["text"])
+		if call.Params["chat_id"] != float64(31337) || call.Params["text"] != tt.body["text"] {
+			t.Fatalf("%s: chat_id %v (%T), text %v", tt.name, call.Params["chat_id"], call.Params["chat_id"], call.Params["text"])
 		}
-		if got := call.Body["reply_markup"]; !reflect.DeepEqual(got, tt.wantMarkup) {
+		if got := call.Params["reply_markup"]; !reflect.DeepEqual(got, tt.wantMarkup) {
 			t.Fatalf("%s: reply_markup = %#v, want %#v", tt.name, got, tt.wantMarkup)
 		}
 		m := out.Message
 		if m.ConversationID != conv.ID || m.Sender != "user" || m.Type != "text" || m.Content != tt.body["text"] ||
-			m.ExternalID != h.tg.lastID() || !reflect.DeepEqual(m.Metadata, tt.wantMeta) {
+			m.ExternalID != h.tg.LastMessageID() || !reflect.DeepEqual(m.Metadata, tt.wantMeta) {
 			t.Fatalf("%s: message = %+v", tt.name, m)
 		}
 		created, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
@@ -197,7 +199,7 @@ func TestSendMessageErrors(t *testing.T) {
 	if status, body := h.apiRaw(ws, http.MethodPost, "/v1/messages", btn(postback+","+postback+","+postback)); status != 201 {
 		t.Fatalf("3 buttons: %d %s", status, body)
 	}
-	if n := len(h.tg.received()); n != 2 {
+	if n := len(h.tg.Calls()); n != 2 {
 		t.Fatalf("telegram got %d calls; refused requests must send nothing", n)
 	}
 	if n := h.count("messages", "sender = 'user'"); n != 2 {
@@ -215,27 +217,27 @@ func TestSendMessagePlatformErrors(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		fail    tgFailure
+		fail    telegramfake.Failure
 		message string
 	}{
-		{"chat not found", tgFailure{status: 400, body: `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`}, "telegram: Bad Request: chat not found"},
-		{"blocked", tgFailure{status: 403, body: `{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}`}, "Forbidden: bot was blocked by the user"},
-		{"rate limited", tgFailure{status: 429, body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 5","parameters":{"retry_after":5}}`}, "Too Many Requests: retry after 5"},
-		{"not the bot api", tgFailure{status: 502, body: `<html>Bad Gateway</html>`}, "HTTP 502"},
-		{"unreachable", tgFailure{drop: true}, "could not be reached"},
+		{"chat not found", telegramfake.Failure{Status: 400, Body: `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`}, "telegram: Bad Request: chat not found"},
+		{"blocked", telegramfake.Failure{Status: 403, Body: `{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}`}, "Forbidden: bot was blocked by the user"},
+		{"rate limited", telegramfake.Failure{Status: 429, Body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 5","parameters":{"retry_after":5}}`}, "Too Many Requests: retry after 5"},
+		{"not the bot api", telegramfake.Failure{Status: 502, Body: `<html>Bad Gateway</html>`}, "HTTP 502"},
+		{"unreachable", telegramfake.Failure{Drop: true}, "could not be reached"},
 	}
 	for _, tt := range tests {
-		h.tg.setFailure(&tt.fail)
+		h.tg.SetFailure(&tt.fail)
 		err := h.api(ws, http.MethodPost, "/v1/messages", body, nil)
 		wantErr(t, err, http.StatusBadGateway, "platform_error", tt.message)
-		if strings.Contains(err.Error(), h.tg.token(ch.ID)) {
+		if strings.Contains(err.Error(), h.botToken(ch.ID)) {
 			t.Fatalf("%s: the error leaks the bot token: %v", tt.name, err)
 		}
 	}
 	if n := h.count("messages", "sender = 'user'"); n != 0 {
 		t.Fatalf("stored %d messages that were not sent", n)
 	}
-	h.tg.setFailure(nil)
+	h.tg.SetFailure(nil)
 	if err := h.api(ws, http.MethodPost, "/v1/messages", body, nil); err != nil {
 		t.Fatalf("after recovery: %v", err)
 	}

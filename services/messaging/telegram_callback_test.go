@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // tgCallback is a tap on an inline button of the bot's message, rendered as
@@ -52,9 +54,9 @@ func (u tgCallback) JSON() string {
 
 func (h *harness) answers() []string {
 	var ids []string
-	for _, c := range h.tg.received() {
+	for _, c := range h.tg.Calls() {
 		if c.Method == "answerCallbackQuery" {
-			id, _ := c.Body["callback_query_id"].(string)
+			id, _ := c.Params["callback_query_id"].(string)
 			ids = append(ids, id)
 		}
 	}
@@ -68,7 +70,7 @@ func TestTelegramCallbackQueryBecomesPostback(t *testing.T) {
 	ws := uuid.NewString()
 	ch := h.telegramChannel(ws, "external")
 	conv := h.customerConversation(ws, ch, 4242)
-	eventually(t, 5*time.Second, "the message event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
+	wait.Until(t, 5*time.Second, "the message event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
 
 	tap := tgCallback{UpdateID: 50, QueryID: "4382bfdwdsb323b2d9", FromID: 4242, First: "Cus", MessageID: 1001,
 		Buttons: [][2]string{{"Track order", "TRACK_ORDER"}, {"Talk to us", "HUMAN"}}, Data: "HUMAN"}
@@ -82,7 +84,7 @@ func TestTelegramCallbackQueryBecomesPostback(t *testing.T) {
 	if got := h.answers(); len(got) != 1 || got[0] != tap.QueryID {
 		t.Fatalf("answerCallbackQuery calls = %v", got)
 	}
-	if last := h.tg.received()[len(h.tg.received())-1]; last.Token != h.tg.token(ch.ID) || len(last.Body) != 1 {
+	if last := h.tg.Calls()[len(h.tg.Calls())-1]; last.Token != h.botToken(ch.ID) || len(last.Params) != 1 {
 		t.Fatalf("answer = %+v", last)
 	}
 
@@ -103,7 +105,7 @@ func TestTelegramCallbackQueryBecomesPostback(t *testing.T) {
 	}
 
 	var events []*jetstream.RawStreamMsg
-	eventually(t, 5*time.Second, "the postback event", func() bool {
+	wait.Until(t, 5*time.Second, "the postback event", func() bool {
 		events = streamMessages(t, js, h.env.Stream.Name)
 		return len(events) == 2
 	})
@@ -178,18 +180,18 @@ func TestTelegramCallbackQueryEdges(t *testing.T) {
 
 	// Telegram refusing the answer does not fail the update: it is stored
 	// and acknowledged, so Telegram does not redeliver it.
-	h.tg.setFailure(&tgFailure{status: 400, body: `{"ok":false,"error_code":400,"description":"Bad Request: query is too old and response timeout expired or query ID is invalid"}`})
+	h.tg.SetFailure(&telegramfake.Failure{Status: 400, Body: `{"ok":false,"error_code":400,"description":"Bad Request: query is too old and response timeout expired or query ID is invalid"}`})
 	tap = tgCallback{UpdateID: 2, QueryID: "q-2", FromID: 77, First: "Ann", MessageID: 5, Buttons: [][2]string{{"Yes", "YES"}}, Data: "YES"}
 	if rec := h.postUpdate(ch.ID, ch.Secret, tap.JSON()); rec.Code != http.StatusOK {
 		t.Fatalf("ingress with the answer refused: %d %s", rec.Code, rec.Body)
 	}
 	// Telegram unreachable: the same.
-	h.tg.setFailure(&tgFailure{drop: true})
+	h.tg.SetFailure(&telegramfake.Failure{Drop: true})
 	tap = tgCallback{UpdateID: 3, QueryID: "q-3", FromID: 77, First: "Ann", MessageID: 5, Buttons: [][2]string{{"No", "NO"}}, Data: "NO"}
 	if rec := h.postUpdate(ch.ID, ch.Secret, tap.JSON()); rec.Code != http.StatusOK {
 		t.Fatalf("ingress with telegram unreachable: %d %s", rec.Code, rec.Body)
 	}
-	h.tg.setFailure(nil)
+	h.tg.SetFailure(nil)
 	if n := h.count("messages", "type = 'postback'"); n != 3 {
 		t.Fatalf("postback messages = %d, want 3", n)
 	}

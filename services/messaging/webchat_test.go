@@ -21,6 +21,7 @@ import (
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
 
@@ -838,7 +839,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 
 	// A closed tab frees its place.
 	first.cancel()
-	eventually(t, 2*time.Second, "the closed stream's place", func() bool { return h.svc.webchat.Streams() == 1 })
+	wait.Until(t, 2*time.Second, "the closed stream's place", func() bool { return h.svc.webchat.Streams() == 1 })
 	openStream(t, base, ch.ID, token)
 
 	// The instance's own bound.
@@ -894,7 +895,7 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 	}
 
 	n.start()
-	eventually(t, 10*time.Second, "the stream after NATS is back", func() bool {
+	wait.Until(t, 10*time.Second, "the stream after NATS is back", func() bool {
 		r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/history", token, "")
 		return r.Status == http.StatusOK && h.nc.IsConnected()
 	})
