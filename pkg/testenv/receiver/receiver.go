@@ -20,9 +20,10 @@ import (
 // sender that dropped the path would show.
 const Path = "/hooks/parley"
 
-// within is how long the Wait methods wait: a delivery, even after a few
-// retries with the tests' short delays, arrives well before.
-const within = 15 * time.Second
+// DefaultWithin is how long the Wait methods wait unless Within says
+// otherwise: a delivery, even after a few retries with the tests' short
+// delays, arrives well before.
+const DefaultWithin = 15 * time.Second
 
 // Request is one request the receiver got.
 type Request struct {
@@ -69,11 +70,16 @@ func Discard() Option { return func(r *Receiver) { r.discard = true } }
 // (Body is nil under Discard).
 func OnRequest(f func(Request)) Option { return func(r *Receiver) { r.onRequest = f } }
 
+// Within sets how long the Wait methods wait (DefaultWithin otherwise),
+// for a test whose deliveries come late on purpose.
+func Within(d time.Duration) Option { return func(r *Receiver) { r.within = d } }
+
 // Receiver is the endpoint. Its URL is what a test saves as the webhook.
 type Receiver struct {
 	URL string
 
 	respond   Respond
+	within    time.Duration
 	status    atomic.Int32
 	discard   bool
 	onRequest func(Request)
@@ -93,7 +99,7 @@ type Receiver struct {
 // status (200 until set) when respond is nil; it stops when the test ends.
 func New(t testing.TB, respond Respond, opts ...Option) *Receiver {
 	t.Helper()
-	r := &Receiver{respond: respond, arrived: make(chan struct{}, 1)}
+	r := &Receiver{respond: respond, within: DefaultWithin, arrived: make(chan struct{}, 1)}
 	r.status.Store(http.StatusOK)
 	for _, o := range opts {
 		o(r)
@@ -192,11 +198,11 @@ func OfEvent(reqs []Request, event string) []Request {
 	return out
 }
 
-// Await waits (15 s at the most) until done holds for the requests
+// Await waits (DefaultWithin, or Within's, at the most) until done holds for the requests
 // recorded so far and returns them; otherwise it fails t, naming what.
 func (r *Receiver) Await(t testing.TB, what string, done func(got []Request) bool) []Request {
 	t.Helper()
-	deadline := time.NewTimer(within)
+	deadline := time.NewTimer(r.within)
 	defer deadline.Stop()
 	for {
 		got := r.Requests()
@@ -206,7 +212,7 @@ func (r *Receiver) Await(t testing.TB, what string, done func(got []Request) boo
 		select {
 		case <-r.arrived:
 		case <-deadline.C:
-			t.Fatalf("receiver: %s: not within %s (got %d requests)", what, within, len(got))
+			t.Fatalf("receiver: %s: not within %s (got %d requests)", what, r.within, len(got))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package receiver
 import (
 	"errors"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,5 +170,35 @@ func TestDiscardKeepsNothingButCallsOnRequest(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "d1" || len(r.Requests()) != 0 {
 		t.Fatalf("OnRequest saw %v, recorded %d", seen, len(r.Requests()))
+	}
+}
+
+// failure is a testing.TB that records Fatalf and ends the goroutine, as
+// the real one does.
+type failure struct {
+	testing.TB
+	msg chan string
+}
+
+func (f *failure) Helper() {}
+
+func (f *failure) Fatalf(format string, args ...any) {
+	f.msg <- format
+	runtime.Goexit()
+}
+
+func TestWithinBoundsTheWait(t *testing.T) {
+	t.Parallel()
+	r := New(t, nil, Within(30*time.Millisecond))
+	f := &failure{TB: t, msg: make(chan string, 1)}
+	start := time.Now()
+	go r.Wait(f, 1)
+	select {
+	case <-f.msg:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not give up")
+	}
+	if d := time.Since(start); d < 30*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("gave up after %s, want about 30ms", d)
 	}
 }
