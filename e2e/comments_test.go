@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/e2e/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // Comments end to end: Meta posts signed feed / comments webhooks to the
@@ -29,7 +30,7 @@ type commentShop struct {
 	key       string
 	workspace string
 	secret    string
-	rcv       *receiver
+	rcv       *receiver.Receiver
 }
 
 func startCommentShop(t *testing.T, extra ...string) *commentShop {
@@ -43,33 +44,15 @@ func startCommentShop(t *testing.T, extra ...string) *commentShop {
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 	}, extra...)...)
 	sh := &commentShop{suite: s, graph: graph, rcv: newReceiver(t)}
-	var ws struct {
-		Workspace struct{ ID string } `json:"workspace"`
-	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Comment shop", "--modules", "developer_api")
-	sh.workspace = ws.Workspace.ID
-	var key struct{ Key string }
-	s.ctl(t, &key, "apikey", "create", "--workspace", sh.workspace)
-	sh.key = key.Key
-	status, _, saved := s.api(t, sh.key, http.MethodPut, "/v1/webhook", map[string]string{"url": sh.rcv.URL + "/hooks"})
-	if status != http.StatusOK {
-		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
-	}
-	sh.secret, _ = saved["secret"].(string)
+	sh.workspace, sh.key = s.developer(t)
+	sh.secret = s.saveWebhook(t, sh.key, sh.rcv.URL)
 	return sh
 }
 
 // channel creates a Messenger or Instagram channel for pageID in mode.
 func (sh *commentShop) channel(t *testing.T, kind, pageID, mode string) string {
 	t.Helper()
-	var ch struct {
-		Channel struct{ ID string } `json:"channel"`
-	}
-	sh.ctl(t, &ch, "channel", "create", "--workspace", sh.workspace, "--kind", kind, "--external-id", pageID, "--token", cmtPageToken)
-	if mode != "auto" {
-		sh.ctl(t, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", mode)
-	}
-	return ch.Channel.ID
+	return sh.addChannel(t, sh.workspace, mode, "--kind", kind, "--external-id", pageID, "--token", cmtPageToken).ID
 }
 
 // deliver posts body to /ingress/meta signed with the app secret.
@@ -169,11 +152,8 @@ type commentEvent struct {
 // commentEvents decodes every comment.received the receiver got.
 func (sh *commentShop) commentEvents(t *testing.T) []commentEvent {
 	t.Helper()
-	sh.rcv.mu.Lock()
-	reqs := append([]received(nil), sh.rcv.requests...)
-	sh.rcv.mu.Unlock()
 	var out []commentEvent
-	for _, req := range reqs {
+	for _, req := range sh.rcv.Requests() {
 		if req.Header.Get("X-Service-Event") != "comment.received" {
 			continue
 		}
@@ -194,19 +174,17 @@ func (sh *commentShop) commentEvents(t *testing.T) []commentEvent {
 // waitComment waits for the comment.received of commentID.
 func (sh *commentShop) waitComment(t *testing.T, commentID string) commentEvent {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
+	var found commentEvent
+	sh.rcv.Await(t, "comment.received for "+commentID, func([]receiver.Request) bool {
 		for _, ev := range sh.commentEvents(t) {
 			if ev.Data.Comment.ID == commentID {
-				return ev
+				found = ev
+				return true
 			}
 		}
-		select {
-		case <-sh.rcv.arrived:
-		case <-deadline:
-			t.Fatalf("receiver got no comment.received for %s", commentID)
-		}
-	}
+		return false
+	})
+	return found
 }
 
 // TestCommentsEndToEnd: comments on a Facebook page reach the developer as

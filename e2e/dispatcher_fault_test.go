@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // TestDispatcherSurvivesSIGKILL is issue 4's fault test. 10,000 customer
@@ -55,7 +56,7 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		"DISPATCHER_CONCURRENCY=" + strconv.Itoa(concurrency),
 	}
 	s := startSuite(t, tuning...) // its dispatcher is instance A
-	rcv := newHookRecorder(t)
+	rcv := receiver.New(t, nil)
 	ws, key := s.developer(t)
 	secret := s.saveWebhook(t, key, rcv.URL)
 	b := s.startDispatcher(t)
@@ -91,25 +92,25 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 	killMidDelivery := func(b *dispatcherProc, after int) map[string]bool {
 		t.Helper()
 		until(fmt.Sprintf("%d deliveries arrived, 50 by instance B", after), deadline, func() (bool, string) {
-			n, mine := rcv.distinct(), b.delivered()
+			n, mine := rcv.Distinct(), b.delivered()
 			return n >= after && mine >= 50, fmt.Sprintf("%d of %d arrived, instance B delivered %d", n, events, mine)
 		})
-		hold := rcv.hold()
+		hold := rcv.Hold()
 		// Both instances' slots fill within milliseconds with thousands of
 		// events waiting; the wait stays under the attempt timeout, so
 		// that A's held attempts do not time out.
-		for end := time.Now().Add(900 * time.Millisecond); rcv.waiting.Load() < 2*concurrency && time.Now().Before(end); {
+		for end := time.Now().Add(900 * time.Millisecond); rcv.Waiting() < 2*concurrency && time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond)
 		}
 		b.kill(t)
 		held := map[string]bool{}
-		for _, h := range rcv.got() {
+		for _, h := range rcv.Requests() {
 			if h.HeldIn == hold {
-				held[h.Delivery] = true
+				held[h.Delivery()] = true
 			}
 		}
-		rcv.release()
-		t.Logf("SIGKILLed instance B at %s with %d requests in flight, %d of %d delivered", time.Since(started).Round(time.Millisecond), len(held), rcv.distinct(), events)
+		rcv.Release()
+		t.Logf("SIGKILLed instance B at %s with %d requests in flight, %d of %d delivered", time.Since(started).Round(time.Millisecond), len(held), rcv.Distinct(), events)
 		// A has at most `concurrency` of them; the rest were B's.
 		if len(held) <= concurrency {
 			t.Fatalf("only %d requests in flight at the kill: instance B was not mid-delivery", len(held))
@@ -146,7 +147,7 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		n := rcv.distinct()
+		n := rcv.Distinct()
 		state := fmt.Sprintf("%d of %d arrived; consumer: %d pending, %d awaiting ack, %d redelivered",
 			n, events, info.NumPending, info.NumAckPending, info.NumRedelivered)
 		return n >= events && info.NumPending == 0 && info.NumAckPending == 0, state
@@ -154,23 +155,23 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 	elapsed := time.Since(started)
 
 	// What the receiver got.
-	hits := rcv.got()
+	hits := rcv.Requests()
 	first := map[string][]byte{}
 	copies := map[string]int{}
 	var bad []string
 	for _, h := range hits {
-		if !want[h.Delivery] {
-			bad = append(bad, "unknown delivery "+h.Delivery)
+		if !want[h.Delivery()] {
+			bad = append(bad, "unknown delivery "+h.Delivery())
 			continue
 		}
-		copies[h.Delivery]++
-		if body, ok := first[h.Delivery]; !ok {
-			first[h.Delivery] = h.Body
+		copies[h.Delivery()]++
+		if body, ok := first[h.Delivery()]; !ok {
+			first[h.Delivery()] = h.Body
 		} else if !bytes.Equal(body, h.Body) {
-			bad = append(bad, fmt.Sprintf("delivery %s: a copy's body differs from the first:\n%s\n%s", h.Delivery, body, h.Body))
+			bad = append(bad, fmt.Sprintf("delivery %s: a copy's body differs from the first:\n%s\n%s", h.Delivery(), body, h.Body))
 		}
 		if err := checkHook(h, secret); err != nil {
-			bad = append(bad, fmt.Sprintf("delivery %s: %v", h.Delivery, err))
+			bad = append(bad, fmt.Sprintf("delivery %s: %v", h.Delivery(), err))
 		}
 	}
 	if len(bad) > 0 {

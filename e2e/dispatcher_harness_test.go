@@ -3,21 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +24,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // dispatcherProc is a webhook-dispatcher process started beside a suite's
@@ -47,7 +43,7 @@ type dispatcherProc struct {
 // and waits until it serves /readyz (by then its consumer is running).
 func (s *suite) startDispatcher(t *testing.T, extra ...string) *dispatcherProc {
 	t.Helper()
-	port := freePorts(t, 1)[0]
+	port := ports.Free(t, 1)[0]
 	p := &dispatcherProc{addr: fmt.Sprintf("127.0.0.1:%d", port), out: &lockedBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, "webhook-dispatcher"))
 	p.cmd.Env = append(append(append([]string(nil), s.environ...), extra...), "DISPATCHER_ADDR="+p.addr)
@@ -147,6 +143,32 @@ func (s *suite) developer(t *testing.T) (workspaceID, key string) {
 		t.Fatalf("workspace %+v, key %+v", ws, k)
 	}
 	return ws.Workspace.ID, k.Key
+}
+
+// ctlChannel is a channel as parleyctl prints it.
+type ctlChannel struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	ExternalID string `json:"external_id"`
+	Secret     string `json:"secret"`
+}
+
+// addChannel creates a channel in workspace ws with parleyctl (flags are
+// --kind and what that kind needs) and, unless mode is "auto", sets its
+// mode: the operator's part of onboarding, after developer.
+func (s *suite) addChannel(t *testing.T, ws, mode string, flags ...string) ctlChannel {
+	t.Helper()
+	var ch struct {
+		Channel ctlChannel `json:"channel"`
+	}
+	s.ctl(t, &ch, append([]string{"channel", "create", "--workspace", ws}, flags...)...)
+	if ch.Channel.ID == "" {
+		t.Fatalf("channel create %v: %+v", flags, ch)
+	}
+	if mode != "auto" {
+		s.ctl(t, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", mode)
+	}
+	return ch.Channel
 }
 
 // saveWebhook saves url through the gateway and returns the secret.
@@ -308,129 +330,19 @@ func (s *suite) deliveryLog(t *testing.T, workspaceID string) map[string]logRow 
 	return out
 }
 
-// hook is one request a hookRecorder got, with what a receiver checks.
-type hook struct {
-	Event, Delivery, Timestamp, Signature string
-	Body                                  []byte
-	At                                    time.Time
-	// HeldIn is the hold (numbered from 1) whose gate kept this request
-	// waiting, 0 when it was answered at once.
-	HeldIn int
-}
-
-// hookRecorder is a developer's webhook endpoint built for volume: it
-// records every request, answers with a settable status, and can hold its
-// answers (the requests stay in flight) until released.
-type hookRecorder struct {
-	URL     string
-	status  atomic.Int32
-	waiting atomic.Int32 // requests held right now
-
-	mu    sync.Mutex
-	hits  []hook
-	gate  chan struct{} // non-nil while answers are held
-	holds int
-}
-
-func newHookRecorder(t *testing.T) *hookRecorder {
-	t.Helper()
-	r := &hookRecorder{}
-	r.status.Store(http.StatusOK)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.hits = append(r.hits, hook{
-			Event:     req.Header.Get("X-Service-Event"),
-			Delivery:  req.Header.Get("X-Service-Delivery"),
-			Timestamp: req.Header.Get("X-Service-Timestamp"),
-			Signature: req.Header.Get("X-Service-Signature"),
-			Body:      body,
-			At:        time.Now(),
-		})
-		gate := r.gate
-		if gate != nil {
-			r.hits[len(r.hits)-1].HeldIn = r.holds
-		}
-		r.mu.Unlock()
-		if gate != nil {
-			r.waiting.Add(1)
-			select {
-			case <-gate:
-			case <-time.After(30 * time.Second): // never hang a test
-			}
-			r.waiting.Add(-1)
-		}
-		w.WriteHeader(int(r.status.Load()))
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(r.release) // before Close: held handlers must end
-	r.URL = srv.URL + "/hooks/parley"
-	return r
-}
-
-// hold keeps every request from now on waiting for release, and returns
-// the hold's number.
-func (r *hookRecorder) hold() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gate == nil {
-		r.gate = make(chan struct{})
-		r.holds++
-	}
-	return r.holds
-}
-
-// release answers the held requests and stops holding.
-func (r *hookRecorder) release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gate != nil {
-		close(r.gate)
-		r.gate = nil
-	}
-}
-
-func (r *hookRecorder) got() []hook {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]hook(nil), r.hits...)
-}
-
-// distinct is how many delivery ids have arrived.
-func (r *hookRecorder) distinct() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	seen := make(map[string]struct{}, len(r.hits))
-	for _, h := range r.hits {
-		seen[h.Delivery] = struct{}{}
-	}
-	return len(seen)
-}
-
-// checkHook verifies a request the way the README tells receivers to:
-// HMAC-SHA256 of "<timestamp>.<raw body>" with the secret, compared in
-// constant time, the timestamp within 300 s of when it arrived; and the
-// envelope's id is X-Service-Delivery.
-func checkHook(h hook, secret string) error {
-	ts, err := strconv.ParseInt(h.Timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("X-Service-Timestamp %q: %v", h.Timestamp, err)
-	}
-	if d := h.At.Unix() - ts; d > 300 || d < -300 {
-		return fmt.Errorf("X-Service-Timestamp %d is %d s from its arrival", ts, d)
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(h.Timestamp + "."))
-	mac.Write(h.Body)
-	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(want), []byte(h.Signature)) {
-		return fmt.Errorf("X-Service-Signature %q does not verify", h.Signature)
+// checkHook verifies a request the way the README tells receivers to
+// (receiver.Verify), the timestamp checked against when it arrived; and
+// the envelope's id is X-Service-Delivery.
+func checkHook(h receiver.Request, secret string) error {
+	if err := h.Verify(secret, h.At); err != nil {
+		return err
 	}
 	var env struct {
 		ID    string `json:"id"`
 		Event string `json:"event"`
 	}
-	if err := json.Unmarshal(h.Body, &env); err != nil || env.ID != h.Delivery || env.Event != h.Event {
-		return fmt.Errorf("envelope %.80s does not match X-Service-Delivery %s / X-Service-Event %s", bytes.TrimSpace(h.Body), h.Delivery, h.Event)
+	if err := json.Unmarshal(h.Body, &env); err != nil || env.ID != h.Delivery() || env.Event != h.Event() {
+		return fmt.Errorf("envelope %.80s does not match X-Service-Delivery %s / X-Service-Event %s", bytes.TrimSpace(h.Body), h.Delivery(), h.Event())
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // TestWebhookPauseAndResaveEndToEnd: with WEBHOOK_PAUSE_AFTER=3 and a
@@ -20,8 +22,8 @@ func TestWebhookPauseAndResaveEndToEnd(t *testing.T) {
 		"WEBHOOK_PAUSE_AFTER=3",
 		"WEBHOOK_RETRY_DELAYS=10ms,10ms,10ms",
 	)
-	rcv := newHookRecorder(t)
-	rcv.status.Store(http.StatusServiceUnavailable)
+	rcv := receiver.New(t, nil)
+	rcv.SetStatus(http.StatusServiceUnavailable)
 	ws, key := s.developer(t)
 	oldSecret := s.saveWebhook(t, key, rcv.URL)
 
@@ -41,7 +43,7 @@ func TestWebhookPauseAndResaveEndToEnd(t *testing.T) {
 			t.Fatalf("after %d failed deliveries GET /v1/webhook shows %q, want %q", i, got, want)
 		}
 	}
-	sent := len(rcv.got())
+	sent := len(rcv.Requests())
 	if sent != 12 {
 		t.Errorf("receiver got %d requests for 3 failed deliveries, want 12", sent)
 	}
@@ -61,7 +63,7 @@ func TestWebhookPauseAndResaveEndToEnd(t *testing.T) {
 			t.Errorf("event while paused: %v, want skipped, unsent, with its payload", d)
 		}
 	}
-	if got := len(rcv.got()); got != sent {
+	if got := len(rcv.Requests()); got != sent {
 		t.Errorf("the paused webhook's receiver got %d more requests", got-sent)
 	}
 	skipped := s.deliveries(t, key, "status=skipped")
@@ -85,19 +87,19 @@ func TestWebhookPauseAndResaveEndToEnd(t *testing.T) {
 		t.Fatalf("after resave GET /v1/webhook shows %q", got)
 	}
 
-	rcv.status.Store(http.StatusOK)
+	rcv.SetStatus(http.StatusOK)
 	ev := messageReceived(ws, 6)
 	s.publishEvents(t, ev)
 	if d := s.settledDelivery(t, key, ev.GetId()); d["status"] != "delivered" || d["attempts"] != 1.0 {
 		t.Fatalf("after resave: %v", d)
 	}
-	hits := rcv.got()
+	hits := rcv.Requests()
 	if len(hits) != sent+1 {
 		t.Fatalf("receiver got %d requests after resave, want 1", len(hits)-sent)
 	}
 	last := hits[len(hits)-1]
-	if last.Delivery != ev.GetId() {
-		t.Fatalf("receiver got delivery %s, want %s", last.Delivery, ev.GetId())
+	if last.Delivery() != ev.GetId() {
+		t.Fatalf("receiver got delivery %s, want %s", last.Delivery(), ev.GetId())
 	}
 	if err := checkHook(last, resaved.Secret); err != nil {
 		t.Errorf("with the new secret: %v", err)

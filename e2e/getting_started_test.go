@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/e2e/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 // TestGettingStarted plays the specification's "Getting started" steps 1–4
@@ -67,12 +68,12 @@ func TestGettingStarted(t *testing.T) {
 
 	// Step 2: save the webhook URL, keep the secret, send the test event.
 	rcv := newReceiver(t)
-	status, _, saved := s.api(t, key, http.MethodPut, "/v1/webhook", map[string]string{"url": rcv.URL + "/hooks/parley"})
+	status, _, saved := s.api(t, key, http.MethodPut, "/v1/webhook", map[string]string{"url": rcv.URL})
 	if status != http.StatusOK {
 		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
 	}
 	secret, _ := saved["secret"].(string)
-	if secret == "" || saved["webhook"].(map[string]any)["url"] != rcv.URL+"/hooks/parley" {
+	if secret == "" || saved["webhook"].(map[string]any)["url"] != rcv.URL {
 		t.Fatalf("PUT /v1/webhook body: %v", saved)
 	}
 	status, _, tested := s.api(t, key, http.MethodPost, "/v1/webhook/test", nil)
@@ -85,7 +86,7 @@ func TestGettingStarted(t *testing.T) {
 			t.Errorf("delivery lacks %q: %v", field, delivery)
 		}
 	}
-	testReq := rcv.waitFor(t, "test")
+	testReq := rcv.WaitFor(t, "test")
 	verifySignature(t, testReq, secret)
 	if testReq.Header.Get("X-Service-Delivery") != delivery["id"] {
 		t.Errorf("test X-Service-Delivery %q, delivery id %v", testReq.Header.Get("X-Service-Delivery"), delivery["id"])
@@ -111,7 +112,7 @@ func TestGettingStarted(t *testing.T) {
 	postUpdate(t, demo.TelegramIngress.URL, demo.TelegramIngress.SecretToken, update)
 	postUpdate(t, demo.TelegramIngress.URL, demo.TelegramIngress.SecretToken, update) // Telegram retries; stored once
 
-	got := rcv.waitFor(t, "message.received")
+	got := rcv.WaitFor(t, "message.received")
 	verifySignature(t, got, secret)
 	checkDeliveryHeaders(t, got, "message.received")
 	var envelope struct {
@@ -225,7 +226,7 @@ func TestGettingStarted(t *testing.T) {
 	}
 
 	time.Sleep(500 * time.Millisecond)
-	if n := rcv.count("message.received"); n != 1 {
+	if n := rcv.Count("message.received"); n != 1 {
 		t.Errorf("receiver got %d message.received deliveries, want 1 (the retried update and the API reply must not add any)", n)
 	}
 }
@@ -247,7 +248,7 @@ func postUpdate(t *testing.T, url, secret, body string) {
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-func checkDeliveryHeaders(t *testing.T, req received, event string) {
+func checkDeliveryHeaders(t *testing.T, req receiver.Request, event string) {
 	t.Helper()
 	h := req.Header
 	if h.Get("Content-Type") != "application/json" {

@@ -2,15 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +15,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // binDir holds the binaries TestMain builds once for every test.
@@ -63,23 +60,23 @@ type suite struct {
 func startSuite(t *testing.T, extra ...string) *suite {
 	t.Helper()
 	env := testenv.New(t)
-	ports := freePorts(t, 3)
+	port := ports.Free(t, 3)
 	s := &suite{
 		env:          env,
-		gatewayURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
-		messagingURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+		gatewayURL:   fmt.Sprintf("http://127.0.0.1:%d", port[0]),
+		messagingURL: fmt.Sprintf("http://127.0.0.1:%d", port[1]),
 	}
 	s.environ = append(append(os.Environ(), env.Environ()...),
-		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", ports[0]),
-		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", ports[1]),
-		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", ports[2]),
+		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", port[0]),
+		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", port[1]),
+		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", port[2]),
 		"PUBLIC_BASE_URL="+s.gatewayURL,
 		"MESSAGING_PUBLIC_URL="+s.messagingURL,
 		"LOG_LEVEL=warn",
 	)
 	s.environ = append(s.environ, extra...)
 	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher"} {
-		s.start(t, name, ports[i])
+		s.start(t, name, port[i])
 	}
 	return s
 }
@@ -185,109 +182,19 @@ func (s *suite) api(t *testing.T, key, method, path string, body any) (int, http
 	return resp.StatusCode, resp.Header, out
 }
 
-// receiver is the developer's webhook endpoint: it records every request.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []received
-	arrived  chan struct{}
-}
-
-type received struct {
-	Header http.Header
-	Body   []byte
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{arrived: make(chan struct{}, 1)}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.requests = append(r.requests, received{Header: req.Header.Clone(), Body: body})
-		r.mu.Unlock()
-		// A wake-up for waitFor, which rereads every request; a full
-		// channel already holds one, so never block the receiver on it.
-		select {
-		case r.arrived <- struct{}{}:
-		default:
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// waitFor returns the first request whose X-Service-Event is event.
-func (r *receiver) waitFor(t *testing.T, event string) received {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
-		r.mu.Lock()
-		for _, req := range r.requests {
-			if req.Header.Get("X-Service-Event") == event {
-				r.mu.Unlock()
-				return req
-			}
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.arrived:
-		case <-deadline:
-			t.Fatalf("receiver got no %s event", event)
-		}
-	}
-}
-
-func (r *receiver) count(event string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, req := range r.requests {
-		if req.Header.Get("X-Service-Event") == event {
-			n++
-		}
-	}
-	return n
+// newReceiver is the developer's webhook endpoint: it records every
+// request and answers 204, as a receiver that has nothing to say does.
+func newReceiver(t *testing.T, opts ...receiver.Option) *receiver.Receiver {
+	return receiver.New(t, receiver.Status(http.StatusNoContent), opts...)
 }
 
 // verifySignature checks X-Service-Signature the way the README tells
-// receivers to: HMAC-SHA256 over "<timestamp>.<raw body>", constant-time
-// compare, timestamp within 300 seconds.
-func verifySignature(t *testing.T, req received, secret string) {
+// receivers to (receiver.Verify).
+func verifySignature(t *testing.T, req receiver.Request, secret string) {
 	t.Helper()
-	ts := req.Header.Get("X-Service-Timestamp")
-	var unix int64
-	if _, err := fmt.Sscan(ts, &unix); err != nil {
-		t.Fatalf("X-Service-Timestamp %q is not unix seconds", ts)
+	if err := req.Verify(secret, time.Now()); err != nil {
+		t.Fatalf("%v (the secret from PUT /v1/webhook)", err)
 	}
-	if d := time.Since(time.Unix(unix, 0)); d > 300*time.Second || d < -300*time.Second {
-		t.Fatalf("X-Service-Timestamp %q is %s away from now", ts, d)
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(req.Body)
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	if !hmac.Equal([]byte(req.Header.Get("X-Service-Signature")), []byte(want)) {
-		t.Fatalf("signature %q does not verify with the secret from PUT /v1/webhook", req.Header.Get("X-Service-Signature"))
-	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	listeners := make([]net.Listener, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners[i] = l
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range listeners {
-		l.Close()
-	}
-	return ports
 }
 
 // lockedBuffer collects a process's output from two pipes at once.

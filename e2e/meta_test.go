@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/e2e/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/metafake"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // The Meta app of these tests.
@@ -31,7 +32,7 @@ type metaSuite struct {
 	key       string
 	workspace string
 	secret    string // the webhook signing secret
-	rcv       *receiver
+	rcv       *receiver.Receiver
 	channelID string
 }
 
@@ -48,33 +49,13 @@ func startMetaSuite(t *testing.T, kind, pageID string, extra ...string) *metaSui
 	}, extra...)...)
 	m := &metaSuite{suite: s, graph: graph, rcv: newReceiver(t)}
 
-	var ws struct {
-		Workspace struct{ ID string } `json:"workspace"`
-	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Meta shop "+kind, "--modules", "developer_api")
-	m.workspace = ws.Workspace.ID
-	var key struct{ Key string }
-	s.ctl(t, &key, "apikey", "create", "--workspace", m.workspace)
-	m.key = key.Key
-	status, _, saved := s.api(t, m.key, http.MethodPut, "/v1/webhook", map[string]string{"url": m.rcv.URL + "/hooks"})
-	if status != http.StatusOK {
-		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
-	}
-	m.secret, _ = saved["secret"].(string)
-
-	var ch struct {
-		Channel struct {
-			ID         string `json:"id"`
-			ExternalID string `json:"external_id"`
-			Kind       string `json:"kind"`
-		} `json:"channel"`
-	}
-	s.ctl(t, &ch, "channel", "create", "--workspace", m.workspace, "--kind", kind, "--external-id", pageID, "--token", metaPageToken)
-	if ch.Channel.ExternalID != pageID || ch.Channel.Kind != kind {
+	m.workspace, m.key = s.developer(t)
+	m.secret = s.saveWebhook(t, m.key, m.rcv.URL)
+	ch := s.addChannel(t, m.workspace, "external", "--kind", kind, "--external-id", pageID, "--token", metaPageToken)
+	if ch.ExternalID != pageID || ch.Kind != kind {
 		t.Fatalf("channel create: %+v", ch)
 	}
-	m.channelID = ch.Channel.ID
-	s.ctl(t, nil, "channel", "set-mode", "--channel", m.channelID, "--mode", "external")
+	m.channelID = ch.ID
 	return m
 }
 
@@ -168,15 +149,9 @@ type customerEvent struct {
 // waitEvent waits for a delivery of event whose message.text is text.
 func (m *metaSuite) waitEvent(t *testing.T, event, text string) customerEvent {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
-		m.rcv.mu.Lock()
-		reqs := append([]received(nil), m.rcv.requests...)
-		m.rcv.mu.Unlock()
-		for _, req := range reqs {
-			if req.Header.Get("X-Service-Event") != event {
-				continue
-			}
+	var found customerEvent
+	m.rcv.Await(t, fmt.Sprintf("%s with text %q", event, text), func(got []receiver.Request) bool {
+		for _, req := range receiver.OfEvent(got, event) {
 			var ev customerEvent
 			if err := json.Unmarshal(req.Body, &ev); err != nil {
 				t.Fatalf("%s body: %v\n%s", event, err, req.Body)
@@ -187,15 +162,13 @@ func (m *metaSuite) waitEvent(t *testing.T, event, text string) customerEvent {
 				if ev.ID != req.Header.Get("X-Service-Delivery") || ev.Event != event || !isUTCTimestamp(ev.CreatedAt) {
 					t.Fatalf("envelope head %+v", ev)
 				}
-				return ev
+				found = ev
+				return true
 			}
 		}
-		select {
-		case <-m.rcv.arrived:
-		case <-deadline:
-			t.Fatalf("receiver got no %s with text %q", event, text)
-		}
-	}
+		return false
+	})
+	return found
 }
 
 // messageAt is Meta's millisecond timestamp as the API renders it.
@@ -439,10 +412,10 @@ func TestMessengerEndToEnd(t *testing.T) {
 	// The redelivered and tampered posts and the developer's own replies
 	// produced no events.
 	time.Sleep(300 * time.Millisecond)
-	if n := m.rcv.count("message.received"); n != 3 {
+	if n := m.rcv.Count("message.received"); n != 3 {
 		t.Fatalf("receiver got %d message.received, want 3 (first message, photo, stale customer)", n)
 	}
-	if n := m.rcv.count("postback.received"); n != 1 {
+	if n := m.rcv.Count("postback.received"); n != 1 {
 		t.Fatalf("receiver got %d postback.received, want 1", n)
 	}
 }
@@ -554,7 +527,7 @@ func TestInstagramEndToEnd(t *testing.T) {
 		t.Fatalf("postback.received = %+v", pb.Data)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := m.rcv.count("message.received"); n != 1 {
+	if n := m.rcv.Count("message.received"); n != 1 {
 		t.Fatalf("receiver got %d message.received, want 1 (the echo is never forwarded)", n)
 	}
 }

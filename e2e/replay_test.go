@@ -16,7 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/parleyhq/parley/e2e/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 // replayShop is a workspace with a Telegram channel in external mode whose
@@ -37,39 +38,20 @@ func newReplayShop(t *testing.T) *replayShop {
 		"WEBHOOK_PAUSE_AFTER=1", "WEBHOOK_RETRY_DELAYS=20ms")
 	sh := &replayShop{tgShop: &tgShop{s: s, bot: bot, botToken: "700100300:AAH-replay-e2e-token"}}
 
-	var ws struct {
-		Workspace struct {
-			ID string `json:"id"`
-		} `json:"workspace"`
-	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Replay Shop", "--modules", "developer_api", "--rate-per-minute", "100000")
-	sh.ws = ws.Workspace.ID
-	var key struct {
-		Key string `json:"key"`
-	}
-	s.ctl(t, &key, "apikey", "create", "--workspace", sh.ws)
-	sh.key = key.Key
-	var ch struct {
-		Channel tgChannel `json:"channel"`
-	}
-	s.ctl(t, &ch, "channel", "create", "--workspace", sh.ws, "--kind", "telegram", "--token", sh.botToken)
-	sh.channel = ch.Channel
-	s.ctl(t, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", "external")
+	sh.ws, sh.key = s.developer(t)
+	sh.channel = s.addChannel(t, sh.ws, "external", "--kind", "telegram", "--token", sh.botToken)
 
-	sh.rcv = newReceiver(t)
+	// Replays come after a pause and a resume, later than a live delivery.
+	sh.rcv = newReceiver(t, receiver.Within(20*time.Second))
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sh.failing.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		sh.rcv.Config.Handler.ServeHTTP(w, r)
+		sh.rcv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	status, _, saved := s.api(t, sh.key, http.MethodPut, "/v1/webhook", map[string]string{"url": front.URL + "/hooks"})
-	if status != http.StatusOK {
-		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
-	}
-	sh.secret, _ = saved["secret"].(string)
+	sh.secret = s.saveWebhook(t, sh.key, front.URL+"/hooks")
 	return sh
 }
 
@@ -91,40 +73,7 @@ func (sh *replayShop) tap(t *testing.T, payload string) {
 		"chat_instance": "-8172631123", "data": %q}}`, sh.updates, sh.updates, time.Now().Add(-time.Minute).Unix(), payload, payload))
 }
 
-// waitCount waits until the receiver holds n requests and returns them.
-func (r *receiver) waitCount(t *testing.T, n int) []received {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		r.mu.Lock()
-		got := append([]received(nil), r.requests...)
-		r.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-r.arrived:
-		case <-deadline:
-			t.Fatalf("receiver got %d requests, want %d", len(got), n)
-		}
-	}
-}
-
-// lose is the receiver losing what it got (a disk, a bug, a bad deploy).
-func (r *receiver) lose() {
-	r.mu.Lock()
-	r.requests = nil
-	r.mu.Unlock()
-	for {
-		select {
-		case <-r.arrived:
-		default:
-			return
-		}
-	}
-}
-
-func idsOf(reqs []received) []string {
+func idsOf(reqs []receiver.Request) []string {
 	ids := make([]string, 0, len(reqs))
 	for _, r := range reqs {
 		ids = append(ids, r.Header.Get("X-Service-Delivery"))
@@ -204,15 +153,15 @@ func TestReplayEndToEnd(t *testing.T) {
 	// After it: a message. Each boundary is taken once the events before
 	// it reached the receiver (so the stream stored them before it).
 	sh.message(t, "before the range")
-	sh.rcv.waitCount(t, 1)
+	sh.rcv.Wait(t, 1)
 	since := time.Now()
 	sh.message(t, "in the range 1")
 	sh.tap(t, "HUMAN")
 	sh.message(t, "in the range 2")
-	sh.rcv.waitCount(t, 4)
+	sh.rcv.Wait(t, 4)
 	until := time.Now()
 	sh.message(t, "after the range")
-	first := sh.rcv.waitCount(t, 5)
+	first := sh.rcv.Wait(t, 5)
 	bodies := map[string][]byte{}
 	for _, r := range first {
 		bodies[r.Header.Get("X-Service-Delivery")] = r.Body
@@ -229,15 +178,15 @@ func TestReplayEndToEnd(t *testing.T) {
 	}
 
 	// The receiver loses them; the SRE replays the range.
-	sh.rcv.lose()
+	sh.rcv.Forget()
 	var out replayOutput
 	s.ctl(t, &out, "deliveries", "replay", "--workspace", sh.ws, "--since", rfc(since), "--until", rfc(until))
 	if out.Replay.Queued != 3 || out.Replay.WorkspaceID != sh.ws || out.Replay.ID == "" || out.Replay.Until == nil || out.Replay.Event != nil {
 		t.Fatalf("replay output %+v", out)
 	}
-	got := sh.rcv.waitCount(t, 3)
+	got := sh.rcv.Wait(t, 3)
 	sh.replayDrained(t)
-	got = sh.rcv.waitCount(t, 3)
+	got = sh.rcv.Wait(t, 3)
 	if fmt.Sprint(idsOf(got)) != fmt.Sprint(inRange) {
 		t.Fatalf("replay sent %v, want exactly the range's %v", idsOf(got), inRange)
 	}
@@ -261,13 +210,13 @@ func TestReplayEndToEnd(t *testing.T) {
 	}
 
 	// Only the postbacks, from the very start, up to the last event.
-	sh.rcv.lose()
+	sh.rcv.Forget()
 	s.ctl(t, &out, "deliveries", "replay", "--workspace", sh.ws, "--since", rfc(start), "--event", "postback.received")
 	if out.Replay.Queued != 1 || out.Replay.Event == nil || *out.Replay.Event != "postback.received" {
 		t.Fatalf("postback replay output %+v", out)
 	}
 	sh.replayDrained(t)
-	got = sh.rcv.waitCount(t, 1)
+	got = sh.rcv.Wait(t, 1)
 	if len(got) != 1 || got[0].Header.Get("X-Service-Delivery") != postbackID || !bytes.Equal(got[0].Body, bodies[postbackID]) {
 		t.Fatalf("postback replay sent %v", idsOf(got))
 	}
@@ -275,7 +224,7 @@ func TestReplayEndToEnd(t *testing.T) {
 
 	// The receiver fails: one failed delivery pauses the webhook, and the
 	// next events are recorded as skipped.
-	sh.rcv.lose()
+	sh.rcv.Forget()
 	sh.failing.Store(true)
 	pausedFrom := time.Now()
 	sh.message(t, "while failing")
@@ -321,7 +270,7 @@ func TestReplayEndToEnd(t *testing.T) {
 		t.Fatalf("replay after resave %+v", out)
 	}
 	sh.replayDrained(t)
-	got = sh.rcv.waitCount(t, 3)
+	got = sh.rcv.Wait(t, 3)
 	if fmt.Sprint(idsOf(got)) != fmt.Sprint(sorted(paused...)) {
 		t.Fatalf("after resave the replay sent %v, want %v", idsOf(got), sorted(paused...))
 	}

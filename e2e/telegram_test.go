@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/e2e/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 // tgShop is a workspace with one Telegram channel in external mode, a saved
@@ -19,18 +20,12 @@ import (
 type tgShop struct {
 	s        *suite
 	bot      *telegramfake.Server
-	rcv      *receiver
+	rcv      *receiver.Receiver
 	key      string
 	ws       string
 	secret   string // the webhook's signing secret
-	channel  tgChannel
+	channel  ctlChannel
 	botToken string
-}
-
-type tgChannel struct {
-	ID         string `json:"id"`
-	ExternalID string `json:"external_id"`
-	Secret     string `json:"secret"`
 }
 
 func newTgShop(t *testing.T) *tgShop {
@@ -41,32 +36,12 @@ func newTgShop(t *testing.T) *tgShop {
 	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI.URL, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	shop := &tgShop{s: s, bot: bot, botToken: "700100200:AAH-telegram-e2e-token"}
 
-	var ws struct {
-		Workspace struct {
-			ID string `json:"id"`
-		} `json:"workspace"`
-	}
-	// A generous rate limit: this suite makes many calls in a minute.
-	s.ctl(t, &ws, "workspace", "create", "--name", "Telegram Shop", "--modules", "developer_api", "--rate-per-minute", "100000")
-	shop.ws = ws.Workspace.ID
-	var key struct {
-		Key string `json:"key"`
-	}
-	s.ctl(t, &key, "apikey", "create", "--workspace", shop.ws)
-	shop.key = key.Key
-	var ch struct {
-		Channel tgChannel `json:"channel"`
-	}
-	s.ctl(t, &ch, "channel", "create", "--workspace", shop.ws, "--kind", "telegram", "--token", shop.botToken)
-	shop.channel = ch.Channel
-	s.ctl(t, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", "external")
-
+	// A generous rate limit (developer's): this suite makes many calls in
+	// a minute.
+	shop.ws, shop.key = s.developer(t)
+	shop.channel = s.addChannel(t, shop.ws, "external", "--kind", "telegram", "--token", shop.botToken)
 	shop.rcv = newReceiver(t)
-	status, _, saved := s.api(t, shop.key, http.MethodPut, "/v1/webhook", map[string]string{"url": shop.rcv.URL + "/hooks"})
-	if status != http.StatusOK {
-		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
-	}
-	shop.secret, _ = saved["secret"].(string)
+	shop.secret = s.saveWebhook(t, shop.key, shop.rcv.URL)
 	return shop
 }
 
@@ -117,7 +92,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 			ConversationID string `json:"conversation_id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(sh.rcv.waitFor(t, "message.received").Body, &first); err != nil {
+	if err := json.Unmarshal(sh.rcv.WaitFor(t, "message.received").Body, &first); err != nil {
 		t.Fatal(err)
 	}
 	conv := first.Data.ConversationID
@@ -378,7 +353,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 			t.Fatalf("bot calls = %+v, want answerCallbackQuery first", calls)
 		}
 
-		got := sh.rcv.waitFor(t, "postback.received")
+		got := sh.rcv.WaitFor(t, "postback.received")
 		verifySignature(t, got, sh.secret)
 		checkDeliveryHeaders(t, got, "postback.received")
 		var env struct {
@@ -428,7 +403,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 			t.Errorf("stored postback = %v", m)
 		}
 		time.Sleep(300 * time.Millisecond) // a second delivery would be on its way by now
-		if n := sh.rcv.count("postback.received"); n != 1 {
+		if n := sh.rcv.Count("postback.received"); n != 1 {
 			t.Errorf("postback.received delivered %d times, want 1", n)
 		}
 	})

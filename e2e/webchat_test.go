@@ -23,6 +23,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
 // chromiumPath is Debian's chromium package (scripts/deps.sh installs it).
@@ -52,31 +54,16 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// The operator: a workspace, its key, a webchat channel in external
 	// mode. The developer: a webhook.
-	var ws struct {
-		Workspace struct{ ID string } `json:"workspace"`
-	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Mug shop", "--modules", "developer_api")
-	var key struct{ Key string }
-	s.ctl(t, &key, "apikey", "create", "--workspace", ws.Workspace.ID)
-	var ch struct {
-		Channel struct {
-			ID, Kind, ExternalID string
-		} `json:"channel"`
-	}
-	s.ctl(t, &ch, "channel", "create", "--workspace", ws.Workspace.ID, "--kind", "webchat")
-	if ch.Channel.Kind != "webchat" {
+	wsID, key := s.developer(t)
+	ch := s.addChannel(t, wsID, "external", "--kind", "webchat")
+	if ch.Kind != "webchat" {
 		t.Fatalf("channel create: %+v", ch)
 	}
-	s.ctl(t, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", "external")
 	rcv := newReceiver(t)
-	status, _, saved := s.api(t, key.Key, http.MethodPut, "/v1/webhook", map[string]string{"url": rcv.URL + "/hooks"})
-	secret, _ := saved["secret"].(string)
-	if status != http.StatusOK || secret == "" {
-		t.Fatalf("PUT /v1/webhook = %d %v", status, saved)
-	}
+	secret := s.saveWebhook(t, key, rcv.URL)
 
 	b := newBrowser(t)
-	widgetURL := s.messagingURL + "/webchat/" + ch.Channel.ID + "?title=" + url.QueryEscape("Mug Shop")
+	widgetURL := s.messagingURL + "/webchat/" + ch.ID + "?title=" + url.QueryEscape("Mug Shop")
 	b.run(t, chromedp.Navigate(widgetURL), chromedp.WaitVisible(chromedp.CSS(".status.online")))
 	if title := runFor(t, b, chromedp.Text(chromedp.CSS("#chat-title"))); title != "Mug Shop" {
 		t.Errorf("title = %q", title)
@@ -84,21 +71,21 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// The visitor writes; the developer's webhook gets message.received.
 	b.run(t, chromedp.SendKeys(chromedp.CSS("#input"), "Hi! Do you have the blue mug?"), chromedp.Click(chromedp.CSS("#send")))
-	first := waitForN(t, rcv, "message.received", 1)[0]
+	first := rcv.WaitForN(t, "message.received", 1)[0]
 	verifySignature(t, first, secret)
 	checkDeliveryHeaders(t, first, "message.received")
 	ev := decodeWebchatEvent(t, first)
-	token := runFor(t, b, chromedp.Evaluate[string](`localStorage.getItem('parley.webchat.`+ch.Channel.ID+`.token')`))
+	token := runFor(t, b, chromedp.Evaluate[string](`localStorage.getItem('parley.webchat.`+ch.ID+`.token')`))
 	visitorID, _, _ := strings.Cut(token, ".")
 	dom := b.waitDOM(t, "the visitor's message sent", func(d widgetDOM) bool {
 		return len(d.Messages) == 1 && !d.Messages[0].Pending && !d.Messages[0].Failed
 	})
 	sentID := dom.Messages[0].ID
 	d := ev.Data
-	if ev.Event != "message.received" || d.WorkspaceID != ws.Workspace.ID || d.Platform != "webchat" || d.ConversationID == "" {
+	if ev.Event != "message.received" || d.WorkspaceID != wsID || d.Platform != "webchat" || d.ConversationID == "" {
 		t.Fatalf("event = %+v", ev)
 	}
-	if d.Channel["kind"] != "webchat" || d.Channel["external_id"] != ch.Channel.ExternalID {
+	if d.Channel["kind"] != "webchat" || d.Channel["external_id"] != ch.ExternalID {
 		t.Errorf("data.channel = %v", d.Channel)
 	}
 	if d.Contact["sender_id"] != visitorID || d.Contact["name"] != "Visitor "+visitorID[len(visitorID)-4:] ||
@@ -115,12 +102,12 @@ func TestWebchatInTheBrowser(t *testing.T) {
 	conv := d.ConversationID
 
 	// The developer types, then answers with quick replies.
-	if status, _, body := s.api(t, key.Key, http.MethodPost, "/v1/typing", map[string]any{"conversation_id": conv}); status != http.StatusOK || body["ok"] != true {
+	if status, _, body := s.api(t, key, http.MethodPost, "/v1/typing", map[string]any{"conversation_id": conv}); status != http.StatusOK || body["ok"] != true {
 		t.Fatalf("POST /v1/typing = %d %v", status, body)
 	}
 	b.waitDOM(t, "the typing indicator", func(d widgetDOM) bool { return d.Typing })
 	b.screenshot(t, "typing")
-	status, _, answer := s.api(t, key.Key, http.MethodPost, "/v1/messages", map[string]any{
+	status, _, answer := s.api(t, key, http.MethodPost, "/v1/messages", map[string]any{
 		"conversation_id": conv, "text": "Yes! Which size would you like?", "quick_replies": []string{"Small", "Large"},
 	})
 	if status != http.StatusCreated {
@@ -136,7 +123,7 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// A chip is a message with that text.
 	b.run(t, chromedp.Click(chromedp.CSS("#chips .chip:nth-child(2)")))
-	chip := decodeWebchatEvent(t, waitForN(t, rcv, "message.received", 2)[1])
+	chip := decodeWebchatEvent(t, rcv.WaitForN(t, "message.received", 2)[1])
 	if chip.Data.ConversationID != conv || chip.Data.Message["text"] != "Large" {
 		t.Fatalf("chip event = %+v", chip.Data)
 	}
@@ -146,7 +133,7 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// A carousel: cards with images at the given ratio, titles, subtitles,
 	// buttons.
-	status, _, cards := s.api(t, key.Key, http.MethodPost, "/v1/carousel", map[string]any{
+	status, _, cards := s.api(t, key, http.MethodPost, "/v1/carousel", map[string]any{
 		"conversation_id": conv, "ratio": "horizontal",
 		"elements": []map[string]any{
 			{"title": "Blue mug, large", "subtitle": "Stoneware, 450 ml — $18", "image_url": images.URL + "/blue.png", "buttons": []map[string]any{
@@ -185,7 +172,7 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// A card's postback button: postback.received with its payload.
 	b.run(t, chromedp.Click(chromedp.CSS(`.msg.carousel .card:first-child button.btn`)))
-	tap := decodeWebchatEvent(t, waitForN(t, rcv, "postback.received", 1)[0])
+	tap := decodeWebchatEvent(t, rcv.WaitForN(t, "postback.received", 1)[0])
 	if tap.Data.ConversationID != conv || tap.Data.Postback["payload"] != "BUY_BLUE_LARGE" || tap.Data.Message["type"] != "postback" ||
 		tap.Data.Message["text"] != "Buy" || tap.Data.Platform != "webchat" || !isUTCTimestamp(fmt.Sprint(tap.Data.Postback["received_at"])) {
 		t.Fatalf("postback event = %+v", tap.Data)
@@ -212,15 +199,15 @@ func TestWebchatInTheBrowser(t *testing.T) {
 
 	// The visitor goes on (Enter sends): the same conversation and contact.
 	b.run(t, chromedp.SendKeys(chromedp.CSS("#input"), "Great, thanks!"+kb.Enter))
-	next := decodeWebchatEvent(t, waitForN(t, rcv, "message.received", 3)[2])
+	next := decodeWebchatEvent(t, rcv.WaitForN(t, "message.received", 3)[2])
 	if next.Data.ConversationID != conv || next.Data.Contact["id"] != d.Contact["id"] || next.Data.Message["text"] != "Great, thanks!" {
 		t.Fatalf("after the reload: %+v", next.Data)
 	}
-	status, _, list := s.api(t, key.Key, http.MethodGet, "/v1/conversations?platform=webchat", nil)
+	status, _, list := s.api(t, key, http.MethodGet, "/v1/conversations?platform=webchat", nil)
 	if convs, _ := list["conversations"].([]any); status != http.StatusOK || len(convs) != 1 {
 		t.Fatalf("webchat conversations = %d %v", status, list)
 	}
-	status, _, msgs := s.api(t, key.Key, http.MethodGet, "/v1/conversations/"+conv+"/messages", nil)
+	status, _, msgs := s.api(t, key, http.MethodGet, "/v1/conversations/"+conv+"/messages", nil)
 	stored, _ := msgs["messages"].([]any)
 	if status != http.StatusOK || len(stored) != 6 {
 		t.Fatalf("messages = %d %v", status, msgs)
@@ -235,12 +222,12 @@ func TestWebchatInTheBrowser(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>Mugs</title></head><body><h1>Our mugs</h1>`+
 			`<script src="%s/webchat/%s/embed.js" async data-title="Mug Shop" data-accent="#0f766e"></script></body></html>`,
-			s.messagingURL, ch.Channel.ID)
+			s.messagingURL, ch.ID)
 	}))
 	t.Cleanup(site.Close)
 	launcher := chromedp.CSS(`button[aria-label="Open chat: Mug Shop"]`)
 	b.run(t, chromedp.Navigate(site.URL), chromedp.WaitVisible(launcher), chromedp.Click(launcher))
-	want := s.messagingURL + "/webchat/" + ch.Channel.ID + "?title=Mug+Shop&accent=%230f766e"
+	want := s.messagingURL + "/webchat/" + ch.ID + "?title=Mug+Shop&accent=%230f766e"
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		tree := runFor(t, b, func(ctx context.Context, tg *chromedp.Target) (page.GetFrameTreeResult, error) {
@@ -441,30 +428,6 @@ func (b *browser) waitDOM(t *testing.T, what string, cond func(widgetDOM) bool) 
 
 // --- the developer's receiver ---
 
-// waitForN returns the first n requests whose X-Service-Event is event.
-func waitForN(t *testing.T, r *receiver, event string, n int) []received {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
-		var got []received
-		r.mu.Lock()
-		for _, req := range r.requests {
-			if req.Header.Get("X-Service-Event") == event {
-				got = append(got, req)
-			}
-		}
-		r.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-r.arrived:
-		case <-deadline:
-			t.Fatalf("receiver got %d %s events, want %d", len(got), event, n)
-		}
-	}
-}
-
 type webchatEvent struct {
 	ID    string `json:"id"`
 	Event string `json:"event"`
@@ -479,7 +442,7 @@ type webchatEvent struct {
 	} `json:"data"`
 }
 
-func decodeWebchatEvent(t *testing.T, r received) webchatEvent {
+func decodeWebchatEvent(t *testing.T, r receiver.Request) webchatEvent {
 	t.Helper()
 	var ev webchatEvent
 	if err := json.Unmarshal(r.Body, &ev); err != nil {

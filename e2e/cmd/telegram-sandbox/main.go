@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/parleyhq/parley/e2e/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 func main() {

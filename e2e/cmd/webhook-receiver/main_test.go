@@ -1,22 +1,17 @@
 package main
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
-func sign(secret, ts, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "." + body))
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+func sign(secret, ts, body string) string { return receiver.Sign(secret, ts, []byte(body)) }
 
 func TestReceiverVerifiesAndDeduplicates(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
