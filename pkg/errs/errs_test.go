@@ -32,7 +32,7 @@ func TestEchoHandlerRendersCodeAndMessage(t *testing.T) {
 		{"extra field", errs.New(409, "idempotency_response_unavailable", "too large").WithExtra("run_id", "r1"), 409, "idempotency_response_unavailable", nil, map[string]any{"run_id": "r1"}},
 		{"echo 404", echo.ErrNotFound, 404, "not_found", nil, nil},
 		{"echo 405", echo.ErrMethodNotAllowed, 405, "method_not_allowed", nil, nil},
-		{"echo 413", echo.ErrStatusRequestEntityTooLarge, 413, "request_too_large", nil, nil},
+		{"echo 413", echo.ErrStatusRequestEntityTooLarge, 413, "payload_too_large", nil, nil},
 		{"unknown error", errors.New("pq: password authentication failed for user secret"), 500, "internal_error", nil, nil},
 	}
 	for _, tt := range tests {

@@ -1,21 +1,59 @@
 package httpx
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
-// MaxBodyBytes bounds a JSON request body.
-const MaxBodyBytes = 512 << 10
+// MaxBodyBytes bounds a request body that a route does not bound more
+// tightly: what NATS carries by default (1 MiB), so that a body the gateway
+// forwarded, or parleyctl sent over NATS, is never cut short behind it. The
+// public API's own bound is the gateway's (README, "Request body limits").
+const MaxBodyBytes = 1 << 20
 
-// DecodeJSON decodes one JSON value from r into v. Errors are 400
-// invalid_request with a message that names the offending field.
+// ReadBody reads all of r, at most limit bytes. A longer body is 413
+// payload_too_large naming the limit: it is never decoded in part, so valid
+// JSON is never called malformed for being long.
+func ReadBody(r io.Reader, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, limit+1))
+	var tooLong *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLong):
+		return nil, TooLarge(limit)
+	case err != nil:
+		return nil, errs.InvalidRequest("request body could not be read")
+	case int64(len(body)) > limit:
+		return nil, TooLarge(limit)
+	}
+	return body, nil
+}
+
+// TooLarge is 413 payload_too_large for a body over limit bytes.
+func TooLarge(limit int64) *errs.Error {
+	return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large: at most %d bytes", limit)
+}
+
+// DecodeJSON decodes one JSON value from r, at most MaxBodyBytes, into v.
+// See DecodeJSONWithin.
 func DecodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r, MaxBodyBytes+1))
+	return DecodeJSONWithin(r, MaxBodyBytes, v)
+}
+
+// DecodeJSONWithin decodes one JSON value of at most limit bytes from r
+// into v. A longer body is 413 payload_too_large; other errors are 400
+// invalid_request with a message that names the offending field.
+func DecodeJSONWithin(r io.Reader, limit int64, v any) error {
+	body, err := ReadBody(r, limit)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}

@@ -1,6 +1,9 @@
 package httpx_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -45,5 +48,39 @@ func TestDecodeJSONNamesTheField(t *testing.T) {
 	var ok body
 	if err := httpx.DecodeJSON(strings.NewReader(`{"text":"hi","limit":3,"extra":true}`), &ok); err != nil || ok.Text != "hi" || ok.Limit != 3 {
 		t.Fatalf("valid body: %v %+v", err, ok)
+	}
+}
+
+// TestDecodeJSONOverTheLimitIs413: a valid body longer than the limit is
+// 413 naming the limit, never "not valid JSON"; one at the limit decodes.
+func TestDecodeJSONOverTheLimitIs413(t *testing.T) {
+	t.Parallel()
+	const limit = 64
+	atLimit := `{"text":"` + strings.Repeat("a", limit-len(`{"text":""}`)) + `"}`
+	if len(atLimit) != limit {
+		t.Fatalf("body of %d bytes", len(atLimit))
+	}
+	var v struct{ Text string }
+	if err := httpx.DecodeJSONWithin(strings.NewReader(atLimit), limit, &v); err != nil || len(v.Text) != limit-11 {
+		t.Fatalf("body at the limit: %v", err)
+	}
+	over := `{"text":"` + strings.Repeat("a", limit-len(`{"text":""}`)+1) + `"}`
+	for name, r := range map[string]io.Reader{
+		"plain":          strings.NewReader(over),
+		"MaxBytesReader": http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(over)), limit),
+	} {
+		err := httpx.DecodeJSONWithin(r, limit, &v)
+		e, ok := errs.As(err)
+		if !ok || e.Status != http.StatusRequestEntityTooLarge || e.Code != "payload_too_large" || !strings.Contains(e.Message, "at most 64 bytes") {
+			t.Fatalf("%s: one byte over the limit = %v, want 413 payload_too_large naming the limit", name, err)
+		}
+	}
+	// DecodeJSON's own bound is what NATS carries by default.
+	big := `{"text":"` + strings.Repeat("a", 600<<10) + `"}`
+	if err := httpx.DecodeJSON(strings.NewReader(big), &v); err != nil {
+		t.Fatalf("600 KB body: %v", err)
+	}
+	if err := httpx.DecodeJSON(strings.NewReader(`{"text":"`+strings.Repeat("a", httpx.MaxBodyBytes)+`"}`), &v); err == nil {
+		t.Fatal("a body over MaxBodyBytes decoded")
 	}
 }

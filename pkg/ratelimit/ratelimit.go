@@ -45,27 +45,46 @@ const (
 	HeaderRetryAfter = "Retry-After"
 )
 
-// allowScript counts one request in KEYS[1] unless the count already reached
-// ARGV[1] (refused requests are not counted, so the count stays the number
-// of requests served). ARGV[2] is the window in milliseconds. It returns
-// {allowed (0/1), count, milliseconds left in the window}. One script, so the
-// check and the increment are atomic across instances.
+// allowScript counts one request in every key of KEYS, whose limits are
+// ARGV[2..], unless one of them already reached its limit (then nothing is
+// counted anywhere, so counts stay the number of requests served). ARGV[1]
+// is the window in milliseconds. It returns {allowed (0/1), index of the
+// key reported, its count, milliseconds left in its window}: the key that
+// refused, or the one with the least left. One script, so the checks and
+// the increments are atomic across instances.
 var allowScript = redis.NewScript(`
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-local allowed = 0
-if count < limit then
-  count = redis.call('INCR', KEYS[1])
-  allowed = 1
+local window = tonumber(ARGV[1])
+local function ttlOf(key)
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then
+    -- first request of a window (or a key that somehow lost its expiry)
+    redis.call('PEXPIRE', key, window)
+    ttl = window
+  end
+  return ttl
 end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  -- first request of a window (or a key that somehow lost its expiry)
-  redis.call('PEXPIRE', KEYS[1], window)
-  ttl = window
+for i = 1, #KEYS do
+  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if count >= tonumber(ARGV[i + 1]) then
+    return {0, i, count, ttlOf(KEYS[i])}
+  end
 end
-return {allowed, count, ttl}
+local best, bestLeft, bestCount, bestTTL = 1, nil, 0, 0
+for i = 1, #KEYS do
+  local count = redis.call('INCR', KEYS[i])
+  local ttl = ttlOf(KEYS[i])
+  local left = tonumber(ARGV[i + 1]) - count
+  if bestLeft == nil or left < bestLeft then
+    best, bestLeft, bestCount, bestTTL = i, left, count, ttl
+  end
+end
+return {1, best, bestCount, bestTTL}
+`)
+
+// peekScript reads KEYS[1]'s count and the milliseconds left in its
+// window, without counting: {count, ttl} (ttl -2 when there is no window).
+var peekScript = redis.NewScript(`
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
 `)
 
 // Limiter limits requests per bucket within a fixed window.
@@ -85,6 +104,9 @@ func New(rdb redis.Scripter, keys redisx.Keys, window time.Duration) *Limiter {
 type Result struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool
+	// Bucket is the bucket the other fields describe: for AllowAll, the one
+	// that refused, or the one with the least left.
+	Bucket string
 	// Limit is the number of requests a window allows.
 	Limit int
 	// Remaining is how many more requests this window allows.
@@ -97,21 +119,75 @@ type Result struct {
 // requests (limit must be at least 1). The limit is read on every call, so a
 // changed limit applies at once to the current window.
 func (l *Limiter) Allow(ctx context.Context, bucket string, limit int) (Result, error) {
+	return l.AllowAll(ctx, Bucket{Name: bucket, Limit: limit})
+}
+
+// Bucket is one count a request is held to.
+type Bucket struct {
+	Name  string
+	Limit int
+}
+
+// AllowAll counts one request against every bucket, or against none when
+// one of them is at its limit: a request that must stay within several
+// limits (per visitor and per client address) is refused without using up
+// the others.
+func (l *Limiter) AllowAll(ctx context.Context, buckets ...Bucket) (Result, error) {
+	if len(buckets) == 0 {
+		return Result{}, fmt.Errorf("rate limit: no bucket")
+	}
+	keys := make([]string, len(buckets))
+	args := make([]any, 0, len(buckets)+1)
+	args = append(args, l.window.Milliseconds())
+	for i, b := range buckets {
+		if b.Limit < 1 {
+			return Result{}, fmt.Errorf("rate limit for %s: limit %d is below 1", b.Name, b.Limit)
+		}
+		keys[i] = l.Key(b.Name)
+		args = append(args, b.Limit)
+	}
+	vals, err := allowScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return Result{}, fmt.Errorf("rate limit for %s: %w", buckets[0].Name, err)
+	}
+	if len(vals) != 4 || vals[1] < 1 || int(vals[1]) > len(buckets) {
+		return Result{}, fmt.Errorf("rate limit for %s: unexpected reply %v", buckets[0].Name, vals)
+	}
+	b := buckets[vals[1]-1]
+	return Result{
+		Allowed:   vals[0] == 1,
+		Bucket:    b.Name,
+		Limit:     b.Limit,
+		Remaining: max(b.Limit-int(vals[2]), 0),
+		Reset:     time.Duration(vals[3]) * time.Millisecond,
+	}, nil
+}
+
+// Peek reports whether bucket has room for another request, without
+// counting one. With Allow after the fact it limits events known only once
+// they happened (failed authentications): Peek before the work, Allow when
+// it failed.
+func (l *Limiter) Peek(ctx context.Context, bucket string, limit int) (Result, error) {
 	if limit < 1 {
 		return Result{}, fmt.Errorf("rate limit for %s: limit %d is below 1", bucket, limit)
 	}
-	vals, err := allowScript.Run(ctx, l.rdb, []string{l.Key(bucket)}, limit, l.window.Milliseconds()).Int64Slice()
+	vals, err := peekScript.Run(ctx, l.rdb, []string{l.Key(bucket)}).Int64Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("rate limit for %s: %w", bucket, err)
 	}
-	if len(vals) != 3 {
+	if len(vals) != 2 {
 		return Result{}, fmt.Errorf("rate limit for %s: unexpected reply %v", bucket, vals)
 	}
+	reset := l.window
+	if vals[1] >= 0 {
+		reset = time.Duration(vals[1]) * time.Millisecond
+	}
 	return Result{
-		Allowed:   vals[0] == 1,
+		Allowed:   vals[0] < int64(limit),
+		Bucket:    bucket,
 		Limit:     limit,
-		Remaining: max(limit-int(vals[1]), 0),
-		Reset:     time.Duration(vals[2]) * time.Millisecond,
+		Remaining: max(limit-int(vals[0]), 0),
+		Reset:     reset,
 	}, nil
 }
 

@@ -138,3 +138,72 @@ func TestSetHeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestAllowAllCountsInEveryBucketOrInNone(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	rdb := env.Redis(t)
+	l := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	ctx := context.Background()
+	visitor := func(v string) ratelimit.Bucket { return ratelimit.Bucket{Name: "visitor:" + v, Limit: 2} }
+	addr := ratelimit.Bucket{Name: "addr:192.0.2.1", Limit: 3}
+
+	// The tighter bucket is the one reported.
+	r, err := l.AllowAll(ctx, visitor("a"), addr)
+	if err != nil || !r.Allowed || r.Bucket != "visitor:a" || r.Remaining != 1 || r.Limit != 2 {
+		t.Fatalf("first = %+v, %v", r, err)
+	}
+	if r, _ := l.AllowAll(ctx, visitor("a"), addr); !r.Allowed || r.Bucket != "visitor:a" || r.Remaining != 0 {
+		t.Fatalf("second = %+v", r)
+	}
+	// The visitor is spent: refused, and the address is not charged.
+	r, err = l.AllowAll(ctx, visitor("a"), addr)
+	if err != nil || r.Allowed || r.Bucket != "visitor:a" || r.RetryAfter() <= 0 {
+		t.Fatalf("third = %+v, %v", r, err)
+	}
+	if n, _ := rdb.Get(ctx, l.Key(addr.Name)).Int(); n != 2 {
+		t.Fatalf("address count = %d, want 2", n)
+	}
+	// A fresh visitor from the same address gets the address's last one,
+	// then the address refuses whoever comes.
+	if r, _ := l.AllowAll(ctx, visitor("b"), addr); !r.Allowed || r.Bucket != "addr:192.0.2.1" || r.Remaining != 0 {
+		t.Fatalf("fresh visitor = %+v", r)
+	}
+	r, _ = l.AllowAll(ctx, visitor("c"), addr)
+	if r.Allowed || r.Bucket != "addr:192.0.2.1" || r.Limit != 3 {
+		t.Fatalf("over the address = %+v", r)
+	}
+	if n, _ := rdb.Get(ctx, l.Key("visitor:c")).Int(); n != 0 {
+		t.Fatalf("refused visitor charged: %d", n)
+	}
+	if _, err := l.AllowAll(ctx, visitor("d"), ratelimit.Bucket{Name: "x", Limit: 0}); err == nil {
+		t.Fatal("limit 0 accepted")
+	}
+}
+
+func TestPeekDoesNotCount(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	l := ratelimit.New(env.Redis(t), redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	ctx := context.Background()
+
+	r, err := l.Peek(ctx, "fail", 2)
+	if err != nil || !r.Allowed || r.Remaining != 2 || r.Reset != time.Minute {
+		t.Fatalf("peek of an empty bucket = %+v, %v", r, err)
+	}
+	for i := 0; i < 2; i++ {
+		if r, _ := l.Peek(ctx, "fail", 2); !r.Allowed {
+			t.Fatalf("peek %d refused", i)
+		}
+		if _, err := l.Allow(ctx, "fail", 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err = l.Peek(ctx, "fail", 2)
+	if err != nil || r.Allowed || r.Remaining != 0 || r.RetryAfter() <= 0 || r.RetryAfter() > time.Minute {
+		t.Fatalf("peek of a full bucket = %+v, %v", r, err)
+	}
+	if _, err := l.Peek(ctx, "fail", 0); err == nil {
+		t.Fatal("limit 0 accepted")
+	}
+}

@@ -73,7 +73,8 @@ func run(ctx context.Context, log *zap.Logger) error {
 		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
 	)
-	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log).Mount(public)
+	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log,
+		httpport.WithAuthFailuresPerMinute(cfg.AuthFailuresPerMinute), httpport.WithProxies(cfg.Proxies())).Mount(public)
 
 	admin := httpx.NewEcho(log)
 	httpport.NewAdmin(accounts).Mount(admin)

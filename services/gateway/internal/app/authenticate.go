@@ -11,8 +11,8 @@ import (
 // Authenticate finds the workspace of an API request from its Authorization
 // header values and raw query string, and checks that its plan includes the
 // Developer API. In order: a key-like query parameter, a missing or
-// malformed header, an unknown or revoked key (all 401), a plan without
-// developer_api (403).
+// malformed header, an unknown or revoked key, whatever its shape (all
+// 401), a plan without developer_api (403).
 func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery string) (account.Workspace, error) {
 	if err := account.CheckQuery(rawQuery); err != nil {
 		return account.Workspace{}, err
@@ -20,6 +20,10 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 	key, err := account.ParseBearer(authorization)
 	if err != nil {
 		return account.Workspace{}, err
+	}
+	if !account.IsKeyShaped(key) {
+		// Nothing of that shape is ever stored: no query to find out.
+		return account.Workspace{}, account.ErrUnknownKey
 	}
 	k, err := a.keys.FindByHash(ctx, account.HashKey(key))
 	if errors.Is(err, account.ErrAPIKeyNotFound) {

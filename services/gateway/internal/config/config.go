@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 )
 
 // Config is everything the gateway reads at start.
@@ -18,6 +19,20 @@ type Config struct {
 	// RatePerMinute is the API request limit of a workspace that has none
 	// of its own.
 	RatePerMinute int `env:"RATE_LIMIT_PER_MINUTE" envDefault:"120"`
+	// AuthFailuresPerMinute is how many failed authentications (401s) one
+	// client address may have per minute before its requests are refused
+	// (429) without a key lookup.
+	AuthFailuresPerMinute int `env:"AUTH_FAILURES_PER_MINUTE" envDefault:"30"`
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (addresses or CIDR ranges); empty: the connection's peer
+	// is the client, whatever the headers say.
+	TrustedProxies string `env:"TRUSTED_PROXIES"`
+}
+
+// Proxies parses TrustedProxies (checked by Validate).
+func (c Config) Proxies() httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.TrustedProxies)
+	return p
 }
 
 // Validate checks the settings.
@@ -30,6 +45,12 @@ func (c Config) Validate() error {
 	}
 	if c.RatePerMinute < 1 {
 		return fmt.Errorf("RATE_LIMIT_PER_MINUTE: %d must be at least 1", c.RatePerMinute)
+	}
+	if c.AuthFailuresPerMinute < 1 {
+		return fmt.Errorf("AUTH_FAILURES_PER_MINUTE: %d must be at least 1", c.AuthFailuresPerMinute)
+	}
+	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	return nil
 }

@@ -15,17 +15,21 @@ func TestLoad(t *testing.T) {
 		env      map[string]string
 		wantAddr string
 		wantRate int
+		wantAuth int
 		wantErr  bool
 	}{
-		{name: "defaults", env: map[string]string{}, wantAddr: ":8080", wantRate: 120},
-		{name: "overrides", env: map[string]string{"GATEWAY_ADDR": "127.0.0.1:9000", "RATE_LIMIT_PER_MINUTE": "3"}, wantAddr: "127.0.0.1:9000", wantRate: 3},
+		{name: "defaults", env: map[string]string{}, wantAddr: ":8080", wantRate: 120, wantAuth: 30},
+		{name: "auth failures and proxies", env: map[string]string{"AUTH_FAILURES_PER_MINUTE": "5", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}, wantAddr: ":8080", wantRate: 120, wantAuth: 5},
+		{name: "zero auth failures", env: map[string]string{"AUTH_FAILURES_PER_MINUTE": "0"}, wantErr: true},
+		{name: "a proxy that is no address", env: map[string]string{"TRUSTED_PROXIES": "proxy.internal"}, wantErr: true},
+		{name: "overrides", env: map[string]string{"GATEWAY_ADDR": "127.0.0.1:9000", "RATE_LIMIT_PER_MINUTE": "3"}, wantAddr: "127.0.0.1:9000", wantRate: 3, wantAuth: 30},
 		{name: "zero rate", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "0"}, wantErr: true},
 		{name: "rate not a number", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "lots"}, wantErr: true},
 		{name: "shared settings are validated too", env: map[string]string{"DAILY_RESET_TZ": "Mars/Olympus"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"GATEWAY_ADDR", "RATE_LIMIT_PER_MINUTE", "DAILY_RESET_TZ"} {
+			for _, k := range []string{"GATEWAY_ADDR", "RATE_LIMIT_PER_MINUTE", "DAILY_RESET_TZ", "AUTH_FAILURES_PER_MINUTE", "TRUSTED_PROXIES"} {
 				t.Setenv(k, "")
 			}
 			for k, v := range tt.env {
@@ -41,7 +45,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Addr != tt.wantAddr || cfg.RatePerMinute != tt.wantRate {
+			if cfg.Addr != tt.wantAddr || cfg.RatePerMinute != tt.wantRate || cfg.AuthFailuresPerMinute != tt.wantAuth {
 				t.Fatalf("config = %+v", cfg)
 			}
 		})

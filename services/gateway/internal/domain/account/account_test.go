@@ -35,10 +35,14 @@ func TestParseBearer(t *testing.T) {
 		{name: "bearer without key", give: []string{"Bearer"}, wantErr: account.ErrMalformedCredentials},
 		{name: "bearer with blank key", give: []string{"Bearer    "}, wantErr: account.ErrMalformedCredentials},
 		{name: "two tokens", give: []string{"Bearer " + validKey + " extra"}, wantErr: account.ErrMalformedCredentials},
-		{name: "not a key", give: []string{"Bearer hello"}, wantErr: account.ErrMalformedCredentials},
-		{name: "too short", give: []string{"Bearer pk_short"}, wantErr: account.ErrMalformedCredentials},
-		{name: "wrong prefix", give: []string{"Bearer sk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"}, wantErr: account.ErrMalformedCredentials},
-		{name: "not url-safe", give: []string{"Bearer pk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJK+/=="}, wantErr: account.ErrMalformedCredentials},
+		// Well-formed headers whose token is no key: parsed, then unknown.
+		{name: "not a key", give: []string{"Bearer hello"}, want: "hello"},
+		{name: "too short", give: []string{"Bearer pk_wrong"}, want: "pk_wrong"},
+		{name: "wrong prefix", give: []string{"Bearer sk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"}, want: "sk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"},
+		{name: "b64token with padding", give: []string{"Bearer pk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJK+/=="}, want: "pk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJK+/=="},
+		{name: "outside b64token", give: []string{"Bearer pk_abc,def"}, wantErr: account.ErrMalformedCredentials},
+		{name: "padding only", give: []string{"Bearer =="}, wantErr: account.ErrMalformedCredentials},
+		{name: "padding inside", give: []string{"Bearer ab=cd"}, wantErr: account.ErrMalformedCredentials},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

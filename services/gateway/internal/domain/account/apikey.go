@@ -114,8 +114,11 @@ func (k *APIKey) Revoke(now time.Time) {
 	}
 }
 
-// ParseBearer extracts the key from the Authorization header values of a
-// request: exactly one header, scheme Bearer (any case), one well-formed key.
+// ParseBearer extracts the token from the Authorization header values of a
+// request: exactly one header, scheme Bearer (any case), one token in
+// RFC 6750's b64token syntax. A well-formed header may still carry a
+// token that is not any key ("Bearer pk_wrong"): that is the caller's
+// unknown key, not a malformed header (see IsKeyShaped).
 func ParseBearer(values []string) (string, error) {
 	if len(values) > 1 {
 		return "", ErrMalformedCredentials
@@ -128,11 +131,31 @@ func ParseBearer(values []string) (string, error) {
 		return "", ErrMalformedCredentials
 	}
 	token = strings.TrimSpace(token)
-	if token == "" || strings.ContainsAny(token, " \t") || ValidateKeyFormat(token) != nil {
+	if !isB64Token(token) {
 		return "", ErrMalformedCredentials
 	}
 	return token, nil
 }
+
+// isB64Token reports whether s is RFC 6750's b64token:
+// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsKeyShaped reports whether token could be an API key at all. One that
+// cannot is an unknown key, answered without looking it up.
+func IsKeyShaped(token string) bool { return ValidateKeyFormat(token) == nil }
 
 // CheckQuery returns *KeyInQueryError when the raw query string names a
 // credential-like parameter, whatever its case or value (even empty).

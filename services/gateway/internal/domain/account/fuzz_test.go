@@ -8,8 +8,9 @@ import (
 )
 
 // FuzzParseBearer feeds arbitrary Authorization headers and query strings to
-// the parsers every request meets first: they must never panic, and a key
-// they accept must be one header's well-formed pk_ key.
+// the parsers every request meets first: they must never panic, and a
+// token they accept must be one b64token without spaces or separators
+// (whether it is key-shaped is decided after).
 func FuzzParseBearer(f *testing.F) {
 	for _, seed := range []struct{ header, query string }{
 		{"Bearer pk_" + strings.Repeat("a", 43), ""},
@@ -27,8 +28,8 @@ func FuzzParseBearer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if account.ValidateKeyFormat(key) != nil || !strings.HasPrefix(key, "pk_") {
-			t.Fatalf("accepted malformed key %q from %q", key, header)
+		if key == "" || strings.ContainsAny(key, " \t,;\"\x00") || !strings.Contains(header, key) {
+			t.Fatalf("accepted malformed token %q from %q", key, header)
 		}
 	})
 }

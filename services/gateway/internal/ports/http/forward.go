@@ -1,7 +1,6 @@
 package http
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -11,12 +10,17 @@ import (
 
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
 
-// MaxBodyBytes bounds a forwarded request body.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes bounds a request body of the public API, every /v1 route
+// alike (README, "Request body limits"): it fits in one NATS message of
+// the server's default max_payload (1 MiB) with room for the request's
+// other fields, so the documented limit is the one a client meets; the
+// services behind accept whatever the gateway forwards.
+const MaxBodyBytes = 512 << 10
 
 // forwardedHeaders are the only request headers a service sees. Everything
 // else, Authorization and cookies above all, stays at the gateway.
@@ -51,14 +55,11 @@ type forwarder struct {
 func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) error {
 	r := c.Request()
 	if r.ContentLength > MaxBodyBytes {
-		return tooLarge(MaxBodyBytes)
+		return httpx.TooLarge(MaxBodyBytes)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, err := httpx.ReadBody(r.Body, MaxBodyBytes)
 	if err != nil {
-		return errs.InvalidRequest("request body could not be read")
-	}
-	if len(body) > MaxBodyBytes {
-		return tooLarge(MaxBodyBytes)
+		return err
 	}
 	req := &rpcv1.Request{
 		RequestId:   c.Response().Header().Get(echo.HeaderXRequestID),
@@ -76,7 +77,7 @@ func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) e
 	// NATS refuses messages over the server's max_payload (1 MB by
 	// default); say so as the client's problem rather than fail inside.
 	if size := int64(proto.Size(req)); f.maxPayload > 0 && size > f.maxPayload {
-		return tooLarge(max(f.maxPayload-(size-int64(len(body))), 0))
+		return httpx.TooLarge(max(f.maxPayload-(size-int64(len(body))), 0))
 	}
 
 	start := time.Now()
@@ -100,8 +101,4 @@ func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) e
 	c.Response().WriteHeader(status)
 	_, err = c.Response().Write(resp.GetBody())
 	return err
-}
-
-func tooLarge(limit int64) *errs.Error {
-	return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large: at most %d bytes", limit)
 }

@@ -43,7 +43,7 @@ type harness struct {
 	reg    *prometheus.Registry
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...httpport.PublicOption) *harness {
 	t.Helper()
 	env := testenv.New(t)
 	log := env.Logger(t)
@@ -61,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
 	)
-	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log).Mount(public)
+	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log, opts...).Mount(public)
 	srv := httptest.NewServer(public)
 	t.Cleanup(srv.Close)
 
@@ -190,6 +190,12 @@ func (h *harness) call(t *testing.T, method, path, key string, body []byte, head
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return do(t, req)
+}
+
+// do sends req and reads the whole answer.
+func do(t *testing.T, req *http.Request) response {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/gateway/internal/app"
@@ -30,19 +31,44 @@ type Public struct {
 	fwd     *forwarder
 	metrics *Metrics
 	log     *zap.Logger
+	// authFailures bounds failed authentications per client address and
+	// minute (AUTH_FAILURES_PER_MINUTE); proxies say who the client is
+	// (TRUSTED_PROXIES).
+	authFailures int
+	proxies      httpx.Proxies
 }
+
+// DefaultAuthFailuresPerMinute is AUTH_FAILURES_PER_MINUTE's default.
+const DefaultAuthFailuresPerMinute = 30
+
+// PublicOption changes a default of NewPublic.
+type PublicOption func(*Public)
+
+// WithAuthFailuresPerMinute bounds the failed authentications (401s) one
+// client address may have per minute; past it, its requests are refused
+// with 429 before any key is looked up.
+func WithAuthFailuresPerMinute(n int) PublicOption { return func(p *Public) { p.authFailures = n } }
+
+// WithProxies trusts these proxies to name the client (X-Forwarded-For);
+// without, the client is the connection's peer.
+func WithProxies(proxies httpx.Proxies) PublicOption { return func(p *Public) { p.proxies = proxies } }
 
 // NewPublic returns the Developer API. maxPayload is the NATS server's
 // largest message (nats.Conn.MaxPayload); requests that would not fit are
 // refused with 413 instead of failing in the client.
-func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPayload int64, metrics *Metrics, log *zap.Logger) *Public {
-	return &Public{
-		app:     a,
-		limiter: limiter,
-		fwd:     &forwarder{client: client, maxPayload: maxPayload, metrics: metrics},
-		metrics: metrics,
-		log:     log,
+func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPayload int64, metrics *Metrics, log *zap.Logger, opts ...PublicOption) *Public {
+	p := &Public{
+		app:          a,
+		limiter:      limiter,
+		fwd:          &forwarder{client: client, maxPayload: maxPayload, metrics: metrics},
+		metrics:      metrics,
+		log:          log,
+		authFailures: DefaultAuthFailuresPerMinute,
 	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Mount adds /v1 and /api/v1 to e (an httpx.NewEcho, whose request-id
@@ -88,13 +114,39 @@ func workspaceOf(c echo.Context) account.Workspace {
 }
 
 // authenticate admits requests with a valid Bearer key of a workspace whose
-// plan includes developer_api.
+// plan includes developer_api. Every key looked up costs a database query,
+// so a client address with authFailures failed authentications this minute
+// is refused (429 rate_limited, Retry-After) before its key is looked up,
+// valid or not, until the minute ends. Only failures count: a client with
+// a good key is never slowed by this. The 401s themselves are unchanged by
+// the count, so they tell a prober nothing about it.
 func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		bucket := "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r))
+		seen, err := p.limiter.Peek(r.Context(), bucket, p.authFailures)
+		if err != nil {
+			p.log.Warn("rate limiter unavailable", zap.Error(err),
+				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+			return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+		}
+		if !seen.Allowed {
+			p.metrics.rateLimited.Inc()
+			secs := ratelimit.Seconds(seen.RetryAfter())
+			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
+				"too many failed authentications from this address; retry in %d s", secs).
+				WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
+		}
 		w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
 		if err != nil {
-			return toHTTP(err)
+			herr := toHTTP(err)
+			if e, ok := errs.As(herr); ok && e.Status == http.StatusUnauthorized {
+				if _, cerr := p.limiter.Allow(r.Context(), bucket, p.authFailures); cerr != nil {
+					// The failure goes uncounted; the 401 stands.
+					p.log.Warn("failed authentication not counted", zap.Error(cerr))
+				}
+			}
+			return herr
 		}
 		c.Set(ctxWorkspace, w)
 		return next(c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/rpc"
+	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
 )
 
 func TestAuthenticationFailuresAre401(t *testing.T) {
@@ -39,7 +41,9 @@ func TestAuthenticationFailuresAre401(t *testing.T) {
 		{name: "basic scheme", path: "/v1/me", authorization: []string{"Basic dXNlcjpwYXNz"}, wantInMessage: "Bearer"},
 		{name: "key without scheme", path: "/v1/me", authorization: []string{key}, wantInMessage: "Bearer"},
 		{name: "bearer with empty key", path: "/v1/me", authorization: []string{"Bearer "}, wantInMessage: "Bearer"},
-		{name: "bearer with a non-key", path: "/v1/me", authorization: []string{"Bearer hunter2"}, wantInMessage: "Bearer"},
+		{name: "bearer with a non-key", path: "/v1/me", authorization: []string{"Bearer hunter2"}, wantInMessage: "unknown"},
+		{name: "bearer with a short pk_ token", path: "/v1/me", authorization: []string{"Bearer pk_wrong"}, wantInMessage: "unknown"},
+		{name: "bearer with a token outside RFC 6750", path: "/v1/me", authorization: []string{"Bearer pk_a,b"}, wantInMessage: "malformed"},
 		{name: "two authorization headers", path: "/v1/me", authorization: []string{"Bearer " + key, "Bearer " + key}, wantInMessage: "Bearer"},
 		{name: "unknown key", path: "/v1/me", authorization: []string{"Bearer " + unknown}, wantInMessage: "unknown"},
 		{name: "revoked key", path: "/v1/me", authorization: []string{"Bearer " + revoked}, wantInMessage: "revoked"},
@@ -50,6 +54,9 @@ func TestAuthenticationFailuresAre401(t *testing.T) {
 		{name: "token in query", path: "/v1/me?token=", authorization: []string{"Bearer " + key}, wantInMessage: "Authorization header"},
 		{name: "legacy base, query key", path: "/api/v1/me?api_key=" + key, authorization: []string{"Bearer " + key}, wantInMessage: "Authorization header"},
 	}
+	// A key that is refused is refused the same way whatever the reason:
+	// unknown, revoked or never key-shaped, one body.
+	uniform := map[string]string{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			header := http.Header{}
@@ -57,6 +64,9 @@ func TestAuthenticationFailuresAre401(t *testing.T) {
 				header.Add("Authorization", v)
 			}
 			r := h.call(t, http.MethodGet, tt.path, "", nil, header)
+			if tt.wantInMessage == "unknown" || tt.wantInMessage == "revoked" {
+				uniform[tt.name] = string(r.body)
+			}
 			message := r.expectError(t, http.StatusUnauthorized, "unauthorized")
 			if !strings.Contains(message, tt.wantInMessage) {
 				t.Errorf("message %q does not mention %q", message, tt.wantInMessage)
@@ -71,6 +81,14 @@ func TestAuthenticationFailuresAre401(t *testing.T) {
 	}
 	if n := len(msg.requests()); n != 1 {
 		t.Fatalf("messaging received %d unauthenticated requests", n-1)
+	}
+	if len(uniform) != 4 {
+		t.Fatalf("compared %d refused keys, want 4", len(uniform))
+	}
+	for name, body := range uniform {
+		if body != uniform["unknown key"] {
+			t.Errorf("%s: body %s, unknown key: %s", name, body, uniform["unknown key"])
+		}
 	}
 	// The same key in the header alone is fine.
 	if r := h.call(t, http.MethodGet, "/v1/channels?limit=5", key, nil, nil); r.status != http.StatusOK {
@@ -400,25 +418,66 @@ func TestServiceNotRunningIs503(t *testing.T) {
 	}
 }
 
-func TestBodyOverOneMiBIs413(t *testing.T) {
+// TestBodyLimit: every /v1 body may be MaxBodyBytes (512 KiB); one byte
+// more is 413 payload_too_large naming the limit, with or without a
+// Content-Length, and the service never sees it. A valid JSON body over the
+// limit is never called malformed.
+func TestBodyLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	msg := h.fakeService(t, rpc.ServiceMessaging, func(c echo.Context) error {
+	size := func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]int{"bytes": int(c.Request().ContentLength)})
-	})
+	}
+	msg := h.fakeService(t, rpc.ServiceMessaging, size)
+	disp := h.fakeService(t, rpc.ServiceDispatcher, size)
 	_, key := h.workspace(t, map[string]any{"name": "Acme"})
 
-	big := bytes.Repeat([]byte("a"), 1<<20+1)
-	h.call(t, http.MethodPost, "/v1/messages", key, big, nil).expectError(t, http.StatusRequestEntityTooLarge, "request_too_large")
-	if n := len(msg.requests()); n != 0 {
-		t.Fatalf("messaging received %d oversized requests", n)
+	// At the limit: through whole.
+	atLimit := jsonOfSize(httpport.MaxBodyBytes)
+	for _, path := range []string{"/v1/messages", "/v1/webhook"} {
+		method := http.MethodPost
+		if path == "/v1/webhook" {
+			method = http.MethodPut
+		}
+		r := h.call(t, method, path, key, atLimit, nil)
+		if r.status != http.StatusOK || r.json(t)["bytes"] != float64(httpport.MaxBodyBytes) {
+			t.Fatalf("%s %s at the limit = %d %s", method, path, r.status, r.body)
+		}
 	}
-	// A large body within the limits goes through whole.
-	ok := bytes.Repeat([]byte("b"), 512<<10)
-	r := h.call(t, http.MethodPost, "/v1/messages", key, ok, nil)
-	if r.status != http.StatusOK || r.json(t)["bytes"] != float64(len(ok)) {
-		t.Fatalf("512 KiB body = %d %s", r.status, r.body)
+
+	// Just over it, and a 600 KB webhook: 413, never "not valid JSON".
+	over := jsonOfSize(httpport.MaxBodyBytes + 1)
+	for name, req := range map[string]*http.Request{
+		"POST /v1/messages, one byte over": newRequest(t, http.MethodPost, h.url+"/v1/messages", key, bytes.NewReader(over)),
+		"PUT /v1/webhook, 600 KB":          newRequest(t, http.MethodPut, h.url+"/v1/webhook", key, bytes.NewReader(jsonOfSize(600_000))),
+		"one byte over, no Content-Length": newRequest(t, http.MethodPost, h.url+"/v1/messages", key, struct{ io.Reader }{bytes.NewReader(over)}),
+		"legacy base, one byte over":       newRequest(t, http.MethodPost, h.url+"/api/v1/messages", key, bytes.NewReader(over)),
+	} {
+		r := do(t, req)
+		message := r.expectError(t, http.StatusRequestEntityTooLarge, "payload_too_large")
+		if !strings.Contains(message, "at most 524288 bytes") {
+			t.Errorf("%s: message %q does not name the limit", name, message)
+		}
 	}
+	if n := len(msg.requests()) + len(disp.requests()); n != 2 {
+		t.Fatalf("the services received %d requests, want only the 2 within the limit", n)
+	}
+}
+
+// jsonOfSize is a valid JSON object of exactly n bytes.
+func jsonOfSize(n int) []byte {
+	return []byte(`{"url":"https://example.com/hook","pad":"` + strings.Repeat("x", n-len(`{"url":"https://example.com/hook","pad":""}`)) + `"}`)
+}
+
+func newRequest(t *testing.T, method, url, key string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	return req
 }
 
 func TestLegacyBaseIsDeprecated(t *testing.T) {

@@ -1,0 +1,88 @@
+package http_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
+)
+
+// wantAuthThrottled checks a 429 for too many failed authentications.
+func wantAuthThrottled(t *testing.T, r response) {
+	t.Helper()
+	msg := r.expectError(t, http.StatusTooManyRequests, "rate_limited")
+	if !strings.Contains(msg, "failed authentications") {
+		t.Fatalf("message %q", msg)
+	}
+	if retry, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || retry < 1 || retry > 60 {
+		t.Fatalf("Retry-After %q, want whole seconds in 1..60", r.header.Get("Retry-After"))
+	}
+}
+
+// TestFailedAuthenticationsPerAddressAre429: past AUTH_FAILURES_PER_MINUTE
+// failures, an address is refused before any key is looked up, valid keys
+// included; successes never count; a forged X-Forwarded-For changes
+// nothing.
+func TestFailedAuthenticationsPerAddressAre429(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, httpport.WithAuthFailuresPerMinute(3))
+	h.fakeService(t, rpc.ServiceMessaging, echoBack)
+	_, key := h.workspace(t, map[string]any{"name": "Acme"})
+	unknown := "pk_" + strings.Repeat("U", 43)
+
+	// Successes are not failures.
+	for i := 0; i < 5; i++ {
+		if r := h.call(t, http.MethodGet, "/v1/channels", key, nil, nil); r.status != http.StatusOK {
+			t.Fatalf("valid request %d = %d %s", i, r.status, r.body)
+		}
+	}
+	// Three failures of any kind, each a plain 401.
+	h.call(t, http.MethodGet, "/v1/me", unknown, nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
+	h.call(t, http.MethodGet, "/v1/me", "", nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
+	h.call(t, http.MethodGet, "/v1/me", "wrong", nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
+
+	// Then the address is refused, whatever the key and whatever it claims
+	// to be.
+	forged := http.Header{"X-Forwarded-For": {"198.51.100.77"}, "X-Real-Ip": {"198.51.100.78"}}
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, nil))
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, forged))
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/channels", key, nil, nil))
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/api/v1/me", key, nil, forged))
+
+	// The count lives under the test's REDIS_PREFIX and ends with the
+	// minute.
+	keys, err := h.env.Redis(t).Keys(t.Context(), h.env.RedisPrefix+"*authfail*").Result()
+	if err != nil || len(keys) != 1 || !strings.HasSuffix(keys[0], "authfail:127.0.0.1") {
+		t.Fatalf("failure counters = %v, %v", keys, err)
+	}
+	if ttl := h.env.Redis(t).PTTL(t.Context(), keys[0]).Val(); ttl <= 0 {
+		t.Fatalf("failure counter without expiry: %v", ttl)
+	}
+}
+
+// TestFailedAuthenticationsBehindATrustedProxy: behind a proxy named in
+// TRUSTED_PROXIES, each client is counted by the address the proxy saw, and
+// what a client writes into X-Forwarded-For itself is not believed.
+func TestFailedAuthenticationsBehindATrustedProxy(t *testing.T) {
+	t.Parallel()
+	proxies, err := httpx.ParseProxies("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, httpport.WithAuthFailuresPerMinute(2), httpport.WithProxies(proxies))
+	unknown := "pk_" + strings.Repeat("U", 43)
+	from := func(xff string) http.Header { return http.Header{"X-Forwarded-For": {xff}} }
+
+	for i := 0; i < 2; i++ {
+		h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.1")).expectError(t, http.StatusUnauthorized, "unauthorized")
+	}
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.1")))
+	// A client that prepends a fresh address is still the one the proxy saw.
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("10.9.9.9, 203.0.113.1")))
+	// Another client behind the same proxy has its own count.
+	h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.2")).expectError(t, http.StatusUnauthorized, "unauthorized")
+}
