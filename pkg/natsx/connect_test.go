@@ -3,7 +3,6 @@ package natsx_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 )
 
 // authServer starts a nats-server on port that admits only user/password,
@@ -36,19 +36,9 @@ func authServer(t *testing.T, port int, user, password, token string) *natsserve
 	return srv
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestConnectAuthenticates(t *testing.T) {
 	t.Parallel()
-	userPort, tokenPort := freePort(t), freePort(t)
+	userPort, tokenPort := ports.Free(t, 1)[0], ports.Free(t, 1)[0]
 	userSrv := authServer(t, userPort, "parley", "s3cret-password", "")
 	tokenSrv := authServer(t, tokenPort, "", "", "s3cret-token")
 
@@ -118,7 +108,7 @@ func TestConnectRefusesAmbiguousCredentials(t *testing.T) {
 // is up, so start order does not matter.
 func TestConnectWaitsForNATS(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := ports.Free(t, 1)[0]
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	connected := make(chan error, 1)
 	go func() {
@@ -145,7 +135,7 @@ func TestConnectGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := natsx.Connect(ctx, config.Connections{NATSURL: "nats://127.0.0.1:" + strconv.Itoa(freePort(t))}, "test", zap.NewNop())
+	_, err := natsx.Connect(ctx, config.Connections{NATSURL: "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0])}, "test", zap.NewNop())
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, nats.ErrNoServers) {
 		t.Fatalf("err = %v, want no servers and the deadline", err)
 	}
@@ -155,7 +145,7 @@ func TestConnectGivesUpWithItsContext(t *testing.T) {
 // buffer, so callers can answer 503 at once.
 func TestRequestWhileDisconnectedFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	srv := authServer(t, freePort(t), "", "", "")
+	srv := authServer(t, ports.Free(t, 1)[0], "", "", "")
 	nc, err := natsx.Connect(context.Background(), config.Connections{NATSURL: srv.ClientURL()}, "test", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 )
 
 // TestConnectOverTLS: NATS_TLS_CA makes the server's certificate trusted;
@@ -42,7 +43,7 @@ func TestConnectOverTLS(t *testing.T) {
 		MinVersion:   tls.VersionTLS12,
 	}
 	srv, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: freePort(t), NoLog: true, NoSigs: true,
+		Host: "127.0.0.1", Port: ports.Free(t, 1)[0], NoLog: true, NoSigs: true,
 		TLS: true, TLSVerify: true, TLSConfig: srvTLS, TLSTimeout: 2,
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
@@ -26,12 +26,7 @@ type embeddedNATS struct {
 
 func startEmbeddedNATS(t *testing.T) *embeddedNATS {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := ports.Free(t, 1)[0]
 	n := &embeddedNATS{t: t, opts: natsserver.Options{
 		Host:      "127.0.0.1",
 		Port:      port,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
@@ -370,13 +371,7 @@ func (c *hostile) serve(t *testing.T) string {
 		})
 		return "http://" + l.Addr().String() + "/hook"
 	default:
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		return "http://" + addr + "/hook"
+		return "http://" + ports.FreeAddr(t) + "/hook"
 	}
 }
 

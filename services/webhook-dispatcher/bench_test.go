@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
@@ -404,13 +404,7 @@ func benchConfig(b *testing.B, env *testenv.Env) svcconfig.Config {
 		k, v, _ := strings.Cut(kv, "=")
 		b.Setenv(k, v)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	b.Setenv("DISPATCHER_ADDR", addr)
+	b.Setenv("DISPATCHER_ADDR", ports.FreeAddr(b))
 	b.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
 	cfg, err := config.Load[svcconfig.Config]()
 	if err != nil {
