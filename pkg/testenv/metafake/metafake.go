@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Call is one Graph API request the fake received.
@@ -65,6 +67,16 @@ type Server struct {
 
 // New returns an empty fake.
 func New() *Server { return &Server{profiles: map[string]Profile{}, commenters: map[string]string{}} }
+
+// Start serves a new fake until the test ends and returns it with its base
+// URL (the root: paths are as under a version prefix, and one added to the
+// URL, such as /v21.0, is dropped).
+func Start(t testing.TB) (*Server, string) {
+	s := New()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv.URL
+}
 
 // SetCommenter makes a private reply to commentID (recipient.comment_id)
 // answer psid as its recipient_id, as Meta names the comment's author; the

@@ -100,3 +100,11 @@ func TestSignIsMetasHeader(t *testing.T) {
 		t.Fatalf("Sign = %q", got)
 	}
 }
+
+func TestStartServesUntilTheTestEnds(t *testing.T) {
+	t.Parallel()
+	fake, base := Start(t)
+	if code, _ := do(t, http.MethodPost, base+"/v21.0/me/messages?access_token=tok", `{"recipient":{"id":"p"}}`); code != 200 || len(fake.CallsTo("/me/messages")) != 1 {
+		t.Fatalf("answer %d, calls %+v", code, fake.Calls())
+	}
+}

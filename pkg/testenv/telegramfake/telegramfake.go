@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -64,6 +66,15 @@ func (s *Server) LastMessageID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strconv.FormatInt(s.nextID, 10)
+}
+
+// Start serves a new fake until the test ends and returns it with its base
+// URL, the TELEGRAM_API_BASE to give Parley.
+func Start(t testing.TB) (*Server, string) {
+	s := &Server{}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv.URL
 }
 
 // Calls returns the calls received so far.

@@ -80,3 +80,11 @@ func TestNoRecordStillAnswers(t *testing.T) {
 		t.Fatalf("%d calls recorded, last id %s; want none, 3", n, fake.LastMessageID())
 	}
 }
+
+func TestStartServesUntilTheTestEnds(t *testing.T) {
+	t.Parallel()
+	fake, base := Start(t)
+	if code, _, err := call(t, base+"/bot1:a/sendMessage", "application/json", `{"chat_id": 1}`); err != nil || code != 200 || len(fake.Calls()) != 1 {
+		t.Fatalf("answer %d, %v, %d calls", code, err, len(fake.Calls()))
+	}
+}
