@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -35,12 +34,10 @@ type commentShop struct {
 
 func startCommentShop(t *testing.T, extra ...string) *commentShop {
 	t.Helper()
-	graph := metafake.New()
-	graphAPI := httptest.NewServer(graph)
-	t.Cleanup(graphAPI.Close)
+	graph, graphAPI := metafake.Start(t)
 	s := startSuite(t, append([]string{
 		"META_APP_SECRET=" + cmtAppSecret,
-		"META_GRAPH_API_BASE=" + graphAPI.URL + "/v21.0",
+		"META_GRAPH_API_BASE=" + graphAPI + "/v21.0",
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 	}, extra...)...)
 	sh := &commentShop{suite: s, graph: graph, rcv: newReceiver(t)}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"testing"
 	"time"
@@ -21,10 +20,8 @@ import (
 // reaching the customer on Telegram.
 func TestGettingStarted(t *testing.T) {
 	t.Parallel()
-	telegram := &telegramfake.Server{}
-	telegramAPI := httptest.NewServer(telegram)
-	t.Cleanup(telegramAPI.Close)
-	s := startSuite(t, "TELEGRAM_API_BASE="+telegramAPI.URL, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	telegram, telegramAPI := telegramfake.Start(t)
+	s := startSuite(t, "TELEGRAM_API_BASE="+telegramAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 
 	// Step 1: the operator seeds the demo workspace; it has an API key.
 	var demo struct {
@@ -115,19 +112,7 @@ func TestGettingStarted(t *testing.T) {
 	got := rcv.WaitFor(t, "message.received")
 	verifySignature(t, got, secret)
 	checkDeliveryHeaders(t, got, "message.received")
-	var envelope struct {
-		ID        string `json:"id"`
-		Event     string `json:"event"`
-		CreatedAt string `json:"created_at"`
-		Data      struct {
-			WorkspaceID    string         `json:"workspace_id"`
-			ConversationID string         `json:"conversation_id"`
-			Platform       string         `json:"platform"`
-			Channel        map[string]any `json:"channel"`
-			Contact        map[string]any `json:"contact"`
-			Message        map[string]any `json:"message"`
-		} `json:"data"`
-	}
+	var envelope customerEvent
 	if err := json.Unmarshal(got.Body, &envelope); err != nil {
 		t.Fatalf("envelope: %v\n%s", err, got.Body)
 	}

@@ -188,6 +188,23 @@ func newReceiver(t *testing.T, opts ...receiver.Option) *receiver.Receiver {
 	return receiver.New(t, receiver.Status(http.StatusNoContent), opts...)
 }
 
+// customerEvent is a message.received or postback.received envelope as
+// the developer's receiver gets it, whatever the platform.
+type customerEvent struct {
+	ID        string `json:"id"`
+	Event     string `json:"event"`
+	CreatedAt string `json:"created_at"`
+	Data      struct {
+		WorkspaceID    string            `json:"workspace_id"`
+		ConversationID string            `json:"conversation_id"`
+		Platform       string            `json:"platform"`
+		Channel        map[string]any    `json:"channel"`
+		Contact        map[string]any    `json:"contact"`
+		Message        map[string]any    `json:"message"`
+		Postback       map[string]string `json:"postback"`
+	} `json:"data"`
+}
+
 // verifySignature checks X-Service-Signature the way the README tells
 // receivers to (receiver.Verify).
 func verifySignature(t *testing.T, req receiver.Request, secret string) {

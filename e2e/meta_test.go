@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,13 +37,11 @@ type metaSuite struct {
 
 func startMetaSuite(t *testing.T, kind, pageID string, extra ...string) *metaSuite {
 	t.Helper()
-	graph := metafake.New()
-	graphAPI := httptest.NewServer(graph)
-	t.Cleanup(graphAPI.Close)
+	graph, graphAPI := metafake.Start(t)
 	s := startSuite(t, append([]string{
 		"META_APP_SECRET=" + metaAppSecret,
 		"META_VERIFY_TOKEN=" + metaVerifyToken,
-		"META_GRAPH_API_BASE=" + graphAPI.URL + "/v21.0",
+		"META_GRAPH_API_BASE=" + graphAPI + "/v21.0",
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 	}, extra...)...)
 	m := &metaSuite{suite: s, graph: graph, rcv: newReceiver(t)}
@@ -128,22 +125,6 @@ func metaPost(object, pageID string, events ...map[string]any) []byte {
 
 func metaMessage(pageID, sender string, at time.Time, message map[string]any) map[string]any {
 	return map[string]any{"sender": map[string]any{"id": sender}, "recipient": map[string]any{"id": pageID}, "timestamp": at.UnixMilli(), "message": message}
-}
-
-// customerEvent is a message.received or postback.received envelope.
-type customerEvent struct {
-	ID        string `json:"id"`
-	Event     string `json:"event"`
-	CreatedAt string `json:"created_at"`
-	Data      struct {
-		WorkspaceID    string            `json:"workspace_id"`
-		ConversationID string            `json:"conversation_id"`
-		Platform       string            `json:"platform"`
-		Channel        map[string]any    `json:"channel"`
-		Contact        map[string]any    `json:"contact"`
-		Message        map[string]any    `json:"message"`
-		Postback       map[string]string `json:"postback"`
-	} `json:"data"`
 }
 
 // waitEvent waits for a delivery of event whose message.text is text.

@@ -31,10 +31,8 @@ type replayShop struct {
 
 func newReplayShop(t *testing.T) *replayShop {
 	t.Helper()
-	bot := &telegramfake.Server{}
-	botAPI := httptest.NewServer(bot)
-	t.Cleanup(botAPI.Close)
-	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI.URL, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
+	bot, botAPI := telegramfake.Start(t)
+	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 		"WEBHOOK_PAUSE_AFTER=1", "WEBHOOK_RETRY_DELAYS=20ms")
 	sh := &replayShop{tgShop: &tgShop{s: s, bot: bot, botToken: "700100300:AAH-replay-e2e-token"}}
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
@@ -30,10 +29,8 @@ type tgShop struct {
 
 func newTgShop(t *testing.T) *tgShop {
 	t.Helper()
-	bot := &telegramfake.Server{}
-	botAPI := httptest.NewServer(bot)
-	t.Cleanup(botAPI.Close)
-	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI.URL, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	bot, botAPI := telegramfake.Start(t)
+	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	shop := &tgShop{s: s, bot: bot, botToken: "700100200:AAH-telegram-e2e-token"}
 
 	// A generous rate limit (developer's): this suite makes many calls in
@@ -356,19 +353,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 		got := sh.rcv.WaitFor(t, "postback.received")
 		verifySignature(t, got, sh.secret)
 		checkDeliveryHeaders(t, got, "postback.received")
-		var env struct {
-			ID    string `json:"id"`
-			Event string `json:"event"`
-			Data  struct {
-				WorkspaceID    string            `json:"workspace_id"`
-				ConversationID string            `json:"conversation_id"`
-				Platform       string            `json:"platform"`
-				Channel        map[string]any    `json:"channel"`
-				Contact        map[string]any    `json:"contact"`
-				Message        map[string]any    `json:"message"`
-				Postback       map[string]string `json:"postback"`
-			} `json:"data"`
-		}
+		var env customerEvent
 		if err := json.Unmarshal(got.Body, &env); err != nil {
 			t.Fatalf("envelope: %v\n%s", err, got.Body)
 		}

@@ -428,23 +428,9 @@ func (b *browser) waitDOM(t *testing.T, what string, cond func(widgetDOM) bool) 
 
 // --- the developer's receiver ---
 
-type webchatEvent struct {
-	ID    string `json:"id"`
-	Event string `json:"event"`
-	Data  struct {
-		WorkspaceID    string         `json:"workspace_id"`
-		ConversationID string         `json:"conversation_id"`
-		Platform       string         `json:"platform"`
-		Channel        map[string]any `json:"channel"`
-		Contact        map[string]any `json:"contact"`
-		Message        map[string]any `json:"message"`
-		Postback       map[string]any `json:"postback"`
-	} `json:"data"`
-}
-
-func decodeWebchatEvent(t *testing.T, r receiver.Request) webchatEvent {
+func decodeWebchatEvent(t *testing.T, r receiver.Request) customerEvent {
 	t.Helper()
-	var ev webchatEvent
+	var ev customerEvent
 	if err := json.Unmarshal(r.Body, &ev); err != nil {
 		t.Fatalf("envelope: %v\n%s", err, r.Body)
 	}
