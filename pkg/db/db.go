@@ -12,7 +12,9 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
@@ -23,12 +25,26 @@ import (
 	"gorm.io/gorm/schema"
 )
 
+// ConnectTimeout bounds each new connection to PostgreSQL unless
+// DATABASE_URL sets connect_timeout. A server that is down or unreachable
+// then fails a request within it (503 service_unavailable, see
+// errs.DependencyDown) instead of holding it for the operating system's TCP
+// timeout; a healthy server connects in milliseconds.
+const ConnectTimeout = 2 * time.Second
+
 // Open connects to url, applies migrations (SQL files at the root of
 // migrations) to schemaName and returns a gorm handle whose table names are
 // qualified with that schema. Migrations are serialized across processes with
 // a Postgres advisory lock, so several instances may start at once.
 func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *zap.Logger) (*gorm.DB, error) {
-	gdb, err := gorm.Open(postgres.Open(url), &gorm.Config{
+	connCfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if connCfg.ConnectTimeout == 0 {
+		connCfg.ConnectTimeout = ConnectTimeout
+	}
+	gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*connCfg)}), &gorm.Config{
 		NamingStrategy:         schema.NamingStrategy{TablePrefix: schemaName + "."},
 		Logger:                 logger.Discard,
 		TranslateError:         true,

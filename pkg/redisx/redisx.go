@@ -11,11 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Open connects to url and checks the connection.
+// DialTimeout bounds each new connection to Redis unless REDIS_URL sets
+// dial_timeout (go-redis waits 5 s by default): a Redis that is down fails a
+// request within it (503 service_unavailable, see errs.DependencyDown).
+const DialTimeout = 2 * time.Second
+
+// Open connects to url and checks the connection. Once open, the client
+// reconnects by itself whenever Redis comes back.
 func Open(ctx context.Context, url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = DialTimeout
 	}
 	client := redis.NewClient(opts)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
