@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -14,24 +13,30 @@ import (
 
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/natsx"
 )
 
 // CallTimeout is how long a client waits for a service's answer.
 const CallTimeout = HandlerTimeout + 5*time.Second
 
-// Client calls services' endpoints.
+// Client calls services' endpoints. Its replies arrive on one inbox
+// subscription of its own (see chunk.go), which takes replies of any size.
 type Client struct {
-	nc     *nats.Conn
-	prefix string
+	nc      *nats.Conn
+	prefix  string
+	replies *replies
 }
 
 // NewClient returns a client for services registered under prefix.
 func NewClient(nc *nats.Conn, prefix string) *Client {
-	return &Client{nc: nc, prefix: prefix}
+	return &Client{nc: nc, prefix: prefix, replies: &replies{nc: nc, gap: ChunkGap}}
 }
 
-// Do sends req to a service endpoint and returns its response. A service with
-// no running instance is 503 service_unavailable.
+// Do sends req to a service endpoint and returns its response, reassembled
+// when it came in chunks. It answers 503 service_unavailable with
+// Retry-After at once when NATS is unreachable (nothing is buffered while
+// disconnected) or no instance of the service is running, and when the
+// service does not answer in time.
 func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Request) (*rpcv1.Response, error) {
 	data, err := proto.Marshal(req)
 	if err != nil {
@@ -42,12 +47,14 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	msg, err := c.nc.RequestWithContext(ctx, Subject(c.prefix, service, endpoint), data)
+	msg, err := c.request(ctx, Subject(c.prefix, service, endpoint), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, errs.Newf(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "%s is not running; try again shortly", service)
+		return nil, errs.ServiceUnavailable("%s is not running; try again shortly", service)
+	case natsx.Unavailable(err):
+		return nil, errs.ServiceUnavailable("the message bus is unreachable; try again shortly")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return nil, errs.Newf(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "%s did not answer in time; try again shortly", service)
+		return nil, errs.ServiceUnavailable("%s did not answer in time; try again shortly", service)
 	case err != nil:
 		return nil, fmt.Errorf("call %s: %w", service, err)
 	}
@@ -59,6 +66,21 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 		return nil, fmt.Errorf("decode %s response: %w", service, err)
 	}
 	return &resp, nil
+}
+
+// request publishes data to subject with a reply subject of the client's
+// inbox and waits for the whole reply.
+func (c *Client) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	reply, p, err := c.replies.open()
+	if err != nil {
+		return nil, err
+	}
+	defer c.replies.close(reply)
+	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: nats.Header{HeaderAcceptChunks: {"1"}}}
+	if err := c.nc.PublishMsg(msg); err != nil {
+		return nil, err
+	}
+	return p.wait(ctx, c.replies.gap)
 }
 
 // CallJSON is Do for JSON endpoints: it sends in (nil for no body) and

@@ -25,6 +25,7 @@ const HandlerTimeout = 25 * time.Second
 
 // Server is a service's NATS micro service.
 type Server struct {
+	nc     *nats.Conn
 	svc    micro.Service
 	group  micro.Group
 	log    *zap.Logger
@@ -46,6 +47,7 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
+		nc:     nc,
 		svc:    svc,
 		group:  svc.AddGroup(prefix + "." + service),
 		log:    log,
@@ -102,9 +104,7 @@ func (s *Server) serve(msg micro.Request, h http.Handler) {
 		_ = msg.Error("500", "encode response", nil)
 		return
 	}
-	if err := msg.Respond(out); err != nil {
-		s.log.Warn("send rpc response", zap.Error(err), zap.String("request_id", in.GetRequestId()))
-	}
+	s.reply(msg, out, in.GetRequestId())
 }
 
 // Stop deregisters the service and cancels requests still running.
@@ -136,7 +136,8 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// Flush is a no-op: the whole response travels in one reply.
+// Flush is a no-op: the response is sent when the handler returns, in one
+// message or, when large, in chunks (see chunk.go).
 func (r *recorder) Flush() {}
 
 func (r *recorder) response() *rpcv1.Response {
