@@ -26,6 +26,7 @@ import (
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // dispatcherProc is a webhook-dispatcher process started beside a suite's
@@ -212,18 +213,17 @@ func (s *suite) deliveries(t *testing.T, key, query string) []map[string]any {
 // settledDelivery waits until the log shows delivery id with an outcome.
 func (s *suite) settledDelivery(t *testing.T, key, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var found map[string]any
+	wait.For(t, 20*time.Second, "delivery "+id+" settled", func() error {
 		for _, d := range s.deliveries(t, key, "limit=100") {
 			if d["id"] == id && d["status"] != "pending" {
-				return d
+				found = d
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery %s has no outcome in the log after 20 s", id)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("no outcome in the log")
+	})
+	return found
 }
 
 // messageReceived is a customer's message as messaging's relay publishes

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // replayShop is a workspace with a Telegram channel in external mode whose
@@ -93,17 +94,16 @@ func (sh *replayShop) replayDrained(t *testing.T) {
 	t.Helper()
 	js := sh.s.env.JetStream(t)
 	name := sh.s.env.Stream.Name + "_REPLAY"
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, 20*time.Second, "replay queue "+name+" drained", func() error {
 		st, err := js.Stream(context.Background(), name)
-		if err == nil && st.CachedInfo().State.Msgs == 0 {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay queue %s not drained: %v", name, err)
+		if n := st.CachedInfo().State.Msgs; n != 0 {
+			return fmt.Errorf("%d requests left", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // deliveryLog is the workspace's delivery log by id.
@@ -226,33 +226,28 @@ func TestReplayEndToEnd(t *testing.T) {
 	sh.failing.Store(true)
 	pausedFrom := time.Now()
 	sh.message(t, "while failing")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, 20*time.Second, "webhook paused", func() error {
 		_, _, w := s.api(t, sh.key, http.MethodGet, "/v1/webhook", nil)
-		if w["webhook"].(map[string]any)["status"] == "paused" {
-			break
+		if w["webhook"].(map[string]any)["status"] != "paused" {
+			return fmt.Errorf("webhook %v", w)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("webhook not paused: %v", w)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	sh.message(t, "while paused 1")
 	sh.tap(t, "ORDER_7")
 	var paused []string
-	deadline = time.Now().Add(20 * time.Second)
-	for len(paused) < 3 {
+	wait.For(t, 20*time.Second, "three deliveries failed or skipped", func() error {
 		paused = paused[:0]
 		for id, d := range sh.deliveryLog(t) {
 			if _, old := bodies[id]; !old && (d["status"] == "skipped" || d["status"] == "failed") {
 				paused = append(paused, id)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries while failing and paused: %v", paused)
+		if len(paused) < 3 {
+			return fmt.Errorf("deliveries while failing and paused: %v", paused)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// Replaying to a paused webhook is refused; after a resave the replay
 	// delivers all three, signed with the new secret.

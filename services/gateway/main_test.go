@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // TestRunServesAndStops starts the gateway as main does, from the
@@ -32,25 +34,22 @@ func TestRunServesAndStops(t *testing.T) {
 	go func() { done <- run(ctx, env.Logger(t)) }()
 
 	base := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	wait.For(t, 20*time.Second, "gateway ready", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("run returned early: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway not ready: %v", err)
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
 
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
 	var ws struct {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
@@ -106,17 +108,13 @@ func TestPurgeKeepsOnlyTheRetention(t *testing.T) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { a.RunRetention(jobCtx, time.Hour); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, "RunRetention's pass", func() error {
 		left, _ = store.List(ctx, ws, delivery.ListQuery{Limit: 10})
-		if len(left) == 2 {
-			break
+		if len(left) != 2 {
+			return fmt.Errorf("RunRetention left %d deliveries", len(left))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RunRetention left %d deliveries", len(left))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
 }
