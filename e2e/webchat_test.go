@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,9 @@ func TestWebchatInTheBrowser(t *testing.T) {
 	}
 	images := httptest.NewTLSServer(http.HandlerFunc(serveProductImage))
 	t.Cleanup(images.Close)
-	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	// Three new sessions a minute from one address: the visitor's, the
+	// launcher's frame (its storage is the embedding site's) and one more.
+	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "WEBCHAT_SESSIONS_PER_MINUTE=3")
 
 	// The operator: a workspace, its key, a webchat channel in external
 	// mode. The developer: a webhook.
@@ -216,6 +219,21 @@ func TestWebchatInTheBrowser(t *testing.T) {
 		t.Errorf("the chip's message = %v", m)
 	}
 
+	// The token never travels in a URL: the page's requests (history,
+	// messages, the event stream) carry it in X-Visitor-Token alone. (The
+	// service refuses a token in the query string, so the live updates
+	// seen above prove the stream took it from the header.)
+	var urls []string
+	if err := json.Unmarshal([]byte(runFor(t, b, chromedp.Evaluate[string](
+		`JSON.stringify(performance.getEntriesByType('resource').map(e => e.name))`))), &urls); err != nil || len(urls) == 0 {
+		t.Fatalf("resource entries %v: %v", urls, err)
+	}
+	for _, u := range urls {
+		if strings.Contains(u, token) || strings.Contains(u, url.QueryEscape(token)) || strings.Contains(u, "token=") {
+			t.Errorf("the page requested %s", u)
+		}
+	}
+
 	// A site embeds the launcher: a chat button that opens the widget in a
 	// frame.
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -247,6 +265,36 @@ func TestWebchatInTheBrowser(t *testing.T) {
 	}
 	b.screenshot(t, "launcher")
 	b.checkConsole(t)
+
+	// Minting visitors is bounded per address: past
+	// WEBCHAT_SESSIONS_PER_MINUTE, 429 rate_limited with Retry-After.
+	for i := 0; ; i++ {
+		status, header, body := s.postWidget(t, "/webchat/"+ch.ID+"/session")
+		if status == http.StatusCreated && i < 3 {
+			continue
+		}
+		if status != http.StatusTooManyRequests || body["code"] != "rate_limited" {
+			t.Fatalf("session %d = %d %v, want 429 rate_limited by the fourth", i+1, status, body)
+		}
+		if retry, err := strconv.Atoi(header.Get("Retry-After")); err != nil || retry < 1 || retry > 60 {
+			t.Fatalf("Retry-After %q", header.Get("Retry-After"))
+		}
+		break
+	}
+}
+
+// postWidget POSTs to the messaging listener as a browser would, without a
+// token, and decodes the JSON answer.
+func (s *suite) postWidget(t *testing.T, path string) (int, http.Header, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(s.messagingURL+path, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, resp.Header, out
 }
 
 // --- the browser ---

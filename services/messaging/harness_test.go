@@ -76,6 +76,14 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		WebchatMaxStreams:        100,
 		WebchatStreamsPerVisitor: 5,
 		WebchatFrameAncestors:    "*",
+		// Every widget call of a test comes from 127.0.0.1: the address
+		// bounds are wide unless a test narrows them.
+		WebchatAddressMessagesPerMinute: 1000,
+		WebchatSessionsPerMinute:        1000,
+		WebchatStreamsPerAddress:        1000,
+		WebchatStreamsPerChannel:        1000,
+		WebchatStreamLease:              30 * time.Second,
+		WebchatTokenTTL:                 time.Hour,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
@@ -166,7 +168,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
 	// Webchat replies go out on NATS, so a widget connected to any instance
 	// gets them.
-	webchatBus := webchat.NewBus(nc, cfg.RPCSubjectPrefix, webchat.Limits{MaxStreams: cfg.WebchatMaxStreams, MaxPerVisitor: cfg.WebchatStreamsPerVisitor})
+	webchatBus := webchat.NewBus(nc, cfg.RPCSubjectPrefix, webchat.Limits{MaxStreams: cfg.WebchatMaxStreams})
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "messaging_webchat_streams",
 		Help: "Webchat widget streams (SSE) open in this process.",
@@ -196,8 +198,20 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 	})
 	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph,
 		Webchat: &httpport.WebchatOptions{
-			App: app.NewWebchat(use, adapters.NewWebchatStore(gdb)), Bus: webchatBus,
-			PingInterval: cfg.SSEPingInterval, MessagesPerMinute: cfg.WebchatMessagesPerMinute, FrameAncestors: cfg.WebchatFrameAncestors,
+			App: app.NewWebchat(use, adapters.NewWebchatStore(gdb), cfg.WebchatTokenTTL), Bus: webchatBus,
+			PingInterval: cfg.SSEPingInterval, FrameAncestors: cfg.WebchatFrameAncestors,
+			// The widget's bounds are counted in Redis, so they hold across
+			// instances.
+			Limiter:                  ratelimit.New(rdb, redisKeys, time.Minute),
+			Streams:                  ratelimit.NewSlots(rdb, redisKeys, cfg.WebchatStreamLease),
+			MessagesPerMinute:        cfg.WebchatMessagesPerMinute,
+			AddressMessagesPerMinute: cfg.WebchatAddressMessagesPerMinute,
+			SessionsPerMinute:        cfg.WebchatSessionsPerMinute,
+			StreamsPerVisitor:        cfg.WebchatStreamsPerVisitor,
+			StreamsPerAddress:        cfg.WebchatStreamsPerAddress,
+			StreamsPerChannel:        cfg.WebchatStreamsPerChannel,
+			StreamLease:              cfg.WebchatStreamLease,
+			Proxies:                  cfg.Proxies(),
 		}}, log)
 
 	public := httpx.NewEcho(log)

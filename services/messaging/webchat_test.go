@@ -136,7 +136,8 @@ type sseEvent struct {
 func openStream(t *testing.T, base, channelID, token string) *sseStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/webchat/"+channelID+"/events?token="+token, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/webchat/"+channelID+"/events", nil)
+	req.Header.Set("X-Visitor-Token", token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()
@@ -379,7 +380,7 @@ func TestWebchatSessionAndToken(t *testing.T) {
 			wantWidgetErr(t, r, http.StatusUnauthorized, "unauthorized", "")
 			r = widgetCall(t, http.MethodPost, base+"/webchat/"+ch.ID+"/postbacks", bad, `{"payload":"X"}`)
 			wantWidgetErr(t, r, http.StatusUnauthorized, "unauthorized", "")
-			r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+bad, "", "")
+			r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", bad, "")
 			wantWidgetErr(t, r, http.StatusUnauthorized, "unauthorized", "")
 		})
 	}
@@ -393,7 +394,7 @@ func TestWebchatSessionAndToken(t *testing.T) {
 			widgetCall(t, http.MethodPost, base+"/webchat/"+id+"/session", "", ""),
 			say(t, base, id, token, map[string]any{"text": "hi"}),
 			widgetCall(t, http.MethodGet, base+"/webchat/"+id+"/history", token, ""),
-			widgetCall(t, http.MethodGet, base+"/webchat/"+id+"/events?token="+token, "", ""),
+			widgetCall(t, http.MethodGet, base+"/webchat/"+id+"/events", token, ""),
 			widgetCall(t, http.MethodPost, base+"/webchat/"+id+"/postbacks", token, `{"payload":"X"}`),
 		} {
 			wantWidgetErr(t, r, http.StatusNotFound, "channel_not_found", "webchat channel")
@@ -531,7 +532,7 @@ func TestWebchatRejectsBadMessages(t *testing.T) {
 		{"long name", `{"text":"hi","name":"` + strings.Repeat("n", 81) + `"}`, 400, "invalid_request", "name must be at most 80"},
 		{"control in name", `{"text":"hi","name":"a\u0000b"}`, 400, "invalid_request", "name must not contain control"},
 		{"long quick reply", `{"text":"hi","quick_reply_payload":"` + strings.Repeat("q", 21) + `"}`, 400, "invalid_request", "quick_reply_payload"},
-		{"body too large", `{"text":"hi","pad":"` + strings.Repeat("x", 33<<10) + `"}`, 413, "request_too_large", "32768 bytes"},
+		{"body too large", `{"text":"hi","pad":"` + strings.Repeat("x", 33<<10) + `"}`, 413, "payload_too_large", "at most 32768 bytes"},
 	}
 	for _, tt := range tests {
 		r := widgetCall(t, http.MethodPost, base+"/webchat/"+ch.ID+"/messages", token, tt.body)
@@ -781,7 +782,7 @@ func TestWebchatPostbacks(t *testing.T) {
 		{"unknown payload", `{"payload":"FREE_STUFF","title":"Free stuff"}`, 400, "invalid_request", "payload is not the payload"},
 		{"a web_url's address", `{"payload":"https://shop.example/faq"}`, 400, "invalid_request", "payload is not the payload"},
 		{"long payload", `{"payload":"` + strings.Repeat("p", 1001) + `"}`, 400, "invalid_request", "payload must be at most 1000"},
-		{"too large", `{"payload":"` + strings.Repeat("p", 9<<10) + `"}`, 413, "request_too_large", "8192 bytes"},
+		{"too large", `{"payload":"` + strings.Repeat("p", 9<<10) + `"}`, 413, "payload_too_large", "at most 8192 bytes"},
 	}
 	for _, tt := range tests {
 		r := tap(tt.body)
@@ -834,7 +835,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	token, _ := newVisitor(t, base, ch.ID)
 	first := openStream(t, base, ch.ID, token)
 	openStream(t, base, ch.ID, token)
-	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+token, "", "")
+	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, "")
 	wantWidgetErr(t, r, http.StatusTooManyRequests, "rate_limited", "too many open chat windows")
 
 	// A closed tab frees its place.
@@ -846,8 +847,8 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	other, _ := newVisitor(t, base, ch.ID)
 	last := openStream(t, base, ch.ID, other)
 	third, _ := newVisitor(t, base, ch.ID)
-	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+third, "", "")
-	wantWidgetErr(t, r, http.StatusTooManyRequests, "rate_limited", "")
+	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
+	wantWidgetErr(t, r, http.StatusTooManyRequests, "rate_limited", "on this server")
 
 	// Shutdown ends every stream and refuses new ones.
 	h.svc.webchat.Close()
@@ -862,7 +863,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 		}
 		break
 	}
-	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+third, "", "")
+	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
 	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "")
 }
 
@@ -877,7 +878,7 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 
 	n.stop()
 	// Live updates need NATS: the widget is told to retry.
-	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events?token="+token, "", "")
+	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, "")
 	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "retry")
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
@@ -17,11 +18,14 @@ import (
 type Webchat struct {
 	app      *App
 	visitors webchat.Conversations
+	// tokenTTL is how long a visitor token is taken (WEBCHAT_TOKEN_TTL).
+	tokenTTL time.Duration
 }
 
-// NewWebchat returns the widget's use cases on a.
-func NewWebchat(a *App, visitors webchat.Conversations) *Webchat {
-	return &Webchat{app: a, visitors: visitors}
+// NewWebchat returns the widget's use cases on a; visitor tokens last
+// tokenTTL.
+func NewWebchat(a *App, visitors webchat.Conversations, tokenTTL time.Duration) *Webchat {
+	return &Webchat{app: a, visitors: visitors, tokenTTL: tokenTTL}
 }
 
 // Channel returns the webchat channel with id; channel.ErrNotFound when
@@ -33,14 +37,30 @@ func (w *Webchat) Channel(ctx context.Context, id string) (channel.Channel, erro
 // NewVisitor makes a visitor for ch and their token. Nothing is stored: the
 // contact and conversation appear with the visitor's first message.
 func (w *Webchat) NewVisitor(ch channel.Channel) webchat.Session {
-	v := webchat.Visitor{ID: w.app.newID()}
-	return webchat.Session{Visitor: v, Token: webchat.IssueToken(ch, v.ID)}
+	return w.session(ch, webchat.Visitor{ID: w.app.newID()})
+}
+
+// Renew gives the visitor of a token that is still good a fresh one, so a
+// visitor who keeps coming back keeps their conversation while a token that
+// leaked stops working WEBCHAT_TOKEN_TTL after it was issued, unless it is
+// renewed; webchat.ErrInvalidToken for a token that is not good.
+func (w *Webchat) Renew(ch channel.Channel, token string) (webchat.Session, error) {
+	v, err := w.Visitor(ch, token)
+	if err != nil {
+		return webchat.Session{}, err
+	}
+	return w.session(ch, v), nil
+}
+
+func (w *Webchat) session(ch channel.Channel, v webchat.Visitor) webchat.Session {
+	expires := w.app.now().Add(w.tokenTTL).Truncate(time.Second)
+	return webchat.Session{Visitor: v, Token: webchat.IssueToken(ch, v.ID, expires), ExpiresAt: expires}
 }
 
 // Visitor returns the visitor a token names on ch, or
-// webchat.ErrInvalidToken.
+// webchat.ErrInvalidToken (also once it expired).
 func (w *Webchat) Visitor(ch channel.Channel, token string) (webchat.Visitor, error) {
-	return webchat.ParseToken(ch, token)
+	return webchat.ParseToken(ch, token, w.app.now())
 }
 
 // Received is a visitor message as stored (or as stored before, for a

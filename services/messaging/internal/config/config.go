@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 )
 
 // Config is every setting of the messaging service.
@@ -59,12 +60,32 @@ type Config struct {
 	// event streams.
 	SSEPingInterval time.Duration `env:"SSE_PING_INTERVAL" envDefault:"15s"`
 	// WebchatMessagesPerMinute bounds one webchat visitor's messages and
-	// button taps, counted per instance.
-	WebchatMessagesPerMinute int `env:"WEBCHAT_MESSAGES_PER_MINUTE" envDefault:"30"`
-	// WebchatMaxStreams bounds the widget streams (SSE) one instance holds,
-	// and WebchatStreamsPerVisitor one visitor's (open tabs).
-	WebchatMaxStreams        int `env:"WEBCHAT_MAX_STREAMS" envDefault:"10000"`
-	WebchatStreamsPerVisitor int `env:"WEBCHAT_STREAMS_PER_VISITOR" envDefault:"5"`
+	// button taps, and WebchatAddressMessagesPerMinute those of one client
+	// address, whatever visitors it holds (a fresh token per message gains
+	// nothing). Counted in Redis, so the bounds hold across instances.
+	WebchatMessagesPerMinute        int `env:"WEBCHAT_MESSAGES_PER_MINUTE" envDefault:"30"`
+	WebchatAddressMessagesPerMinute int `env:"WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE" envDefault:"120"`
+	// WebchatSessionsPerMinute bounds the new visitors (POST .../session)
+	// one client address may start per minute, counted in Redis.
+	WebchatSessionsPerMinute int `env:"WEBCHAT_SESSIONS_PER_MINUTE" envDefault:"20"`
+	// WebchatTokenTTL is how long a visitor token is taken; the widget
+	// renews it while it is good, so a returning visitor keeps their thread.
+	WebchatTokenTTL time.Duration `env:"WEBCHAT_TOKEN_TTL" envDefault:"168h"`
+	// WebchatMaxStreams bounds the widget streams (SSE) one instance holds.
+	// The others bound, across every instance, one visitor's streams (open
+	// tabs), one client address's and one channel's, so no visitor, address
+	// or tenant can fill an instance: each stream holds a lease in Redis,
+	// renewed while it is open, lasting WebchatStreamLease once its instance
+	// stops renewing it (died).
+	WebchatMaxStreams        int           `env:"WEBCHAT_MAX_STREAMS" envDefault:"10000"`
+	WebchatStreamsPerVisitor int           `env:"WEBCHAT_STREAMS_PER_VISITOR" envDefault:"5"`
+	WebchatStreamsPerAddress int           `env:"WEBCHAT_STREAMS_PER_ADDRESS" envDefault:"50"`
+	WebchatStreamsPerChannel int           `env:"WEBCHAT_STREAMS_PER_CHANNEL" envDefault:"2000"`
+	WebchatStreamLease       time.Duration `env:"WEBCHAT_STREAM_LEASE" envDefault:"30s"`
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client the per-address limits count (addresses or CIDR ranges);
+	// empty: the connection's peer, whatever the headers say.
+	TrustedProxies string `env:"TRUSTED_PROXIES"`
 	// WebchatFrameAncestors are the sites allowed to embed the widget, as
 	// CSP frame-ancestors sources ("*": any; "https://shop.example").
 	WebchatFrameAncestors string `env:"WEBCHAT_FRAME_ANCESTORS" envDefault:"*"`
@@ -112,17 +133,38 @@ func (c Config) validateWebchat() error {
 		return fmt.Errorf("SSE_PING_INTERVAL: must be positive, got %s", c.SSEPingInterval)
 	}
 	for name, n := range map[string]int{
-		"WEBCHAT_MESSAGES_PER_MINUTE": c.WebchatMessagesPerMinute,
-		"WEBCHAT_MAX_STREAMS":         c.WebchatMaxStreams,
-		"WEBCHAT_STREAMS_PER_VISITOR": c.WebchatStreamsPerVisitor,
+		"WEBCHAT_MESSAGES_PER_MINUTE":         c.WebchatMessagesPerMinute,
+		"WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE": c.WebchatAddressMessagesPerMinute,
+		"WEBCHAT_SESSIONS_PER_MINUTE":         c.WebchatSessionsPerMinute,
+		"WEBCHAT_MAX_STREAMS":                 c.WebchatMaxStreams,
+		"WEBCHAT_STREAMS_PER_VISITOR":         c.WebchatStreamsPerVisitor,
+		"WEBCHAT_STREAMS_PER_ADDRESS":         c.WebchatStreamsPerAddress,
+		"WEBCHAT_STREAMS_PER_CHANNEL":         c.WebchatStreamsPerChannel,
 	} {
 		if n < 1 {
 			return fmt.Errorf("%s: must be at least 1, got %d", name, n)
 		}
+	}
+	// A lease is renewed every third of it; under a second, renewals would
+	// be most of the traffic.
+	if c.WebchatStreamLease < time.Second {
+		return fmt.Errorf("WEBCHAT_STREAM_LEASE: must be at least 1s, got %s", c.WebchatStreamLease)
+	}
+	if c.WebchatTokenTTL < time.Second {
+		return fmt.Errorf("WEBCHAT_TOKEN_TTL: must be at least 1s, got %s", c.WebchatTokenTTL)
+	}
+	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	// The value goes into a response header as one CSP directive.
 	if strings.TrimSpace(c.WebchatFrameAncestors) == "" || strings.ContainsAny(c.WebchatFrameAncestors, ";,\r\n") {
 		return fmt.Errorf("WEBCHAT_FRAME_ANCESTORS: %q must be space-separated CSP sources", c.WebchatFrameAncestors)
 	}
 	return nil
+}
+
+// Proxies parses TrustedProxies (checked by Validate).
+func (c Config) Proxies() httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.TrustedProxies)
+	return p
 }

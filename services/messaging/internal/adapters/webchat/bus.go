@@ -15,8 +15,9 @@ const EventHeader = "Webchat-Event"
 
 // Errors of Open.
 var (
-	// ErrTooManyStreams is a stream over this instance's limits (in total
-	// or for one visitor).
+	// ErrTooManyStreams is a stream over this instance's limit. (The
+	// limits per channel, visitor and client address hold across instances
+	// and are kept in Redis by the HTTP port.)
 	ErrTooManyStreams = errors.New("too many open widget streams")
 	// ErrClosed is a stream asked for while the instance shuts down.
 	ErrClosed = errors.New("widget streams are closed: the service is shutting down")
@@ -26,8 +27,6 @@ var (
 type Limits struct {
 	// MaxStreams is the most open streams in this process.
 	MaxStreams int
-	// MaxPerVisitor is the most open streams of one visitor (tabs).
-	MaxPerVisitor int
 	// Buffer is how many events a stream may have waiting to be written;
 	// a client that falls further behind is disconnected (its widget
 	// reconnects and reloads the history).
@@ -47,10 +46,9 @@ type Bus struct {
 	prefix string
 	limits Limits
 
-	mu         sync.Mutex
-	closed     bool
-	streams    map[*Stream]struct{}
-	perVisitor map[string]int
+	mu      sync.Mutex
+	closed  bool
+	streams map[*Stream]struct{}
 }
 
 // NewBus returns a bus on nc whose subjects start with prefix.
@@ -58,7 +56,7 @@ func NewBus(nc *nats.Conn, prefix string, limits Limits) *Bus {
 	if limits.Buffer <= 0 {
 		limits.Buffer = 64
 	}
-	return &Bus{nc: nc, prefix: prefix, limits: limits, streams: map[*Stream]struct{}{}, perVisitor: map[string]int{}}
+	return &Bus{nc: nc, prefix: prefix, limits: limits, streams: map[*Stream]struct{}{}}
 }
 
 // Subject is the visitor's subject. Both ids are UUIDs, so they are valid
@@ -94,7 +92,6 @@ type Frame struct {
 // Stream is one open widget's subscription.
 type Stream struct {
 	bus    *Bus
-	key    string
 	frames chan Frame
 	done   chan struct{}
 	once   sync.Once
@@ -107,19 +104,17 @@ type Stream struct {
 // the NATS server knows the subscription, so any event published after
 // that reaches it. The caller must Close it.
 func (b *Bus) Open(channelID, visitorID string) (*Stream, error) {
-	s := &Stream{bus: b, key: channelID + "/" + visitorID, frames: make(chan Frame, b.limits.Buffer), done: make(chan struct{})}
+	s := &Stream{bus: b, frames: make(chan Frame, b.limits.Buffer), done: make(chan struct{})}
 	b.mu.Lock()
 	switch {
 	case b.closed:
 		b.mu.Unlock()
 		return nil, ErrClosed
-	case b.limits.MaxStreams > 0 && len(b.streams) >= b.limits.MaxStreams,
-		b.limits.MaxPerVisitor > 0 && b.perVisitor[s.key] >= b.limits.MaxPerVisitor:
+	case b.limits.MaxStreams > 0 && len(b.streams) >= b.limits.MaxStreams:
 		b.mu.Unlock()
 		return nil, ErrTooManyStreams
 	}
 	b.streams[s] = struct{}{}
-	b.perVisitor[s.key]++
 	b.mu.Unlock()
 
 	sub, err := b.nc.Subscribe(b.Subject(channelID, visitorID), s.deliver)
@@ -184,9 +179,6 @@ func (s *Stream) Close() {
 		b := s.bus
 		b.mu.Lock()
 		delete(b.streams, s)
-		if b.perVisitor[s.key]--; b.perVisitor[s.key] <= 0 {
-			delete(b.perVisitor, s.key)
-		}
 		b.mu.Unlock()
 	})
 }

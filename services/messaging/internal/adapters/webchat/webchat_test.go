@@ -8,37 +8,6 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
-func TestLimiterFixedWindow(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	l := NewLimiter(2, time.Minute)
-	l.now = func() time.Time { return now }
-
-	for i := 0; i < 2; i++ {
-		if ok, _ := l.Allow("a"); !ok {
-			t.Fatalf("event %d refused", i)
-		}
-	}
-	now = now.Add(20 * time.Second)
-	ok, wait := l.Allow("a")
-	if ok || wait != 40*time.Second {
-		t.Fatalf("third event: %v, wait %s; want refused, 40s", ok, wait)
-	}
-	if ok, _ := l.Allow("b"); !ok {
-		t.Fatal("another key is refused")
-	}
-	now = now.Add(40 * time.Second)
-	if ok, _ := l.Allow("a"); !ok {
-		t.Fatal("a new window is refused")
-	}
-	// Ended windows are forgotten.
-	now = now.Add(2 * time.Minute)
-	l.Allow("c")
-	if len(l.windows) != 1 {
-		t.Fatalf("limiter keeps %d windows, want 1", len(l.windows))
-	}
-}
-
 func TestFromStoredMatchesWhatTheTransportPushes(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 1, 10, 0, 0, 123000000, time.UTC)

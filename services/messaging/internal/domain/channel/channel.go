@@ -134,6 +134,12 @@ type NewChannel struct {
 	Secret      string
 }
 
+// MinSecretLength is the shortest secret an operator may give a channel.
+// The secret is what a platform proves itself with (Telegram's secret
+// token) and the key of a webchat channel's visitor tokens: a short one
+// could be guessed, and with it visitors impersonated.
+const MinSecretLength = 16
+
 // telegramSecret is the alphabet and length Telegram accepts for
 // setWebhook's secret_token; a secret outside it could never be configured
 // on the bot.
@@ -192,8 +198,8 @@ func New(n NewChannel, id string, now time.Time) (Channel, error) {
 	}
 	if c.Secret == "" {
 		c.Secret = GenerateSecret()
-	} else if !telegramSecret.MatchString(c.Secret) {
-		return Channel{}, &FieldError{"secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -"}
+	} else if len(c.Secret) < MinSecretLength || !telegramSecret.MatchString(c.Secret) {
+		return Channel{}, &FieldError{"secret", fmt.Sprintf("must be %d to 256 characters of A-Z, a-z, 0-9, _ and - (leave it out to have one generated)", MinSecretLength)}
 	}
 	return c, nil
 }

@@ -28,8 +28,12 @@ func TestNew(t *testing.T) {
 				return c.AIMode == AIModeAuto && c.Status == StatusActive && c.ID == "id" && c.CreatedAt.Equal(now) &&
 					regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(c.Secret)
 			}},
-		{"a given secret is kept", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1", Token: "EAAG", Secret: "A-b_9"},
-			"", func(c Channel) bool { return c.Secret == "A-b_9" }},
+		{"a given secret is kept", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1", Token: "EAAG", Secret: "A-b_9-0123456789"},
+			"", func(c Channel) bool { return c.Secret == "A-b_9-0123456789" }},
+		{"a secret of 16 characters", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "0123456789abcdef"},
+			"", func(c Channel) bool { return c.Secret == "0123456789abcdef" }},
+		{"no secret: one is generated", NewChannel{WorkspaceID: ws, Kind: "webchat"},
+			"", func(c Channel) bool { return len(c.Secret) == 64 }},
 		{"no workspace", NewChannel{Kind: "webchat"}, "workspace_id", nil},
 		{"workspace not a uuid", NewChannel{WorkspaceID: "acme", Kind: "webchat"}, "workspace_id", nil},
 		{"no kind", NewChannel{WorkspaceID: ws}, "kind", nil},
@@ -39,7 +43,9 @@ func TestNew(t *testing.T) {
 		{"messenger without token", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1"}, "token", nil},
 		{"instagram without account id", NewChannel{WorkspaceID: ws, Kind: "instagram", Token: "EAAG"}, "external_id", nil},
 		{"instagram without token", NewChannel{WorkspaceID: ws, Kind: "instagram", ExternalID: "17841"}, "token", nil},
-		{"secret outside telegram's alphabet", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "a b"}, "secret", nil},
+		{"secret outside telegram's alphabet", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "a b-0123456789abcdef"}, "secret", nil},
+		{"secret of 15 characters", NewChannel{WorkspaceID: ws, Kind: "webchat", Secret: "0123456789abcde"}, "secret", nil},
+		{"short telegram secret", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "1:t", Secret: "s"}, "secret", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

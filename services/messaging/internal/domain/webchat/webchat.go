@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -56,42 +58,59 @@ func (v Visitor) DefaultName() string {
 	return "Visitor " + v.ID[len(v.ID)-4:]
 }
 
-// Session is a new visitor and the token the widget keeps for them.
+// Session is a visitor and the token the widget keeps for them.
 type Session struct {
 	Visitor Visitor
 	Token   string
+	// ExpiresAt is when the token stops being taken (WEBCHAT_TOKEN_TTL
+	// after it was issued); before then the widget trades it for a fresh
+	// one of the same visitor, so a returning visitor keeps their thread.
+	ExpiresAt time.Time
 }
 
 // tokenContext separates these MACs from any other use of a channel's
 // secret (Telegram compares the secret itself; nothing else signs with it).
-const tokenContext = "parley webchat visitor v1"
+// v2 tokens carry their expiry.
+const tokenContext = "parley webchat visitor v2"
 
-// IssueToken returns the token of visitorID on ch: the visitor id and an
-// HMAC-SHA256 of it, keyed with the channel's secret, so the server keeps no
-// session state and a token is good on one channel only. Rotating the
-// channel's secret ends every visitor's session.
-func IssueToken(ch channel.Channel, visitorID string) string {
-	return visitorID + "." + sign(ch, visitorID)
+// IssueToken returns the token of visitorID on ch, good until expires:
+// "<visitor_id>.<expiry, Unix seconds>.<HMAC-SHA256 of both, keyed with the
+// channel's secret>". The server keeps no session state; a token is good on
+// one channel only, and rotating the channel's secret ends every visitor's
+// session.
+func IssueToken(ch channel.Channel, visitorID string, expires time.Time) string {
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	return visitorID + "." + exp + "." + sign(ch, visitorID, exp)
 }
 
-// ParseToken returns the visitor a token names on ch, or ErrInvalidToken.
-func ParseToken(ch channel.Channel, token string) (Visitor, error) {
+// ParseToken returns the visitor a token names on ch, or ErrInvalidToken
+// (also for a token that expired at or before now).
+func ParseToken(ch channel.Channel, token string, now time.Time) (Visitor, error) {
 	if token == "" || len(token) > maxTokenLength || ch.Secret == "" {
 		return Visitor{}, ErrInvalidToken
 	}
-	id, sig, ok := strings.Cut(token, ".")
-	if !ok || !channel.IsID(id) || id != strings.ToLower(id) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
 		return Visitor{}, ErrInvalidToken
 	}
-	if !hmac.Equal([]byte(sig), []byte(sign(ch, id))) {
+	id, exp, sig := parts[0], parts[1], parts[2]
+	if !channel.IsID(id) || id != strings.ToLower(id) {
+		return Visitor{}, ErrInvalidToken
+	}
+	if !hmac.Equal([]byte(sig), []byte(sign(ch, id, exp))) {
+		return Visitor{}, ErrInvalidToken
+	}
+	// Checked after the signature: only the server's own expiry is read.
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !now.Before(time.Unix(unix, 0)) {
 		return Visitor{}, ErrInvalidToken
 	}
 	return Visitor{ID: id}, nil
 }
 
-func sign(ch channel.Channel, visitorID string) string {
+func sign(ch channel.Channel, visitorID, expires string) string {
 	mac := hmac.New(sha256.New, []byte(ch.Secret))
-	mac.Write([]byte(tokenContext + "\n" + ch.ID + "\n" + visitorID))
+	mac.Write([]byte(tokenContext + "\n" + ch.ID + "\n" + visitorID + "\n" + expires))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 

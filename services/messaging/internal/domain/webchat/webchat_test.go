@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
@@ -17,47 +18,60 @@ var (
 
 const visitorID = "0193b1d4-1111-7222-8333-444455556666"
 
+// expiry is a token's end in these tests: 2027-01-15T08:00:00Z.
+var expiry = time.Unix(1800000000, 0)
+
 func TestTokenGolden(t *testing.T) {
 	t.Parallel()
-	// HMAC-SHA256("secret-a", "parley webchat visitor v1\n<channel>\n<visitor>"), base64url.
+	// HMAC-SHA256("secret-a", "parley webchat visitor v2\n<channel>\n<visitor>\n<expiry>"), base64url
 	// (computed with openssl dgst -sha256 -hmac). A change here ends every visitor's session: do it on purpose only.
-	const want = visitorID + ".Ry1LLj7TMiWOFq4pUQitAq6R8IRKbRCBN6lLAy51VRc"
-	if got := webchat.IssueToken(chA, visitorID); got != want {
+	const want = visitorID + ".1800000000.LSnqIlo5fc4OQw_QLfX-nPrMUxLT41PSTx5XDYiuqsg"
+	if got := webchat.IssueToken(chA, visitorID, expiry); got != want {
 		t.Fatalf("token = %s, want %s", got, want)
 	}
 }
 
 func TestParseToken(t *testing.T) {
 	t.Parallel()
-	good := webchat.IssueToken(chA, visitorID)
-	v, err := webchat.ParseToken(chA, good)
+	now := expiry.Add(-time.Hour)
+	good := webchat.IssueToken(chA, visitorID, expiry)
+	v, err := webchat.ParseToken(chA, good, now)
 	if err != nil || v.ID != visitorID {
 		t.Fatalf("ParseToken(good) = %+v, %v", v, err)
 	}
+	if v, err := webchat.ParseToken(chA, good, expiry.Add(-time.Second)); err != nil || v.ID != visitorID {
+		t.Fatalf("a second before expiry = %+v, %v", v, err)
+	}
 	sig := good[strings.Index(good, "."):]
+	lastDot := strings.LastIndex(good, ".")
 	rotated := chA
 	rotated.Secret = "secret-b"
 	tests := []struct {
 		name  string
 		ch    channel.Channel
 		token string
+		now   time.Time
 	}{
-		{"empty", chA, ""},
-		{"no signature", chA, visitorID},
-		{"empty signature", chA, visitorID + "."},
-		{"wrong signature", chA, visitorID + ".AAAA"},
-		{"other visitor", chA, "0193b1d4-1111-7222-8333-444455556667" + sig},
-		{"upper-case id", chA, strings.ToUpper(visitorID) + sig},
-		{"not an id", chA, "visitor" + sig},
-		{"other channel, same secret", chB, good},
-		{"rotated secret", rotated, good},
-		{"channel without secret", channel.Channel{ID: chA.ID}, good},
-		{"too long", chA, good + strings.Repeat("A", 300)},
+		{"empty", chA, "", now},
+		{"no signature", chA, visitorID, now},
+		{"empty signature", chA, visitorID + ".1800000000.", now},
+		{"wrong signature", chA, visitorID + ".1800000000.AAAA", now},
+		{"v1 token without expiry", chA, visitorID + ".Ry1LLj7TMiWOFq4pUQitAq6R8IRKbRCBN6lLAy51VRc", now},
+		{"expired", chA, good, expiry},
+		{"long expired", chA, good, expiry.Add(24 * time.Hour)},
+		{"expiry pushed back", chA, visitorID + ".1900000000" + good[lastDot:], now},
+		{"other visitor", chA, "0193b1d4-1111-7222-8333-444455556667" + sig, now},
+		{"upper-case id", chA, strings.ToUpper(visitorID) + sig, now},
+		{"not an id", chA, "visitor" + sig, now},
+		{"other channel, same secret", chB, good, now},
+		{"rotated secret", rotated, good, now},
+		{"channel without secret", channel.Channel{ID: chA.ID}, good, now},
+		{"too long", chA, good + strings.Repeat("A", 300), now},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := webchat.ParseToken(tt.ch, tt.token); !errors.Is(err, webchat.ErrInvalidToken) {
+			if _, err := webchat.ParseToken(tt.ch, tt.token, tt.now); !errors.Is(err, webchat.ErrInvalidToken) {
 				t.Fatalf("err = %v, want ErrInvalidToken", err)
 			}
 		})

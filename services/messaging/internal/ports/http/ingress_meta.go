@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters/meta"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
@@ -36,12 +36,9 @@ func (h *Handlers) metaVerify(c echo.Context) error {
 // redelivers; every delivery is deduplicated, so a redelivery stores
 // nothing twice.
 func (h *Handlers) metaIngress(c echo.Context) error {
-	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, maxMetaBody+1))
+	raw, err := httpx.ReadBody(c.Request().Body, maxMetaBody)
 	if err != nil {
-		return errs.InvalidRequest("request body could not be read")
-	}
-	if len(raw) > maxMetaBody {
-		return errs.New(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large")
+		return err
 	}
 	if !meta.VerifySignature(h.opts.MetaAppSecret, raw, c.Request().Header.Get(meta.SignatureHeader)) {
 		h.metrics.Ingress(platformMeta, app.IngressUnauthorized)

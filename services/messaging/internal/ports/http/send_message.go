@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -155,13 +154,8 @@ func toButtons(in []buttonJSON) []conversation.Button {
 	return out
 }
 
+// readBody reads a /v1 body. The gateway holds the public API to its own
+// limit; this one only backs it (httpx.MaxBodyBytes is at least as large).
 func readBody(c echo.Context) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, httpx.MaxBodyBytes+1))
-	if err != nil {
-		return nil, errs.InvalidRequest("request body could not be read")
-	}
-	if len(raw) > httpx.MaxBodyBytes {
-		return nil, errs.New(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large")
-	}
-	return raw, nil
+	return httpx.ReadBody(c.Request().Body, httpx.MaxBodyBytes)
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
+	"github.com/parleyhq/parley/pkg/ratelimit"
 	webchatadapter "github.com/parleyhq/parley/services/messaging/internal/adapters/webchat"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
@@ -33,10 +32,18 @@ import (
 //	POST /webchat/:channel_id/postbacks  {payload, client_message_id?, name?}
 //	GET  /webchat/:channel_id/events     SSE: ready, message, typing; ": ping" keep-alives
 //
-// Every route but the page and embed.js needs the visitor token, in the
-// X-Visitor-Token header (or, for EventSource, which cannot send headers,
-// the token query parameter). Unknown or non-webchat channels are 404
-// channel_not_found, a bad token 401 unauthorized.
+// Every route but the page, embed.js and session needs the visitor token,
+// in the X-Visitor-Token header and nowhere else: never in a URL, where
+// access logs, proxies and the browser's history would keep it. (The
+// widget reads the event stream with fetch, which can send the header,
+// rather than EventSource, which cannot.) Unknown or non-webchat channels
+// are 404 channel_not_found, a bad or expired token 401 unauthorized.
+//
+// Abuse bounds, counted in Redis so they hold across instances, per client
+// address as opts.Proxies finds it: new sessions per minute per address;
+// messages and taps per minute per visitor and per address; open streams
+// per visitor, per address and per channel. Past one: 429 rate_limited
+// with Retry-After.
 
 // VisitorTokenHeader carries the visitor token.
 const VisitorTokenHeader = "X-Visitor-Token"
@@ -58,9 +65,27 @@ type WebchatOptions struct {
 	Bus *webchatadapter.Bus
 	// PingInterval is the SSE keep-alive (SSE_PING_INTERVAL).
 	PingInterval time.Duration
+	// Limiter counts the per-minute bounds, Streams holds the streams'
+	// leases (both in Redis).
+	Limiter *ratelimit.Limiter
+	Streams *ratelimit.Slots
 	// MessagesPerMinute bounds one visitor's messages and taps
-	// (WEBCHAT_MESSAGES_PER_MINUTE), per instance.
-	MessagesPerMinute int
+	// (WEBCHAT_MESSAGES_PER_MINUTE), AddressMessagesPerMinute one client
+	// address's (WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE).
+	MessagesPerMinute        int
+	AddressMessagesPerMinute int
+	// SessionsPerMinute bounds the sessions one client address starts or
+	// renews (WEBCHAT_SESSIONS_PER_MINUTE).
+	SessionsPerMinute int
+	// StreamsPerVisitor, StreamsPerAddress and StreamsPerChannel bound the
+	// open streams across instances (WEBCHAT_STREAMS_PER_*); StreamLease is
+	// how long a stream's place outlives its instance (WEBCHAT_STREAM_LEASE).
+	StreamsPerVisitor int
+	StreamsPerAddress int
+	StreamsPerChannel int
+	StreamLease       time.Duration
+	// Proxies say who the client is (TRUSTED_PROXIES).
+	Proxies httpx.Proxies
 	// FrameAncestors are the sites that may embed the widget, as the CSP
 	// frame-ancestors directive takes them (WEBCHAT_FRAME_ANCESTORS).
 	FrameAncestors string
@@ -69,7 +94,6 @@ type WebchatOptions struct {
 type webchatHandlers struct {
 	app     *app.Webchat
 	bus     *webchatadapter.Bus
-	limiter *webchatadapter.Limiter
 	opts    WebchatOptions
 	metrics *app.Metrics
 	log     *zap.Logger
@@ -83,16 +107,24 @@ func (h *Handlers) registerWebchat(e *echo.Echo) {
 	if o.PingInterval <= 0 {
 		o.PingInterval = 15 * time.Second
 	}
-	if o.MessagesPerMinute <= 0 {
-		o.MessagesPerMinute = 30
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{
+		{&o.MessagesPerMinute, 30}, {&o.AddressMessagesPerMinute, 120}, {&o.SessionsPerMinute, 20},
+		{&o.StreamsPerVisitor, 5}, {&o.StreamsPerAddress, 50}, {&o.StreamsPerChannel, 2000},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if o.StreamLease <= 0 {
+		o.StreamLease = 30 * time.Second
 	}
 	if o.FrameAncestors == "" {
 		o.FrameAncestors = "*"
 	}
-	w := &webchatHandlers{
-		app: o.App, bus: o.Bus, opts: *o, metrics: h.metrics, log: h.log,
-		limiter: webchatadapter.NewLimiter(o.MessagesPerMinute, time.Minute),
-	}
+	w := &webchatHandlers{app: o.App, bus: o.Bus, opts: *o, metrics: h.metrics, log: h.log}
 	g := e.Group("/webchat/:channel_id")
 	g.GET("", w.page)
 	g.GET("/embed.js", w.embedScript)
@@ -128,43 +160,78 @@ func (w *webchatHandlers) visitor(c echo.Context, token string) (channel.Channel
 	return ch, v, nil
 }
 
-// allow counts one message or tap of the visitor.
-func (w *webchatHandlers) allow(ch channel.Channel, v webchat.Visitor) error {
-	ok, wait := w.limiter.Allow(ch.ID + "/" + v.ID)
-	if ok {
+// clientKey is the client address as the per-address bounds count it.
+func (w *webchatHandlers) clientKey(c echo.Context) string {
+	return httpx.LimitKey(w.opts.Proxies.ClientAddr(c.Request()))
+}
+
+// limited is 429 rate_limited telling the client when to retry.
+func limited(retry time.Duration, format string, args ...any) *errs.Error {
+	secs := ratelimit.Seconds(retry)
+	return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited, format+"; retry in %d seconds", append(args, secs)...).
+		WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
+}
+
+// limiterDown answers a request whose bound cannot be counted: refused
+// rather than let through unbounded, as the gateway does.
+func (w *webchatHandlers) limiterDown(c echo.Context, err error) error {
+	w.log.Warn("webchat limiter unavailable", zap.Error(err),
+		zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+	return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "the chat is busy; retry shortly").
+		WithHeader(ratelimit.HeaderRetryAfter, "2")
+}
+
+// allow counts one message or tap of the visitor and of their address, or
+// neither when either is at its bound.
+func (w *webchatHandlers) allow(c echo.Context, ch channel.Channel, v webchat.Visitor) error {
+	visitor := ratelimit.Bucket{Name: "webchat:messages:visitor:" + ch.ID + ":" + v.ID, Limit: w.opts.MessagesPerMinute}
+	res, err := w.opts.Limiter.AllowAll(c.Request().Context(), visitor,
+		ratelimit.Bucket{Name: "webchat:messages:addr:" + w.clientKey(c), Limit: w.opts.AddressMessagesPerMinute})
+	switch {
+	case err != nil:
+		return w.limiterDown(c, err)
+	case res.Allowed:
 		return nil
+	case res.Bucket == visitor.Name:
+		return limited(res.RetryAfter(), "at most %d messages per minute", res.Limit)
+	default:
+		return limited(res.RetryAfter(), "at most %d messages per minute from one address", res.Limit)
 	}
-	secs := int(math.Ceil(wait.Seconds()))
-	return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
-		"at most %d messages per minute; retry in %d seconds", w.opts.MessagesPerMinute, secs).
-		WithHeader("Retry-After", strconv.Itoa(secs))
 }
 
 // bind decodes a JSON body of at most max bytes.
 func bind(c echo.Context, max int64, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, max+1))
-	if err != nil {
-		return errs.InvalidRequest("request body could not be read")
-	}
-	if int64(len(body)) > max {
-		return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body must be at most %d bytes", max)
-	}
-	return httpx.DecodeJSON(bytes.NewReader(body), v)
+	return httpx.DecodeJSONWithin(c.Request().Body, max, v)
 }
 
 // POST /webchat/:channel_id/session
 //
-// A new visitor and their token. Nothing is stored: the token is the
-// visitor id signed with the channel's secret, and the contact appears with
-// the first message.
+// 201 {visitor_token, visitor_id, expires_at}. With a good X-Visitor-Token,
+// a fresh token of the same visitor (the widget renews its token while it
+// is good); otherwise a new visitor. Nothing is stored: the token is the
+// visitor id and its expiry signed with the channel's secret, and the
+// contact appears with the first message. Every call counts against the
+// address's WEBCHAT_SESSIONS_PER_MINUTE, checked before anything else.
 func (w *webchatHandlers) session(c echo.Context) error {
+	res, err := w.opts.Limiter.Allow(c.Request().Context(), "webchat:sessions:"+w.clientKey(c), w.opts.SessionsPerMinute)
+	if err != nil {
+		return w.limiterDown(c, err)
+	}
+	if !res.Allowed {
+		return limited(res.RetryAfter(), "at most %d new chat sessions per minute from one address", res.Limit)
+	}
 	ch, err := w.channel(c)
 	if err != nil {
 		return err
 	}
-	s := w.app.NewVisitor(ch)
+	s, err := w.app.Renew(ch, c.Request().Header.Get(VisitorTokenHeader))
+	if err != nil {
+		s = w.app.NewVisitor(ch)
+	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, map[string]string{"visitor_token": s.Token, "visitor_id": s.Visitor.ID})
+	return c.JSON(http.StatusCreated, map[string]string{
+		"visitor_token": s.Token, "visitor_id": s.Visitor.ID, "expires_at": httpx.Timestamp(s.ExpiresAt),
+	})
 }
 
 // GET /webchat/:channel_id/history?limit=
@@ -205,7 +272,7 @@ func (w *webchatHandlers) message(c echo.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := w.allow(ch, v); err != nil {
+	if err := w.allow(c, ch, v); err != nil {
 		return err
 	}
 	var req visitorMessageRequest
@@ -238,7 +305,7 @@ func (w *webchatHandlers) postback(c echo.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := w.allow(ch, v); err != nil {
+	if err := w.allow(c, ch, v); err != nil {
 		return err
 	}
 	var req visitorPostbackRequest

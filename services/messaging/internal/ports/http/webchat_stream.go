@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/ratelimit"
 	webchatadapter "github.com/parleyhq/parley/services/messaging/internal/adapters/webchat"
 )
 
@@ -16,28 +18,57 @@ import (
 // stops reading is let go rather than holding its connection for ever.
 const streamWriteTimeout = 30 * time.Second
 
-// GET /webchat/:channel_id/events?token=
+// GET /webchat/:channel_id/events
 //
 // Server-sent events for one open widget: "ready" once it is subscribed
 // (whatever is pushed after that arrives), "message" with a message as the
 // history shows it, "typing", and a ": ping" comment every PingInterval so
 // proxies keep the connection and dead clients are found. The stream ends
-// when the client leaves, falls behind, or the service shuts down; the
-// widget reconnects and reloads the history.
+// when the client leaves, falls behind, loses its place (see below) or the
+// service shuts down; the widget reconnects and reloads the history.
+//
+// The token comes in X-Visitor-Token only. Each stream holds a place in
+// its channel's, its visitor's and its client address's bounds, across
+// instances: a lease in Redis renewed every third of StreamLease while the
+// stream is open, so the places of an instance that died free themselves.
 func (w *webchatHandlers) events(c echo.Context) error {
-	token := c.QueryParam("token")
-	if token == "" {
-		token = c.Request().Header.Get(VisitorTokenHeader)
-	}
-	ch, v, err := w.visitor(c, token)
+	ch, v, err := w.visitor(c, c.Request().Header.Get(VisitorTokenHeader))
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	channelSlot := ratelimit.Slot{Name: "webchat:streams:channel:" + ch.ID, Limit: w.opts.StreamsPerChannel}
+	visitorSlot := ratelimit.Slot{Name: "webchat:streams:visitor:" + ch.ID + ":" + v.ID, Limit: w.opts.StreamsPerVisitor}
+	lease, err := w.opts.Streams.Acquire(ctx, visitorSlot,
+		ratelimit.Slot{Name: "webchat:streams:addr:" + w.clientKey(c), Limit: w.opts.StreamsPerAddress}, channelSlot)
+	var full *ratelimit.FullError
+	switch {
+	case errors.As(err, &full) && full.Slot == visitorSlot.Name:
+		return limited(5*time.Second, "too many open chat windows; close one")
+	case errors.As(err, &full) && full.Slot == channelSlot.Name:
+		return limited(15*time.Second, "this chat has as many visitors as it takes")
+	case errors.As(err, &full):
+		return limited(15*time.Second, "too many open chat windows from one address")
+	case err != nil:
+		return w.limiterDown(c, err)
+	}
+	release := func() {
+		// The request's context may be done by now; the place is given
+		// back even so, or it runs out with the lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := lease.Release(rctx); err != nil {
+			w.log.Warn("webchat stream place not released", zap.Error(err))
+		}
+	}
+
 	stream, err := w.bus.Open(ch.ID, v.ID)
+	if err != nil {
+		release()
+	}
 	switch {
 	case errors.Is(err, webchatadapter.ErrTooManyStreams):
-		return errs.New(http.StatusTooManyRequests, errs.CodeRateLimited, "too many open chat windows; close one and retry").
-			WithHeader("Retry-After", "5")
+		return limited(5*time.Second, "too many open chat windows on this server")
 	case errors.Is(err, webchatadapter.ErrClosed):
 		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "the service is restarting; retry").
 			WithHeader("Retry-After", "1")
@@ -47,7 +78,9 @@ func (w *webchatHandlers) events(c echo.Context) error {
 		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "live updates are unavailable; retry").
 			WithHeader("Retry-After", "2")
 	}
-	defer stream.Close()
+	// The place in the bounds goes first: once this instance counts the
+	// stream closed, it is free everywhere.
+	defer func() { release(); stream.Close() }()
 
 	res := c.Response()
 	hd := res.Header()
@@ -69,13 +102,26 @@ func (w *webchatHandlers) events(c echo.Context) error {
 	}
 	ping := time.NewTicker(w.opts.PingInterval)
 	defer ping.Stop()
-	ctx := c.Request().Context()
+	renew := time.NewTicker(w.opts.StreamLease / 3)
+	defer renew.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-stream.Done():
 			return nil
+		case <-renew.C:
+			err := lease.Renew(ctx)
+			if errors.Is(err, ratelimit.ErrLeaseLost) {
+				// Redis lost sight of this stream long enough for its
+				// place to go: end it, and the widget asks again.
+				return nil
+			}
+			if err != nil {
+				// Redis is away; the lease may outlast it, and the next
+				// renewal tells.
+				w.log.Warn("webchat stream lease not renewed", zap.Error(err))
+			}
 		case <-ping.C:
 			if !write([]byte(": ping\n\n")) {
 				return nil

@@ -1,10 +1,13 @@
 // Parley webchat widget. Served inline in the widget page (the CSP allows
 // exactly this script); talks only to its own origin:
-//   POST /webchat/{channel}/session   -> {visitor_token}  (kept in localStorage)
+//   POST /webchat/{channel}/session   -> {visitor_token, expires_at}  (kept in localStorage)
 //   GET  /webchat/{channel}/history   -> {messages}       (oldest first)
 //   GET  /webchat/{channel}/events    SSE: ready, message, typing
 //   POST /webchat/{channel}/messages  {text, client_message_id, name?, quick_reply_payload?}
 //   POST /webchat/{channel}/postbacks {payload, client_message_id, name?}
+// The visitor token travels in the X-Visitor-Token header only, never in a
+// URL: the event stream is read with fetch, which can send it, rather than
+// EventSource, which cannot.
 (function () {
   'use strict';
 
@@ -42,6 +45,7 @@
     }
   })();
   var tokenKey = 'parley.webchat.' + channel + '.token';
+  var renewKey = 'parley.webchat.' + channel + '.renew';
   var nameKey = 'parley.webchat.' + channel + '.name';
   var given = (params.get('name') || '').trim().slice(0, 80);
   if (given) store.setItem(nameKey, given);
@@ -60,14 +64,28 @@
 
   // --- the server ---
 
-  var sessionPromise = null;
+  // A token is renewed (the same visitor, a fresh expiry) once half its life
+  // has passed, so a returning visitor keeps their conversation; one that
+  // expired gets a new visitor from the same call.
+  var sessionPromise = null, renewBackoff = 0;
   function session() {
-    if (token) return Promise.resolve(token);
+    var renewAt = Math.max(Number(store.getItem(renewKey)) || 0, renewBackoff);
+    if (token && Date.now() < renewAt) return Promise.resolve(token);
     if (!sessionPromise) {
       sessionPromise = request('POST', '/session', {}).then(function (d) {
         token = d.visitor_token;
         store.setItem(tokenKey, token);
+        var expires = Date.parse(d.expires_at), now = Date.now();
+        store.setItem(renewKey, String(isNaN(expires) ? 0 : now + (expires - now) / 2));
         return token;
+      }).catch(function (err) {
+        // A renewal refused (too many sessions from here right now): the
+        // token may still be good, so it is kept for this page.
+        if (token && err.status !== 401) {
+          renewBackoff = Date.now() + Math.max(60, err.retryAfter || 0) * 1000;
+          return token;
+        }
+        throw err;
       }).finally(function () { sessionPromise = null; });
     }
     return sessionPromise;
@@ -102,6 +120,7 @@
       if (err.status !== 401) throw err;
       token = null;
       store.removeItem(tokenKey);
+      store.removeItem(renewKey);
       return session().then(function () { return request(method, path, body); });
     });
   }
@@ -362,34 +381,82 @@
     });
   }
 
-  var events = null, connected = false, retryDelay = 1000;
+  var stream = null, connected = false, retryDelay = 1000;
 
   function parse(data) {
     try { return JSON.parse(data); } catch (e) { return null; }
   }
 
-  function connect() {
-    if (events) events.close();
-    events = new EventSource(base + '/events?token=' + encodeURIComponent(token));
-    events.addEventListener('ready', function () {
+  function dispatch(name, data) {
+    if (name === 'ready') {
       setStatus(true);
       showNotice('');
       retryDelay = 1000;
       // After a reconnect, fetch what was pushed while we were away.
       if (connected) loadHistory().catch(function () {});
       connected = true;
-    });
-    events.addEventListener('message', function (e) { add(parse(e.data)); });
-    events.addEventListener('typing', showTyping);
-    events.addEventListener('error', function () {
+    } else if (name === 'message') {
+      add(parse(data));
+    } else if (name === 'typing') {
+      showTyping();
+    }
+  }
+
+  // readEvents parses the text/event-stream body: blocks separated by a
+  // blank line, "event:" and "data:" fields, ":" comments (pings).
+  function readEvents(body) {
+    var reader = body.getReader(), decoder = new TextDecoder(), buf = '';
+    function block(text) {
+      var name = 'message', data = [];
+      text.split('\n').forEach(function (line) {
+        if (line.indexOf('event:') === 0) name = line.slice(6).trim();
+        else if (line.indexOf('data:') === 0) data.push(line.slice(5).replace(/^ /, ''));
+      });
+      if (data.length) dispatch(name, data.join('\n'));
+    }
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) throw new Error('stream ended');
+        buf = (buf + decoder.decode(r.value, { stream: true })).replace(/\r\n?/g, '\n');
+        var end;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          block(buf.slice(0, end));
+          buf = buf.slice(end + 2);
+        }
+        return pump();
+      });
+    }
+    return pump();
+  }
+
+  function connect() {
+    if (stream) stream.abort();
+    var ctl = new AbortController();
+    stream = ctl;
+    session().then(function () {
+      return fetch(base + '/events', {
+        headers: { Accept: 'text/event-stream', 'X-Visitor-Token': token },
+        cache: 'no-store', credentials: 'omit', signal: ctl.signal
+      });
+    }).then(function (res) {
+      if (!res.ok || !res.body) {
+        var err = new Error('HTTP ' + res.status);
+        err.status = res.status;
+        err.retryAfter = Number(res.headers.get('Retry-After')) || 0;
+        throw err;
+      }
+      return readEvents(res.body);
+    }).catch(function (err) {
+      if (ctl.signal.aborted) return;
+      stream = null;
       setStatus(false);
-      if (events.readyState !== EventSource.CLOSED) return; // the browser retries by itself
-      // Refused (token, limits, shutdown): check the token, then retry.
-      events = null;
+      // Ended or refused (token, limits, shutdown): check the token (a
+      // refused one is replaced), then reconnect, backing off.
+      var wait = Math.max(retryDelay, (err.retryAfter || 0) * 1000);
+      retryDelay = Math.min(retryDelay * 2, 30000);
       setTimeout(function () {
         call('GET', '/history?limit=1').catch(function () {}).then(connect);
-      }, retryDelay);
-      retryDelay = Math.min(retryDelay * 2, 30000);
+      }, wait);
     });
   }
 
