@@ -67,21 +67,8 @@ func (s *suite) startDispatcher(t *testing.T, extra ...string) *dispatcherProc {
 			t.Logf("--- webhook-dispatcher %s (pid %d) output ---\n%s", p.addr, p.cmd.Process.Pid, p.out.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if !p.running() {
-			t.Fatalf("webhook-dispatcher exited during start:\n%s", p.out.String())
-		}
-		if resp, err := http.Get("http://" + p.addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("webhook-dispatcher not ready on %s:\n%s", p.addr, p.out.String())
-	return nil
+	waitReady(t, "webhook-dispatcher", p.addr, p.exited, p.out)
+	return p
 }
 
 func (p *dispatcherProc) running() bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // binDir holds the binaries TestMain builds once for every test.
@@ -104,23 +105,30 @@ func (s *suite) start(t *testing.T, name string, port int) {
 			t.Logf("--- %s output ---\n%s", name, out.String())
 		}
 	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	waitReady(t, name, fmt.Sprintf("127.0.0.1:%d", port), exited, out)
+}
+
+// waitReady waits until the process started as name answers 200 on
+// http://addr/readyz, and fails t with its output if it exits first or is
+// not ready within 30 s.
+func waitReady(t *testing.T, name, addr string, exited <-chan struct{}, out *lockedBuffer) {
+	t.Helper()
+	wait.For(t, 30*time.Second, name+" ready on "+addr, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("%s exited during start:\n%s", name, out.String())
 		default:
 		}
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready on port %d:\n%s", name, port, out.String())
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d; output:\n%s", resp.StatusCode, out.String())
+		}
+		return nil
+	})
 }
 
 // ctl runs parleyctl with args and decodes its JSON output into out.
