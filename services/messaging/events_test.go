@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,12 +65,17 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	if _, err := uuid.Parse(ev.GetId()); err != nil {
 		t.Fatalf("event id %q is not a UUID", ev.GetId())
 	}
-	var rowID string
-	var published *time.Time
-	h.db.Raw(`SELECT event_id::text, published_at FROM messaging.outbox`).Row().Scan(&rowID, &published)
-	if rowID != ev.GetId() || published == nil {
-		t.Fatalf("outbox row %s published_at %v, event %s", rowID, published, ev.GetId())
-	}
+	// The relay marks the row after JetStream acknowledged the publish, so
+	// the event may be in the stream a moment before published_at is set.
+	wait.For(t, 5*time.Second, "the outbox row marked published", func() error {
+		var rowID string
+		var published *time.Time
+		h.db.Raw(`SELECT event_id::text, published_at FROM messaging.outbox`).Row().Scan(&rowID, &published)
+		if rowID != ev.GetId() || published == nil {
+			return fmt.Errorf("outbox row %s published_at %v, event %s", rowID, published, ev.GetId())
+		}
+		return nil
+	})
 	if ev.GetType() != "message.received" || ev.GetWorkspaceId() != ws || ev.GetCreatedAt() == nil ||
 		time.Since(ev.GetCreatedAt().AsTime()) > time.Minute {
 		t.Fatalf("envelope = %v", &ev)
