@@ -3,8 +3,11 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 )
 
@@ -23,6 +27,10 @@ const MaxInFlight = 256
 // later, so the service always answers first.
 const HandlerTimeout = 25 * time.Second
 
+// StopGrace bounds how long Stop waits for the requests in flight; those
+// still running then are cancelled.
+const StopGrace = 10 * time.Second
+
 // Server is a service's NATS micro service.
 type Server struct {
 	nc     *nats.Conn
@@ -32,6 +40,15 @@ type Server struct {
 	slots  chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
+	grace  time.Duration // StopGrace; shorter in tests
+
+	// mu orders starting a request against Stop: once closed, no handler
+	// starts, so none runs after Stop returns and its caller closes the
+	// database under it.
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	idle     chan struct{} // closed when inflight drops to zero, while Stop waits
 }
 
 // NewServer registers service (queue group of the same name) on nc.
@@ -54,21 +71,77 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 		slots:  make(chan struct{}, MaxInFlight),
 		ctx:    ctx,
 		cancel: cancel,
+		grace:  StopGrace,
 	}, nil
 }
 
 // Handle serves endpoint with h. Each request runs on its own goroutine:
 // NATS calls a subscription's handler serially, and one slow platform call
 // must not hold up the rest.
+//
+// A request that arrives once Stop has finished waiting is answered 503
+// service_unavailable with Retry-After at once, so the caller retries
+// (another instance, or this one restarted) instead of waiting out its
+// timeout.
 func (s *Server) Handle(endpoint string, h http.Handler) error {
 	return s.group.AddEndpoint(endpoint, micro.HandlerFunc(func(req micro.Request) {
+		if !s.begin() {
+			s.refuse(req)
+			return
+		}
 		s.slots <- struct{}{}
 		go func() {
-			defer func() { <-s.slots }()
+			defer func() { <-s.slots; s.end() }()
 			s.serve(req, h)
 		}()
 	}))
 }
+
+// begin counts a request in, unless the server is closed.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// end counts a request out and wakes Stop when it was the last.
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.inflight == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// refuse answers a request that came too late to be served.
+func (s *Server) refuse(msg micro.Request) {
+	if err := msg.Respond(refusal); err != nil {
+		s.log.Warn("refuse rpc request", zap.String("subject", msg.Subject()), zap.Error(err))
+	}
+}
+
+// refusal is the answer to a request that reaches a stopped server.
+var refusal = func() []byte {
+	body, _ := json.Marshal(map[string]string{"code": errs.CodeServiceUnavailable, "message": "the service is stopping; try again shortly"})
+	out, err := proto.Marshal(&rpcv1.Response{
+		Status: http.StatusServiceUnavailable,
+		Headers: []*rpcv1.Header{
+			{Name: "Content-Type", Value: "application/json"},
+			{Name: "Retry-After", Value: "1"},
+		},
+		Body: body,
+	})
+	if err != nil {
+		panic(err) // a constant message always encodes
+	}
+	return out
+}()
 
 func (s *Server) serve(msg micro.Request, h http.Handler) {
 	var in rpcv1.Request
@@ -107,11 +180,39 @@ func (s *Server) serve(msg micro.Request, h http.Handler) {
 	s.reply(msg, out, in.GetRequestId())
 }
 
-// Stop deregisters the service and cancels requests still running.
+// Stop deregisters the service, so no further request reaches this
+// instance, and waits up to StopGrace for the requests in flight to be
+// answered (those already handed over by NATS while it waits are served
+// too). Requests still running then are cancelled and Stop says how many.
+// Stop returns when nothing will start any more; it may be called again.
 func (s *Server) Stop() error {
 	err := s.svc.Stop()
-	s.cancel()
-	return err
+	timer := time.NewTimer(s.grace)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if s.inflight == 0 {
+			s.closed = true
+			s.mu.Unlock()
+			s.cancel()
+			return err
+		}
+		idle := make(chan struct{})
+		s.idle = idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+			// Look again: a request handed over during the wait may
+			// have started since.
+		case <-timer.C:
+			s.mu.Lock()
+			s.closed, s.idle = true, nil
+			left := s.inflight
+			s.mu.Unlock()
+			s.cancel()
+			return errors.Join(err, fmt.Errorf("%d requests still running after %s were cancelled", left, s.grace))
+		}
+	}
 }
 
 // recorder is the http.ResponseWriter a forwarded request is served into.
