@@ -1,6 +1,8 @@
-// Package service is the entry point every Parley service shares (STYLE.md
-// "A service's anatomy"): main builds the logger, runs the service until
-// SIGINT or SIGTERM, and is the only place that exits.
+// Package service is the lifecycle every Parley service shares (STYLE.md
+// "A service's anatomy"): Main builds the logger, runs the service until
+// SIGINT or SIGTERM, and is the only place that exits; App opens the
+// connections, mounts the probes and metrics, and shuts everything down in
+// one order, logging each step and a final "stopped".
 package service
 
 import (

@@ -1,0 +1,283 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/rpc"
+)
+
+// Bounds of the shutdown steps, so a stuck one cannot hold the process
+// for ever. HTTP waits ten seconds (httpx.Serve) and rpc rpc.StopGrace.
+const (
+	// StepGrace bounds each step registered with OnStop or Go.
+	StepGrace = 15 * time.Second
+	// DrainGrace bounds the NATS drain: what is buffered is flushed and
+	// what was received is handled.
+	DrainGrace = 5 * time.Second
+)
+
+// App is one running service: its connections, its metrics, its rpc
+// servers and the workers it started, shut down in one order (STYLE.md "A
+// service's anatomy"):
+//
+//  1. stop taking HTTP requests and let those in flight finish (Serve);
+//  2. stop the rpc servers and wait for their requests in flight;
+//  3. stop consumers and workers (OnStop, Go), the latest registered first,
+//     letting the work in hand finish;
+//  4. drain NATS, close Redis, close the database;
+//
+// each step logged, then a final "stopped". run builds it with Open, defers
+// Close (so a failure half-way through start-up stops what had started),
+// wires adapters, app and ports on its connections, and ends with Serve.
+type App struct {
+	// DB, Redis and NATS are the connections Open was asked for; the
+	// others are nil.
+	DB    *gorm.DB
+	Redis *redis.Client
+	NATS  *nats.Conn
+	// Metrics is the process's Prometheus registry, with the Go and
+	// process collectors; MountProbes serves it on /metrics.
+	Metrics *prometheus.Registry
+
+	name   string
+	log    *zap.Logger
+	checks []httpx.Check
+	rpcs   []*rpc.Server
+	steps  []step // OnStop and Go, run latest first
+	closes []step // the connections, in the order they close
+	once   sync.Once
+}
+
+// step is one named part of the shutdown.
+type step struct {
+	done  string // logged when it has run, "relay stopped"
+	stops []func(context.Context) error
+}
+
+// Option chooses a connection Open makes.
+type Option func(*wants)
+
+type wants struct {
+	schema     string
+	migrations fs.FS
+	redis      bool
+	nats       bool
+}
+
+// Postgres opens the database, migrating schema with migrations (db.Open).
+func Postgres(schema string, migrations fs.FS) Option {
+	return func(w *wants) { w.schema, w.migrations = schema, migrations }
+}
+
+// Redis opens Redis.
+func Redis() Option { return func(w *wants) { w.redis = true } }
+
+// NATS connects to NATS (natsx.Connect).
+func NATS() Option { return func(w *wants) { w.nats = true } }
+
+// Open makes the connections the options ask for, whatever their order, as
+// name (an rpc.Service* name: it is also the NATS connection's and the rpc
+// servers' name): PostgreSQL, then Redis, then NATS, each with its readiness
+// check; Close undoes them in reverse. If one fails, those already made are
+// closed and the error returned.
+func Open(ctx context.Context, name string, log *zap.Logger, conn config.Connections, opts ...Option) (*App, error) {
+	var w wants
+	for _, o := range opts {
+		o(&w)
+	}
+	a := &App{name: name, log: log, Metrics: prometheus.NewRegistry()}
+	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := a.open(ctx, conn, w); err != nil {
+		a.closeConnections()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) open(ctx context.Context, conn config.Connections, w wants) error {
+	if w.migrations != nil {
+		gdb, err := db.Open(ctx, conn.DatabaseURL, w.schema, w.migrations, a.log)
+		if err != nil {
+			return err
+		}
+		a.DB = gdb
+		a.checks = append(a.checks, httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }})
+		a.closes = append([]step{{done: "postgres closed", stops: []func(context.Context) error{
+			func(context.Context) error { return db.Close(gdb) },
+		}}}, a.closes...)
+	}
+	if w.redis {
+		rdb, err := redisx.Open(ctx, conn.RedisURL)
+		if err != nil {
+			return err
+		}
+		a.Redis = rdb
+		a.checks = append(a.checks, httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+		a.closes = append([]step{{done: "redis closed", stops: []func(context.Context) error{
+			func(context.Context) error { return rdb.Close() },
+		}}}, a.closes...)
+	}
+	if w.nats {
+		nc, err := natsx.Connect(ctx, conn, a.name, a.log)
+		if err != nil {
+			return err
+		}
+		a.NATS = nc
+		a.checks = append(a.checks, httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }})
+		a.closes = append([]step{{done: "nats drained", stops: []func(context.Context) error{
+			func(ctx context.Context) error { return drain(ctx, nc) },
+		}}}, a.closes...)
+	}
+	return nil
+}
+
+// drain lets NATS flush what is buffered and hand over what was received,
+// then closes the connection; past ctx it closes it anyway.
+func drain(ctx context.Context, nc *nats.Conn) error {
+	closed := nc.StatusChanged(nats.CLOSED)
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return err
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return errors.New("drain not finished in time; closed")
+	}
+}
+
+// MountProbes serves /healthz, /readyz (every connection Open made) and
+// /metrics (Metrics) on e.
+func (a *App) MountProbes(e *echo.Echo) {
+	httpx.MountProbes(e, a.Metrics, a.checks...)
+}
+
+// RPCServer registers the service on NATS under prefix (rpc.NewServer); it
+// is stopped right after HTTP, waiting for its requests in flight.
+func (a *App) RPCServer(prefix, version string) (*rpc.Server, error) {
+	srv, err := rpc.NewServer(a.NATS, prefix, a.name, version, a.log)
+	if err != nil {
+		return nil, err
+	}
+	a.rpcs = append(a.rpcs, srv)
+	return srv, nil
+}
+
+// OnStop registers a consumer or worker to stop after the rpc servers and
+// before the connections close. Registrations stop the latest first; the
+// stops given together run at once (two consumers that must stop pulling
+// together), each with StepGrace.
+func (a *App) OnStop(what string, stops ...func(ctx context.Context) error) {
+	a.steps = append(a.steps, step{done: what + " stopped", stops: stops})
+}
+
+// Go runs a background worker until shutdown: its ctx ends at its step (see
+// OnStop), not at the signal, so it keeps working while HTTP and rpc
+// requests finish; the step waits for run to return.
+func (a *App) Go(what string, run func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	a.OnStop(what, func(stepCtx context.Context) error {
+		cancel()
+		select {
+		case <-done:
+			return nil
+		case <-stepCtx.Done():
+			return errors.New("still running")
+		}
+	})
+}
+
+// Serve serves e on addr until ctx ends (SIGINT or SIGTERM, see Main), then
+// shuts the service down in order (see App) and returns. A listener that
+// fails is returned as the error, after the same shutdown.
+func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string) error {
+	a.log.Info("serving", zap.String("addr", addr))
+	errc := make(chan error, 1)
+	go func() { errc <- httpx.Serve(ctx, e, addr) }()
+	var err error
+	select {
+	case err = <-errc:
+		err = fmt.Errorf("serve %s: %w", addr, err)
+		a.log.Info("stopping", zap.Error(err))
+	case <-ctx.Done():
+		a.log.Info("stopping", zap.String("reason", context.Cause(ctx).Error()))
+		start := time.Now()
+		if err = <-errc; err != nil {
+			err = fmt.Errorf("stop serving %s: %w", addr, err)
+			a.log.Warn("http server stopped", zap.Error(err), zap.Duration("took", time.Since(start)))
+		} else {
+			a.log.Info("http server stopped", zap.Duration("took", time.Since(start)))
+		}
+	}
+	a.Close()
+	return err
+}
+
+// Close shuts down everything after HTTP, in order, logging each step and
+// then "stopped". Serve calls it; run defers it for the paths that return
+// before Serve. Only the first call does anything.
+func (a *App) Close() {
+	a.once.Do(func() {
+		for _, srv := range a.rpcs {
+			a.run(step{done: "rpc server stopped", stops: []func(context.Context) error{
+				func(context.Context) error { return srv.Stop() },
+			}}, rpc.StopGrace+time.Second)
+		}
+		for i := len(a.steps) - 1; i >= 0; i-- {
+			a.run(a.steps[i], StepGrace)
+		}
+		a.closeConnections()
+		a.log.Info("stopped")
+	})
+}
+
+func (a *App) closeConnections() {
+	for _, s := range a.closes {
+		a.run(s, DrainGrace)
+	}
+	a.closes = nil
+}
+
+// run runs one step's stops at once, each bounded by grace, and logs the
+// step with what went wrong, if anything.
+func (a *App) run(s step, grace time.Duration) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	errs := make([]error, len(s.stops))
+	var wg sync.WaitGroup
+	for i, stop := range s.stops {
+		wg.Go(func() { errs[i] = stop(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		a.log.Warn(s.done, zap.Error(err), zap.Duration("took", time.Since(start)))
+		return
+	}
+	a.log.Info(s.done, zap.Duration("took", time.Since(start)))
+}

@@ -1,0 +1,224 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/parleyhq/parley/pkg/db"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
+
+var migrations = fstest.MapFS{"00001_init.sql": {Data: []byte("-- +goose Up\nCREATE TABLE lifecycle.t (id int);\n")}}
+
+// open starts an App with every connection, logging to an observer.
+func open(t *testing.T) (*service.App, *testenv.Env, *observer.ObservedLogs) {
+	t.Helper()
+	env := testenv.New(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	// Options in any order: the connections still open Postgres first.
+	app, err := service.Open(context.Background(), "lifecycle", zap.New(core), env.Connections(),
+		service.NATS(), service.Redis(), service.Postgres("lifecycle", migrations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(app.Close)
+	return app, env, logs
+}
+
+// connectionsUp checks that every connection of app still works.
+func connectionsUp(ctx context.Context, app *service.App) error {
+	return errors.Join(db.Ping(ctx, app.DB), app.Redis.Ping(ctx).Err(), app.NATS.FlushWithContext(ctx))
+}
+
+// messages are the lifecycle's log lines, without the migrations'.
+func messages(logs *observer.ObservedLogs) []string {
+	var out []string
+	for _, e := range logs.All() {
+		if e.Message != "migration applied" {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func rpcRequest(path string) *rpcv1.Request {
+	return &rpcv1.Request{Method: http.MethodGet, Path: path}
+}
+
+func logged(logs *observer.ObservedLogs, msg string) bool {
+	return logs.FilterMessage(msg).Len() > 0
+}
+
+// The shutdown stops HTTP, then waits for the rpc request in flight (which
+// is answered), then stops workers latest first while the connections still
+// work, then drains NATS, closes Redis and the database, and says stopped.
+func TestServeShutsDownInOrder(t *testing.T) {
+	t.Parallel()
+	app, env, logs := open(t)
+
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	api := echo.New()
+	api.GET("/slow", func(c echo.Context) error {
+		entered <- struct{}{}
+		<-release
+		// Answered with the database: it must still be open.
+		if err := db.Ping(c.Request().Context(), app.DB); err != nil {
+			return err
+		}
+		return c.String(http.StatusOK, "done")
+	})
+	srv, err := app.RPCServer(env.RPCPrefix, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Handle(rpc.EndpointAPI, api); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var seen []string // each worker's stop, with whether the connections still worked
+	record := func(what string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := connectionsUp(ctx, app); err != nil {
+			what += ": " + err.Error()
+		}
+		mu.Lock()
+		seen = append(seen, what)
+		mu.Unlock()
+	}
+	app.OnStop("consumer", func(context.Context) error { record("consumer"); return nil })
+	app.Go("worker", func(ctx context.Context) {
+		<-ctx.Done()
+		record("worker")
+	})
+
+	public := httpx.NewEcho(zap.NewNop())
+	app.MountProbes(public)
+	addr := ports.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(ctx, public, addr) }()
+	wait.For(t, 10*time.Second, "ready", func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	})
+
+	answer := make(chan error, 1)
+	go func() {
+		var body []byte
+		resp, err := rpc.NewClient(env.NATS(t), env.RPCPrefix).Do(context.Background(), "lifecycle", rpc.EndpointAPI, rpcRequest("/slow"))
+		if err == nil {
+			body = resp.GetBody()
+			if string(body) != "done" {
+				err = errors.New("answered " + string(body))
+			}
+		}
+		answer <- err
+	}()
+	<-entered
+	cancel()
+	wait.Until(t, 15*time.Second, "http stopped", func() bool { return logged(logs, "http server stopped") })
+	if logged(logs, "rpc server stopped") {
+		t.Fatal("the rpc server stopped with a request in flight")
+	}
+	close(release)
+	if err := <-answer; err != nil {
+		t.Fatalf("the request in flight at shutdown: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+
+	want := []string{"serving", "stopping", "http server stopped", "rpc server stopped", "worker stopped", "consumer stopped",
+		"nats drained", "redis closed", "postgres closed", "stopped"}
+	if got := messages(logs); !slices.Equal(got, want) {
+		t.Fatalf("shutdown logged\n%q\nwant\n%q", got, want)
+	}
+	if want := []string{"worker", "consumer"}; !slices.Equal(seen, want) {
+		t.Fatalf("workers stopped as %q, want %q with the connections up", seen, want)
+	}
+	if !app.NATS.IsClosed() {
+		t.Fatal("nats connection not closed")
+	}
+}
+
+// Close without Serve (start-up failed after Open) stops what was started
+// and closes the connections, once.
+func TestCloseWithoutServe(t *testing.T) {
+	t.Parallel()
+	app, _, logs := open(t)
+	stops := 0
+	app.OnStop("consumer", func(context.Context) error { stops++; return nil })
+	app.Close()
+	app.Close()
+	want := []string{"consumer stopped", "nats drained", "redis closed", "postgres closed", "stopped"}
+	if got := messages(logs); !slices.Equal(got, want) || stops != 1 {
+		t.Fatalf("close logged %q, stopped the consumer %d times; want %q once", got, stops, want)
+	}
+}
+
+// A listener that cannot start is Serve's error, after the same shutdown.
+func TestServeFailsWhenTheAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	app, _, logs := open(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = app.Serve(context.Background(), httpx.NewEcho(zap.NewNop()), l.Addr().String())
+	if err == nil {
+		t.Fatal("serve on a taken address returned nil")
+	}
+	if !logged(logs, "stopped") || !logged(logs, "postgres closed") {
+		t.Fatalf("no orderly shutdown after the failure: %q", messages(logs))
+	}
+}
+
+// The stops given in one registration run at once: here each waits for the
+// other.
+func TestStopsOfOneRegistrationRunTogether(t *testing.T) {
+	t.Parallel()
+	app, _, logs := open(t)
+	both := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	meet := func(context.Context) error {
+		arrived.Done()
+		<-both
+		return nil
+	}
+	app.OnStop("consumers", meet, meet)
+	go func() { arrived.Wait(); close(both) }()
+	app.Close()
+	if !logged(logs, "consumers stopped") {
+		t.Fatalf("logged %q", messages(logs))
+	}
+}
