@@ -9,17 +9,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/config"
-	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -40,9 +35,6 @@ import (
 var version = "1.0.0"
 
 const (
-	// shutdownGrace bounds the wait for delivery attempts under way at
-	// shutdown (each is bounded by WEBHOOK_ATTEMPT_TIMEOUT anyway).
-	shutdownGrace = 15 * time.Second
 	// ackMargin is added to the longest round of attempts to give the
 	// consumer's ack wait.
 	ackMargin = 30 * time.Second
@@ -85,17 +77,14 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	gdb, err := db.Open(ctx, cfg.DatabaseURL, adapters.Schema, migrations.FS, log)
+	// No Redis: nothing the dispatcher keeps lives there.
+	svc, err := service.Open(ctx, rpc.ServiceDispatcher, log, cfg.Connections,
+		service.Postgres(adapters.Schema, migrations.FS), service.NATS())
 	if err != nil {
 		return err
 	}
-	defer db.Close(gdb)
-	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceDispatcher, log)
-	if err != nil {
-		return err
-	}
-	defer drain(nc, log)
-	js, err := jetstream.New(nc)
+	defer svc.Close()
+	js, err := jetstream.New(svc.NATS)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -108,9 +97,6 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
 	// adapters -> app -> ports
 	policy := app.Config{
 		AllowPrivateTargets: cfg.AllowPrivateTargets,
@@ -120,8 +106,8 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		Retention:           cfg.DeliveryRetention,
 	}
 	uc := app.New(policy, app.Deps{
-		Webhooks:   adapters.NewWebhookStore(gdb),
-		Deliveries: adapters.NewDeliveryStore(gdb),
+		Webhooks:   adapters.NewWebhookStore(svc.DB),
+		Deliveries: adapters.NewDeliveryStore(svc.DB),
 		Sender: webhookhttp.New(webhookhttp.Options{
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			UserAgent:           "Parley-Webhooks/" + version,
@@ -130,35 +116,30 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 			IdleConnsPerHost:    cfg.Concurrency + cfg.ReplayConcurrency,
 		}),
 		Resolver: resolver,
-		Observer: metrics.New(reg),
+		Observer: metrics.New(svc.Metrics),
 		Log:      log,
 		Clock:    clock,
 	})
 	replays := app.NewReplays(uc, app.DefaultReplayConfig,
-		replaystream.NewSource(js, eventsStream), replaystream.NewQueue(js, replayStream), adapters.NewReplayStore(gdb))
-	sampler := metrics.NewSampler(reg, map[string]metrics.LagFunc{
+		replaystream.NewSource(js, eventsStream), replaystream.NewQueue(js, replayStream), adapters.NewReplayStore(svc.DB))
+	sampler := metrics.NewSampler(svc.Metrics, map[string]metrics.LagFunc{
 		"events": events.Lag(js, eventsStream, cfg.Consumer),
 		"replay": events.Lag(js, replayStream, cfg.Consumer),
-	}, adapters.NewWebhookStore(gdb).CountPaused, log)
+	}, adapters.NewWebhookStore(svc.DB).CountPaused, log)
 
 	public := httpx.NewEcho(log)
-	httpx.MountProbes(public, reg,
-		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
-		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
-	)
+	svc.MountProbes(public)
 
-	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceDispatcher, version, log)
+	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
 	if err != nil {
 		return err
 	}
 	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log)); err != nil {
-		_ = srv.Stop()
 		return fmt.Errorf("serve rpc api: %w", err)
 	}
 	admin := porthttp.NewAdmin(uc, log)
 	porthttp.MountReplays(admin, replays)
 	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
-		_ = srv.Stop()
 		return fmt.Errorf("serve rpc admin: %w", err)
 	}
 
@@ -172,7 +153,6 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		Fresh: ackMargin,
 	}, uc, log)
 	if err != nil {
-		_ = srv.Stop()
 		return err
 	}
 
@@ -185,45 +165,17 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		AckWait:     policy.Schedule() + ackMargin,
 	}, events.HandlerFunc(replays.ReplayEvent), log)
 	if err != nil {
-		consumer.Stop(shutdownGrace)
-		_ = srv.Stop()
+		svc.OnStop("event consumer", consumer.Stop)
 		return err
 	}
+	// Both consumers stop pulling at once, and their deliveries under
+	// way finish together: a delivery waiting between attempts hands its
+	// event back at once, an attempt in flight finishes and is stored.
+	svc.OnStop("event consumers", consumer.Stop, replayConsumer.Stop)
 
-	jobs, stopJobs := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { uc.RunRetention(jobs, retentionEvery) })
-	wg.Go(func() { sampler.Run(jobs, cfg.MetricsInterval) })
+	svc.Go("delivery log retention", func(ctx context.Context) { uc.RunRetention(ctx, retentionEvery) })
+	svc.Go("metrics sampler", func(ctx context.Context) { sampler.Run(ctx, cfg.MetricsInterval) })
 
-	log.Info("serving", zap.String("addr", cfg.Addr), zap.String("consumer", cfg.Consumer))
-	serveErr := httpx.Serve(ctx, public, cfg.Addr)
-
-	// Shut down in order: requests, consumer (deliveries under way
-	// finish), background jobs; NATS drains and the database closes in
-	// the deferred calls.
-	if err := srv.Stop(); err != nil {
-		log.Warn("stop rpc server", zap.Error(err))
-	}
-	var consumers sync.WaitGroup
-	consumers.Go(func() { consumer.Stop(shutdownGrace) })
-	consumers.Go(func() { replayConsumer.Stop(shutdownGrace) })
-	consumers.Wait()
-	stopJobs()
-	wg.Wait()
-	log.Info("stopped cleanly")
-	return serveErr
-}
-
-// drain lets NATS deliver what is in flight, then closes the connection.
-func drain(nc *nats.Conn, log *zap.Logger) {
-	if err := nc.Drain(); err != nil {
-		log.Warn("drain nats", zap.Error(err))
-		nc.Close()
-		return
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !nc.IsClosed() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	nc.Close()
+	log.Info("consuming", zap.String("consumer", cfg.Consumer))
+	return svc.Serve(ctx, public, cfg.Addr)
 }

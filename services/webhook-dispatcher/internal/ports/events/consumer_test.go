@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,24 +13,24 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
 // fakeMsg is a JetStream message as a pull consumer hands it out; it
-// counts what the consumer does with it.
+// counts the extensions of its ack deadline.
 type fakeMsg struct {
-	jetstream.Msg // methods the consumer must not call panic
+	jetstream.Msg // methods the handler must not call panic
 	subject       string
 	data          []byte
 	md            jetstream.MsgMetadata
 	inProgress    int
-	acked         bool
 }
 
 func (m *fakeMsg) Subject() string                           { return m.subject }
 func (m *fakeMsg) Data() []byte                              { return m.data }
 func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) { return &m.md, nil }
 func (m *fakeMsg) InProgress() error                         { m.inProgress++; return nil }
-func (m *fakeMsg) Ack() error                                { m.acked = true; return nil }
 
 // The ack deadline is extended before every attempt, except the first
 // attempt of a message handed out for the first time soon after it was
@@ -67,11 +69,44 @@ func TestKeepAliveSparesOnlyFreshFirstDeliveries(t *testing.T) {
 				}
 				return nil
 			})
-			c := newConsumer("p.events", 1, attempts, zap.NewNop())
-			c.fresh = tt.fresh
-			c.handle(msg)
-			if msg.inProgress != tt.want || !msg.acked {
-				t.Errorf("%d extensions (acked %v), want %d", msg.inProgress, msg.acked, tt.want)
+			err = newEvents("p.events", tt.fresh, attempts, zap.NewNop()).handle(context.Background(), msg)
+			if msg.inProgress != tt.want || err != nil {
+				t.Errorf("%d extensions (error %v), want %d", msg.inProgress, err, tt.want)
+			}
+		})
+	}
+}
+
+// A malformed event is permanent (terminated, never retried); a failure to
+// settle a good one is not (nak'ed, redelivered later).
+func TestOutcomesAreSortedForTheConsumer(t *testing.T) {
+	t.Parallel()
+	ws := uuid.NewString()
+	good, err := proto.Marshal(&eventsv1.Event{Id: uuid.NewString(), Type: "message.received", WorkspaceId: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "p.events." + ws + ".message.received"
+	tests := []struct {
+		name          string
+		subject       string
+		data          []byte
+		deliver       error
+		wantPermanent bool
+	}{
+		{"not an event", subject, []byte("\xff\xff"), nil, true},
+		{"subject names another workspace", "p.events." + uuid.NewString() + ".message.received", good, nil, true},
+		{"refused by the delivery", subject, good, fmt.Errorf("render: %w", delivery.ErrMalformedEvent), true},
+		{"storage down", subject, good, errors.New("connection refused"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			deliver := HandlerFunc(func(context.Context, *eventsv1.Event, func()) error { return tt.deliver })
+			msg := &fakeMsg{subject: tt.subject, data: tt.data, md: jetstream.MsgMetadata{NumDelivered: 1}}
+			err := newEvents("p.events", 0, deliver, zap.NewNop()).handle(context.Background(), msg)
+			if err == nil || natsx.IsPermanent(err) != tt.wantPermanent {
+				t.Fatalf("handle = %v (permanent %v), want an error, permanent %v", err, natsx.IsPermanent(err), tt.wantPermanent)
 			}
 		})
 	}

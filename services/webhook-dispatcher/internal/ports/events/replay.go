@@ -25,7 +25,7 @@ func (f HandlerFunc) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepA
 // exactly as Start consumes the events: h is the replay use case, a
 // request is acked once its outcome is stored, and anything transient
 // (a delivery under way elsewhere included) comes back after a delay.
-func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, log *zap.Logger) (*Consumer, error) {
+func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, log *zap.Logger) (*natsx.Consumer, error) {
 	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream.Name, jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		Description:   "webhook dispatcher: delivers replayed events to webhooks",
@@ -39,7 +39,8 @@ func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Hand
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
 	}
-	return consume(cons, cfg.Durable, cfg.Stream.SubjectPrefix, cfg.Concurrency, h, log.With(zap.String("queue", "replay")))
+	log = log.With(zap.String("queue", "replay"))
+	return natsx.Consume(cons, cfg.Concurrency, newEvents(cfg.Stream.SubjectPrefix, 0, h, log).handle, log)
 }
 
 // Lag reads a durable consumer's backlog: messages not yet handed out
