@@ -11,15 +11,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/config"
-	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -44,65 +39,31 @@ func run(ctx context.Context, log *zap.Logger) error {
 	}
 	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
 
-	gdb, err := db.Open(ctx, cfg.DatabaseURL, adapters.Schema, migrations.FS, log)
+	svc, err := service.Open(ctx, rpc.ServiceGateway, log, cfg.Connections,
+		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}
-	defer db.Close(gdb)
-	rdb, err := redisx.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceGateway, log)
-	if err != nil {
-		return err
-	}
-	defer nc.Drain()
+	defer svc.Close()
 
 	// adapters -> app -> ports
-	client := rpc.NewClient(nc, cfg.RPCSubjectPrefix)
-	accounts := app.New(adapters.NewWorkspaceStore(gdb), adapters.NewKeyStore(gdb), adapters.NewMessagingChannels(client), cfg.RatePerMinute)
-	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
+	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
+	accounts := app.New(adapters.NewWorkspaceStore(svc.DB), adapters.NewKeyStore(svc.DB), adapters.NewMessagingChannels(client), cfg.RatePerMinute)
+	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	public := httpx.NewEcho(log)
-	httpx.MountProbes(public, reg,
-		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
-		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
-	)
-	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log,
+	svc.MountProbes(public)
+	httpport.NewPublic(accounts, limiter, client, svc.NATS.MaxPayload(), httpport.NewMetrics(svc.Metrics), log,
 		httpport.WithAuthFailuresPerMinute(cfg.AuthFailuresPerMinute), httpport.WithProxies(cfg.Proxies())).Mount(public)
 
 	admin := httpx.NewEcho(log)
 	httpport.NewAdmin(accounts).Mount(admin)
-	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceGateway, version, log)
+	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
 	if err != nil {
 		return err
 	}
-	defer stopRPC(srv, log)
 	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
 		return fmt.Errorf("serve admin endpoint: %w", err)
 	}
-
-	log.Info("listening", zap.String("addr", cfg.Addr))
-	// Serve returns once ctx is done and the HTTP requests in flight have
-	// finished; the deferred closes then run in reverse: rpc server, NATS,
-	// Redis, Postgres.
-	return serve(ctx, public, cfg.Addr)
-}
-
-func serve(ctx context.Context, e *echo.Echo, addr string) error {
-	if err := httpx.Serve(ctx, e, addr); err != nil {
-		return fmt.Errorf("serve %s: %w", addr, err)
-	}
-	return nil
-}
-
-func stopRPC(srv *rpc.Server, log *zap.Logger) {
-	if err := srv.Stop(); err != nil {
-		log.Warn("stop rpc server", zap.Error(err))
-	}
+	return svc.Serve(ctx, public, cfg.Addr)
 }

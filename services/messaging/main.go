@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -14,14 +13,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/dailycap"
-	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
@@ -54,78 +51,45 @@ func run(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.Any("config", config.Masked(cfg)))
+	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
 
-	gdb, err := db.Open(ctx, cfg.DatabaseURL, schema, migrations.FS, log)
+	svc, err := service.Open(ctx, rpc.ServiceMessaging, log, cfg.Connections,
+		service.Postgres(schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}
-	defer db.Close(gdb)
+	defer svc.Close()
 
-	rdb, err := redisx.Open(ctx, cfg.RedisURL)
+	w, err := build(ctx, cfg, svc.DB, svc.Redis, svc.NATS, log, svc.Metrics)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-
-	nc, err := natsx.Connect(ctx, cfg.Connections, rpc.ServiceMessaging, log)
+	svc.MountProbes(w.public)
+	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
 	if err != nil {
 		return err
 	}
-	defer nc.Drain()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	svc, err := build(ctx, cfg, gdb, rdb, nc, log, reg)
-	if err != nil {
+	if err := srv.Handle(rpc.EndpointAPI, w.api); err != nil {
 		return err
 	}
-
-	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceMessaging, version, log)
-	if err != nil {
+	if err := srv.Handle(rpc.EndpointAdmin, w.admin); err != nil {
 		return err
 	}
-	if err := srv.Handle(rpc.EndpointAPI, svc.api); err != nil {
-		return err
-	}
-	if err := srv.Handle(rpc.EndpointAdmin, svc.admin); err != nil {
-		return err
-	}
-
-	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-	relayDone := make(chan struct{})
-	go func() {
-		defer close(relayDone)
-		svc.relay.Run(relayCtx)
-	}()
+	// The relay keeps publishing while the requests in flight finish, and
+	// stops after them with its current event done.
+	svc.Go("outbox relay", w.relay.Run)
 
 	// Widget streams never end by themselves: close them as shutdown
 	// begins, so the HTTP server's graceful stop does not wait on them.
-	stopStreams := context.AfterFunc(ctx, svc.webchat.Close)
+	stopStreams := context.AfterFunc(ctx, w.webchat.Close)
 	defer stopStreams()
-	log.Info("serving", zap.String("addr", cfg.Addr))
-	serveErr := httpx.Serve(ctx, svc.public, cfg.Addr)
-
-	// Shut down in order: HTTP is closed; then the rpc endpoints, then the
-	// relay (its current event finishes); NATS, Redis and the database close in
-	// the deferred calls.
-	if err := srv.Stop(); err != nil {
-		log.Warn("stop rpc server", zap.Error(err))
-	}
-	stopRelay()
-	<-relayDone
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", cfg.Addr, serveErr)
-	}
-	log.Info("stopped")
-	return nil
+	return svc.Serve(ctx, w.public, cfg.Addr)
 }
 
 // wired is the messaging service put together: its three HTTP surfaces and the
 // outbox relay.
 type wired struct {
-	public *echo.Echo // platform ingress and probes, on MESSAGING_ADDR
+	public *echo.Echo // platform ingress, on MESSAGING_ADDR (run adds the probes)
 	api    *echo.Echo // rpc endpoint "api": the public /v1 routes
 	admin  *echo.Echo // rpc endpoint "admin": parleyctl
 	relay  *app.Relay
@@ -215,11 +179,6 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 		}}, log)
 
 	public := httpx.NewEcho(log)
-	httpx.MountProbes(public, reg,
-		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
-		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
-	)
 	handlers.RegisterPublic(public)
 	api := httpx.NewEcho(log)
 	handlers.RegisterAPI(api)
