@@ -1,0 +1,69 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	pkgconfig "github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/services/messaging/internal/config"
+)
+
+// webchatVariables are the widget's bounds this test sets.
+var webchatVariables = []string{
+	"WEBCHAT_MESSAGES_PER_MINUTE", "WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE", "WEBCHAT_SESSIONS_PER_MINUTE",
+	"WEBCHAT_TOKEN_TTL", "WEBCHAT_STREAMS_PER_VISITOR", "WEBCHAT_STREAMS_PER_ADDRESS",
+	"WEBCHAT_STREAMS_PER_CHANNEL", "WEBCHAT_STREAM_LEASE", "TRUSTED_PROXIES",
+}
+
+// TestWebchatBounds: every widget bound has its documented default and
+// refuses a value that would switch it off. Not parallel: it sets process
+// environment variables (an empty one counts as unset).
+func TestWebchatBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr bool
+	}{
+		{name: "defaults"},
+		{name: "no sessions", env: map[string]string{"WEBCHAT_SESSIONS_PER_MINUTE": "0"}, wantErr: true},
+		{name: "no messages per address", env: map[string]string{"WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE": "0"}, wantErr: true},
+		{name: "no streams per address", env: map[string]string{"WEBCHAT_STREAMS_PER_ADDRESS": "0"}, wantErr: true},
+		{name: "no streams per channel", env: map[string]string{"WEBCHAT_STREAMS_PER_CHANNEL": "-1"}, wantErr: true},
+		{name: "lease under a second", env: map[string]string{"WEBCHAT_STREAM_LEASE": "500ms"}, wantErr: true},
+		{name: "tokens that never live", env: map[string]string{"WEBCHAT_TOKEN_TTL": "0s"}, wantErr: true},
+		{name: "a proxy that is no address", env: map[string]string{"TRUSTED_PROXIES": "lb.internal"}, wantErr: true},
+		{name: "proxies", env: map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.7"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range webchatVariables {
+				t.Setenv(k, "")
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := pkgconfig.Load[config.Config]()
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("loaded %+v, want an error", cfg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.name != "defaults" {
+				return
+			}
+			got := []any{cfg.WebchatMessagesPerMinute, cfg.WebchatAddressMessagesPerMinute, cfg.WebchatSessionsPerMinute,
+				cfg.WebchatTokenTTL, cfg.WebchatStreamsPerVisitor, cfg.WebchatStreamsPerAddress, cfg.WebchatStreamsPerChannel,
+				cfg.WebchatStreamLease, cfg.WebchatMaxStreams, len(cfg.Proxies())}
+			want := []any{30, 120, 20, 168 * time.Hour, 5, 50, 2000, 30 * time.Second, 10000, 0}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("default %d = %v, want %v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
