@@ -103,8 +103,20 @@ type Validator interface {
 
 // Load reads T from the environment and validates it.
 func Load[T any]() (T, error) {
+	return LoadFrom[T](nil)
+}
+
+// LoadFrom is Load reading the variables from environ instead of the
+// process's environment (nil: the process's), so that tests of a service's
+// settings run in parallel without touching it. Unset and empty variables
+// take their defaults.
+func LoadFrom[T any](environ map[string]string) (T, error) {
 	var cfg T
-	if err := env.Parse(&cfg); err != nil {
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(&cfg, opts); err != nil {
 		return cfg, fmt.Errorf("read config: %w", nameVariables(err, reflect.TypeOf(cfg)))
 	}
 	if v, ok := any(&cfg).(Validator); ok {

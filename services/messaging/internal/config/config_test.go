@@ -8,23 +8,16 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/config"
 )
 
-// webchatVariables are the widget's bounds this test sets.
-var webchatVariables = []string{
-	"WEBCHAT_MESSAGES_PER_MINUTE", "WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE", "WEBCHAT_SESSIONS_PER_MINUTE",
-	"WEBCHAT_TOKEN_TTL", "WEBCHAT_STREAMS_PER_VISITOR", "WEBCHAT_STREAMS_PER_ADDRESS",
-	"WEBCHAT_STREAMS_PER_CHANNEL", "WEBCHAT_STREAM_LEASE", "TRUSTED_PROXIES",
-}
-
 // TestWebchatBounds: every widget bound has its documented default and
-// refuses a value that would switch it off. Not parallel: it sets process
-// environment variables (an empty one counts as unset).
+// refuses a value that would switch it off.
 func TestWebchatBounds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		env     map[string]string
 		wantErr bool
 	}{
-		{name: "defaults"},
+		{name: "defaults", env: map[string]string{}},
 		{name: "no sessions", env: map[string]string{"WEBCHAT_SESSIONS_PER_MINUTE": "0"}, wantErr: true},
 		{name: "no messages per address", env: map[string]string{"WEBCHAT_ADDRESS_MESSAGES_PER_MINUTE": "0"}, wantErr: true},
 		{name: "no streams per address", env: map[string]string{"WEBCHAT_STREAMS_PER_ADDRESS": "0"}, wantErr: true},
@@ -36,13 +29,8 @@ func TestWebchatBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range webchatVariables {
-				t.Setenv(k, "")
-			}
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			cfg, err := pkgconfig.Load[config.Config]()
+			t.Parallel()
+			cfg, err := pkgconfig.LoadFrom[config.Config](tt.env)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("loaded %+v, want an error", cfg)
