@@ -2,8 +2,11 @@ package httpx_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/httpx"
 )
@@ -68,5 +71,17 @@ func TestLimitKeyGroupsIPv6By64(t *testing.T) {
 	}
 	if got := httpx.LimitKey(netip.Addr{}); got != "unknown" {
 		t.Errorf("LimitKey(zero) = %s", got)
+	}
+}
+
+func TestEchoRealIPIsThePeer(t *testing.T) {
+	t.Parallel()
+	e := httpx.NewEcho(zap.NewNop())
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "203.0.113.5:4000"
+	r.Header.Set("X-Forwarded-For", "1.2.3.4")
+	r.Header.Set("X-Real-IP", "5.6.7.8")
+	if got := e.NewContext(r, httptest.NewRecorder()).RealIP(); got != "203.0.113.5" {
+		t.Fatalf("RealIP = %s, want the peer", got)
 	}
 }

@@ -24,6 +24,9 @@ func NewEcho(log *zap.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	// c.RealIP() would otherwise believe X-Forwarded-For from anyone. The
+	// client's address, for limits, is Proxies.ClientAddr (TRUSTED_PROXIES).
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = errs.EchoHandler(log)
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
