@@ -79,7 +79,7 @@ func FromEcho(err error) *Error {
 		case http.StatusMethodNotAllowed:
 			return New(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route")
 		case http.StatusRequestEntityTooLarge:
-			return New(http.StatusRequestEntityTooLarge, CodeRequestTooLarge, "request body too large")
+			return New(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "request body too large")
 		case http.StatusUnsupportedMediaType:
 			return New(http.StatusUnsupportedMediaType, CodeInvalidRequest, "request body must be JSON")
 		case http.StatusBadRequest:

@@ -85,7 +85,7 @@ const (
 	CodeRateLimited        = "rate_limited"
 	CodeInternal           = "internal_error"
 	CodeMethodNotAllowed   = "method_not_allowed"
-	CodeRequestTooLarge    = "payload_too_large"
+	CodePayloadTooLarge    = "payload_too_large"
 	CodeServiceUnavailable = "service_unavailable"
 	CodePlatformError      = "platform_error"
 )

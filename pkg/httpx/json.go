@@ -36,7 +36,7 @@ func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 
 // TooLarge is 413 payload_too_large for a body over limit bytes.
 func TooLarge(limit int64) *errs.Error {
-	return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodeRequestTooLarge, "request body too large: at most %d bytes", limit)
+	return errs.Newf(http.StatusRequestEntityTooLarge, errs.CodePayloadTooLarge, "request body too large: at most %d bytes", limit)
 }
 
 // DecodeJSON decodes one JSON value from r, at most MaxBodyBytes, into v.
