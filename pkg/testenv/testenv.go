@@ -47,9 +47,14 @@ type Env struct {
 }
 
 // New creates the test's database, prefix and names, and registers their
-// removal with t.Cleanup.
-func New(t testing.TB) *Env {
+// removal with t.Cleanup. The database is empty, or with Migrated a clone
+// of a migrated template.
+func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	id := "t" + randomHex(6)
 	e := &Env{
 		ID:          id,
@@ -60,7 +65,7 @@ func New(t testing.TB) *Env {
 		RPCPrefix:   id + ".rpc",
 	}
 	base := getenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/parley?sslmode=disable")
-	e.DatabaseURL = createDatabase(t, base, "parley_"+id)
+	e.DatabaseURL = createDatabase(t, base, "parley_"+id, o.schemas)
 	t.Cleanup(func() { e.cleanRedis(t); e.cleanNATS(t) })
 	return e
 }
@@ -143,7 +148,7 @@ func (e *Env) JetStream(t testing.TB) jetstream.JetStream {
 	return js
 }
 
-func createDatabase(t testing.TB, base, name string) string {
+func createDatabase(t testing.TB, base, name string, schemas []schemaSet) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -158,7 +163,17 @@ func createDatabase(t testing.TB, base, name string) string {
 		t.Fatalf("testenv: reach postgres at %s: %v (start it with scripts/deps.sh)", admin.Host, err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+	create := `CREATE DATABASE "` + name + `"`
+	if len(schemas) > 0 {
+		tpl, err := ensureTemplate(ctx, &admin, schemas)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		create += ` TEMPLATE "` + tpl + `"`
+	}
+	// A template accepts no connections, so none can be in the way of the
+	// copy; should one be (a template altered by hand), the copy waits.
+	if err := retryInUse(ctx, func() error { _, err := conn.Exec(ctx, create); return err }); err != nil {
 		t.Fatalf("testenv: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
