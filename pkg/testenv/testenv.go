@@ -5,6 +5,11 @@
 //
 // The servers are found through DATABASE_URL, REDIS_URL and NATS_URL (the
 // defaults of ARCHITECTURE.md §6); scripts/deps.sh starts them when stopped.
+//
+// Its packages are the rest of the one test kit every module uses: wait
+// (poll until), ports (free loopback ports), receiver (a developer's
+// webhook endpoint and the signature check), telegramfake and metafake
+// (the platforms' APIs, speaking their real JSON).
 package testenv
 
 import (
