@@ -17,6 +17,10 @@ import (
 
 const platformTelegram = string(channel.KindTelegram)
 
+// maxTelegramBody bounds an Update; Telegram's are a few KiB (a message of
+// 4096 characters with its entities), so this is only a backstop.
+const maxTelegramBody = 1 << 20
+
 // telegramIngress takes one Update that Telegram posts to the bot's webhook
 // (setWebhook url=.../ingress/telegram/<channel_id>, secret_token=<secret>).
 // Every update it accepts gets 200, handled or not: Telegram redelivers
@@ -38,7 +42,7 @@ func (h *Handlers) telegramIngress(c echo.Context) error {
 		return errs.Unauthorized(telegram.SecretHeader + " is missing or does not match the channel's secret")
 	}
 	var u telegram.Update
-	if err := httpx.BindJSON(c, &u); err != nil {
+	if err := httpx.DecodeJSONWithin(c.Request().Body, maxTelegramBody, &u); err != nil {
 		h.metrics.Ingress(platformTelegram, app.IngressInvalid)
 		return err
 	}
