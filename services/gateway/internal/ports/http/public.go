@@ -119,7 +119,9 @@ func workspaceOf(c echo.Context) account.Workspace {
 // is refused (429 rate_limited, Retry-After) before its key is looked up,
 // valid or not, until the minute ends. Only failures count: a client with
 // a good key is never slowed by this. The 401s themselves are unchanged by
-// the count, so they tell a prober nothing about it.
+// the count, so they tell a prober nothing about it. Failures are counted
+// once they happen, so requests already in flight may pass the bound by
+// their number: it bounds the rate of lookups, not an exact count.
 func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
