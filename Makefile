@@ -18,8 +18,9 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout 15m
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: build ## bring the whole suite up on this machine with a demo workspace (Ctrl-C stops it)
-	@scripts/run.sh
+run: build ## bring the whole suite up on this machine with a demo workspace, on 127.0.0.1 (Ctrl-C stops it)
+	@# exec: run.sh is make's own child, so the SIGTERM make hands on reaches it.
+	@exec scripts/run.sh
 
 test: deps ## every module's unit, integration and end-to-end tests, against real PostgreSQL, Redis and NATS
 	@# Every module runs even when one fails; the failures are named at the end.

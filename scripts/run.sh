@@ -2,54 +2,133 @@
 # `make run`: the whole suite on this machine. Makes sure PostgreSQL, Redis and
 # NATS are up, runs the services (each applies its own migrations at start)
 # with prefixed logs, seeds the demo workspace, prints how to reach it, and
-# stops everything on Ctrl-C. Expects `make build` to have filled bin/.
+# stops everything on Ctrl-C, SIGTERM, or a signal to `make` itself. Expects
+# `make build` to have filled bin/ (or PARLEY_BIN, another directory of the
+# same binaries).
+#
+# Stopping: each service gets one SIGTERM and is waited for while it shuts
+# down in order (pkg/service); its log prefixer outlives it and ends when the
+# service's output does, so its last lines, "stopped" included, are shown;
+# nothing is left running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+BIN=${PARLEY_BIN:-bin}
 SERVICES=(gateway messaging webhook-dispatcher)
 declare -A PORTS=([gateway]=8080 [messaging]=8081 [webhook-dispatcher]=8082)
 
 # Local development defaults; anything already in the environment wins.
+# Loopback only: this setup has a published demo API key and lets webhooks
+# reach private addresses. Set an *_ADDR (":8080") to expose a service on
+# purpose.
 export LOG_FORMAT=${LOG_FORMAT:-console}
 export WEBHOOK_ALLOW_PRIVATE_TARGETS=${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true}
-export GATEWAY_ADDR=${GATEWAY_ADDR:-:${PORTS[gateway]}}
-export MESSAGING_ADDR=${MESSAGING_ADDR:-:${PORTS[messaging]}}
-export DISPATCHER_ADDR=${DISPATCHER_ADDR:-:${PORTS[webhook-dispatcher]}}
+export GATEWAY_ADDR=${GATEWAY_ADDR:-127.0.0.1:${PORTS[gateway]}}
+export MESSAGING_ADDR=${MESSAGING_ADDR:-127.0.0.1:${PORTS[messaging]}}
+export DISPATCHER_ADDR=${DISPATCHER_ADDR:-127.0.0.1:${PORTS[webhook-dispatcher]}}
+declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR)
+
+for s in "${SERVICES[@]}" parleyctl telegram-sandbox; do
+  [ -x "$BIN/$s" ] || { echo "$BIN/$s is missing: run make build" >&2; exit 1; }
+done
 
 scripts/deps.sh
 
-pids=()
-# Without a real bot (DEMO_TELEGRAM_TOKEN and TELEGRAM_API_BASE unset), the
-# Telegram sandbox plays the Bot API and prints what the bot would send.
-if [ -z "${TELEGRAM_API_BASE:-}" ] && [ -z "${DEMO_TELEGRAM_TOKEN:-}" ]; then
-  export TELEGRAM_SANDBOX_ADDR=${TELEGRAM_SANDBOX_ADDR:-127.0.0.1:8089}
-  export TELEGRAM_API_BASE="http://$TELEGRAM_SANDBOX_ADDR"
-  bin/telegram-sandbox > >(sed -u "s/^/[telegram] /") 2>&1 &
+logs=$(mktemp -d)
+pids=()      # what stop signals: the services and the Telegram sandbox
+prefixers=() # their log prefixers
+watcher=     # see watch_make
+
+# start NAME COMMAND...: runs COMMAND in the background, its output prefixed
+# with "[NAME] " through a FIFO. The prefixer ignores INT, TERM and PIPE, so
+# the terminal's Ctrl-C (sent to the whole process group) cannot end it
+# before its process has finished shutting down; it ends at end of input,
+# once its process has exited.
+start() {
+  local name=$1
+  shift
+  mkfifo "$logs/$name"
+  (trap '' INT TERM PIPE; exec sed -u "s/^/[$name] /" <"$logs/$name") &
+  prefixers+=($!)
+  "$@" >"$logs/$name" 2>&1 &
   pids+=($!)
-fi
+}
+
+stopping=
 stop() {
-  trap - INT TERM EXIT
+  [ -z "$stopping" ] || return 0
+  stopping=1
+  # The stop runs to its end whatever else arrives.
+  trap '' INT TERM HUP
   echo
-  echo "stopping services..."
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  echo "stopping..."
+  [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+  if [ ${#pids[@]} -gt 0 ]; then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    wait "${pids[@]}" 2>/dev/null || true
+    wait "${prefixers[@]}" 2>/dev/null || true
+  fi
+  rm -rf "$logs"
   echo "stopped"
 }
-trap stop INT TERM EXIT
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
+trap 'stop; exit 129' HUP
+trap stop EXIT
+
+# catches_int PID: whether PID has a SIGINT handler installed (Linux; bash
+# builtins only, so the watcher below runs no child process).
+catches_int() {
+  local key mask
+  [ -r "/proc/$1/status" ] || return 1
+  while read -r key mask; do
+    if [ "$key" = SigCgt: ]; then
+      (((16#$mask >> 1) & 1))
+      return
+    fi
+  done <"/proc/$1/status"
+  return 1
+}
+
+# watch_make: GNU make hands a SIGTERM on to its recipe, but on SIGINT it only
+# waits for the recipe, trusting the terminal to have signalled the whole
+# group; a SIGINT sent to make alone (kill -INT) would stop nothing. It shows
+# as make dropping its SIGINT handler, which this watches for.
+watch_make() {
+  local parent=$PPID
+  local comm=
+  read -r comm <"/proc/$parent/comm" 2>/dev/null || true
+  [ "$comm" = make ] && catches_int "$parent" || return 0
+  mkfifo "$logs/.watch"
+  (
+    # read -t on a FIFO no one writes is a sleep without a child process,
+    # so killing the watcher leaves nothing behind.
+    exec 3<>"$logs/.watch"
+    while kill -0 $$ 2>/dev/null; do
+      catches_int "$parent" || { kill -INT $$; exit; }
+      read -r -t 0.5 -u 3 || true
+    done
+  ) &
+  watcher=$!
+}
+watch_make
 
 port_of() { # addr -> port
   echo "${1##*:}"
 }
 
+# Without a real bot (DEMO_TELEGRAM_TOKEN and TELEGRAM_API_BASE unset), the
+# Telegram sandbox plays the Bot API and prints what the bot would send.
+if [ -z "${TELEGRAM_API_BASE:-}" ] && [ -z "${DEMO_TELEGRAM_TOKEN:-}" ]; then
+  export TELEGRAM_SANDBOX_ADDR=${TELEGRAM_SANDBOX_ADDR:-127.0.0.1:8089}
+  export TELEGRAM_API_BASE="http://$TELEGRAM_SANDBOX_ADDR"
+  start telegram "$BIN/telegram-sandbox"
+fi
+
 for s in "${SERVICES[@]}"; do
-  [ -x "bin/$s" ] || { echo "bin/$s is missing: run make build" >&2; exit 1; }
-  # Each service's output is prefixed with its name; $! is the service
-  # itself, so the trap above signals it directly and sed ends with it.
-  "bin/$s" > >(sed -u "s/^/[$s] /") 2>&1 &
-  pids+=($!)
+  start "$s" "$BIN/$s"
 done
 
-declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR)
 for s in "${SERVICES[@]}"; do
   port=$(port_of "${ADDRS[$s]}")
   ready=
@@ -60,7 +139,7 @@ for s in "${SERVICES[@]}"; do
   [ -n "$ready" ] || { echo "$s did not become ready on port $port (see its log above)" >&2; exit 1; }
 done
 
-demo=$(bin/parleyctl demo)
+demo=$("$BIN/parleyctl" demo)
 gateway_url=$(sed -n 's/.*"gateway_url": "\(.*\)".*/\1/p' <<<"$demo")
 api_key=$(sed -n 's/.*"api_key": "\(.*\)".*/\1/p' <<<"$demo")
 ingress=$(sed -n 's/.*"url": "\(.*\/ingress\/telegram\/.*\)".*/\1/p' <<<"$demo")
@@ -83,11 +162,9 @@ cat <<MSG
 
 MSG
 
-# Ctrl-C reaches the services too (one process group), so a service that
-# ends with 0 or by SIGINT/SIGTERM is the normal stop; anything else is a crash.
+# A process that ends by itself has failed (a signal runs the traps above
+# instead); the rest are stopped on the way out.
 status=0
 wait -n "${pids[@]}" || status=$?
-case $status in
-  0|130|143) ;;
-  *) echo "a service exited with status $status; stopping the rest" >&2 ;;
-esac
+echo "a process exited with status $status; stopping the rest" >&2
+exit 1

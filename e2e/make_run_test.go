@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
+
+// sandboxOnce builds the Telegram sandbox, which make run starts beside the
+// services, into binDir.
+var sandboxOnce = sync.OnceValue(func() error {
+	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "telegram-sandbox"), "./cmd/telegram-sandbox")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build telegram-sandbox: %v\n%s", err, out)
+	}
+	return nil
+})
+
+// makeRun is `make run` started in its own process group, with this test's
+// binaries, database, key prefix, streams and ports.
+type makeRun struct {
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	exited chan struct{}
+}
+
+func startMakeRun(t *testing.T) *makeRun {
+	t.Helper()
+	if err := sandboxOnce(); err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.New(t)
+	p := ports.Free(t, 4)
+	// The test's own settings only: nothing from a developer's shell may
+	// point make run elsewhere, and a make running this test must not lend
+	// its jobserver to the inner one.
+	var environ []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "TELEGRAM_") || strings.HasPrefix(k, "DEMO_") || strings.HasPrefix(k, "LOG_") ||
+			strings.HasPrefix(k, "MAKE") || k == "MFLAGS" || strings.HasSuffix(k, "_ADDR") || strings.HasPrefix(k, "PARLEY_") ||
+			strings.HasSuffix(k, "_PUBLIC_URL") || k == "PUBLIC_BASE_URL" {
+			continue
+		}
+		environ = append(environ, kv)
+	}
+	environ = append(append(environ, env.Environ()...),
+		"PARLEY_BIN="+binDir,
+		"LOG_FORMAT=json",
+		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", p[0]),
+		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", p[1]),
+		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", p[2]),
+		fmt.Sprintf("TELEGRAM_SANDBOX_ADDR=127.0.0.1:%d", p[3]),
+	)
+	// -o build: the binaries are this test's, already built.
+	r := &makeRun{cmd: exec.Command("make", "--no-print-directory", "-o", "build", "run"), out: &lockedBuffer{}, exited: make(chan struct{})}
+	r.cmd.Dir = ".."
+	r.cmd.Env = environ
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A survivor holding the output open must not hang Wait.
+	r.cmd.WaitDelay = 5 * time.Second
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start make run: %v", err)
+	}
+	go func() { _ = r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.exited
+		if t.Failed() {
+			t.Logf("--- make run output ---\n%s", r.out.String())
+		}
+	})
+	wait.For(t, 90*time.Second, "make run up", func() error {
+		select {
+		case <-r.exited:
+			t.Fatalf("make run exited during start:\n%s", r.out.String())
+		default:
+		}
+		if !strings.Contains(r.out.String(), "Parley is up.") {
+			return errors.New("no banner yet")
+		}
+		return nil
+	})
+	return r
+}
+
+// lifecycle returns the messages each "[service] " JSON log line of the
+// output carries, in order, and the level of each.
+func (r *makeRun) lifecycle(t *testing.T, service string) (msgs, levels []string) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(r.out.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "["+service+"] ")
+		if !ok || !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var entry struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("%s logged a line that is not JSON: %s", service, line)
+		}
+		msgs, levels = append(msgs, entry.Msg), append(levels, entry.Level)
+	}
+	return msgs, levels
+}
+
+// Ctrl-C on make run, a SIGTERM to it, or either signal to make alone: each
+// service finishes its orderly shutdown and logs every step of it, the
+// prefixers pass on its last lines, and nothing of make run is left.
+func TestMakeRunStopsCleanly(t *testing.T) {
+	tests := []struct {
+		name  string
+		sig   syscall.Signal
+		group bool // to the whole process group, as a terminal sends Ctrl-C; else to make alone
+	}{
+		{"Ctrl-C to the process group", syscall.SIGINT, true},
+		{"SIGTERM to the process group", syscall.SIGTERM, true},
+		{"SIGTERM to make", syscall.SIGTERM, false},
+		{"SIGINT to make", syscall.SIGINT, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startMakeRun(t)
+			pid := r.cmd.Process.Pid
+			target := pid
+			if tt.group {
+				target = -pid
+			}
+			if err := syscall.Kill(target, tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-r.exited:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("make run still running 90 s after %s", tt.sig)
+			}
+
+			// The order of pkg/service, each step done in time.
+			steps := []string{"stopping", "http server stopped", "rpc server stopped", "nats drained", "postgres closed", "stopped"}
+			for _, s := range []string{"gateway", "messaging", "webhook-dispatcher"} {
+				msgs, levels := r.lifecycle(t, s)
+				from := slices.Index(msgs, "stopping")
+				if from < 0 {
+					t.Fatalf("%s never logged stopping", s)
+				}
+				at := from
+				for _, step := range steps {
+					i := slices.Index(msgs[at:], step)
+					if i < 0 {
+						t.Fatalf("%s: no %q after %q in its shutdown %q", s, step, msgs[at], msgs[from:])
+					}
+					at += i
+				}
+				for i := from; i < len(msgs); i++ {
+					if levels[i] != "info" {
+						t.Errorf("%s: %s %q during its shutdown", s, levels[i], msgs[i])
+					}
+				}
+			}
+			out := r.out.String()
+			if !strings.Contains(out, "\nstopped\n") {
+				t.Error("run.sh did not say it stopped")
+			}
+			if strings.Contains(out, "exited with status") {
+				t.Error("run.sh saw a process fail")
+			}
+			// make led the group and is gone: anything still in it is a
+			// survivor (a service, the sandbox, a prefixer).
+			if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Fatalf("processes of make run left running after it ended (kill -0: %v)", err)
+			}
+		})
+	}
+}
