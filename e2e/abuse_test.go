@@ -13,11 +13,11 @@ import (
 // pk_wrong is an unknown key, not a malformed header), failed
 // authentications per address refused with 429 before any lookup, and one
 // body limit for every /v1 route, 413 payload_too_large over it. Also
-// parleyctl's group usage.
+// channel secrets of 16 characters at least, and parleyctl's group usage.
 func TestAbuseLimitsThroughTheBinaries(t *testing.T) {
 	t.Parallel()
 	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "AUTH_FAILURES_PER_MINUTE=4")
-	_, key := s.developer(t)
+	wsID, key := s.developer(t)
 
 	// Bodies: at the limit the webhook is saved; a valid JSON body one byte
 	// over it, or of 600 KB, is 413 naming the limit.
@@ -57,6 +57,20 @@ func TestAbuseLimitsThroughTheBinaries(t *testing.T) {
 		if retry, err := strconv.Atoi(header.Get("Retry-After")); err != nil || retry < 1 || retry > 60 {
 			t.Fatalf("Retry-After %q", header.Get("Retry-After"))
 		}
+	}
+
+	// A channel secret keys the widget's visitor tokens: a short one is
+	// refused, none gets one generated.
+	_, stderr, err := s.ctlRaw("channel", "create", "--workspace", wsID, "--kind", "webchat", "--secret", "only-15-chars-x")
+	if err == nil || !strings.Contains(string(stderr), "secret must be 16 to 256 characters") {
+		t.Fatalf("a 15-character secret: %v %s", err, stderr)
+	}
+	var ch struct {
+		Channel struct{ Secret string } `json:"channel"`
+	}
+	s.ctl(t, &ch, "channel", "create", "--workspace", wsID, "--kind", "webchat")
+	if len(ch.Channel.Secret) != 64 {
+		t.Fatalf("generated secret %q", ch.Channel.Secret)
 	}
 
 	// parleyctl: a group alone prints its commands.
