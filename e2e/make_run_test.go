@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,5 +187,54 @@ func TestMakeRunStopsCleanly(t *testing.T) {
 				t.Fatalf("processes of make run left running after it ended (kill -0: %v)", err)
 			}
 		})
+	}
+}
+
+// A service whose log reader goes away (make run's prefixer, a closed
+// terminal) still shuts down in order and exits 0, instead of dying of
+// SIGPIPE at its first log line after.
+func TestServiceOutlivesItsLogReader(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	addr := ports.FreeAddr(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "gateway"))
+	cmd.Env = append(append(os.Environ(), env.Environ()...), "GATEWAY_ADDR="+addr, "LOG_LEVEL=info")
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	read := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, r); close(read) }()
+	wait.For(t, 30*time.Second, "gateway ready", func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	})
+	r.Close() // the reader goes away; the next log line meets a broken pipe
+	<-read
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("gateway ended with %v after its log reader went away, want a clean exit", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gateway did not stop")
 	}
 }

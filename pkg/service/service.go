@@ -22,7 +22,17 @@ import (
 type Run func(ctx context.Context, log *zap.Logger) error
 
 // Main runs run for the named service and exits 1 if it fails.
+//
+// The first SIGINT or SIGTERM starts the shutdown; later ones are ignored
+// until it is done, so a terminal's Ctrl-C followed by a supervisor's
+// SIGTERM (make run sends both) still lets it finish. Every step of the
+// shutdown is bounded instead (App).
 func Main(name string, run Run) {
+	// A log reader that goes away (make run's prefixer, a closed terminal)
+	// must not kill the process with SIGPIPE in the middle of its
+	// shutdown: ignored, a write to it fails, the line is lost, and the
+	// shutdown goes on.
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) == 3 && os.Args[1] == HealthcheckCommand {
 		if err := healthcheck(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -39,7 +49,7 @@ func Main(name string, run Run) {
 	err = run(ctx, log)
 	stop()
 	if err != nil {
-		log.Error("stopped", zap.Error(err))
+		log.Error("service failed", zap.Error(err))
 		_ = log.Sync()
 		os.Exit(1)
 	}
