@@ -19,6 +19,8 @@ import (
 // environment, drives it through its admin endpoint and public port, and
 // stops it. Not parallel: it sets process environment variables.
 func TestRunServesAndStops(t *testing.T) {
+	// A fresh, empty database (no testenv.Migrated), so run migrates it as
+	// in production.
 	env := testenv.New(t)
 	for _, kv := range env.Environ() {
 		k, v, _ := strings.Cut(kv, "=")

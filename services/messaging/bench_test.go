@@ -100,7 +100,7 @@ type benchService struct {
 
 func newBenchService(b *testing.B) *benchService {
 	b.Helper()
-	env := testenv.New(b)
+	env := testenv.New(b, testenv.Migrated(schema, migrations.FS))
 	bot := httptest.NewServer(&telegramfake.Server{NoRecord: true})
 	b.Cleanup(bot.Close)
 	// Configured as main is, from the environment: every setting at its

@@ -54,7 +54,7 @@ func withNATS(url string) harnessOption {
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
 	tg, tgURL := newTelegram(t)
 	cfg := svcconfig.Config{
 		Connections:          env.Connections(),

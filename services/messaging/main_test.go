@@ -21,6 +21,8 @@ import (
 // TestRunServesAndStops runs the service as main does, from the
 // environment, and drives it over real HTTP and NATS.
 func TestRunServesAndStops(t *testing.T) {
+	// A fresh, empty database (no testenv.Migrated), so run migrates it as
+	// in production.
 	env := testenv.New(t)
 	_, tgURL := newTelegram(t)
 	addr := ports.FreeAddr(t)

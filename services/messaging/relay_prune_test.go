@@ -26,7 +26,7 @@ import (
 // older than OUTBOX_RETENTION, and keeps the rest.
 func TestRelayPrunesIngressReceipts(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
 	gdb := env.DB(t, schema, migrations.FS)
 	chID := uuid.NewString()
 	if err := gdb.Exec(`INSERT INTO messaging.channels (id, workspace_id, kind, secret) VALUES (?, ?, 'telegram', 's')`, chID, uuid.NewString()).Error; err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
@@ -351,7 +352,7 @@ type benchCluster struct {
 
 func startBenchCluster(b *testing.B, rcv *benchReceiver, instances int) *benchCluster {
 	b.Helper()
-	env := testenv.New(b)
+	env := testenv.New(b, testenv.Migrated(adapters.Schema, migrations.FS))
 	c := &benchCluster{env: env, ws: uuid.NewString()}
 	b.Cleanup(c.stop)
 	for i := range instances {

@@ -24,6 +24,7 @@ import (
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
 
 // The getting-started path: save a URL, get the secret, receive a
@@ -845,7 +846,7 @@ func sortedKeys(m map[string]any) []string {
 // byte, and the attempt numbering goes on.
 func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	first := startOn(t, env, func(c *svcconfig.Config) {
 		c.AttemptTimeout = 200 * time.Millisecond
 		c.RetryDelays = []time.Duration{time.Minute} // it will be stopped while waiting
@@ -900,7 +901,7 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 // once per instance.
 func TestInstancesShareTheConsumer(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	a := startOn(t, env, nil, nil)
 	startOn(t, env, nil, nil)
 	rcv := receiver.New(t, receiver.Status(http.StatusOK))

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
@@ -44,7 +45,7 @@ type harness struct {
 // in a fresh test environment.
 func start(t *testing.T, mutate func(*svcconfig.Config), clock func() time.Time) *harness {
 	t.Helper()
-	return startOn(t, testenv.New(t), mutate, clock)
+	return startOn(t, testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS)), mutate, clock)
 }
 
 // startOn runs a dispatcher in env, beside any already running there.

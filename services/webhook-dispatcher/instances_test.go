@@ -12,7 +12,9 @@ import (
 
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
 
 // Three dispatchers against one stream share the one durable consumer:
@@ -20,7 +22,7 @@ import (
 // each instance did part of the work, as its own /metrics shows.
 func TestThreeInstancesShareTheWork(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	// Few slots each and a receiver that takes a little while, so that no
 	// instance can drain the stream before the others pull.
 	small := func(c *svcconfig.Config) { c.Concurrency = 4 }

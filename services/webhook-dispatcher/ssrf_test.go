@@ -16,7 +16,9 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
 
 // DNS rebinding, through the full path: a webhook is saved under a public
@@ -51,7 +53,7 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 
 	const host = "hooks.shop-example.com"
 	dns := newFakeDNS(t)
-	h := startWith(t, testenv.New(t), func(c *svcconfig.Config) {
+	h := startWith(t, testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS)), func(c *svcconfig.Config) {
 		c.AllowPrivateTargets = false
 		c.AttemptTimeout = 2 * time.Second
 	}, seams{resolver: dns.resolver()})

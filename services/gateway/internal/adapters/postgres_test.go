@@ -27,7 +27,7 @@ func newWorkspace(slug string) account.Workspace {
 
 func TestWorkspaceStore(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	store := adapters.NewWorkspaceStore(env.DB(t, adapters.Schema, migrations.FS))
 	ctx := context.Background()
 
@@ -106,7 +106,7 @@ func TestWorkspaceStore(t *testing.T) {
 
 func TestKeyStore(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	ws := adapters.NewWorkspaceStore(gdb)
 	keys := adapters.NewKeyStore(gdb)

@@ -26,7 +26,7 @@ type stores struct {
 
 func newStores(t *testing.T) stores {
 	t.Helper()
-	gdb := testenv.New(t).DB(t, adapters.Schema, migrations.FS)
+	gdb := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS)).DB(t, adapters.Schema, migrations.FS)
 	return stores{db: gdb, webhooks: adapters.NewWebhookStore(gdb), deliveries: adapters.NewDeliveryStore(gdb)}
 }
 

@@ -22,7 +22,7 @@ import (
 func TestReplayClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	store, deliveries := adapters.NewReplayStore(gdb), adapters.NewDeliveryStore(gdb)
 	ws := uuid.NewString()

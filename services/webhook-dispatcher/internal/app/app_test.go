@@ -30,7 +30,7 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 
 func newApp(t *testing.T, cfg app.Config, resolver webhook.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
 	t.Helper()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	deliveries := adapters.NewDeliveryStore(gdb)
 	return app.New(cfg, app.Deps{

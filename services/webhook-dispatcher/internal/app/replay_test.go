@@ -25,7 +25,7 @@ import (
 func TestStartReplayContinuesAcrossCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	js := env.JetStream(t)
 	if _, err := env.Stream.Ensure(ctx, js); err != nil {

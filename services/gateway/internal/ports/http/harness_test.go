@@ -45,7 +45,7 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...httpport.PublicOption) *harness {
 	t.Helper()
-	env := testenv.New(t)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	log := env.Logger(t)
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	rdb := env.Redis(t)
