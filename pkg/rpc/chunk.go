@@ -138,6 +138,7 @@ func (r *replies) open() (string, *pending, error) {
 			return "", nil, err
 		}
 		r.inbox, r.sub, r.calls = inbox, sub, map[string]*pending{}
+		go r.failOnDisconnect(r.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED))
 	}
 	r.next++
 	token := strconv.FormatUint(r.next, 36)
@@ -151,6 +152,23 @@ func (r *replies) close(subject string) {
 	r.mu.Lock()
 	delete(r.calls, strings.TrimPrefix(subject, r.inbox))
 	r.mu.Unlock()
+}
+
+// failOnDisconnect ends every call waiting when the connection drops: a
+// reply published while it is down is lost, so waiting for it would only
+// run out the call's timeout.
+func (r *replies) failOnDisconnect(changes chan nats.Status) {
+	for status := range changes {
+		r.mu.Lock()
+		for _, p := range r.calls {
+			p.fail(nats.ErrDisconnected)
+		}
+		r.mu.Unlock()
+		if status == nats.CLOSED {
+			r.nc.RemoveStatusListener(changes)
+			return
+		}
+	}
 }
 
 func (r *replies) route(m *nats.Msg) {
@@ -232,6 +250,15 @@ func (p *pending) add(m *nats.Msg) {
 		return
 	}
 	p.finish(&nats.Msg{Subject: m.Subject, Header: p.header, Data: p.buf}, nil)
+}
+
+// fail settles the call with err unless it is settled.
+func (p *pending) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.msg == nil && p.err == nil {
+		p.finish(nil, err)
+	}
 }
 
 // finish settles the call; p.mu is held.

@@ -41,6 +41,10 @@ func serveBytes(t *testing.T, env *testenv.Env, body []byte) (*rpc.Client, *nats
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The subscription reaches the server before any call does.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return rpc.NewClient(env.NATS(t), env.RPCPrefix), nc
 }
 
@@ -197,8 +201,44 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 	if err := call(); err != nil {
 		t.Fatalf("before the outage: %v", err)
 	}
+	// A call under way when NATS goes: its reply could only be lost.
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	snc := env.NATS(t)
+	slow, err := rpc.NewServer(snc, env.RPCPrefix, "slowsvc", "1.0.0", env.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slow.Stop() })
+	if err := slow.Handle(rpc.EndpointAPI, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(entered)
+		<-release
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := snc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := client.Do(context.Background(), "slowsvc", rpc.EndpointAPI, &rpcv1.Request{Method: http.MethodGet, Path: "/"})
+		inFlight <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-inFlight:
+		t.Fatalf("the slow call ended before the outage: %v", err)
+	}
 
 	p.Cut()
+	select {
+	case err := <-inFlight:
+		if e, ok := errs.As(err); !ok || e.Status != http.StatusServiceUnavailable {
+			t.Fatalf("the call under way ended with %v, want 503", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the call under way still waits 2 s after NATS went")
+	}
 	wait.Until(t, 15*time.Second, "the client to notice", func() bool { return !nc.IsConnected() })
 	for range 3 {
 		start := time.Now()
