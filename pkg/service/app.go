@@ -29,9 +29,9 @@ import (
 const (
 	// StepGrace bounds each step registered with OnStop or Go.
 	StepGrace = 15 * time.Second
-	// DrainGrace bounds the NATS drain: what is buffered is flushed and
-	// what was received is handled.
-	DrainGrace = 5 * time.Second
+	// CloseGrace bounds closing each connection, the NATS drain among
+	// them: what is buffered is flushed and what was received is handled.
+	CloseGrace = 5 * time.Second
 )
 
 // App is one running service: its connections, its metrics, its rpc
@@ -258,7 +258,7 @@ func (a *App) Close() {
 
 func (a *App) closeConnections() {
 	for _, s := range a.closes {
-		a.run(s, DrainGrace)
+		a.run(s, CloseGrace)
 	}
 	a.closes = nil
 }
