@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/testenv/proxy"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
@@ -221,5 +223,45 @@ func TestWebchatStreamBoundsHoldAcrossInstances(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		return resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	})
+}
+
+// TestWebchatBoundsWhileRedisIsDown: a bound that cannot be counted is not
+// waived: the widget's routes that count one answer 503 with Retry-After
+// while Redis is away, and work again when it is back.
+func TestWebchatBoundsWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ch := h.webchatChannel(uuid.NewString(), "auto")
+	u, err := url.Parse(h.env.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := proxy.Start(t, u.Host)
+	rdb, err := redisx.Open(context.Background(), px.URL(t, h.env.RedisURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	base := widgetServer(t, h.instanceWithRedis(rdb))
+	token, _ := newVisitor(t, base, ch.ID)
+
+	px.Cut()
+	for name, r := range map[string]widgetResp{
+		"session": widgetCall(t, http.MethodPost, base+"/webchat/"+ch.ID+"/session", "", ""),
+		"message": say(t, base, ch.ID, token, map[string]any{"text": "anyone?"}),
+		"stream":  widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, ""),
+	} {
+		c, _ := errorBody(t, r.Body)
+		if r.Status != http.StatusServiceUnavailable || c != "service_unavailable" || r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s while Redis is down = %d %s, Retry-After %q", name, r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+	}
+	if n := h.count("messages", ""); n != 0 {
+		t.Fatalf("%d messages stored without their bound counted", n)
+	}
+	px.Restore()
+	wait.Until(t, 10*time.Second, "the widget after Redis is back", func() bool {
+		return say(t, base, ch.ID, token, map[string]any{"text": "anyone?"}).Status == http.StatusCreated
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
@@ -600,12 +601,19 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 // NATS server, with its own NATS connection, as a second process would.
 func (h *harness) secondInstance() *wired {
 	h.t.Helper()
+	return h.instanceWithRedis(h.env.Redis(h.t))
+}
+
+// instanceWithRedis is secondInstance reaching Redis through rdb (a proxy
+// a test cuts).
+func (h *harness) instanceWithRedis(rdb *redis.Client) *wired {
+	h.t.Helper()
 	nc, err := natsx.Connect(context.Background(), h.cfg.Connections, "messaging-test-2", zap.NewNop())
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(nc.Close)
-	svc, err := build(context.Background(), h.cfg, h.db, h.env.Redis(h.t), nc, h.env.Logger(h.t), prometheus.NewRegistry())
+	svc, err := build(context.Background(), h.cfg, h.db, rdb, nc, h.env.Logger(h.t), prometheus.NewRegistry())
 	if err != nil {
 		h.t.Fatalf("second instance: %v", err)
 	}
@@ -835,8 +843,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	token, _ := newVisitor(t, base, ch.ID)
 	first := openStream(t, base, ch.ID, token)
 	openStream(t, base, ch.ID, token)
-	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, "")
-	wantWidgetErr(t, r, http.StatusTooManyRequests, "rate_limited", "too many open chat windows")
+	wantLimited(t, widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, ""), "too many open chat windows", 5)
 
 	// A closed tab frees its place.
 	first.cancel()
@@ -847,8 +854,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	other, _ := newVisitor(t, base, ch.ID)
 	last := openStream(t, base, ch.ID, other)
 	third, _ := newVisitor(t, base, ch.ID)
-	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
-	wantWidgetErr(t, r, http.StatusTooManyRequests, "rate_limited", "on this server")
+	wantLimited(t, widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, ""), "on this server", 5)
 
 	// Shutdown ends every stream and refuses new ones.
 	h.svc.webchat.Close()
@@ -863,7 +869,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 		}
 		break
 	}
-	r = widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
+	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
 	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "")
 }
 
