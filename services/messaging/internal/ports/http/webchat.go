@@ -57,7 +57,8 @@ const (
 	maxHistory      = 100
 )
 
-// WebchatOptions wire the widget's routes.
+// WebchatOptions wire the widget's routes. The bounds have no defaults
+// here: they are settings, whose defaults are the config's.
 type WebchatOptions struct {
 	App *app.Webchat
 	// Bus relays pushes between instances and holds this instance's
@@ -106,20 +107,6 @@ func (h *Handlers) registerWebchat(e *echo.Echo) {
 	}
 	if o.PingInterval <= 0 {
 		o.PingInterval = 15 * time.Second
-	}
-	for _, d := range []struct {
-		v   *int
-		def int
-	}{
-		{&o.MessagesPerMinute, 30}, {&o.AddressMessagesPerMinute, 120}, {&o.SessionsPerMinute, 20},
-		{&o.StreamsPerVisitor, 5}, {&o.StreamsPerAddress, 50}, {&o.StreamsPerChannel, 2000},
-	} {
-		if *d.v <= 0 {
-			*d.v = d.def
-		}
-	}
-	if o.StreamLease <= 0 {
-		o.StreamLease = 30 * time.Second
 	}
 	if o.FrameAncestors == "" {
 		o.FrameAncestors = "*"
