@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,29 +207,19 @@ func TestServiceOutlivesItsLogReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	read := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, r); close(read) }()
-	wait.For(t, 30*time.Second, "gateway ready", func() error {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	out, read := &lockedBuffer{}, make(chan struct{})
+	go func() { _, _ = io.Copy(out, r); close(read) }()
+	waitReady(t, "gateway", addr, exited, out)
 	r.Close() // the reader goes away; the next log line meets a broken pipe
 	<-read
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-done:
 		if err != nil {
 			t.Fatalf("gateway ended with %v after its log reader went away, want a clean exit", err)
 		}
