@@ -216,7 +216,17 @@ func TestGettingStarted(t *testing.T) {
 	}
 }
 
+// postUpdate posts a Telegram update as Telegram does and wants it taken.
 func postUpdate(t *testing.T, url, secret, body string) {
+	t.Helper()
+	if st := postUpdateStatus(t, url, secret, body); st != http.StatusOK {
+		t.Fatalf("telegram ingress = %d", st)
+	}
+}
+
+// postUpdateStatus posts a Telegram update as Telegram does and returns
+// the status it was answered with.
+func postUpdateStatus(t *testing.T, url, secret, body string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -226,9 +236,7 @@ func postUpdate(t *testing.T, url, secret, body string) {
 		t.Fatalf("post update: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("telegram ingress = %d", resp.StatusCode)
-	}
+	return resp.StatusCode
 }
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -49,10 +49,14 @@ func TestMain(m *testing.M) {
 
 // suite is one running copy of Parley.
 type suite struct {
-	env          *testenv.Env
-	environ      []string
-	gatewayURL   string
-	messagingURL string
+	env           *testenv.Env
+	environ       []string
+	gatewayURL    string
+	messagingURL  string
+	dispatcherURL string
+	// own holds entries (KEY=VALUE) for one service's environment only,
+	// after the shared ones, by service name.
+	own map[string][]string
 }
 
 // startSuite runs gateway, messaging and webhook-dispatcher in t's own
@@ -60,12 +64,23 @@ type suite struct {
 // added to every process's environment.
 func startSuite(t *testing.T, extra ...string) *suite {
 	t.Helper()
+	return startSuiteOwn(t, nil, extra...)
+}
+
+// startSuiteOwn is startSuite where own, given the suite's environment,
+// returns entries for one service's environment only (its database, Redis
+// or NATS behind a proxy the test can cut, say); parleyctl and the test
+// itself keep the shared ones.
+func startSuiteOwn(t *testing.T, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
+	t.Helper()
 	env := testenv.New(t)
 	port := ports.Free(t, 3)
 	s := &suite{
-		env:          env,
-		gatewayURL:   fmt.Sprintf("http://127.0.0.1:%d", port[0]),
-		messagingURL: fmt.Sprintf("http://127.0.0.1:%d", port[1]),
+		env:           env,
+		gatewayURL:    fmt.Sprintf("http://127.0.0.1:%d", port[0]),
+		messagingURL:  fmt.Sprintf("http://127.0.0.1:%d", port[1]),
+		dispatcherURL: fmt.Sprintf("http://127.0.0.1:%d", port[2]),
+		own:           map[string][]string{},
 	}
 	s.environ = append(append(os.Environ(), env.Environ()...),
 		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", port[0]),
@@ -77,6 +92,9 @@ func startSuite(t *testing.T, extra ...string) *suite {
 	)
 	s.environ = append(s.environ, extra...)
 	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher"} {
+		if own != nil {
+			s.own[name] = own(name, env)
+		}
 		s.start(t, name, port[i])
 	}
 	return s
@@ -86,7 +104,7 @@ func (s *suite) start(t *testing.T, name string, port int) {
 	t.Helper()
 	out := &lockedBuffer{}
 	cmd := exec.Command(filepath.Join(binDir, name))
-	cmd.Env = s.environ
+	cmd.Env = append(append([]string(nil), s.environ...), s.own[name]...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
