@@ -83,8 +83,11 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 // service_unavailable with Retry-After at once, so the caller retries
 // (another instance, or this one restarted) instead of waiting out its
 // timeout.
+//
+// Handle returns once NATS routes the endpoint's requests here, so a
+// request sent right after, on any connection, finds it.
 func (s *Server) Handle(endpoint string, h http.Handler) error {
-	return s.group.AddEndpoint(endpoint, micro.HandlerFunc(func(req micro.Request) {
+	err := s.group.AddEndpoint(endpoint, micro.HandlerFunc(func(req micro.Request) {
 		if !s.begin() {
 			s.refuse(req)
 			return
@@ -95,6 +98,15 @@ func (s *Server) Handle(endpoint string, h http.Handler) error {
 			s.serve(req, h)
 		}()
 	}))
+	if err != nil {
+		return err
+	}
+	// The subscription is live at the server once it has answered a ping
+	// sent after it.
+	if err := s.nc.Flush(); err != nil {
+		return fmt.Errorf("register endpoint %s: %w", endpoint, err)
+	}
+	return nil
 }
 
 // begin counts a request in, unless the server is closed.
