@@ -255,3 +255,15 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 	p.Restore()
 	wait.For(t, 15*time.Second, "calls to succeed again", call)
 }
+
+// Replies have no size cliff; requests must fit one message, and one that
+// does not is refused at once as too large, never sent.
+func TestRequestOverOneMessageIs413(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	client, nc := serveBytes(t, env, []byte("ok"))
+	_, err := client.Do(context.Background(), "bigsvc", rpc.EndpointAPI, &rpcv1.Request{Method: http.MethodPost, Path: "/", Body: make([]byte, nc.MaxPayload())})
+	if e, ok := errs.As(err); !ok || e.Status != http.StatusRequestEntityTooLarge || e.Code != errs.CodePayloadTooLarge {
+		t.Fatalf("error = %v, want 413 payload_too_large", err)
+	}
+}

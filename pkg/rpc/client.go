@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -51,6 +52,11 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, errs.ServiceUnavailable("%s is not running; try again shortly", service)
+	case errors.Is(err, nats.ErrMaxPayload):
+		// Replies of any size come back in chunks; a request must fit one
+		// message (the gateway's body limit sees to that for the API).
+		return nil, errs.Newf(http.StatusRequestEntityTooLarge, errs.CodePayloadTooLarge,
+			"request of %d bytes is over the %d-byte bound of one message", len(data), c.nc.MaxPayload())
 	case natsx.Unavailable(err):
 		return nil, errs.ServiceUnavailable("the message bus is unreachable; try again shortly")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
