@@ -58,8 +58,9 @@ stopping=
 stop() {
   [ -z "$stopping" ] || return 0
   stopping=1
-  # The stop runs to its end whatever else arrives.
-  trap '' INT TERM HUP
+  # The stop runs to its end whatever else arrives, even with the terminal
+  # or a | tee gone (PIPE).
+  trap '' INT TERM HUP PIPE
   echo
   echo "stopping..."
   [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
