@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
@@ -47,7 +48,7 @@ type Deps struct {
 	Sender     delivery.Sender
 	// Resolver checks a saved URL's host at save time; nil skips that
 	// (every dial is checked anyway).
-	Resolver webhook.Resolver
+	Resolver safehttp.Resolver
 	Observer Observer
 	Log      *zap.Logger
 	// Clock is time.Now unless a test needs another.
@@ -60,7 +61,7 @@ type App struct {
 	webhooks   webhook.Store
 	deliveries delivery.Store
 	sender     delivery.Sender
-	resolver   webhook.Resolver
+	resolver   safehttp.Resolver
 	obs        Observer
 	log        *zap.Logger
 	clock      func() time.Time

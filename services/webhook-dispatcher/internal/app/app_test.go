@@ -10,12 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
 
@@ -28,7 +28,7 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return nil, errors.New("no such host")
 }
 
-func newApp(t *testing.T, cfg app.Config, resolver webhook.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
+func newApp(t *testing.T, cfg app.Config, resolver safehttp.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
 	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
@@ -53,7 +53,7 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 	strict, _ := newApp(t, app.Config{PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
 	ws := uuid.NewString()
 	_, err := strict.SaveWebhook(context.Background(), ws, "https://internal.example.com/in")
-	var ue *webhook.URLError
+	var ue *safehttp.URLError
 	if !errors.As(err, &ue) || ue.Error() != "url must point to a public address: internal.example.com resolves to 10.20.30.40 is a private address" {
 		t.Fatalf("SaveWebhook(internal) = %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -16,15 +17,15 @@ const resolveTimeout = 2 * time.Second
 // Every save issues a new secret, makes the webhook active and clears its
 // failure count; the returned webhook carries the secret, which is shown
 // only in this response. A URL that may not be saved is a
-// *webhook.URLError.
+// *safehttp.URLError.
 func (a *App) SaveWebhook(ctx context.Context, workspaceID, rawURL string) (*webhook.Webhook, error) {
-	u, err := webhook.ValidateURL(strings.TrimSpace(rawURL), a.cfg.AllowPrivateTargets)
+	u, err := safehttp.ValidateURL(strings.TrimSpace(rawURL), a.cfg.AllowPrivateTargets)
 	if err != nil {
 		return nil, err
 	}
 	if !a.cfg.AllowPrivateTargets && a.resolver != nil {
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-		err := webhook.CheckResolved(rctx, a.resolver, u)
+		err := safehttp.CheckResolved(rctx, a.resolver, u)
 		cancel()
 		if err != nil {
 			return nil, err

@@ -1,9 +1,10 @@
 // Package webhookhttp posts signed deliveries to receivers over HTTP. Its
-// client is built for hostile receivers: redirects are never followed,
-// responses are never decompressed and are read only up to a cap, no proxy
-// from the environment is used, and (unless private targets are allowed)
-// every connection is checked at dial time against the resolved address,
-// so DNS rebinding cannot reach loopback, private or metadata addresses.
+// client is pkg/safehttp's, built for hostile receivers: redirects are never
+// followed, responses are never decompressed and are read only up to a cap,
+// no proxy from the environment is used, and (unless private targets are
+// allowed) every connection is checked at dial time against the resolved
+// address, so DNS rebinding cannot reach loopback, private or metadata
+// addresses.
 package webhookhttp
 
 import (
@@ -11,19 +12,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
 // Header names of a delivery (specification §6 "Headers").
@@ -34,12 +32,11 @@ const (
 	HeaderSignature = "X-Service-Signature"
 )
 
-// Bounds on what a receiver can make the dispatcher read.
+// Bounds on what a receiver can make the dispatcher read (the response
+// headers are bounded by safehttp.MaxResponseHeader).
 const (
 	// MaxResponseBody is how much of a response body is read.
 	MaxResponseBody = 64 << 10
-	// MaxResponseHeader bounds the response headers.
-	MaxResponseHeader = 64 << 10
 	// errorBodyChars is how much of a failing response's body is kept in
 	// the delivery's last_error.
 	errorBodyChars = 512
@@ -55,7 +52,8 @@ type Options struct {
 	// Clock stamps X-Service-Timestamp; time.Now when nil.
 	Clock func() time.Time
 	// Resolver looks up receivers' host names; the system's when nil.
-	// The guard judges whatever address it returns.
+	// The dial-time guard (safehttp.DialControl) judges whatever address
+	// it returns.
 	Resolver *net.Resolver
 	// IdleConnsPerHost is how many kept-alive connections to one receiver
 	// are kept for reuse: as many as deliveries may be under way at once,
@@ -79,36 +77,21 @@ var _ delivery.Sender = (*Sender)(nil)
 
 // New returns a Sender with its own connection pool.
 func New(o Options) *Sender {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
-	if !o.AllowPrivateTargets {
-		dialer.Control = guard
-	}
 	idlePerHost := o.IdleConnsPerHost
 	if idlePerHost <= 0 {
 		idlePerHost = DefaultIdleConnsPerHost
-	}
-	transport := &http.Transport{
-		Proxy:                  nil, // never HTTP(S)_PROXY: it would dial for us, unguarded
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxIdleConns:           max(512, idlePerHost),
-		MaxIdleConnsPerHost:    idlePerHost,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: MaxResponseHeader,
-		DisableCompression:     true, // no gzip bombs: bodies are read as sent, capped
 	}
 	clock := o.Clock
 	if clock == nil {
 		clock = time.Now
 	}
 	return &Sender{
-		client: &http.Client{
-			Transport: transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse // a redirect is the answer, and a failure
-			},
-		},
+		// A redirect is the answer, and a failure: safehttp never follows it.
+		client: safehttp.NewHTTPClient(safehttp.Options{
+			AllowPrivate:     o.AllowPrivateTargets,
+			Resolver:         o.Resolver,
+			IdleConnsPerHost: idlePerHost,
+		}),
 		userAgent:    o.UserAgent,
 		clock:        clock,
 		allowPrivate: o.AllowPrivateTargets,
@@ -143,7 +126,7 @@ func (s *Sender) Send(ctx context.Context, r delivery.Request) delivery.Result {
 	defer resp.Body.Close()
 	// Read (capped) so the connection can be reused; a body cut short by
 	// the attempt deadline does not change the answer already given.
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
+	body, _ := safehttp.ReadCapped(resp.Body, MaxResponseBody)
 
 	res := delivery.Result{Status: resp.StatusCode}
 	switch {
@@ -162,42 +145,10 @@ func (s *Sender) Send(ctx context.Context, r delivery.Request) delivery.Result {
 	return res
 }
 
-// guard is the dialer's Control: it runs on the address actually being
-// dialed, after DNS resolution, so a name cannot resolve around it.
-func guard(network, address string, _ syscall.RawConn) error {
-	switch network {
-	case "tcp4", "tcp6":
-	default:
-		return &BlockedError{Address: address, Reason: "network " + network + " is not allowed"}
-	}
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return &BlockedError{Address: address, Reason: "not an IP address"}
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return &BlockedError{Address: address, Reason: "not an IP address"}
-	}
-	if err := webhook.CheckAddr(ip); err != nil {
-		return &BlockedError{Address: address, Reason: err.Error()}
-	}
-	return nil
-}
-
-// BlockedError is a dial the guard refused.
-type BlockedError struct {
-	Address string
-	Reason  string
-}
-
-func (e *BlockedError) Error() string {
-	return "refused to connect to " + e.Address + ": " + e.Reason
-}
-
 // describe turns a transport error into last_error text without Go's
 // wrapping ("Post \"https://...\": dial tcp ...").
 func describe(err error) string {
-	var blocked *BlockedError
+	var blocked *safehttp.BlockedError
 	if errors.As(err, &blocked) {
 		return blocked.Error()
 	}

@@ -1,7 +1,8 @@
 // Package webhook is a workspace's webhook: where its events go, the secret
 // they are signed with, and the rule that pauses it after repeated failed
-// deliveries (specification §3, "Webhook"). It also decides which URLs and
-// network addresses a webhook may reach.
+// deliveries (specification §3, "Webhook"). Which URLs and network
+// addresses a webhook may reach is pkg/safehttp's rule, shared with flow
+// http nodes.
 package webhook
 
 import (

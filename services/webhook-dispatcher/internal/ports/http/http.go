@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
@@ -207,7 +208,7 @@ func (h *handlers) resaveWebhook(c echo.Context) error {
 }
 
 func toHTTPError(err error) error {
-	var ue *webhook.URLError
+	var ue *safehttp.URLError
 	switch {
 	case errors.As(err, &ue):
 		return errs.InvalidRequest("%s", ue.Error())

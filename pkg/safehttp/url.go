@@ -1,4 +1,4 @@
-package webhook
+package safehttp
 
 import (
 	"context"
@@ -9,22 +9,24 @@ import (
 	"strings"
 )
 
-// MaxURLLength bounds a webhook URL.
+// MaxURLLength bounds a URL: a webhook's, or a flow http node's once its
+// templates are filled in.
 const MaxURLLength = 2048
 
-// URLError says why a URL cannot be saved; Error() names the field, as
-// invalid_request messages must.
+// URLError says why a URL may not be used; Error() names the field
+// ("url must use https"), as invalid_request messages must.
 type URLError struct {
 	Reason string
 }
 
 func (e *URLError) Error() string { return "url " + e.Reason }
 
-// ValidateURL checks a URL a developer wants to save and returns it parsed.
+// ValidateURL checks a URL a developer wants to save (or a flow is about to
+// call) and returns it parsed.
 // It must be an absolute http(s) URL of at most MaxURLLength characters
 // without credentials. Unless allowPrivate, it must be https and its host
 // must not be a loopback, private or otherwise special address or name;
-// host names are checked again on every dial (see CheckAddr), since DNS
+// host names are checked again on every dial (see DialControl), since DNS
 // answers change.
 func ValidateURL(raw string, allowPrivate bool) (*url.URL, error) {
 	if raw == "" {
@@ -116,7 +118,7 @@ type Resolver interface {
 
 // CheckResolved refuses a URL whose host name resolves to a non-public
 // address, so a developer learns it at save time rather than from failed
-// deliveries. A failed lookup is not an error here: DNS may be down or not
+// calls. A failed lookup is not an error here: DNS may be down or not
 // yet set up, and every dial is checked anyway.
 func CheckResolved(ctx context.Context, r Resolver, u *url.URL) error {
 	host := u.Hostname()

@@ -1,13 +1,13 @@
-package webhook_test
+package safehttp_test
 
 import (
 	"net/netip"
 	"testing"
 
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+	"github.com/parleyhq/parley/pkg/safehttp"
 )
 
-// FuzzValidateURL feeds arbitrary webhook URLs, as developers type them: the
+// FuzzValidateURL feeds arbitrary URLs, as developers type them: the
 // validator must never panic, and a URL it accepts without private targets
 // must be https, without credentials, and not name a non-public address.
 func FuzzValidateURL(f *testing.F) {
@@ -26,14 +26,14 @@ func FuzzValidateURL(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := webhook.ValidateURL(raw, false)
+		u, err := safehttp.ValidateURL(raw, false)
 		if err != nil {
 			return
 		}
 		if u.Scheme != "https" || u.User != nil {
 			t.Fatalf("accepted %q", raw)
 		}
-		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && webhook.CheckAddr(ip) != nil {
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && safehttp.CheckAddr(ip) != nil {
 			t.Fatalf("accepted non-public address in %q", raw)
 		}
 	})

@@ -1,11 +1,12 @@
-package webhook
+package safehttp
 
 import (
 	"net/netip"
 )
 
-// AddrError is an address a webhook may not reach, with the kind of range
-// it belongs to.
+// AddrError is an address that may not be reached, with the kind of range
+// it belongs to. Its message ("127.0.0.1 is a loopback address") reaches
+// developers as is, in webhook deliveries' last_error and flow node errors.
 type AddrError struct {
 	Addr  netip.Addr
 	Range string
