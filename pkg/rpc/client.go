@@ -77,6 +77,11 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 // request publishes data to subject with a reply subject of the client's
 // inbox and waits for the whole reply.
 func (c *Client) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	if !c.nc.IsConnected() {
+		// Whatever the state between connections, nothing sent now
+		// would be answered.
+		return nil, nats.ErrDisconnected
+	}
 	reply, p, err := c.replies.open()
 	if err != nil {
 		return nil, err
