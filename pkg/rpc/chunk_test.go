@@ -41,10 +41,6 @@ func serveBytes(t *testing.T, env *testenv.Env, body []byte) (*rpc.Client, *nats
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The subscription reaches the server before any call does.
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	return rpc.NewClient(env.NATS(t), env.RPCPrefix), nc
 }
 
@@ -214,9 +210,6 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 		close(entered)
 		<-release
 	})); err != nil {
-		t.Fatal(err)
-	}
-	if err := snc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := make(chan error, 1)
