@@ -26,6 +26,16 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = DialTimeout
 	}
+	// go-redis's defaults (3 retries of a command, 5 dials each) spend a
+	// second or more before a command fails while Redis is down. One retry
+	// of each still replaces a connection Redis closed while it sat in the
+	// pool.
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = 1
+	}
+	if opts.DialerRetries == 0 {
+		opts.DialerRetries = 2
+	}
 	client := redis.NewClient(opts)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
