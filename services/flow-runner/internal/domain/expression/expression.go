@@ -1,0 +1,451 @@
+// Package expression compiles and evaluates the expressions and templates of
+// flow definitions.
+//
+// Expressions are expr-lang/expr programs over one environment, {vars}: the
+// run's variables and nothing else (no functions of the host, no I/O). They
+// are compiled once, when a definition is parsed, and evaluated many times.
+// Evaluation is bounded: expr's memory budget caps what ranges, arrays, maps
+// and predicate loops may allocate (and with it how long they run), and the
+// few operations that could grow a string or list geometrically (`+` on
+// strings, repeat, replace, join, concat, flatten, toJSON, toBase64, string)
+// are replaced by versions that refuse a result over MaxStringBytes before
+// building it. Member access is nil-safe (`vars.order.body.status` is nil when
+// vars.order is missing), so that a template reached on an error path renders
+// empty instead of failing. Every failure is an error, never a panic.
+package expression
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+	exprruntime "github.com/expr-lang/expr/vm/runtime"
+)
+
+const (
+	// MaxStringBytes bounds any string or JSON text an expression or a
+	// template produces.
+	MaxStringBytes = 1 << 20
+	// MaxListLen bounds any list concat or flatten produces.
+	MaxListLen = 100_000
+	// MemoryBudget is expr's allocation budget per evaluation (its units:
+	// roughly one per element of every array, map and loop scope).
+	MemoryBudget = 1_000_000
+	// MaxSourceBytes bounds the source of one expression.
+	MaxSourceBytes = 16 << 10
+)
+
+// Program is one compiled expression, safe for concurrent use.
+type Program struct {
+	source  string
+	program *vm.Program
+}
+
+// Source returns the expression as written.
+func (p *Program) Source() string { return p.source }
+
+// Error is a failure to compile or evaluate an expression.
+type Error struct {
+	Source string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := strings.ReplaceAll(e.Err.Error(), "\n", " ")
+	return fmt.Sprintf("expression %q: %s", e.Source, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// compileEnv declares the one name an expression may use; its type (a map of
+// anything) keeps member access unchecked, since vars are only known at run
+// time, while an unknown top-level name is refused at publish.
+var compileEnv = map[string]any{"vars": map[string]any{}}
+
+var options = buildOptions()
+
+// amplifiers are builtins whose result may be far larger than their
+// arguments; each is replaced by a bounded version below.
+var amplifiers = map[string]func(args ...any) (any, error){
+	"repeat":   safeRepeat,
+	"replace":  safeReplace,
+	"join":     safeJoin,
+	"concat":   safeConcat,
+	"flatten":  safeFlatten,
+	"toJSON":   safeToJSON,
+	"toBase64": safeToBase64,
+	"string":   safeString,
+}
+
+// disabled builtins reach outside the expression (timezone reads the
+// system's zone database).
+var disabled = []string{"timezone"}
+
+func buildOptions() []expr.Option {
+	opts := []expr.Option{
+		expr.Env(compileEnv),
+		expr.MaxNodes(2000),
+		expr.Patch(safetyPatcher{}),
+		expr.Function(addFunc, safeAdd),
+	}
+	for name, fn := range amplifiers {
+		opts = append(opts, expr.DisableBuiltin(name), expr.Function(name, fn))
+	}
+	for _, name := range disabled {
+		opts = append(opts, expr.DisableBuiltin(name))
+	}
+	return opts
+}
+
+const addFunc = "__add"
+
+// safetyPatcher rewrites `a + b` into a bounded call and makes member access
+// nil-safe.
+type safetyPatcher struct{}
+
+func (safetyPatcher) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.BinaryNode:
+		if n.Operator == "+" {
+			ast.Patch(node, &ast.CallNode{
+				Callee:    &ast.IdentifierNode{Value: addFunc},
+				Arguments: []ast.Node{n.Left, n.Right},
+			})
+		}
+	case *ast.MemberNode:
+		if !n.Method {
+			n.Optional = true
+			ast.Patch(node, &ast.ChainNode{Node: n})
+		}
+	case *ast.CallNode:
+		// A method call keeps its plain callee: the chain wrapper is for
+		// values, not for calls.
+		if ch, ok := n.Callee.(*ast.ChainNode); ok {
+			if m, ok := ch.Node.(*ast.MemberNode); ok {
+				m.Optional = false
+				n.Callee = m
+			}
+		}
+	}
+}
+
+// Compile compiles one expression.
+func Compile(source string) (*Program, error) {
+	if strings.TrimSpace(source) == "" {
+		return nil, &Error{Source: source, Err: errors.New("empty expression")}
+	}
+	if len(source) > MaxSourceBytes {
+		return nil, &Error{Source: source[:32] + "…", Err: fmt.Errorf("longer than %d bytes", MaxSourceBytes)}
+	}
+	p, err := compile(source)
+	if err != nil {
+		return nil, &Error{Source: source, Err: err}
+	}
+	return &Program{source: source, program: p}, nil
+}
+
+func compile(source string) (p *vm.Program, err error) {
+	// expr's compiler is not meant to panic, but its input is a stranger's.
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("cannot compile: %v", r)
+		}
+	}()
+	return expr.Compile(source, options...)
+}
+
+// Eval runs the program over vars and returns its value as a JSON tree
+// (see Normalize), at most MaxStringBytes large when encoded.
+func (p *Program) Eval(vars map[string]any) (any, error) {
+	v, err := p.run(vars)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Normalize(v, MaxStringBytes)
+	if err != nil {
+		return nil, &Error{Source: p.source, Err: err}
+	}
+	return out, nil
+}
+
+// EvalBool runs the program and reads its value as a condition: only true is
+// true; nil, false and every other value are false.
+func (p *Program) EvalBool(vars map[string]any) (bool, error) {
+	v, err := p.run(vars)
+	if err != nil {
+		return false, err
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
+func (p *Program) run(vars map[string]any) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, &Error{Source: p.source, Err: fmt.Errorf("%v", r)}
+		}
+	}()
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	machine := vm.VM{MemoryBudget: MemoryBudget}
+	v, err = machine.Run(p.program, map[string]any{"vars": vars})
+	if err != nil {
+		return nil, &Error{Source: p.source, Err: err}
+	}
+	return v, nil
+}
+
+func tooLong() error { return &SizeError{Limit: MaxStringBytes} }
+
+func safeAdd(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("+ takes two operands")
+	}
+	if a, ok := args[0].(string); ok {
+		if b, ok := args[1].(string); ok {
+			if len(a)+len(b) > MaxStringBytes {
+				return nil, tooLong()
+			}
+			return a + b, nil
+		}
+	}
+	return add(args[0], args[1])
+}
+
+func add(a, b any) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return exprruntime.Add(a, b), nil
+}
+
+func argString(args []any, i int, fn string) (string, error) {
+	if i >= len(args) {
+		return "", fmt.Errorf("%s: missing argument %d", fn, i+1)
+	}
+	s, ok := args[i].(string)
+	if !ok {
+		return "", fmt.Errorf("%s: argument %d is %T, not a string", fn, i+1, args[i])
+	}
+	return s, nil
+}
+
+func argInt(args []any, i int, fn string) (int, error) {
+	if i >= len(args) {
+		return 0, fmt.Errorf("%s: missing argument %d", fn, i+1)
+	}
+	switch n := args[i].(type) {
+	case int:
+		return n, nil
+	case float64:
+		if n != float64(int(n)) {
+			return 0, fmt.Errorf("%s: argument %d is not a whole number", fn, i+1)
+		}
+		return int(n), nil
+	}
+	rv := reflect.ValueOf(args[i])
+	if rv.CanInt() {
+		return int(rv.Int()), nil
+	}
+	return 0, fmt.Errorf("%s: argument %d is %T, not a number", fn, i+1, args[i])
+}
+
+func argList(v any, fn string) ([]any, error) {
+	if l, ok := v.([]any); ok {
+		return l, nil
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, fmt.Errorf("%s: %T is not a list", fn, v)
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, nil
+}
+
+func safeRepeat(args ...any) (any, error) {
+	s, err := argString(args, 0, "repeat")
+	if err != nil {
+		return nil, err
+	}
+	n, err := argInt(args, 1, "repeat")
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("repeat: negative count %d", n)
+	}
+	if n > 0 && len(s) > MaxStringBytes/n {
+		return nil, tooLong()
+	}
+	return strings.Repeat(s, n), nil
+}
+
+func safeReplace(args ...any) (any, error) {
+	if len(args) != 3 && len(args) != 4 {
+		return nil, fmt.Errorf("replace takes 3 or 4 arguments, got %d", len(args))
+	}
+	s, err := argString(args, 0, "replace")
+	if err != nil {
+		return nil, err
+	}
+	old, err := argString(args, 1, "replace")
+	if err != nil {
+		return nil, err
+	}
+	repl, err := argString(args, 2, "replace")
+	if err != nil {
+		return nil, err
+	}
+	n := -1
+	if len(args) == 4 {
+		if n, err = argInt(args, 3, "replace"); err != nil {
+			return nil, err
+		}
+	}
+	count := strings.Count(s, old)
+	if old == "" {
+		count = utf8.RuneCountInString(s) + 1
+	}
+	if n >= 0 && n < count {
+		count = n
+	}
+	if len(s)+count*(len(repl)-len(old)) > MaxStringBytes {
+		return nil, tooLong()
+	}
+	return strings.Replace(s, old, repl, n), nil
+}
+
+func safeJoin(args ...any) (any, error) {
+	if len(args) != 1 && len(args) != 2 {
+		return nil, fmt.Errorf("join takes 1 or 2 arguments, got %d", len(args))
+	}
+	list, err := argList(args[0], "join")
+	if err != nil {
+		return nil, err
+	}
+	glue := ""
+	if len(args) == 2 {
+		if glue, err = argString(args, 1, "join"); err != nil {
+			return nil, err
+		}
+	}
+	parts := make([]string, len(list))
+	total := 0
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("join: element %d is %T, not a string", i, e)
+		}
+		total += len(s) + len(glue)
+		if total > MaxStringBytes+len(glue) {
+			return nil, tooLong()
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, glue), nil
+}
+
+func safeConcat(args ...any) (any, error) {
+	total := 0
+	lists := make([][]any, len(args))
+	for i, a := range args {
+		l, err := argList(a, "concat")
+		if err != nil {
+			return nil, err
+		}
+		total += len(l)
+		if total > MaxListLen {
+			return nil, fmt.Errorf("concat: more than %d elements", MaxListLen)
+		}
+		lists[i] = l
+	}
+	out := make([]any, 0, total)
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out, nil
+}
+
+func safeFlatten(args ...any) (any, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("flatten takes 1 argument, got %d", len(args))
+	}
+	var out []any
+	var walk func(v any, depth int) error
+	walk = func(v any, depth int) error {
+		if depth > maxDepth {
+			return fmt.Errorf("flatten: nested deeper than %d levels", maxDepth)
+		}
+		rv := reflect.ValueOf(v)
+		if v == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+			if len(out) >= MaxListLen {
+				return fmt.Errorf("flatten: more than %d elements", MaxListLen)
+			}
+			out = append(out, v)
+			return nil
+		}
+		for i := 0; i < rv.Len(); i++ {
+			if err := walk(rv.Index(i).Interface(), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	l, err := argList(args[0], "flatten")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range l {
+		if err := walk(e, 1); err != nil {
+			return nil, err
+		}
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out, nil
+}
+
+func safeToJSON(args ...any) (any, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("toJSON takes 1 argument, got %d", len(args))
+	}
+	w := boundedWriter{limit: MaxStringBytes}
+	if err := w.json(args[0], 0); err != nil {
+		return nil, err
+	}
+	return w.b.String(), nil
+}
+
+func safeToBase64(args ...any) (any, error) {
+	s, err := argString(args, 0, "toBase64")
+	if err != nil {
+		return nil, err
+	}
+	if base64.StdEncoding.EncodedLen(len(s)) > MaxStringBytes {
+		return nil, tooLong()
+	}
+	return base64.StdEncoding.EncodeToString([]byte(s)), nil
+}
+
+func safeString(args ...any) (any, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("string takes 1 argument, got %d", len(args))
+	}
+	if args[0] == nil {
+		return "nil", nil
+	}
+	return Text(args[0], MaxStringBytes)
+}
