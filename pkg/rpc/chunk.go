@@ -36,9 +36,12 @@ import (
 // chunk out of order means one was lost (a slow consumer): the call fails
 // at once. A reply that stops arriving fails after ChunkGap.
 const (
+	// HeaderAcceptChunks on a request says the caller reassembles chunks.
 	HeaderAcceptChunks = "Parley-Accept-Chunks"
-	HeaderChunk        = "Parley-Chunk"
-	HeaderReplySize    = "Parley-Reply-Size"
+	// HeaderChunk on a reply message is its place, "<i>/<n>".
+	HeaderChunk = "Parley-Chunk"
+	// HeaderReplySize on the first chunk is the whole reply's length.
+	HeaderReplySize = "Parley-Reply-Size"
 )
 
 // MaxReplyBytes bounds one reply, however it travels: the caller holds it
