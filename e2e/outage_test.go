@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -26,17 +25,11 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 	t.Parallel()
 	deps := map[string]map[string]*proxy.Proxy{}
 	s := startSuiteOwn(t, func(service string, env *testenv.Env) []string {
-		d := map[string]*proxy.Proxy{
-			"postgres": proxy.Start(t, hostOf(t, env.DatabaseURL)),
-			"redis":    proxy.Start(t, hostOf(t, env.RedisURL)),
-			"nats":     proxy.Start(t, hostOf(t, env.NATSURL)),
-		}
-		deps[service] = d
-		return []string{
-			"DATABASE_URL=" + d["postgres"].URL(t, env.DatabaseURL),
-			"REDIS_URL=" + d["redis"].URL(t, env.RedisURL),
-			"NATS_URL=" + d["nats"].URL(t, env.NATSURL),
-		}
+		pg, dbURL := proxy.Front(t, env.DatabaseURL)
+		rd, redisURL := proxy.Front(t, env.RedisURL)
+		ns, natsURL := proxy.Front(t, env.NATSURL)
+		deps[service] = map[string]*proxy.Proxy{"postgres": pg, "redis": rd, "nats": ns}
+		return []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "NATS_URL=" + natsURL}
 	}, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	ws, key := s.developer(t)
 	ch := s.addChannel(t, ws, "external", "--kind", "telegram", "--token", "700100200:AAH-outage-e2e-token")
@@ -168,13 +161,4 @@ func probe(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func hostOf(t *testing.T, raw string) string {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
 }

@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"net"
-	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -23,12 +22,8 @@ import (
 func TestQueriesFailFastWhileDownAndRecover(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	u, err := url.Parse(env.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := proxy.Start(t, u.Host)
-	gdb, err := db.Open(context.Background(), p.URL(t, env.DatabaseURL), "widgets", os.DirFS("testdata/migrations"), zap.NewNop())
+	p, dbURL := proxy.Front(t, env.DatabaseURL)
+	gdb, err := db.Open(context.Background(), dbURL, "widgets", os.DirFS("testdata/migrations"), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package redisx_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -18,12 +17,8 @@ import (
 func TestCommandsFailFastWhileDownAndRecover(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	u, err := url.Parse(env.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := proxy.Start(t, u.Host)
-	client, err := redisx.Open(context.Background(), p.URL(t, env.RedisURL))
+	p, redisURL := proxy.Front(t, env.RedisURL)
+	client, err := redisx.Open(context.Background(), redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}

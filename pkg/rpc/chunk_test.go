@@ -179,9 +179,9 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	_, _ = serveBytes(t, env, []byte("ok"))
-	p := proxy.Start(t, strings.TrimPrefix(env.NATSURL, "nats://"))
 	conn := env.Connections()
-	conn.NATSURL = p.URL(t, env.NATSURL)
+	p, natsURL := proxy.Front(t, env.NATSURL)
+	conn.NATSURL = natsURL
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	nc, err := natsx.Connect(ctx, conn, "proxied", zap.NewNop())

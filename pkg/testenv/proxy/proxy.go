@@ -38,6 +38,19 @@ func Start(t testing.TB, target string) *Proxy {
 	return p
 }
 
+// Front starts a proxy in front of the server of raw (a postgres://,
+// redis:// or nats:// URL) and returns it with raw pointed at it: the URL
+// to give the code under test.
+func Front(t testing.TB, raw string) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	p := Start(t, u.Host)
+	return p, p.URL(t, raw)
+}
+
 // Addr is the proxy's "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
