@@ -1,0 +1,329 @@
+package flow
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGoldenValid(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("testdata/valid/*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden definitions")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Parse(data, ParseOptions{})
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if d.Start == nil || len(d.Nodes) == 0 || d.Name == "" {
+				t.Fatalf("incomplete definition %+v", d)
+			}
+		})
+	}
+}
+
+func TestGoldenInvalid(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("testdata/invalid/*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden definitions")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".want")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(data, ParseOptions{})
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if got := err.Error(); got != strings.TrimSpace(string(want)) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// doc wraps nodes (JSON objects) after a start that leads to the first.
+func doc(nodes ...string) []byte {
+	first := "x"
+	if len(nodes) > 0 {
+		i := strings.Index(nodes[0], `"id": "`)
+		if i >= 0 {
+			rest := nodes[0][i+7:]
+			first = rest[:strings.Index(rest, `"`)]
+		}
+	}
+	all := append([]string{`{"id": "start", "type": "start", "next": "` + first + `"}`}, nodes...)
+	return []byte(`{"name": "t", "triggers": ["api"], "nodes": [` + strings.Join(all, ",") + `]}`)
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	closed := ParseOptions{StagesOpen: map[Stage]bool{}}
+	tests := []struct {
+		name      string
+		give      []byte
+		opts      ParseOptions
+		wantNode  string
+		wantField string
+		wantIn    string
+	}{
+		{"not json", []byte(`{`), ParseOptions{}, "", "", "not a JSON object"},
+		{"array document", []byte(`[]`), ParseOptions{}, "", "", "not a JSON object"},
+		{"no name", []byte(`{"nodes": [{"id": "s", "type": "start"}]}`), ParseOptions{}, "", "name", "required"},
+		{"name not string", []byte(`{"name": 1, "nodes": []}`), ParseOptions{}, "", "name", "must be a string"},
+		{"bad trigger", []byte(`{"name": "t", "triggers": ["sms"], "nodes": [{"id": "s", "type": "start"}]}`), ParseOptions{}, "", "triggers[0]", "unknown trigger"},
+		{"no nodes", []byte(`{"name": "t"}`), ParseOptions{}, "", "nodes", "required"},
+		{"empty nodes", []byte(`{"name": "t", "nodes": []}`), ParseOptions{}, "", "nodes", "empty"},
+		{"nodes not array", []byte(`{"name": "t", "nodes": {}}`), ParseOptions{}, "", "nodes", "must be an array"},
+		{"node not object", []byte(`{"name": "t", "nodes": [1]}`), ParseOptions{}, "", "nodes[0]", "must be an object"},
+		{"no start", []byte(`{"name": "t", "nodes": [{"id": "e", "type": "end"}]}`), ParseOptions{}, "", "nodes", "no start"},
+		{"missing id", []byte(`{"name": "t", "nodes": [{"type": "start"}]}`), ParseOptions{}, "", "nodes[0].id", "required"},
+		{"slash in id", []byte(`{"name": "t", "nodes": [{"id": "a/b", "type": "start"}]}`), ParseOptions{}, "", "nodes[0].id", "not a node id"},
+		{"missing type", doc(`{"id": "x"}`), ParseOptions{}, "x", "type", "required"},
+		{"unknown type", doc(`{"id": "x", "type": "teleport"}`), ParseOptions{}, "x", "type", "unknown node type"},
+		{"duplicate id", doc(`{"id": "x", "type": "end"}`, `{"id": "x", "type": "end"}`), ParseOptions{}, "x", "id", "duplicate id"},
+		{"unknown next", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": "y"}`), ParseOptions{}, "x", "next", `unknown node "y"`},
+		{"empty next", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": ""}`), ParseOptions{}, "x", "next", "empty target"},
+		{"next to itself", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": "x"}`), ParseOptions{}, "x", "next", "itself"},
+		{"next not string", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": 3}`), ParseOptions{}, "x", "next", "must be a string"},
+		{"unreachable", doc(`{"id": "x", "type": "end"}`, `{"id": "y", "type": "end"}`), ParseOptions{}, "y", "", "unreachable"},
+		{"unknown then", doc(`{"id": "x", "type": "condition", "if": "true", "then": "nope"}`), ParseOptions{}, "x", "then", "unknown node"},
+		{"unknown else", doc(`{"id": "x", "type": "condition", "if": "true", "else": "nope"}`), ParseOptions{}, "x", "else", "unknown node"},
+		{"unknown case next", doc(`{"id": "x", "type": "condition", "cases": [{"if": "true", "next": "nope"}]}`), ParseOptions{}, "x", "cases[0].next", "unknown node"},
+		{"unknown on_error", doc(`{"id": "x", "type": "http", "url": "https://e.x", "on_error": "nope"}`), ParseOptions{}, "x", "on_error", "unknown node"},
+		{"unknown body", doc(`{"id": "x", "type": "loop", "over": "[1]", "as": "i", "body": "nope"}`), ParseOptions{}, "x", "body", "unknown node"},
+		{"unknown intent next", doc(`{"id": "x", "type": "intent", "text": "t", "intents": [{"name": "a", "next": "nope"}]}`), ParseOptions{}, "x", "intents[0].next", "unknown node"},
+		{"message missing", doc(`{"id": "x", "type": "send_message"}`), ParseOptions{}, "x", "message", "required"},
+		{"message type", doc(`{"id": "x", "type": "send_message", "message": {"type": "video", "text": "a"}}`), ParseOptions{}, "x", "message.type", "not one of"},
+		{"message text missing", doc(`{"id": "x", "type": "send_message", "message": {"type": "text"}}`), ParseOptions{}, "x", "message.text", "required"},
+		{"quick replies missing", doc(`{"id": "x", "type": "send_message", "message": {"type": "quick_replies", "text": "a"}}`), ParseOptions{}, "x", "message.quick_replies", "1 to 13"},
+		{"quick replies on text", doc(`{"id": "x", "type": "send_message", "message": {"type": "text", "text": "a", "quick_replies": ["b"]}}`), ParseOptions{}, "x", "message.quick_replies", "not used by a text message"},
+		{"too many buttons", doc(`{"id": "x", "type": "send_message", "message": {"type": "buttons", "text": "a", "buttons": [
+			{"type": "postback", "title": "1", "payload": "1"}, {"type": "postback", "title": "2", "payload": "2"},
+			{"type": "postback", "title": "3", "payload": "3"}, {"type": "postback", "title": "4", "payload": "4"}]}}`), ParseOptions{}, "x", "message.buttons", "at most 3"},
+		{"button type", doc(`{"id": "x", "type": "send_message", "message": {"type": "buttons", "text": "a", "buttons": [{"type": "call", "title": "1"}]}}`), ParseOptions{}, "x", "message.buttons[0].type", "not one of"},
+		{"button without url", doc(`{"id": "x", "type": "send_message", "message": {"type": "buttons", "text": "a", "buttons": [{"type": "web_url", "title": "1"}]}}`), ParseOptions{}, "x", "message.buttons[0].url", "required"},
+		{"button without payload", doc(`{"id": "x", "type": "send_message", "message": {"type": "buttons", "text": "a", "buttons": [{"type": "postback", "title": "1"}]}}`), ParseOptions{}, "x", "message.buttons[0].payload", "required"},
+		{"carousel empty", doc(`{"id": "x", "type": "send_message", "message": {"type": "carousel", "cards": []}}`), ParseOptions{}, "x", "message.cards", "1 to 10"},
+		{"card without title", doc(`{"id": "x", "type": "send_message", "message": {"type": "carousel", "cards": [{"subtitle": "s"}]}}`), ParseOptions{}, "x", "message.cards[0].title", "required"},
+		{"bad template", doc(`{"id": "x", "type": "send_message", "message": {"text": "{{ nope }}"}}`), ParseOptions{}, "x", "message.text", "unknown name nope"},
+		{"question text missing", doc(`{"id": "x", "type": "question"}`), ParseOptions{}, "x", "text", "required"},
+		{"question input type", doc(`{"id": "x", "type": "question", "text": "?", "input_type": "date"}`), ParseOptions{}, "x", "input_type", "not one of"},
+		{"save_as not ident", doc(`{"id": "x", "type": "question", "text": "?", "save_as": "a.b"}`), ParseOptions{}, "x", "save_as", "not a variable name"},
+		{"save_as input", doc(`{"id": "x", "type": "question", "text": "?", "save_as": "input"}`), ParseOptions{}, "x", "save_as", "reserved"},
+		{"condition without if", doc(`{"id": "x", "type": "condition", "then": "x"}`), ParseOptions{}, "x", "if", "required"},
+		{"condition bad if", doc(`{"id": "x", "type": "condition", "if": "vars.a ==", "then": "x"}`), ParseOptions{}, "x", "if", "expression"},
+		{"cases and if", doc(`{"id": "x", "type": "condition", "if": "true", "cases": [{"if": "true", "next": "x"}]}`), ParseOptions{}, "x", "cases", "cannot be combined"},
+		{"cases empty", doc(`{"id": "x", "type": "condition", "cases": []}`), ParseOptions{}, "x", "cases", "at least one"},
+		{"case without next", doc(`{"id": "x", "type": "condition", "cases": [{"if": "true"}]}`), ParseOptions{}, "x", "cases[0].next", "required"},
+		{"cases closed", doc(`{"id": "x", "type": "condition", "cases": [{"if": "true", "next": "e"}]}`, `{"id": "e", "type": "end"}`), closed, "x", "cases", "condition.cases is not open"},
+		{"variable without set", doc(`{"id": "x", "type": "variable"}`), ParseOptions{}, "x", "set", "required"},
+		{"variable set not object", doc(`{"id": "x", "type": "variable", "set": [1]}`), ParseOptions{}, "x", "set", "must be an object"},
+		{"variable set bad name", doc(`{"id": "x", "type": "variable", "set": {"1a": "1"}}`), ParseOptions{}, "x", "set.1a", "not a variable name"},
+		{"variable set bad expr", doc(`{"id": "x", "type": "variable", "set": {"a": "hello"}}`), ParseOptions{}, "x", "set.a", "unknown name hello"},
+		{"variable op unknown", doc(`{"id": "x", "type": "variable", "name": "a", "op": "multiply", "value": "2"}`), ParseOptions{}, "x", "op", "not one of"},
+		{"variable op without name", doc(`{"id": "x", "type": "variable", "op": "set", "value": "2"}`), ParseOptions{}, "x", "name", "required"},
+		{"variable op without value", doc(`{"id": "x", "type": "variable", "name": "a", "op": "append"}`), ParseOptions{}, "x", "value", "required"},
+		{"variable clear with value", doc(`{"id": "x", "type": "variable", "name": "a", "op": "clear", "value": "1"}`), ParseOptions{}, "x", "value", "no value"},
+		{"variable op closed", doc(`{"id": "x", "type": "variable", "name": "a", "op": "increment"}`), closed, "x", "op", "variable.op is not open"},
+		{"http without url", doc(`{"id": "x", "type": "http"}`), ParseOptions{}, "x", "url", "required"},
+		{"http method", doc(`{"id": "x", "type": "http", "url": "https://e.x", "method": "TRACE"}`), ParseOptions{}, "x", "method", "not one of"},
+		{"http timeout", doc(`{"id": "x", "type": "http", "url": "https://e.x", "timeout_ms": 10001}`), ParseOptions{}, "x", "timeout_ms", "from 1 to 10000"},
+		{"http timeout fraction", doc(`{"id": "x", "type": "http", "url": "https://e.x", "timeout_ms": 1.5}`), ParseOptions{}, "x", "timeout_ms", "whole number"},
+		{"http headers", doc(`{"id": "x", "type": "http", "url": "https://e.x", "headers": {"A": 1}}`), ParseOptions{}, "x", "headers", "object of strings"},
+		{"http header name", doc(`{"id": "x", "type": "http", "url": "https://e.x", "headers": {"A B": "1"}}`), ParseOptions{}, "x", "headers", "not a header name"},
+		{"http header template", doc(`{"id": "x", "type": "http", "url": "https://e.x", "headers": {"A": "{{"}}`), ParseOptions{}, "x", "headers.A", "without its"},
+		{"http body on get", doc(`{"id": "x", "type": "http", "url": "https://e.x", "body": {"a": 1}}`), ParseOptions{}, "x", "body", "no body"},
+		{"http body template", doc(`{"id": "x", "type": "http", "method": "POST", "url": "https://e.x", "body": {"a": "{{ 1 + }}"}}`), ParseOptions{}, "x", "body", "expression"},
+		{"llm without prompt", doc(`{"id": "x", "type": "llm"}`), ParseOptions{}, "x", "prompt", "required"},
+		{"llm temperature", doc(`{"id": "x", "type": "llm", "prompt": "p", "temperature": 3}`), ParseOptions{}, "x", "temperature", "from 0 to 2"},
+		{"knowledge top_k", doc(`{"id": "x", "type": "knowledge", "query": "q", "top_k": 11}`), ParseOptions{}, "x", "top_k", "from 1 to 10"},
+		{"knowledge without query", doc(`{"id": "x", "type": "knowledge"}`), ParseOptions{}, "x", "query", "required"},
+		{"intent without intents", doc(`{"id": "x", "type": "intent", "text": "t"}`), ParseOptions{}, "x", "intents", "at least one"},
+		{"intent duplicate", doc(`{"id": "x", "type": "intent", "text": "t", "intents": [{"name": "a"}, {"name": "a"}]}`), ParseOptions{}, "x", "intents[1].name", "duplicate"},
+		{"extract without fields", doc(`{"id": "x", "type": "extract", "text": "t"}`), ParseOptions{}, "x", "fields", "at least one"},
+		{"extract field type", doc(`{"id": "x", "type": "extract", "text": "t", "fields": [{"name": "a", "type": "blob"}]}`), ParseOptions{}, "x", "fields[0].type", "not one of"},
+		{"loop without over", doc(`{"id": "x", "type": "loop", "as": "i", "body": "b"}`, `{"id": "b", "type": "end"}`), ParseOptions{}, "x", "over", "required"},
+		{"loop without as", doc(`{"id": "x", "type": "loop", "over": "[1]", "body": "b"}`, `{"id": "b", "type": "end"}`), ParseOptions{}, "x", "as", "required"},
+		{"loop without body", doc(`{"id": "x", "type": "loop", "over": "[1]", "as": "i"}`), ParseOptions{}, "x", "body", "required"},
+		{"loop max", doc(`{"id": "x", "type": "loop", "over": "[1]", "as": "i", "body": "b", "max_iterations": 0}`, `{"id": "b", "type": "end"}`), ParseOptions{}, "x", "max_iterations", "from 1 to 1000"},
+		{"loop body back to loop", doc(`{"id": "x", "type": "loop", "over": "[1]", "as": "i", "body": "b"}`, `{"id": "b", "type": "send_message", "message": {"text": "a"}, "next": "x"}`), ParseOptions{}, "x", "body", "leads back"},
+		{"call_flow without flow", doc(`{"id": "x", "type": "call_flow"}`), ParseOptions{}, "x", "flow_id", "required"},
+		{"call_flow input not object", doc(`{"id": "x", "type": "call_flow", "flow_id": "f", "input": [1]}`), ParseOptions{}, "x", "input", "must be an object"},
+		{"call_flow closed", doc(`{"id": "x", "type": "call_flow", "flow_id": "f"}`), closed, "x", "type", "call_flow is not open"},
+		{"script without code", doc(`{"id": "x", "type": "script"}`), ParseOptions{}, "x", "code", "required"},
+		{"script closed", doc(`{"id": "x", "type": "script", "code": "return 1"}`), closed, "x", "type", "script is not open"},
+		{"end with next", doc(`{"id": "x", "type": "end", "next": "x"}`), ParseOptions{}, "x", "next", "no next"},
+		{"end output not object", doc(`{"id": "x", "type": "end", "output": "a"}`), ParseOptions{}, "x", "output", "must be an object"},
+		{"end output template", doc(`{"id": "x", "type": "end", "output": {"a": "{{ vars. }}"}}`), ParseOptions{}, "x", "output", "expression"},
+		{"delay until closed", doc(`{"id": "x", "type": "delay", "until": "2026-01-01"}`), closed, "x", "until", "delay.until is not open"},
+		{"action without kind", doc(`{"id": "x", "type": "action"}`), ParseOptions{}, "x", "action", "required"},
+		{"action set_variable without value", doc(`{"id": "x", "type": "action", "action": "set_variable", "name": "a"}`), ParseOptions{}, "x", "value", "required"},
+		{"action webhook without url", doc(`{"id": "x", "type": "action", "action": "webhook_call"}`), ParseOptions{}, "x", "url", "required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse(tt.give, tt.opts)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if ve.NodeID != tt.wantNode || ve.Field != tt.wantField || !strings.Contains(ve.Reason, tt.wantIn) {
+				t.Fatalf("got {%q %q %q}, want {%q %q …%q…}", ve.NodeID, ve.Field, ve.Reason, tt.wantNode, tt.wantField, tt.wantIn)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || (tt.wantNode != "" && !strings.Contains(msg, tt.wantNode)) || (tt.wantField != "" && !strings.Contains(msg, tt.wantField)) {
+				t.Fatalf("Error() %q does not name node and field on one line", msg)
+			}
+		})
+	}
+}
+
+func TestStagesOpenWhenListed(t *testing.T) {
+	t.Parallel()
+	stages, err := ParseStages("call_flow, script,condition.cases,delay.until,variable.op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile("testdata/valid/every_node.json")
+	if _, err := Parse(data, ParseOptions{StagesOpen: stages}); err != nil {
+		t.Fatal(err)
+	}
+	delete(stages, StageScript)
+	if _, err := Parse(data, ParseOptions{StagesOpen: stages}); err == nil || !strings.Contains(err.Error(), `node "js"`) {
+		t.Fatalf("script closed: %v", err)
+	}
+	if _, err := ParseStages("call_flow,scripts"); err == nil {
+		t.Fatal("an unknown stage was accepted")
+	}
+}
+
+func TestNotInvokable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		give     []byte
+		wantNode string
+	}{
+		{"every invokable node", mustRead(t, "testdata/valid/every_node.json"), ""},
+		{"order status", mustRead(t, "testdata/valid/order_status.json"), ""},
+		{"chat only", mustRead(t, "testdata/valid/chat_only.json"), "wait"},
+		{"tool", doc(`{"id": "x", "type": "tool"}`), "x"},
+		{"ai_response", doc(`{"id": "x", "type": "ai_response"}`), "x"},
+		{"handover", doc(`{"id": "x", "type": "handover"}`), "x"},
+		{"assign", doc(`{"id": "x", "type": "assign"}`), "x"},
+		{"order", doc(`{"id": "x", "type": "order"}`), "x"},
+		{"resume_ai", doc(`{"id": "x", "type": "resume_ai"}`), "x"},
+		{"submit_form", doc(`{"id": "x", "type": "submit_form"}`), "x"},
+		{"action other", doc(`{"id": "x", "type": "action", "action": "send_email"}`), "x"},
+		{"action set_variable", doc(`{"id": "x", "type": "action", "action": "set_variable", "name": "a", "value": "1"}`), ""},
+		{"file question", doc(`{"id": "x", "type": "question", "text": "?", "input_type": "file"}`), "x"},
+		{"capture contact", doc(`{"id": "x", "type": "extract", "text": "t", "capture_contact": true}`), "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := Parse(tt.give, ParseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ni := d.NotInvokable()
+			switch {
+			case tt.wantNode == "" && ni != nil:
+				t.Fatalf("NotInvokable: %v", ni)
+			case tt.wantNode != "" && (ni == nil || ni.NodeID != tt.wantNode):
+				t.Fatalf("NotInvokable: %v, want node %q", ni, tt.wantNode)
+			case ni != nil && !strings.Contains(ni.Error(), tt.wantNode):
+				t.Fatalf("Error() %q does not name the node", ni.Error())
+			}
+		})
+	}
+}
+
+func TestTypedModel(t *testing.T) {
+	t.Parallel()
+	d, err := Parse(mustRead(t, "testdata/valid/every_node.json"), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := d.Node("call").(*HTTP)
+	if !ok || h.Method != "POST" || h.Timeout.Milliseconds() != 5000 || h.OnError != "llm" || len(h.Headers) != 1 || h.Body == nil {
+		t.Fatalf("http node %+v", d.Node("call"))
+	}
+	v := d.Node("set").(*Variable)
+	if len(v.Set) != 3 || v.Set[0].Name != "count" || v.Set[1].Name != "greeting" || v.Set[2].Name != "list" {
+		t.Fatalf("set keeps document order: %+v", v.Set)
+	}
+	l := d.Node("loop").(*Loop)
+	if got := l.Targets(); len(got) != 2 || got[0] != (Edge{"body", "each"}) || got[1] != (Edge{"next", "sub"}) {
+		t.Fatalf("loop targets %v", got)
+	}
+	c := d.Node("cases").(*Condition)
+	if len(c.Cases) != 2 || c.Targets()[1].Field != "cases[1].next" {
+		t.Fatalf("cases %+v", c)
+	}
+	if d.Node("kb").(*Knowledge).TopK != 5 || !d.HasTrigger("chat") || d.Waits() == nil {
+		t.Fatal("knowledge, triggers or waits")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzParse checks that Parse never panics, and that what it accepts is
+// accepted again (parsing is a pure function of the document).
+func FuzzParse(f *testing.F) {
+	for _, glob := range []string{"testdata/valid/*.json", "testdata/invalid/*.json"} {
+		files, _ := filepath.Glob(glob)
+		for _, file := range files {
+			b, _ := os.ReadFile(file)
+			f.Add(b)
+		}
+	}
+	f.Add(doc(`{"id": "x", "type": "loop", "over": "1..3", "as": "i", "body": "b"}`, `{"id": "b", "type": "variable", "set": {"a": "vars.i + 1"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse(data, ParseOptions{})
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %T is not a *ValidationError", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if d.Start == nil || d.Node(d.Start.ID()) == nil {
+			t.Fatal("accepted without a start")
+		}
+		_ = d.NotInvokable()
+		if _, err := Parse(data, ParseOptions{}); err != nil {
+			t.Fatalf("accepted once, refused again: %v", err)
+		}
+	})
+}
