@@ -1,0 +1,218 @@
+// Package run executes parsed flow definitions for headless (API) runs: an
+// invoke starts a run, a continue answers its waiting question. The engine
+// is pure: it reaches the outside only through the ports declared here
+// (HTTPCaller, Flows, Scripts), reads time from an injected clock, and
+// reports progress to an Observer. What goes wrong inside a run (a node
+// failure, the run budget, a missing module) is part of the Result, never a
+// Go error; Go errors are kept for calls that could not start at all.
+package run
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+)
+
+// Status is a run's state.
+type Status string
+
+// Run states. running is only seen while the engine works.
+const (
+	StatusRunning   Status = "running"
+	StatusWaiting   Status = "waiting"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// In-run error codes (HTTP 200 with status failed).
+const (
+	CodeNodeFailed     = "node_failed"
+	CodeBudgetExceeded = "run_budget_exceeded"
+	CodeModuleInactive = "module_inactive"
+)
+
+// NodeErrScriptModuleInactive is the node error of a script node run without
+// the flow_script module; the run's error is then module_inactive.
+const NodeErrScriptModuleInactive = "flow_script_module_inactive"
+
+// MaxCallDepth is how deeply call_flow may nest: a flow called from a flow
+// called from a flow called by the run is depth 3, the deepest allowed.
+const MaxCallDepth = 3
+
+// MaxVarsBytes bounds the run's variables, encoded as JSON, so that a stored
+// run stays small whatever its loops write.
+const MaxVarsBytes = 4 << 20
+
+// Error is a failed run's reason.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Usage is what a run consumed (AI nodes fill it in a later issue).
+type Usage struct {
+	Tokens        int     `json:"tokens"`
+	CostUSD       float64 `json:"cost_usd"`
+	BillableUnits int     `json:"billable_units"`
+}
+
+// Message is a flow message: what a send_message or question "sends",
+// returned to the developer and never sent to a customer.
+type Message struct {
+	Type         string   `json:"type"`
+	Text         string   `json:"text,omitempty"`
+	QuickReplies []string `json:"quick_replies,omitempty"`
+	Buttons      []Button `json:"buttons,omitempty"`
+	Cards        []Card   `json:"cards,omitempty"`
+	GuardBlocked bool     `json:"guard_blocked,omitempty"`
+}
+
+// Button is a rendered message or card button.
+type Button struct {
+	Type    string `json:"type"`
+	Title   string `json:"title"`
+	URL     string `json:"url,omitempty"`
+	Payload string `json:"payload,omitempty"`
+}
+
+// Card is a rendered carousel element.
+type Card struct {
+	Title    string   `json:"title"`
+	Subtitle string   `json:"subtitle,omitempty"`
+	ImageURL string   `json:"image_url,omitempty"`
+	Buttons  []Button `json:"buttons,omitempty"`
+}
+
+// Run is one run of a flow version, as stored between calls.
+type Run struct {
+	ID          string
+	FlowID      string
+	Version     int
+	WorkspaceID string
+	Status      Status
+	// CurrentNodeID is the node being run, or the question a waiting run
+	// waits at, or the node the run ended at.
+	CurrentNodeID string
+	// NodesExecuted counts node runs over the whole run (every call, loop
+	// iteration and called flow); the node budget applies to it.
+	NodesExecuted int
+	// Vars are the flow's variables; Vars["input"] is the first call's input.
+	Vars        map[string]any
+	Output      map[string]any
+	Error       *Error
+	StartedAt   time.Time
+	CompletedAt *time.Time
+	// Messages are every message of the run, over all its calls.
+	Messages  []Message
+	Usage     Usage
+	SessionID string
+	// Depth is 0 for a run invoked over the API.
+	Depth int
+}
+
+// NodeRun is one node's run in the trace. A node stopped by the budget has
+// an Error and DurationMS 0: it did not run.
+type NodeRun struct {
+	NodeID     string
+	NodeType   string
+	StartedAt  time.Time
+	DurationMS int64
+	Input      any
+	Output     any
+	Error      string
+	Tokens     int
+	CostUSD    float64
+}
+
+// Result is what one invoke or continue produced.
+type Result struct {
+	// Run is the run after the call (the same pointer a continue was given).
+	Run *Run
+	// NodeRuns are this call's node runs, in the order they started.
+	NodeRuns []NodeRun
+	// Messages are this call's messages: the response's messages[].
+	Messages []Message
+}
+
+// HTTPRequest is what an http node asks for. Body is nil without one.
+type HTTPRequest struct {
+	Method  string
+	URL     string
+	Headers map[string]string
+	Body    []byte
+	Timeout time.Duration
+}
+
+// HTTPResponse is a completed exchange, whatever its status.
+type HTTPResponse struct {
+	Status  int
+	Headers map[string]string
+	Body    []byte
+}
+
+// HTTPCaller makes an http node's request. Implementations reach only what
+// the platform allows (public https unless told otherwise), follow no
+// redirects, honour ctx and Timeout, and read at most MaxResponseBytes of
+// the body (a longer one is an error). A returned error is a transport
+// failure; any status is a response.
+type HTTPCaller interface {
+	Call(ctx context.Context, req HTTPRequest) (HTTPResponse, error)
+}
+
+// MaxResponseBytes bounds an http node's response body.
+const MaxResponseBytes = 1 << 20
+
+// ErrFlowNotFound is what Flows.Load returns for a flow that is not in the
+// workspace, not active, or has no published version.
+var ErrFlowNotFound = errors.New("flow not found")
+
+// Flows loads the published version of a call_flow target.
+type Flows interface {
+	// Load returns the parsed published version of an active flow of the
+	// workspace, or an error wrapping ErrFlowNotFound.
+	Load(ctx context.Context, workspaceID, flowID string) (*flow.Definition, error)
+}
+
+// Scripts runs a script node's code: a JavaScript function body with vars
+// readable, no I/O, stopped at limit (or ctx), bounded in what it allocates.
+// It returns the function's value as a JSON tree.
+type Scripts interface {
+	Run(ctx context.Context, code string, vars map[string]any, limit time.Duration) (any, error)
+}
+
+// Observer hears a run's progress in order: for each node NodeStarted, its
+// messages, NodeEnded. Streaming builds its events on it. Calls come from
+// the goroutine running the flow; an Observer must not block for long.
+type Observer interface {
+	NodeStarted(nodeID string, nodeType flow.NodeType)
+	Message(m Message)
+	NodeEnded(nr NodeRun)
+}
+
+// NopObserver hears nothing.
+type NopObserver struct{}
+
+func (NopObserver) NodeStarted(string, flow.NodeType) {}
+func (NopObserver) Message(Message)                   {}
+func (NopObserver) NodeEnded(NodeRun)                 {}
+
+// Budget bounds a run: Nodes over the whole run, Time per call (a waiting
+// run's wait for its answer is not counted).
+type Budget struct {
+	Time  time.Duration
+	Nodes int
+}
+
+// DefaultBudget is the specification's: 60 s or 200 nodes.
+var DefaultBudget = Budget{Time: 60 * time.Second, Nodes: 200}
+
+// Modules are the workspace's plan modules a run consults.
+type Modules struct {
+	FlowScript bool
+	FlowAI     bool
+}
+
+// ErrNotWaiting is returned by Continue for a run that is not waiting.
+var ErrNotWaiting = errors.New("run is not waiting")
