@@ -4,12 +4,16 @@
 // Expressions are expr-lang/expr programs over one environment, {vars}: the
 // run's variables and nothing else (no functions of the host, no I/O). They
 // are compiled once, when a definition is parsed, and evaluated many times.
-// Evaluation is bounded: expr's memory budget caps what ranges, arrays, maps
-// and predicate loops may allocate (and with it how long they run), and the
-// few operations that could grow a string or list geometrically (`+` on
-// strings, repeat, replace, join, concat, flatten, toJSON, toBase64, string)
-// are replaced by versions that refuse a result over MaxStringBytes before
-// building it. Member access is nil-safe (`vars.order.body.status` is nil when
+// Evaluation is bounded three ways. expr's memory budget caps the elements
+// ranges, arrays, maps and predicate loops create. The operations that could
+// grow a string or list geometrically (`+` on strings, repeat, replace, join,
+// concat, flatten, toJSON, toBase64, string) are replaced by versions that
+// refuse a result over MaxStringBytes before building it. And a meter, passed
+// in the environment, is ticked by every call and every predicate iteration
+// (the compiler wraps them): it charges the size of what each produced,
+// refusing more than MaxEvalBytes, and stops an evaluation running longer
+// than MaxEvalTime, so that a loop of expensive steps (`all(1..900000,
+// upper(vars.big) != "")`) ends within one step of the limit. Member access is nil-safe (`vars.order.body.status` is nil when
 // vars.order is missing), so that a template reached on an error path renders
 // empty instead of failing. Every failure is an error, never a panic.
 package expression
@@ -20,6 +24,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
@@ -39,6 +44,11 @@ const (
 	MemoryBudget = 1_000_000
 	// MaxSourceBytes bounds the source of one expression.
 	MaxSourceBytes = 16 << 10
+	// MaxEvalBytes bounds what the calls and predicate iterations of one
+	// evaluation produce, counted by the meter.
+	MaxEvalBytes = 32 << 20
+	// MaxEvalTime bounds one evaluation's running time.
+	MaxEvalTime = 2 * time.Second
 )
 
 // Program is one compiled expression, safe for concurrent use.
@@ -66,7 +76,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // compileEnv declares the one name an expression may use; its type (a map of
 // anything) keeps member access unchecked, since vars are only known at run
 // time, while an unknown top-level name is refused at publish.
-var compileEnv = map[string]any{"vars": map[string]any{}}
+var compileEnv = map[string]any{"vars": map[string]any{}, meterName: &meter{}}
 
 var options = buildOptions()
 
@@ -93,6 +103,7 @@ func buildOptions() []expr.Option {
 		expr.MaxNodes(2000),
 		expr.Patch(safetyPatcher{}),
 		expr.Function(addFunc, safeAdd),
+		expr.Function(tickFunc, tick),
 	}
 	for name, fn := range amplifiers {
 		opts = append(opts, expr.DisableBuiltin(name), expr.Function(name, fn))
@@ -103,20 +114,32 @@ func buildOptions() []expr.Option {
 	return opts
 }
 
-const addFunc = "__add"
+const (
+	addFunc   = "__add"
+	tickFunc  = "__tick"
+	meterName = "__meter"
+)
 
-// safetyPatcher rewrites `a + b` into a bounded call and makes member access
-// nil-safe.
+// safetyPatcher rewrites the tree before it is compiled: `a + b` becomes a
+// bounded call, every call and every predicate body is passed through the
+// meter, and member access is nil-safe.
 type safetyPatcher struct{}
+
+func metered(n ast.Node) ast.Node {
+	return &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: tickFunc},
+		Arguments: []ast.Node{&ast.IdentifierNode{Value: meterName}, n},
+	}
+}
 
 func (safetyPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.BinaryNode:
 		if n.Operator == "+" {
-			ast.Patch(node, &ast.CallNode{
+			ast.Patch(node, metered(&ast.CallNode{
 				Callee:    &ast.IdentifierNode{Value: addFunc},
 				Arguments: []ast.Node{n.Left, n.Right},
-			})
+			}))
 		}
 	case *ast.MemberNode:
 		if !n.Method {
@@ -132,7 +155,51 @@ func (safetyPatcher) Visit(node *ast.Node) {
 				n.Callee = m
 			}
 		}
+		ast.Patch(node, metered(n))
+	case *ast.BuiltinNode:
+		ast.Patch(node, metered(n))
+	case *ast.PredicateNode:
+		n.Node = metered(n.Node)
 	}
+}
+
+// meter counts one evaluation's work. It has no exported fields or methods:
+// an expression that names it can only pass it around.
+type meter struct {
+	start time.Time
+	ticks int
+	bytes int
+}
+
+// tick charges one step's result and checks the evaluation's bounds; it
+// returns the result unchanged.
+func tick(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("%s takes two arguments", tickFunc)
+	}
+	m, ok := args[0].(*meter)
+	if !ok || m == nil {
+		return nil, fmt.Errorf("%s: no meter", tickFunc)
+	}
+	v := args[1]
+	m.ticks++
+	switch x := v.(type) {
+	case string:
+		m.bytes += len(x)
+	case []any:
+		m.bytes += 16 * len(x)
+	case map[string]any:
+		m.bytes += 64 * len(x)
+	default:
+		m.bytes += 8
+	}
+	if m.bytes > MaxEvalBytes {
+		return nil, fmt.Errorf("the expression produces more than %d bytes", MaxEvalBytes)
+	}
+	if m.ticks%64 == 0 && time.Since(m.start) > MaxEvalTime {
+		return nil, fmt.Errorf("the expression runs longer than %s", MaxEvalTime)
+	}
+	return v, nil
 }
 
 // Compile compiles one expression.
@@ -195,7 +262,7 @@ func (p *Program) run(vars map[string]any) (v any, err error) {
 		vars = map[string]any{}
 	}
 	machine := vm.VM{MemoryBudget: MemoryBudget}
-	v, err = machine.Run(p.program, map[string]any{"vars": vars})
+	v, err = machine.Run(p.program, map[string]any{"vars": vars, meterName: &meter{start: time.Now()}})
 	if err != nil {
 		return nil, &Error{Source: p.source, Err: err}
 	}

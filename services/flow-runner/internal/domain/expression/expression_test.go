@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEval(t *testing.T) {
@@ -38,6 +39,12 @@ func TestEval(t *testing.T) {
 		{"upper method-less", `upper(vars.name)`, "ANN"},
 		{"concat", `concat([1], [2])`, []any{float64(1), float64(2)}},
 		{"replace", `replace("aXa", "X", "-")`, "a-a"},
+		{"reduce", `reduce(1..4, #acc + #, 0)`, float64(10)},
+		{"sum and map", `sum(map(1..4, # * 2))`, float64(20)},
+		{"predicate on members", `filter([{"a": 1}, {"a": 2}], #.a > 1)`, []any{map[string]any{"a": float64(2)}}},
+		{"let", `let x = vars.n; x * x`, float64(9)},
+		{"ternary", `vars.n > 1 ? "big" : "small"`, "big"},
+		{"len in range", `1..len(vars.items)`, []any{float64(1), float64(2)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,10 +76,13 @@ func TestCompileRefuses(t *testing.T) {
 	}
 }
 
-// TestBounded runs expressions that would allocate without bound under plain
-// expr; each must end in an error, quickly and without a panic.
+// TestBounded runs expressions that would allocate or run without bound
+// under plain expr; each must end in an error, within the evaluation's time
+// bound and without a panic.
 func TestBounded(t *testing.T) {
 	t.Parallel()
+	// Two equal strings with their own bytes, so comparing them is real work.
+	vars := map[string]any{"items": []any{1}, "big": strings.Repeat("x", 1<<20), "big2": strings.Repeat("x", 1<<20)}
 	for _, give := range []string{
 		`reduce(1..64, #acc + #acc, "xxxxxxxx")`,
 		`repeat(repeat("x", 1000000), 1000000)`,
@@ -88,12 +98,21 @@ func TestBounded(t *testing.T) {
 		`1 / 0`,
 		`[1][5]`,
 		`vars.items.foo()`,
+		`all(1..900000, upper(vars.big) != "")`,
+		`len(reduce(1..900000, #acc + "x", ""))`,
+		`len(map(1..500000, upper(vars.big)))`,
+		`map(1..900000, vars.big)`,
+		`all(1..900000, vars.big == vars.big2)`,
 	} {
 		p, err := Compile(give)
 		if err != nil {
 			continue
 		}
-		_, err = p.Eval(map[string]any{"items": []any{1}})
+		start := time.Now()
+		_, err = p.Eval(vars)
+		if d := time.Since(start); d > 2*MaxEvalTime {
+			t.Errorf("Eval(%q) took %s", give, d)
+		}
 		if err == nil {
 			t.Errorf("Eval(%q) succeeded", give)
 		}
