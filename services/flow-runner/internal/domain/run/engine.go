@@ -66,7 +66,7 @@ func (e *Engine) Invoke(ctx context.Context, def *flow.Definition, inv Invocatio
 	}
 	r := &Run{
 		ID: inv.RunID, FlowID: inv.FlowID, Version: inv.Version, WorkspaceID: inv.WorkspaceID,
-		Status: StatusRunning, Vars: map[string]any{"input": input}, StartedAt: e.now(),
+		Status: StatusRunning, Vars: map[string]any{"input": input}, Output: map[string]any{}, StartedAt: e.now(),
 		CurrentNodeID: def.Start.ID(),
 	}
 	x := e.newExec(ctx, r, inv.Modules, inv.Observer, inv.WorkspaceID)
@@ -670,7 +670,7 @@ func (x *exec) http(sc *scope, node flow.Node, n *flow.HTTP) stepResult {
 	}
 	input := map[string]any{"method": req.Method, "url": req.URL}
 	if len(req.Headers) > 0 {
-		input["headers"] = req.Headers
+		input["headers"] = redacted(req.Headers)
 	}
 	if bodyShown != nil {
 		input["body"] = bodyShown
@@ -730,6 +730,22 @@ func (x *exec) httpFailed(sc *scope, node flow.Node, n *flow.HTTP, input, saved 
 		}
 	}
 	return stepResult{next: n.OnError, input: input, output: saved, nodeErr: why}
+}
+
+// redacted is the headers as the trace shows them: the values of those that
+// usually carry credentials are hidden, since traces are read back over the
+// API and kept.
+func redacted(h map[string]string) map[string]any {
+	out := make(map[string]any, len(h))
+	for k, v := range h {
+		l := strings.ToLower(k)
+		if l == "authorization" || l == "proxy-authorization" || l == "cookie" ||
+			strings.Contains(l, "token") || strings.Contains(l, "secret") || strings.Contains(l, "key") {
+			v = "[redacted]"
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func hasHeader(h map[string]string, name string) bool {

@@ -173,7 +173,7 @@ func TestHTTP(t *testing.T) {
 			map[string]any{"status": float64(0), "headers": map[string]any{}, "body": nil, "error": "dial tcp: refused"}},
 		{"text body stays a string", func(context.Context, HTTPRequest) (HTTPResponse, error) {
 			return HTTPResponse{Status: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: []byte(`{"status":"x"}`)}, nil
-		}, StatusFailed, nil, "Your order number?", // a string has no .status
+		}, StatusFailed, map[string]any{}, "Your order number?", // a string has no .status
 			map[string]any{"status": float64(200), "headers": map[string]any{"content-type": "text/plain"}, "body": `{"status":"x"}`}},
 	}
 	for _, tt := range tests {
@@ -202,7 +202,7 @@ func TestHTTP(t *testing.T) {
 func TestHTTPFailsWithoutOnError(t *testing.T) {
 	t.Parallel()
 	def := parse(t, nodes("call", `{"id": "call", "type": "http", "method": "POST", "url": "https://e.x/{{vars.input.id}}",
-		"headers": {"X-Id": "{{vars.input.id}}"}, "body": {"n": "{{vars.input.n}}", "s": "id {{vars.input.id}}"}, "timeout_ms": 2000, "next": "done"}`,
+		"headers": {"X-Id": "{{vars.input.id}}", "Authorization": "Bearer s3cret"}, "body": {"n": "{{vars.input.n}}", "s": "id {{vars.input.id}}"}, "timeout_ms": 2000, "next": "done"}`,
 		`{"id": "done", "type": "end"}`))
 	var got HTTPRequest
 	e := &Engine{HTTP: httpFunc(func(_ context.Context, req HTTPRequest) (HTTPResponse, error) {
@@ -214,12 +214,16 @@ func TestHTTPFailsWithoutOnError(t *testing.T) {
 	if r.Status != StatusFailed || r.Error.Code != CodeNodeFailed || !strings.Contains(r.Error.Message, `"call"`) || !strings.Contains(r.Error.Message, "500") {
 		t.Fatalf("run %+v %+v", r, r.Error)
 	}
-	if got.URL != "https://e.x/a1" || got.Headers["X-Id"] != "a1" || got.Headers["Content-Type"] != "application/json" ||
+	if got.URL != "https://e.x/a1" || got.Headers["X-Id"] != "a1" || got.Headers["Authorization"] != "Bearer s3cret" || got.Headers["Content-Type"] != "application/json" ||
 		string(got.Body) != `{"n":3,"s":"id a1"}` || got.Timeout != 2*time.Second {
 		t.Fatalf("request %+v body %s", got, got.Body)
 	}
-	if last := res.NodeRuns[len(res.NodeRuns)-1]; last.NodeID != "call" || last.Error == "" {
+	last := res.NodeRuns[len(res.NodeRuns)-1]
+	if last.NodeID != "call" || last.Error == "" {
 		t.Fatalf("node run %+v", last)
+	}
+	if h := last.Input.(map[string]any)["headers"].(map[string]any); h["X-Id"] != "a1" || h["Authorization"] != "[redacted]" {
+		t.Fatalf("traced headers %v", h)
 	}
 }
 

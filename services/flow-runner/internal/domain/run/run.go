@@ -5,6 +5,10 @@
 // reports progress to an Observer. What goes wrong inside a run (a node
 // failure, the run budget, a missing module) is part of the Result, never a
 // Go error; Go errors are kept for calls that could not start at all.
+//
+// The AI nodes (llm, knowledge, intent, extract) are accepted at publish but
+// not run yet: until the issue that brings the LLM provider and the safety
+// guard, reaching one fails the run with node_failed, "not available yet".
 package run
 
 import (
@@ -99,7 +103,8 @@ type Run struct {
 	// iteration and called flow); the node budget applies to it.
 	NodesExecuted int
 	// Vars are the flow's variables; Vars["input"] is the first call's input.
-	Vars        map[string]any
+	Vars map[string]any
+	// Output is the end node's output once completed, else {}.
 	Output      map[string]any
 	Error       *Error
 	StartedAt   time.Time
@@ -108,7 +113,8 @@ type Run struct {
 	Messages  []Message
 	Usage     Usage
 	SessionID string
-	// Depth is 0 for a run invoked over the API.
+	// Depth is 0 for a run invoked over the API; called flows run inside
+	// their caller's run, counted from it.
 	Depth int
 }
 
