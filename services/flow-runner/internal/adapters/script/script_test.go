@@ -1,0 +1,236 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func try(t *testing.T, s *Sandbox, code string, vars map[string]any, limit time.Duration) (any, error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	v, err := s.Run(context.Background(), code, vars, limit)
+	return v, err, time.Since(start)
+}
+
+func TestRunReturnsJSONLikeValues(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{"name": "Ada", "n": 2, "order": map[string]any{"items": []any{"a", "b"}}}
+	tests := []struct {
+		name string
+		code string
+		want any
+	}{
+		{name: "number", code: `return vars.n * 21`, want: 42.0},
+		{name: "string", code: `return "hi " + vars.name`, want: "hi Ada"},
+		{name: "bool", code: `return vars.order.items.length === 2`, want: true},
+		{name: "null", code: `return null`, want: nil},
+		{name: "undefined", code: `return undefined`, want: nil},
+		{name: "no return", code: `var x = 1`, want: nil},
+		{name: "array", code: `return vars.order.items.map(function (s) { return s.toUpperCase() })`, want: []any{"A", "B"}},
+		{name: "object", code: `return {who: vars.name, count: vars.order.items.length, nested: {ok: true}}`, want: map[string]any{"who": "Ada", "count": 2.0, "nested": map[string]any{"ok": true}}},
+		{name: "functions and undefined dropped, NaN null", code: `return {f: function () {}, u: undefined, n: NaN, d: new Date(0)}`, want: map[string]any{"n": nil, "d": "1970-01-01T00:00:00.000Z"}},
+		{name: "a function", code: `return function () {}`, want: nil},
+		{name: "missing vars read as undefined", code: `return typeof vars.nope`, want: "undefined"},
+		{name: "caught exception", code: `try { null.x } catch (e) { return e.name }`, want: "TypeError"},
+	}
+	s := New(Limits{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err, _ := try(t, s, tt.code, vars, 5*time.Second)
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Run(%s) = %#v, %v; want %#v", tt.code, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// vars is a copy: the script may change it, and nothing reaches the
+// caller's map.
+func TestVarsAreNotWrittenBack(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{"a": 1, "nested": map[string]any{"b": []any{1, 2}}}
+	got, err, _ := try(t, New(Limits{}), `
+		vars.a = 99; vars.added = true; vars.nested.b.push(3); delete vars.nested;
+		vars = null;
+		return "changed"`, vars, 5*time.Second)
+	if err != nil || got != "changed" {
+		t.Fatalf("Run = %v, %v", got, err)
+	}
+	want := map[string]any{"a": 1, "nested": map[string]any{"b": []any{1, 2}}}
+	if !reflect.DeepEqual(vars, want) {
+		t.Fatalf("vars after the run: %v", vars)
+	}
+}
+
+// Only ECMAScript's own globals are there: no require, console, timers,
+// fetch, nothing from Go, and no buffers that allocate at once.
+func TestNothingButTheLanguage(t *testing.T) {
+	t.Parallel()
+	got, err, _ := try(t, New(Limits{}), `return Object.getOwnPropertyNames(globalThis).sort()`, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Fields(`AggregateError Array BigInt Boolean Date Error EvalError Function Infinity JSON Map Math NaN
+		Number Object Promise Proxy RangeError ReferenceError Reflect RegExp Set String Symbol SyntaxError TypeError
+		URIError WeakMap WeakSet decodeURI decodeURIComponent encodeURI encodeURIComponent escape eval globalThis
+		isFinite isNaN parseFloat parseInt undefined unescape`)
+	names := make([]string, 0, len(want))
+	for _, n := range got.([]any) {
+		names = append(names, n.(string))
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("globals %v\nwant      %v", names, want)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		code     string
+		wantKind Kind
+		wantMsg  string
+	}{
+		{name: "syntax error", code: "var a = 1;\nreturn (", wantKind: KindSyntax, wantMsg: "syntax error: Line 3:1 Unexpected token }"},
+		{name: "thrown error", code: "var x = 1;\nthrow new Error('boom')", wantKind: KindException, wantMsg: "script threw: Error: boom (line 2)"},
+		{name: "thrown value", code: `throw "plain"`, wantKind: KindException, wantMsg: "script threw: plain"},
+		{name: "type error", code: `return vars.nope.deeper`, wantKind: KindException, wantMsg: "script threw: TypeError: Cannot read property 'deeper' of undefined"},
+		{name: "deep recursion", code: `function f(n) { return f(n + 1) } return f(0)`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
+		{name: "recursion through a built-in", code: `function f() { return [1].map(f) } return f()`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
+		{name: "recursion cannot be caught", code: `function f() { try { return f() } catch (e) { return f() } } return f()`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
+		{name: "huge repeat", code: `return "x".repeat(1e9)`, wantKind: KindException, wantMsg: "RangeError: a string of 1000000000 characters is longer than the 1048576"},
+		{name: "huge pad", code: `return "x".padEnd(2e9)`, wantKind: KindException, wantMsg: "longer than the 1048576"},
+		{name: "replace blowing up", code: `var s = "x".repeat(1e5); return s.replaceAll("", s)`, wantKind: KindException, wantMsg: "longer than the 1048576"},
+		{name: "replace function blowing up", code: `var s = "x".repeat(1e5); return s.replace(/x/g, function () { return s })`, wantKind: KindException, wantMsg: "longer than the 1048576"},
+		{name: "huge sparse array filled", code: `return new Array(1e9).fill(0)`, wantKind: KindException, wantMsg: "an array of 1000000000 elements is longer than the 131072"},
+		{name: "huge array joined", code: `var a = []; a.length = 4294967295; return a.join("x")`, wantKind: KindException, wantMsg: "longer than the 131072"},
+		{name: "array of big strings joined", code: `var s = "x".repeat(1e6); return [s, s, s].join()`, wantKind: KindException, wantMsg: "longer than the 1048576"},
+		{name: "huge array-like applied", code: `return Math.max.apply(null, {length: 1e9})`, wantKind: KindException, wantMsg: "longer than the 131072"},
+		{name: "huge array-like from", code: `return Array.from({length: 1e9})`, wantKind: KindException, wantMsg: "longer than the 131072"},
+		{name: "huge spread", code: `return [...new Array(1e9)]`, wantKind: KindException, wantMsg: "longer than the 131072"},
+		{name: "buffers removed", code: `return new ArrayBuffer(1e9)`, wantKind: KindException, wantMsg: "ReferenceError: ArrayBuffer is not defined"},
+		{name: "deep JSON", code: `var o = []; for (var i = 0; i < 1e4; i++) o = [o]; return JSON.stringify(o)`, wantKind: KindException, wantMsg: "nested deeper than 64"},
+		{name: "deep join", code: `var o = []; for (var i = 0; i < 1e4; i++) o = [o]; return String(o)`, wantKind: KindException, wantMsg: "nested deeper than 64"},
+		{name: "deep result", code: `var o = {}; for (var i = 0; i < 100; i++) o = {o: o}; return o`, wantKind: KindResult, wantMsg: "script result is nested deeper than 64 levels"},
+		{name: "large result", code: `var a = []; for (var i = 0; i < 20; i++) a.push("x".repeat(1e5)); return a`, wantKind: KindResult, wantMsg: "script result is larger than 1 MiB as JSON"},
+		{name: "no require", code: `return require("fs")`, wantKind: KindException, wantMsg: "ReferenceError: require is not defined"},
+		{name: "no timers", code: `setTimeout(function () {}, 1)`, wantKind: KindException, wantMsg: "ReferenceError: setTimeout is not defined"},
+		{name: "no escape from the function", code: `}); (function () {`, wantKind: KindSyntax, wantMsg: "syntax error: the code closes its function early"},
+		{name: "no escape, as one expression", code: `}, function () {`, wantKind: KindSyntax, wantMsg: "syntax error: the code closes its function early"},
+	}
+	s := New(Limits{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err, took := try(t, s, tt.code, nil, 2*time.Second)
+			var se *Error
+			if !errors.As(err, &se) || se.Kind != tt.wantKind || !strings.Contains(se.Message, tt.wantMsg) {
+				t.Fatalf("Run(%s) = %v, %v; want %s %q", tt.code, got, err, tt.wantKind, tt.wantMsg)
+			}
+			if strings.Contains(se.Message, "github.com/") {
+				t.Errorf("the message shows the sandbox's Go frames: %s", se.Message)
+			}
+			if took > 10*time.Second {
+				t.Errorf("took %s", took)
+			}
+		})
+	}
+}
+
+// An endless loop is stopped at the limit, and so is a script whose ctx
+// ends first.
+func TestRunIsInterrupted(t *testing.T) {
+	t.Parallel()
+	s := New(Limits{})
+	for _, code := range []string{`for (;;) {}`, `while (true) { try { for (;;) {} } catch (e) {} }`} {
+		_, err, took := try(t, s, code, nil, 200*time.Millisecond)
+		var se *Error
+		if !errors.As(err, &se) || se.Kind != KindTimeout || se.Message != "script ran past its time limit of 200ms" {
+			t.Errorf("Run(%s) = %v", code, err)
+		}
+		if took > 3*time.Second {
+			t.Errorf("Run(%s): a 200ms limit took %s", code, took)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := s.Run(ctx, `for (;;) {}`, nil, time.Minute)
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != KindCanceled || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled run: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("a cancelled run took %s", took)
+	}
+	if _, err := s.Run(ctx, `return 1`, nil, time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("run with an ended ctx: %v", err)
+	}
+}
+
+// Growth one instruction at a time (a doubling string, an array of
+// strings) is stopped by the memory watchdog long before it hurts. Not
+// parallel: the heap is the process's, and other tests' allocations would
+// count.
+func TestRunIsBoundedInMemory(t *testing.T) {
+	s := New(Limits{MemoryBudget: 32 << 20})
+	// The heap's peak during the runs, against what it was before them.
+	runtime.GC()
+	base := heapBytes()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if h := heapBytes(); h > peak.Load() {
+					peak.Store(h)
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-sampled
+		if grew := peak.Load() - min(base, peak.Load()); grew > 8*32<<20 {
+			t.Errorf("the heap grew by %d MiB at its peak", grew>>20)
+		} else {
+			t.Logf("the heap grew by %d MiB at its peak", grew>>20)
+		}
+	}()
+	for _, code := range []string{
+		`var s = "x"; for (;;) s += s`,
+		`var a = []; for (var i = 0; ; i++) a[i] = "x".repeat(4096) + i`,
+		`var o = {}; for (var i = 0; ; i++) o["k" + i] = {v: [i, i, i]}`,
+	} {
+		runtime.GC()
+		_, err, took := try(t, s, code, nil, 30*time.Second)
+		t.Logf("%s: %v after %s", code, err, took)
+		var se *Error
+		if !errors.As(err, &se) || (se.Kind != KindMemory && se.Kind != KindException) {
+			t.Errorf("Run(%s) = %v (after %s), want stopped for memory", code, err, took)
+			continue
+		}
+		if se.Kind == KindMemory && se.Message != "script used more memory than its budget of 32 MiB" {
+			t.Errorf("Run(%s): %q", code, se.Message)
+		}
+	}
+	runtime.GC()
+	// A script well within the budget runs to its end.
+	got, err, _ := try(t, s, `var a = []; for (var i = 0; i < 10000; i++) a.push({i: i}); return a.length`, nil, 30*time.Second)
+	if err != nil || got != 10000.0 {
+		t.Errorf("a small script: %v, %v", got, err)
+	}
+}
