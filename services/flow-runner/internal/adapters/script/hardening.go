@@ -2,6 +2,7 @@ package script
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -21,6 +22,7 @@ type hardening struct {
 	rangeError goja.Value
 	stringify  goja.Callable
 	parseJSON  goja.Callable
+	toString   goja.Callable
 }
 
 // removed are the globals that allocate their whole length in one call
@@ -37,7 +39,8 @@ func newHardening(vm *goja.Runtime, l Limits) *hardening {
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	stringify, _ := goja.AssertFunction(jsonObj.Get("stringify"))
 	parseJSON, _ := goja.AssertFunction(jsonObj.Get("parse"))
-	return &hardening{vm: vm, l: l, rangeError: vm.Get("RangeError"), stringify: stringify, parseJSON: parseJSON}
+	toString, _ := goja.AssertFunction(vm.Get("String"))
+	return &hardening{vm: vm, l: l, rangeError: vm.Get("RangeError"), stringify: stringify, parseJSON: parseJSON, toString: toString}
 }
 
 // parse makes vars from their JSON: a copy the script may change freely.
@@ -151,6 +154,44 @@ func (h *hardening) install() error {
 		}
 	}
 	return nil
+}
+
+// maxThrownChars bounds how much of a thrown value's text an error keeps.
+const maxThrownChars = 1024
+
+// exception turns what the script threw into an *Error: the thrown value's
+// text and where in the code it was thrown, never the Go frames of the
+// sandbox's own natives. The text comes from the String function as it was
+// before the script ran, inside the runtime, so a thrown value whose
+// toString throws or loops is still under the watchdog. Uncatchable errors
+// (the interrupt, a stack overflow) pass through.
+func (h *hardening) exception(err error) error {
+	var ex *goja.Exception
+	var ie *goja.InterruptedError
+	var so *goja.StackOverflowError
+	if !errors.As(err, &ex) || errors.As(err, &ie) || errors.As(err, &so) {
+		return err
+	}
+	text, serr := h.toString(goja.Undefined(), ex.Value())
+	if serr != nil {
+		var ie *goja.InterruptedError
+		if errors.As(serr, &ie) {
+			return serr
+		}
+		text = h.vm.ToValue("a value that cannot be shown as text")
+	}
+	msg := text.String()
+	if len(msg) > maxThrownChars {
+		msg = strings.ToValidUTF8(msg[:maxThrownChars], "") + "…"
+	}
+	msg = "script threw: " + msg
+	for _, f := range ex.Stack() {
+		if p := f.Position(); p.Line > 0 && f.SrcName() == "" {
+			msg += fmt.Sprintf(" (line %d)", codeLine(p.Line))
+			break
+		}
+	}
+	return &Error{Kind: KindException, Message: msg}
 }
 
 // export turns the script's return value into JSON-like Go values.

@@ -17,16 +17,19 @@
 //     backtracks catastrophically), Run returns at the limit plus
 //     AbandonAfter anyway, leaving that one goroutine to finish alone.
 //   - Recursion. goja's call stack is capped (Limits.MaxCallDepth), so deep
-//     recursion is a RangeError, not a Go stack overflow.
+//     recursion ends the script ("Maximum call stack size exceeded", which
+//     the script cannot catch) instead of growing the Go stack, whose
+//     overflow no recover can stop. For the same reason nesting is capped
+//     where a built-in recurses over data (join, JSON.stringify).
 //   - Memory, practically (goja has no hard cap). A watchdog samples the
 //     process's heap (runtime/metrics) every millisecond and interrupts
 //     the script when the heap has grown by more than Limits.MemoryBudget
 //     since it started and a forced GC shows the growth is live, or by
 //     more than twice the budget at all; this catches growth one
-//     instruction at a time
-//     (string doubling, arrays pushed in a loop). Growth in a single step
-//     is refused before it happens: ArrayBuffer, DataView and the typed
-//     arrays are removed (they allocate their whole length at once);
+//     instruction at a time (string doubling, arrays filled in a loop).
+//     Growth in a single step is refused before it happens: ArrayBuffer,
+//     DataView and the typed arrays are removed (they allocate their
+//     whole length at once);
 //     String.prototype.repeat, padStart, padEnd, replace, replaceAll and
 //     concat refuse results over Limits.MaxStringLength; every other
 //     String.prototype method refuses a receiver that long; every
@@ -39,14 +42,18 @@
 //   - Result. The return value is turned into JSON-like Go values through
 //     JSON.stringify (so functions and undefined become nothing, NaN null),
 //     refused over Limits.MaxResultBytes.
-//   - Panics. Any panic in the run is recovered and becomes an error.
+//   - Panics. The script runs in its own goroutine, where a panic would
+//     end the process: any panic there is recovered and becomes an error.
+//     Nothing of the script (not even a thrown value's text) is read
+//     outside that goroutine and the watchdog.
 //
 // What is only bounded loosely: the heap is the process's, so the memory
 // budget is approximate (other goroutines' allocations count toward it
 // until a GC), and the step that crosses it may be large: a string doubled
 // by += allocates twice its length in one instruction, so such a script
-// peaks at several budgets before it is stopped (about 7: 224 MiB of heap
-// for a 32 MiB budget in the tests). A custom toString or toJSON can make
+// peaks at a few budgets before it is stopped (112 MiB of heap for a
+// 32 MiB budget in the tests; more when the machine is busy and the
+// watchdog is scheduled late). A custom toString or toJSON can make
 // join's or stringify's estimate too low, and a regular expression that
 // backtracks catastrophically runs on in its goroutine after Run has
 // returned. A hard bound on all of it would take a separate process.
@@ -220,6 +227,12 @@ func (s *Sandbox) watch(ctx context.Context, vm *goja.Runtime, limit time.Durati
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		base := heapBytes()
+		// A GC runs in its own goroutine, so the loop keeps checking the
+		// hard ceiling while it does (a doubling string doubles a few
+		// times during one GC). confirmed says whether live growth was
+		// over the budget after it.
+		confirmed := make(chan bool, 1)
+		var gcRunning bool
 		var lastGC time.Time
 		for {
 			select {
@@ -231,6 +244,12 @@ func (s *Sandbox) watch(ctx context.Context, vm *goja.Runtime, limit time.Durati
 			case <-deadline.C:
 				vm.Interrupt(interruptTimeout{})
 				return
+			case over := <-confirmed:
+				gcRunning = false
+				if over {
+					vm.Interrupt(interruptMemory{})
+					return
+				}
 			case <-tick.C:
 				heap := heapBytes()
 				if heap < base+s.limits.MemoryBudget {
@@ -238,23 +257,20 @@ func (s *Sandbox) watch(ctx context.Context, vm *goja.Runtime, limit time.Durati
 				}
 				// The heap counts garbage until a GC sweeps it: between
 				// one and two budgets, only live growth stops the script;
-				// past two, it stops at once, since a GC takes long
-				// enough for a doubling string to double a few times
-				// more. A GC at most every 50 ms keeps a churning script
-				// from collecting nonstop.
+				// past two, it stops at once. A GC at most every 50 ms
+				// keeps a churning script from collecting nonstop.
 				if heap >= base+2*s.limits.MemoryBudget {
 					vm.Interrupt(interruptMemory{})
 					return
 				}
-				if time.Since(lastGC) < 50*time.Millisecond {
+				if gcRunning || time.Since(lastGC) < 50*time.Millisecond {
 					continue
 				}
-				runtime.GC()
-				lastGC = time.Now()
-				if heapBytes() >= base+s.limits.MemoryBudget {
-					vm.Interrupt(interruptMemory{})
-					return
-				}
+				gcRunning, lastGC = true, time.Now()
+				go func() {
+					runtime.GC()
+					confirmed <- heapBytes() >= base+s.limits.MemoryBudget
+				}()
 			}
 		}
 	}()
@@ -295,9 +311,13 @@ func (s *Sandbox) run(vm *goja.Runtime, code, varsJSON string) (any, error) {
 	}
 	ret, err := fn(goja.Undefined(), vars)
 	if err != nil {
-		return nil, err
+		return nil, h.exception(err)
 	}
-	return h.export(ret)
+	v, err := h.export(ret)
+	if err != nil {
+		return nil, h.exception(err)
+	}
+	return v, nil
 }
 
 // describe turns what a run ended with into an *Error.
@@ -326,19 +346,6 @@ func (s *Sandbox) describe(ctx context.Context, limit time.Duration, err error) 
 	}
 	if ctx.Err() != nil {
 		return canceled(ctx.Err())
-	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		// The thrown value and where in the code, never the Go frames of
-		// the sandbox's own natives.
-		msg := "script threw: " + ex.Value().String()
-		for _, f := range ex.Stack() {
-			if p := f.Position(); p.Line > 0 && f.SrcName() == "" {
-				msg += fmt.Sprintf(" (line %d)", codeLine(p.Line))
-				break
-			}
-		}
-		return &Error{Kind: KindException, Message: msg}
 	}
 	return &Error{Kind: KindInternal, Message: "script failed: " + err.Error()}
 }

@@ -102,13 +102,16 @@ func TestRunFailures(t *testing.T) {
 		{name: "thrown error", code: "var x = 1;\nthrow new Error('boom')", wantKind: KindException, wantMsg: "script threw: Error: boom (line 2)"},
 		{name: "thrown value", code: `throw "plain"`, wantKind: KindException, wantMsg: "script threw: plain"},
 		{name: "type error", code: `return vars.nope.deeper`, wantKind: KindException, wantMsg: "script threw: TypeError: Cannot read property 'deeper' of undefined"},
+		{name: "thrown value whose text throws", code: `throw {toString: function () { throw 1 }}`, wantKind: KindException, wantMsg: "script threw: a value that cannot be shown as text"},
+		{name: "thrown value whose text loops", code: `throw {toString: function () { for (;;) {} }}`, wantKind: KindTimeout, wantMsg: "time limit"},
+		{name: "long thrown text cut", code: `throw "x".repeat(1e5)`, wantKind: KindException, wantMsg: "xxx…"},
 		{name: "deep recursion", code: `function f(n) { return f(n + 1) } return f(0)`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
 		{name: "recursion through a built-in", code: `function f() { return [1].map(f) } return f()`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
 		{name: "recursion cannot be caught", code: `function f() { try { return f() } catch (e) { return f() } } return f()`, wantKind: KindException, wantMsg: "Maximum call stack size exceeded"},
 		{name: "huge repeat", code: `return "x".repeat(1e9)`, wantKind: KindException, wantMsg: "RangeError: a string of 1000000000 characters is longer than the 1048576"},
 		{name: "huge pad", code: `return "x".padEnd(2e9)`, wantKind: KindException, wantMsg: "longer than the 1048576"},
 		{name: "replace blowing up", code: `var s = "x".repeat(1e5); return s.replaceAll("", s)`, wantKind: KindException, wantMsg: "longer than the 1048576"},
-		{name: "replace function blowing up", code: `var s = "x".repeat(1e5); return s.replace(/x/g, function () { return s })`, wantKind: KindException, wantMsg: "longer than the 1048576"},
+		{name: "replace function blowing up", code: `var s = "x".repeat(2e4); return s.replaceAll("x", function () { return s })`, wantKind: KindException, wantMsg: "longer than the 1048576"},
 		{name: "huge sparse array filled", code: `return new Array(1e9).fill(0)`, wantKind: KindException, wantMsg: "an array of 1000000000 elements is longer than the 131072"},
 		{name: "huge array joined", code: `var a = []; a.length = 4294967295; return a.join("x")`, wantKind: KindException, wantMsg: "longer than the 131072"},
 		{name: "array of big strings joined", code: `var s = "x".repeat(1e6); return [s, s, s].join()`, wantKind: KindException, wantMsg: "longer than the 1048576"},
@@ -129,7 +132,9 @@ func TestRunFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err, took := try(t, s, tt.code, nil, 2*time.Second)
+			// Generous: the cases run in parallel, under -race, on a
+			// shared machine; only the looping ones take it all.
+			got, err, took := try(t, s, tt.code, nil, 5*time.Second)
 			var se *Error
 			if !errors.As(err, &se) || se.Kind != tt.wantKind || !strings.Contains(se.Message, tt.wantMsg) {
 				t.Fatalf("Run(%s) = %v, %v; want %s %q", tt.code, got, err, tt.wantKind, tt.wantMsg)
@@ -137,7 +142,7 @@ func TestRunFailures(t *testing.T) {
 			if strings.Contains(se.Message, "github.com/") {
 				t.Errorf("the message shows the sandbox's Go frames: %s", se.Message)
 			}
-			if took > 10*time.Second {
+			if took > 15*time.Second {
 				t.Errorf("took %s", took)
 			}
 		})
@@ -204,7 +209,9 @@ func TestRunIsBoundedInMemory(t *testing.T) {
 	defer func() {
 		close(stop)
 		<-sampled
-		if grew := peak.Load() - min(base, peak.Load()); grew > 8*32<<20 {
+		// Several budgets, since the step that crosses it may be large
+		// (see the package comment); far from running out of memory.
+		if grew := peak.Load() - min(base, peak.Load()); grew > 16*32<<20 {
 			t.Errorf("the heap grew by %d MiB at its peak", grew>>20)
 		} else {
 			t.Logf("the heap grew by %d MiB at its peak", grew>>20)
