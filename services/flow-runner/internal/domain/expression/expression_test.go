@@ -110,7 +110,9 @@ func TestBounded(t *testing.T) {
 		}
 		start := time.Now()
 		_, err = p.Eval(vars)
-		if d := time.Since(start); d > 2*MaxEvalTime {
+		// Bounded, not fast: a loaded machine under -race may take a few
+		// steps past MaxEvalTime; unbounded would be minutes or hours.
+		if d := time.Since(start); d > 5*MaxEvalTime {
 			t.Errorf("Eval(%q) took %s", give, d)
 		}
 		if err == nil {
