@@ -1,0 +1,151 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// Limits of an invoke's input (the specification's).
+const (
+	// MaxInputBytes bounds input's JSON encoding, compacted, so that
+	// indentation does not count.
+	MaxInputBytes = 16 << 10
+	// MaxInputDepth bounds input's nesting: input itself is level 1, each
+	// object or array inside it one level more.
+	MaxInputDepth = 5
+)
+
+// InputError is an invoke's input refused; Field names what is wrong.
+type InputError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InputError) Error() string { return e.Field + ": " + e.Reason }
+
+// ParseInput reads an invoke's input: a JSON object of at most
+// MaxInputBytes and MaxInputDepth levels.
+func ParseInput(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, &InputError{Field: "input", Reason: "is required"}
+	}
+	if raw[0] != '{' {
+		return nil, &InputError{Field: "input", Reason: "must be an object"}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, &InputError{Field: "input", Reason: "is not valid JSON"}
+	}
+	if compact.Len() > MaxInputBytes {
+		return nil, &InputError{Field: "input", Reason: fmt.Sprintf("is %d bytes encoded, over the limit of %d", compact.Len(), MaxInputBytes)}
+	}
+	dec := json.NewDecoder(&compact)
+	dec.UseNumber()
+	var in map[string]any
+	if err := dec.Decode(&in); err != nil {
+		return nil, &InputError{Field: "input", Reason: "must be an object"}
+	}
+	if d := depth(in); d > MaxInputDepth {
+		return nil, &InputError{Field: "input", Reason: fmt.Sprintf("is nested %d levels deep, over the limit of %d", d, MaxInputDepth)}
+	}
+	return in, nil
+}
+
+// depth is how many levels of objects and arrays v nests, v included.
+func depth(v any) int {
+	deepest := 0
+	switch t := v.(type) {
+	case map[string]any:
+		for _, e := range t {
+			deepest = max(deepest, depth(e))
+		}
+	case []any:
+		for _, e := range t {
+			deepest = max(deepest, depth(e))
+		}
+	default:
+		return 0
+	}
+	return deepest + 1
+}
+
+// Invocation is a developer's call of a flow.
+type Invocation struct {
+	WorkspaceID string
+	FlowID      string
+	Input       map[string]any
+	Modules     run.Modules
+}
+
+// Outcome is what one invoke or continue produced: the run after the call
+// and the messages of this call.
+type Outcome struct {
+	Run      *run.Run
+	Messages []run.Message
+}
+
+// InvokeFlow starts a run of the flow's published version and stores it.
+// The flow must be the workspace's, active and have an api trigger, else
+// catalog.ErrFlowNotFound; a version with a node a headless run may not
+// use is a *flow.NotInvokableError (package domain/flow). Both are checked on every call against
+// the version published now, so a republished flow is checked at once.
+func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) {
+	v, err := a.invokable(ctx, inv.WorkspaceID, inv.FlowID)
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	res := a.engine.Invoke(ctx, v.Definition, run.Invocation{
+		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: inv.WorkspaceID,
+		SessionID: a.newID(), Input: inv.Input, Modules: inv.Modules, Observer: run.NopObserver{},
+	})
+	a.metrics.RunCall(res.Run.Status, time.Since(started))
+	if res.Run.Status != run.StatusWaiting {
+		// A run that never waited has no session.
+		res.Run.SessionID = ""
+	}
+	// The run happened: it is stored even when the caller has gone.
+	if err := a.runs.Create(context.WithoutCancel(ctx), res.Run, res.NodeRuns); err != nil {
+		return nil, fmt.Errorf("store run: %w", err)
+	}
+	return &Outcome{Run: res.Run, Messages: res.Messages}, nil
+}
+
+// invokable returns the published version of a flow a developer may call.
+func (a *App) invokable(ctx context.Context, workspaceID, flowID string) (*catalog.Version, error) {
+	fl, err := a.flows.Get(ctx, workspaceID, flowID)
+	if err != nil {
+		return nil, err
+	}
+	if fl.Status != catalog.StatusActive || !hasTrigger(fl.Triggers, TriggerAPI) {
+		return nil, catalog.ErrFlowNotFound
+	}
+	v, err := a.flows.Version(ctx, fl.ID, fl.PublishedVersion)
+	if err != nil {
+		if errors.Is(err, catalog.ErrFlowNotFound) {
+			return nil, fmt.Errorf("published version %d of flow %s is missing", fl.PublishedVersion, fl.ID)
+		}
+		return nil, err
+	}
+	if ni := v.Definition.NotInvokable(); ni != nil {
+		return nil, ni
+	}
+	return v, nil
+}
+
+func hasTrigger(triggers []string, t string) bool {
+	for _, x := range triggers {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,61 @@
+// Package config is the flow-runner's configuration, read from the
+// environment (ARCHITECTURE.md §6) with the specification's defaults.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+)
+
+// Config is every setting of the flow-runner.
+type Config struct {
+	config.Connections
+
+	// Addr serves /healthz, /readyz and /metrics.
+	Addr string `env:"FLOW_RUNNER_ADDR" envDefault:":8083"`
+	// SessionTTL is how long after its started_at a waiting run may be
+	// continued.
+	SessionTTL time.Duration `env:"FLOW_SESSION_TTL" envDefault:"1h"`
+	// BudgetTime bounds each call of a run (invoke or continue).
+	BudgetTime time.Duration `env:"RUN_BUDGET_TIME" envDefault:"60s"`
+	// BudgetNodes bounds the node runs over a whole run.
+	BudgetNodes int `env:"RUN_BUDGET_NODES" envDefault:"200"`
+	// StagesOpen lists the staged features a published flow may use.
+	StagesOpen string `env:"FLOW_STAGES_OPEN" envDefault:"call_flow,script,condition.cases,delay.until,variable.op"`
+	// AllowPrivateTargets lets http nodes use plain http and reach loopback
+	// and private addresses; for local development and tests only.
+	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
+}
+
+// Stages is StagesOpen parsed; Validate has checked it.
+func (c Config) Stages() map[flow.Stage]bool {
+	s, _ := flow.ParseStages(c.StagesOpen)
+	return s
+}
+
+// Validate checks the settings at start, so a bad value fails fast.
+func (c Config) Validate() error {
+	if err := c.Connections.Validate(); err != nil {
+		return err
+	}
+	if c.Addr == "" {
+		return errors.New("FLOW_RUNNER_ADDR: must not be empty")
+	}
+	if c.SessionTTL <= 0 {
+		return fmt.Errorf("FLOW_SESSION_TTL: must be positive, got %s", c.SessionTTL)
+	}
+	if c.BudgetTime <= 0 || c.BudgetTime > time.Hour {
+		return fmt.Errorf("RUN_BUDGET_TIME: %s is not between 0 and 1h", c.BudgetTime)
+	}
+	if c.BudgetNodes < 1 || c.BudgetNodes > 100000 {
+		return fmt.Errorf("RUN_BUDGET_NODES: must be between 1 and 100000, got %d", c.BudgetNodes)
+	}
+	if _, err := flow.ParseStages(c.StagesOpen); err != nil {
+		return fmt.Errorf("FLOW_STAGES_OPEN: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+)
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadFrom[Config](map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":8083" || cfg.SessionTTL != time.Hour || cfg.BudgetTime != 60*time.Second || cfg.BudgetNodes != 200 || cfg.AllowPrivateTargets {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	for _, st := range flow.AllStages {
+		if !cfg.Stages()[st] {
+			t.Errorf("stage %s closed by default", st)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadFrom[Config](map[string]string{
+		"FLOW_RUNNER_ADDR": ":9999", "FLOW_SESSION_TTL": "2s", "RUN_BUDGET_TIME": "1s",
+		"RUN_BUDGET_NODES": "10", "FLOW_STAGES_OPEN": "script", "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":9999" || cfg.SessionTTL != 2*time.Second || cfg.BudgetTime != time.Second || cfg.BudgetNodes != 10 || !cfg.AllowPrivateTargets {
+		t.Fatalf("settings: %+v", cfg)
+	}
+	if st := cfg.Stages(); !st[flow.StageScript] || st[flow.StageCallFlow] {
+		t.Fatalf("stages: %v", st)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give map[string]string
+		want string
+	}{
+		{"zero ttl", map[string]string{"FLOW_SESSION_TTL": "0s"}, "FLOW_SESSION_TTL"},
+		{"negative budget", map[string]string{"RUN_BUDGET_TIME": "-1s"}, "RUN_BUDGET_TIME"},
+		{"no nodes", map[string]string{"RUN_BUDGET_NODES": "0"}, "RUN_BUDGET_NODES"},
+		{"unknown stage", map[string]string{"FLOW_STAGES_OPEN": "scripts"}, "FLOW_STAGES_OPEN"},
+		{"bad duration", map[string]string{"FLOW_SESSION_TTL": "soon"}, "FLOW_SESSION_TTL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.LoadFrom[Config](tt.give)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,107 @@
+// Package catalog is what the flow-runner keeps between calls: published
+// flows with their immutable versions, and runs with their node runs. It
+// declares the stores the use cases need; the adapters implement them on
+// PostgreSQL.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// Flow statuses.
+const (
+	StatusActive   = "active"
+	StatusInactive = "inactive"
+)
+
+// SourceAPI marks a run invoked over the Developer API; only those are
+// readable through it.
+const SourceAPI = "api"
+
+// Errors of the stores.
+var (
+	ErrFlowNotFound    = errors.New("flow not found")
+	ErrRunNotFound     = errors.New("run not found")
+	ErrSessionNotFound = errors.New("session not found")
+	// ErrSessionBusy is a session another continue holds right now.
+	ErrSessionBusy = errors.New("session busy")
+)
+
+// Flow is a published flow: the fields of the latest version's document
+// and which version is published.
+type Flow struct {
+	ID               string
+	WorkspaceID      string
+	Name             string
+	Description      string
+	Triggers         []string
+	Status           string
+	PublishedVersion int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Version is one published version of a flow: the document as published
+// and its parsed definition.
+type Version struct {
+	FlowID     string
+	Version    int
+	Definition *flow.Definition
+}
+
+// Publication is a new version to store.
+type Publication struct {
+	// FlowID is the flow to add a version to, or empty for a new flow with
+	// NewID as its id.
+	FlowID      string
+	NewID       string
+	WorkspaceID string
+	Document    []byte
+	Definition  *flow.Definition
+	Now         time.Time
+}
+
+// FlowStore keeps flows and their versions.
+type FlowStore interface {
+	// Publish stores a new version and makes it the published one; the flow
+	// becomes active. An unknown FlowID, or one of another workspace, is
+	// ErrFlowNotFound.
+	Publish(ctx context.Context, p Publication) (*Flow, error)
+	// Deactivate sets a flow inactive; ErrFlowNotFound when unknown.
+	Deactivate(ctx context.Context, flowID string, now time.Time) (*Flow, error)
+	// Get returns a flow of the workspace, whatever its status, or
+	// ErrFlowNotFound.
+	Get(ctx context.Context, workspaceID, flowID string) (*Flow, error)
+	// ListActive returns the workspace's active flows with trigger, newest
+	// first.
+	ListActive(ctx context.Context, workspaceID, trigger string) ([]*Flow, error)
+	// Version returns a parsed version of a flow. Versions never change, so
+	// implementations may cache them.
+	Version(ctx context.Context, flowID string, version int) (*Version, error)
+}
+
+// Trace is a stored run with every node run, in the order they started.
+type Trace struct {
+	Run      *run.Run
+	NodeRuns []run.NodeRun
+}
+
+// RunStore keeps runs.
+type RunStore interface {
+	// Create stores a new API run and its node runs.
+	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun) error
+	// Get returns an API run of the workspace and flow, or ErrRunNotFound.
+	Get(ctx context.Context, workspaceID, flowID, runID string) (*Trace, error)
+	// Continue takes the run of a session for the time of fn, so that no
+	// other continue (in this process or another) runs it at once: a
+	// session already taken is ErrSessionBusy, an unknown one
+	// ErrSessionNotFound. fn decides (it may refuse with an error, which
+	// Continue returns unchanged and nothing is stored) and returns the
+	// node runs it added; the changed run and those are stored together.
+	Continue(ctx context.Context, sessionID string, fn func(r *run.Run) ([]run.NodeRun, error)) error
+}
