@@ -5,7 +5,10 @@
 // parleyctl are the clients. Messages are the protobufs of proto/parley/rpc.
 package rpc
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Endpoints every service may serve. "api" receives the public /v1 routes the
 // gateway forwards after authentication; "admin" receives parleyctl's
@@ -39,4 +42,34 @@ func WithWorkspace(ctx context.Context, workspaceID string) context.Context {
 func WorkspaceID(ctx context.Context) string {
 	id, _ := ctx.Value(workspaceKey{}).(string)
 	return id
+}
+
+type accountKey struct{}
+
+// account is what the gateway read of the workspace's plan when it
+// authenticated the key.
+type account struct {
+	modules, features []string
+}
+
+// WithAccount stores the authenticated workspace's plan modules and
+// switched-on features in ctx. The server does it for every request; tests
+// of handlers use it to stand in for the gateway.
+func WithAccount(ctx context.Context, modules, features []string) context.Context {
+	return context.WithValue(ctx, accountKey{}, account{modules: modules, features: features})
+}
+
+// HasModule reports whether the workspace's plan includes the module
+// ("flows", "flow_script", ...). It is false on admin calls, which carry no
+// workspace.
+func HasModule(ctx context.Context, name string) bool {
+	a, _ := ctx.Value(accountKey{}).(account)
+	return slices.Contains(a.modules, name)
+}
+
+// HasFeature reports whether the feature ("flows_api") is switched on for
+// the workspace. It is false on admin calls.
+func HasFeature(ctx context.Context, name string) bool {
+	a, _ := ctx.Value(accountKey{}).(account)
+	return slices.Contains(a.features, name)
 }

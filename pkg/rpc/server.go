@@ -165,6 +165,7 @@ func (s *Server) serve(msg micro.Request, h http.Handler) {
 	ctx, cancel := context.WithTimeout(s.ctx, HandlerTimeout)
 	defer cancel()
 	ctx = WithWorkspace(ctx, in.GetWorkspaceId())
+	ctx = WithAccount(ctx, in.GetModules(), in.GetFeatures())
 	target := in.GetPath()
 	if in.GetRawQuery() != "" {
 		target += "?" + in.GetRawQuery()

@@ -89,10 +89,17 @@ type Request struct {
 	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	Method      string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
 	// path is the request path, already normalised to the /v1 prefix.
-	Path          string    `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
-	RawQuery      string    `protobuf:"bytes,5,opt,name=raw_query,json=rawQuery,proto3" json:"raw_query,omitempty"`
-	Headers       []*Header `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty"`
-	Body          []byte    `protobuf:"bytes,7,opt,name=body,proto3" json:"body,omitempty"`
+	Path     string    `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	RawQuery string    `protobuf:"bytes,5,opt,name=raw_query,json=rawQuery,proto3" json:"raw_query,omitempty"`
+	Headers  []*Header `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty"`
+	Body     []byte    `protobuf:"bytes,7,opt,name=body,proto3" json:"body,omitempty"`
+	// modules are the workspace plan's modules (developer_api, flows, ...) and
+	// features its switched-on features (flows_api), as the gateway read them
+	// when it authenticated the key; empty on admin calls. A service checks
+	// them without a lookup of its own, since it may not read the accounts
+	// schema.
+	Modules       []string `protobuf:"bytes,8,rep,name=modules,proto3" json:"modules,omitempty"`
+	Features      []string `protobuf:"bytes,9,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +183,20 @@ func (x *Request) GetBody() []byte {
 	return nil
 }
 
+func (x *Request) GetModules() []string {
+	if x != nil {
+		return x.Modules
+	}
+	return nil
+}
+
+func (x *Request) GetFeatures() []string {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
 // Response is the HTTP response the gateway writes back.
 type Response struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -244,7 +265,7 @@ const file_parley_rpc_v1_rpc_proto_rawDesc = "" +
 	"\x17parley/rpc/v1/rpc.proto\x12\rparley.rpc.v1\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xd9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x8f\x02\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
@@ -253,7 +274,9 @@ const file_parley_rpc_v1_rpc_proto_rawDesc = "" +
 	"\x04path\x18\x04 \x01(\tR\x04path\x12\x1b\n" +
 	"\traw_query\x18\x05 \x01(\tR\brawQuery\x12/\n" +
 	"\aheaders\x18\x06 \x03(\v2\x15.parley.rpc.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\a \x01(\fR\x04body\"g\n" +
+	"\x04body\x18\a \x01(\fR\x04body\x12\x18\n" +
+	"\amodules\x18\b \x03(\tR\amodules\x12\x1a\n" +
+	"\bfeatures\x18\t \x03(\tR\bfeatures\"g\n" +
 	"\bResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12/\n" +
 	"\aheaders\x18\x02 \x03(\v2\x15.parley.rpc.v1.HeaderR\aheaders\x12\x12\n" +

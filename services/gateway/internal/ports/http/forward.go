@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
 // MaxBodyBytes bounds a request body of the public API, every /v1 route
@@ -50,9 +51,12 @@ type forwarder struct {
 	metrics    *Metrics
 }
 
-// forward sends the request to service's "api" endpoint and writes back its
-// status, headers and body.
-func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) error {
+// forward sends the request to service's "api" endpoint, with the
+// workspace it was authenticated for, and writes back its status, headers
+// and body. The plan's modules and the workspace's features travel with it:
+// the service decides on them (403 module_inactive, 404 not_found) without
+// reading the accounts schema, which it may not.
+func (f *forwarder) forward(c echo.Context, service, path string, w account.Workspace) error {
 	r := c.Request()
 	if r.ContentLength > MaxBodyBytes {
 		return httpx.TooLarge(MaxBodyBytes)
@@ -63,11 +67,16 @@ func (f *forwarder) forward(c echo.Context, service, path, workspaceID string) e
 	}
 	req := &rpcv1.Request{
 		RequestId:   c.Response().Header().Get(echo.HeaderXRequestID),
-		WorkspaceId: workspaceID,
+		WorkspaceId: w.ID,
 		Method:      r.Method,
 		Path:        path,
 		RawQuery:    r.URL.RawQuery,
 		Body:        body,
+		Modules:     make([]string, len(w.Plan.Modules)),
+		Features:    w.Features,
+	}
+	for i, m := range w.Plan.Modules {
+		req.Modules[i] = string(m)
 	}
 	for _, name := range forwardedHeaders {
 		for _, v := range r.Header.Values(name) {

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
 	"github.com/parleyhq/parley/services/gateway/internal/app"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
 	"github.com/parleyhq/parley/services/gateway/migrations"
 )
@@ -211,11 +212,15 @@ func do(t *testing.T, req *http.Request) response {
 // seen is one request a stand-in service received.
 type seen struct {
 	workspaceID string
-	method      string
-	path        string
-	rawQuery    string
-	header      http.Header
-	body        []byte
+	// modules and features are what rpc.HasModule and rpc.HasFeature
+	// answered for every module and feature there is.
+	modules  []string
+	features []string
+	method   string
+	path     string
+	rawQuery string
+	header   http.Header
+	body     []byte
 }
 
 // fakeService stands in for one of our services (messaging, dispatcher,
@@ -233,9 +238,23 @@ func (h *harness) fakeService(t *testing.T, name string, respond echo.HandlerFun
 	e := httpx.NewEcho(h.env.Logger(t))
 	e.Any("/*", func(c echo.Context) error {
 		b, _ := io.ReadAll(c.Request().Body)
+		ctx := c.Request().Context()
+		var modules, features []string
+		for _, m := range account.Modules {
+			if rpc.HasModule(ctx, string(m)) {
+				modules = append(modules, string(m))
+			}
+		}
+		for _, ft := range account.Features {
+			if rpc.HasFeature(ctx, ft) {
+				features = append(features, ft)
+			}
+		}
 		f.mu.Lock()
 		f.got = append(f.got, seen{
-			workspaceID: rpc.WorkspaceID(c.Request().Context()),
+			workspaceID: rpc.WorkspaceID(ctx),
+			modules:     modules,
+			features:    features,
 			method:      c.Request().Method,
 			path:        c.Request().URL.Path,
 			rawQuery:    c.Request().URL.RawQuery,

@@ -194,7 +194,7 @@ func (p *Public) serve(c echo.Context) error {
 		}
 		return p.me(c)
 	}
-	return p.fwd.forward(c, rt.service, path, workspaceOf(c).ID)
+	return p.fwd.forward(c, rt.service, path, workspaceOf(c))
 }
 
 // meDTO is GET /v1/me, exactly as spec §2/§4.

@@ -263,7 +263,8 @@ func TestForwardingCarriesTheRequestAndReturnsTheAnswer(t *testing.T) {
 		c.Response().Header().Set("RateLimit-Limit", "999") // not the service's to set
 		return c.JSONBlob(http.StatusCreated, []byte(`{"message":{"id":"m1"}}`))
 	})
-	id, key := h.workspace(t, map[string]any{"name": "Acme"})
+	id, key := h.workspace(t, map[string]any{"name": "Acme", "modules": []string{"developer_api", "flows"}})
+	h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": true})
 
 	body := []byte(`{"conversation_id":"c1","text":"hello"}`)
 	header := http.Header{
@@ -292,6 +293,9 @@ func TestForwardingCarriesTheRequestAndReturnsTheAnswer(t *testing.T) {
 	if got.workspaceID != id || got.method != http.MethodPost || got.path != "/v1/messages" || got.rawQuery != "dry=1&x=%2F" || !bytes.Equal(got.body, body) {
 		t.Fatalf("messaging saw %+v", got)
 	}
+	if !reflect.DeepEqual(got.modules, []string{"developer_api", "flows"}) || !reflect.DeepEqual(got.features, []string{"flows_api"}) {
+		t.Fatalf("service saw modules %v and features %v, want [developer_api flows] and [flows_api]", got.modules, got.features)
+	}
 	for name, want := range map[string]string{
 		"Content-Type": "application/json", "Accept": "application/json", "Idempotency-Key": "idem-1",
 		"User-Agent": "acme-bot/1.0", "X-Request-Id": "req-12345",
@@ -316,6 +320,14 @@ func TestForwardingCarriesTheRequestAndReturnsTheAnswer(t *testing.T) {
 	rid := r.header.Get("X-Request-Id")
 	if rid == "" || msg.last(t).header.Get("X-Request-Id") != rid {
 		t.Fatalf("generated request id %q, service saw %q", rid, msg.last(t).header.Get("X-Request-Id"))
+	}
+
+	// A downgrade and a feature switched off reach the next request.
+	h.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, map[string]any{"modules": []string{"developer_api"}})
+	h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": false})
+	h.call(t, http.MethodGet, "/v1/conversations", key, nil, nil)
+	if got := msg.last(t); !reflect.DeepEqual(got.modules, []string{"developer_api"}) || got.features != nil {
+		t.Fatalf("after the downgrade the service saw modules %v and features %v", got.modules, got.features)
 	}
 }
 
