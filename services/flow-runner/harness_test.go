@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
+	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
+	"github.com/parleyhq/parley/services/flow-runner/migrations"
+)
+
+// harness is one flow-runner, wired by serve exactly as in production, on
+// the test's own database and rpc prefix.
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	cfg    svcconfig.Config
+	rpc    *rpc.Client
+	clock  *clock
+	prefix string
+}
+
+// clock is a settable clock: the real time plus an offset tests move.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// start runs a flow-runner with private targets allowed and the given
+// changes, in a fresh test environment.
+func start(t *testing.T, mutate func(*svcconfig.Config)) *harness {
+	t.Helper()
+	return startOn(t, testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS)), "", mutate)
+}
+
+// startOn runs a flow-runner in env. A non-empty prefix suffix gives it its
+// own rpc subjects, so a test can address one of two instances sharing the
+// database.
+func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconfig.Config)) *harness {
+	t.Helper()
+	cfg := svcconfig.Config{
+		Connections:         env.Connections(),
+		Addr:                ports.FreeAddr(t),
+		SessionTTL:          time.Hour,
+		BudgetTime:          20 * time.Second,
+		BudgetNodes:         200,
+		StagesOpen:          "call_flow,script,condition.cases,delay.until,variable.op",
+		AllowPrivateTargets: true,
+	}
+	cfg.RPCSubjectPrefix += suffix
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	clk := &clock{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, env.Logger(t), clk.now) }()
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("flow-runner did not stop")
+			}
+		})
+	})
+	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), cfg.RPCSubjectPrefix), clock: clk}
+	wait.For(t, 20*time.Second, "flow-runner ready", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned early: %v", err)
+		default:
+		}
+		if status, _ := h.admin(http.MethodPost, "/admin/flows/not-a-flow/deactivate", ""); status != http.StatusNotFound {
+			return fmt.Errorf("rpc not serving (%d)", status)
+		}
+		return nil
+	})
+	return h
+}
+
+// plan is what the gateway says of the workspace: its modules and features.
+type plan struct {
+	modules  []string
+	features []string
+}
+
+// full is a plan with every module and the flows_api feature.
+var full = plan{modules: []string{"developer_api", "flows", "flow_ai", "flow_script"}, features: []string{"flows_api"}}
+
+// without returns p without the named modules and features.
+func (p plan) without(names ...string) plan {
+	drop := func(in []string) []string {
+		var out []string
+		for _, x := range in {
+			keep := true
+			for _, n := range names {
+				keep = keep && x != n
+			}
+			if keep {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	return plan{modules: drop(p.modules), features: drop(p.features)}
+}
+
+// api sends a public request the way the gateway does: the workspace and
+// its plan with it, on the "api" endpoint.
+func (h *harness) api(ws string, p plan, method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	req := &rpcv1.Request{WorkspaceId: ws, Method: method, RequestId: uuid.NewString(), Modules: p.modules, Features: p.features}
+	return h.send(rpc.EndpointAPI, req, path, body)
+}
+
+// admin sends an operator request the way parleyctl does.
+func (h *harness) admin(method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	return h.send(rpc.EndpointAdmin, &rpcv1.Request{Method: method, RequestId: uuid.NewString()}, path, body)
+}
+
+func (h *harness) send(endpoint string, req *rpcv1.Request, path string, body any) (int, []byte) {
+	h.t.Helper()
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	switch b := body.(type) {
+	case nil:
+	case string:
+		req.Body = []byte(b)
+	case []byte:
+		req.Body = b
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		req.Body = raw
+	}
+	if req.Body != nil {
+		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := h.rpc.Do(ctx, rpc.ServiceFlowRunner, endpoint, req)
+	if err != nil {
+		return http.StatusServiceUnavailable, []byte(err.Error())
+	}
+	return int(resp.GetStatus()), resp.GetBody()
+}
+
+// publish publishes doc for ws (a new flow, or a version of flowID) and
+// returns the flow id, failing the test unless it is 201.
+func (h *harness) publish(ws, flowID, doc string) string {
+	h.t.Helper()
+	path := "/admin/workspaces/" + ws + "/flows"
+	if flowID != "" {
+		path += "?flow_id=" + flowID
+	}
+	status, body := h.admin(http.MethodPost, path, doc)
+	if status != http.StatusCreated {
+		h.t.Fatalf("publish: %d %s", status, body)
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	decode(h.t, body, &out)
+	return out.ID
+}
+
+// invoke invokes a flow with the full plan and wants 200.
+func (h *harness) invoke(ws, flowID string, body any) invokeResult {
+	h.t.Helper()
+	status, raw := h.api(ws, full, http.MethodPost, "/v1/flows/"+flowID+"/invoke", body)
+	if status != http.StatusOK {
+		h.t.Fatalf("invoke: %d %s", status, raw)
+	}
+	var out invokeResult
+	decode(h.t, raw, &out)
+	return out
+}
+
+type invokeResult struct {
+	Status    string           `json:"status"`
+	SessionID string           `json:"session_id"`
+	RunID     string           `json:"run_id"`
+	Output    map[string]any   `json:"output"`
+	Messages  []map[string]any `json:"messages"`
+	Usage     *struct {
+		Tokens        int     `json:"tokens"`
+		CostUSD       float64 `json:"cost_usd"`
+		BillableUnits int     `json:"billable_units"`
+	} `json:"usage"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// wantError checks an error answer's status and code, and returns its
+// message.
+func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) string {
+	t.Helper()
+	var e errorBody
+	_ = json.Unmarshal(body, &e)
+	if status != wantStatus || e.Code != wantCode {
+		t.Fatalf("got %d %s, want %d %s", status, body, wantStatus, wantCode)
+	}
+	return e.Message
+}
+
+func decode(t testing.TB, raw []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+}
+
+// doc is a flow document of nodes with a start that goes to first.
+func doc(name string, triggers []string, first string, nodes ...string) string {
+	tr, _ := json.Marshal(triggers)
+	return fmt.Sprintf(`{"name": %q, "description": "about %s", "triggers": %s, "nodes": [{"id": "start", "type": "start", "next": %q}, %s]}`,
+		name, name, tr, first, strings.Join(nodes, ", "))
+}
+
+var apiOnly = []string{"api"}
+
+func jsonEncoder(w *strings.Builder) *json.Encoder { return json.NewEncoder(w) }

@@ -1,0 +1,228 @@
+// Package http serves the flow-runner's JSON endpoints: the public flow
+// routes (/v1/flows..., reached through the gateway over the rpc "api"
+// endpoint, with the workspace and its modules and features the gateway
+// authenticated) and the operator routes (/admin/..., rpc "admin", for
+// parleyctl). It maps domain errors to *errs.Error and domain objects to the
+// public shapes.
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/flow-runner/internal/app"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// Modules and features of a workspace's plan that the routes consult.
+const (
+	ModuleFlows      = "flows"
+	ModuleFlowScript = "flow_script"
+	ModuleFlowAI     = "flow_ai"
+	FeatureFlowsAPI  = "flows_api"
+)
+
+// Error codes of the flow routes.
+const (
+	CodeFlowNotFound     = "flow_not_found"
+	CodeFlowNotInvokable = "flow_not_invokable"
+	CodeInputInvalid     = "input_invalid"
+	CodeSessionNotFound  = "session_not_found"
+	CodeSessionExpired   = "session_expired"
+	CodeSessionBusy      = "session_busy"
+	CodeRunNotFound      = "run_not_found"
+)
+
+// App is what the handlers need of the use cases.
+type App interface {
+	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (*catalog.Flow, error)
+	DeactivateFlow(ctx context.Context, flowID string) (*catalog.Flow, error)
+	ListFlows(ctx context.Context, workspaceID string) ([]*catalog.Flow, error)
+	InvokeFlow(ctx context.Context, inv app.Invocation) (*app.Outcome, error)
+	ContinueSession(ctx context.Context, c app.Continuation) (*app.Outcome, error)
+	GetRun(ctx context.Context, workspaceID, flowID, runID string) (*catalog.Trace, error)
+}
+
+type handlers struct {
+	app App
+}
+
+// NewAPI returns the router of the public routes.
+func NewAPI(a App, log *zap.Logger) *echo.Echo {
+	h := &handlers{app: a}
+	e := httpx.NewEcho(log)
+	g := e.Group("/v1/flows", flowsAPIOn)
+	g.GET("", h.listFlows)
+	g.POST("/:id/invoke", h.invoke)
+	g.GET("/:id/runs/:runId", h.getRun)
+	return e
+}
+
+// NewAdmin returns the router of the operator routes (parleyctl flow).
+func NewAdmin(a App, log *zap.Logger) *echo.Echo {
+	h := &handlers{app: a}
+	e := httpx.NewEcho(log)
+	e.POST("/admin/workspaces/:ws/flows", h.publishFlow)
+	e.POST("/admin/flows/:id/deactivate", h.deactivateFlow)
+	return e
+}
+
+// flowsAPIOn answers every public flow route 404 not_found while the
+// workspace's flows_api feature is off, as if the routes did not exist.
+func flowsAPIOn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !rpc.HasFeature(c.Request().Context(), FeatureFlowsAPI) {
+			return errs.NotFound(errs.CodeNotFound, "not found")
+		}
+		return next(c)
+	}
+}
+
+// workspace is the authenticated workspace; a request without one did not
+// come through the gateway.
+func workspace(c echo.Context) (string, error) {
+	id := rpc.WorkspaceID(c.Request().Context())
+	if _, err := uuid.Parse(id); err != nil {
+		return "", errs.Unauthorized("request carries no authenticated workspace")
+	}
+	return id, nil
+}
+
+func (h *handlers) listFlows(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	flows, err := h.app.ListFlows(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	out := flowsResponse{Flows: make([]flowDTO, 0, len(flows))}
+	for _, f := range flows {
+		out.Flows = append(out.Flows, toFlowDTO(f))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// invokeRequest is the invoke body. input is kept raw so that its size and
+// depth are measured as sent. stream is read and, until streaming is built,
+// answered with the JSON body.
+type invokeRequest struct {
+	Input     json.RawMessage `json:"input"`
+	SessionID *string         `json:"session_id"`
+	Stream    bool            `json:"stream"`
+}
+
+func (h *handlers) invoke(c echo.Context) error {
+	ctx := c.Request().Context()
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	if !rpc.HasModule(ctx, ModuleFlows) {
+		return errs.New(http.StatusForbidden, errs.CodeModuleInactive, "the workspace's plan does not include the flows module")
+	}
+	var in invokeRequest
+	if err := httpx.BindJSON(c, &in); err != nil {
+		return err
+	}
+	input, err := app.ParseInput(in.Input)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	modules := run.Modules{FlowScript: rpc.HasModule(ctx, ModuleFlowScript), FlowAI: rpc.HasModule(ctx, ModuleFlowAI)}
+	var out *app.Outcome
+	if in.SessionID != nil {
+		text, ok := input["text"].(string)
+		if !ok {
+			reason := "must be a string"
+			if _, given := input["text"]; !given {
+				reason = "is required to continue a session"
+			}
+			return errs.Newf(http.StatusBadRequest, CodeInputInvalid, "input.text: %s", reason)
+		}
+		out, err = h.app.ContinueSession(ctx, app.Continuation{
+			WorkspaceID: ws, FlowID: c.Param("id"), SessionID: *in.SessionID, Text: text, Modules: modules,
+		})
+	} else {
+		out, err = h.app.InvokeFlow(ctx, app.Invocation{WorkspaceID: ws, FlowID: c.Param("id"), Input: input, Modules: modules})
+	}
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, toInvokeResponse(out))
+}
+
+func (h *handlers) getRun(c echo.Context) error {
+	ws, err := workspace(c)
+	if err != nil {
+		return err
+	}
+	t, err := h.app.GetRun(c.Request().Context(), ws, c.Param("id"), c.Param("runId"))
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, toTraceDTO(t))
+}
+
+func (h *handlers) publishFlow(c echo.Context) error {
+	ws := c.Param("ws")
+	if _, err := uuid.Parse(ws); err != nil {
+		return errs.InvalidRequest("workspace: %q is not a workspace id", ws)
+	}
+	doc, err := httpx.ReadBody(c.Request().Body, flow.MaxDefinitionBytes)
+	if err != nil {
+		return err
+	}
+	f, err := h.app.PublishFlow(c.Request().Context(), ws, c.QueryParam("flow_id"), doc)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusCreated, publishedResponse{ID: f.ID, PublishedVersion: f.PublishedVersion})
+}
+
+func (h *handlers) deactivateFlow(c echo.Context) error {
+	f, err := h.app.DeactivateFlow(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, deactivatedResponse{ID: f.ID, Status: f.Status})
+}
+
+func toHTTPError(err error) error {
+	var (
+		ve *flow.ValidationError
+		ni *flow.NotInvokableError
+		ie *app.InputError
+	)
+	switch {
+	case errors.As(err, &ve):
+		return errs.InvalidRequest("%s", ve.Error())
+	case errors.As(err, &ni):
+		return errs.New(http.StatusUnprocessableEntity, CodeFlowNotInvokable, ni.Error())
+	case errors.As(err, &ie):
+		return errs.New(http.StatusBadRequest, CodeInputInvalid, ie.Error())
+	case errors.Is(err, catalog.ErrFlowNotFound):
+		return errs.NotFound(CodeFlowNotFound, "flow not found")
+	case errors.Is(err, catalog.ErrRunNotFound):
+		return errs.NotFound(CodeRunNotFound, "run not found")
+	case errors.Is(err, catalog.ErrSessionNotFound):
+		return errs.NotFound(CodeSessionNotFound, "session not found: unknown, or its run has finished")
+	case errors.Is(err, app.ErrSessionExpired):
+		return errs.New(http.StatusGone, CodeSessionExpired, "session expired: continue within the session window of the run's start")
+	case errors.Is(err, catalog.ErrSessionBusy):
+		return errs.New(http.StatusConflict, CodeSessionBusy, "another continue of this session is running")
+	}
+	return err
+}

@@ -1,0 +1,92 @@
+// Command flow-runner runs headless flows: operators publish flow
+// definitions (immutable versions, in the "flows" schema) and deactivate
+// them through the rpc "admin" endpoint with parleyctl; developers list
+// flows, invoke them, continue waiting runs' sessions and read run traces
+// through the gateway, which forwards /v1/flows* to the rpc "api" endpoint.
+// Instances share the load in one NATS queue group.
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/httpcall"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/script"
+	"github.com/parleyhq/parley/services/flow-runner/internal/app"
+	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
+	flowrun "github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+	porthttp "github.com/parleyhq/parley/services/flow-runner/internal/ports/http"
+	"github.com/parleyhq/parley/services/flow-runner/migrations"
+)
+
+// version is the flow-runner's version, also in the http nodes'
+// User-Agent; set with -ldflags "-X main.version=...".
+var version = "1.0.0"
+
+func main() {
+	service.Main(rpc.ServiceFlowRunner, run)
+}
+
+func run(ctx context.Context, log *zap.Logger) error {
+	cfg, err := config.Load[svcconfig.Config]()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
+	return serve(ctx, cfg, log, time.Now)
+}
+
+// serve runs the flow-runner until ctx ends. It is run's body after the
+// configuration is read, so tests run this exact wiring with their own
+// configuration and clock.
+func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
+	// Redis is opened (and checked by /readyz) for what the next steps of
+	// the invoke contract keep there: idempotency keys, concurrency slots,
+	// daily caps.
+	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, log, cfg.Connections,
+		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	// adapters -> app -> ports
+	flows := adapters.NewFlowStore(svc.DB)
+	uc := app.New(app.Deps{
+		Flows: flows,
+		Runs:  adapters.NewRunStore(svc.DB),
+		Engine: &flowrun.Engine{
+			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
+			Flows:   adapters.RunnableFlows{Store: flows},
+			Scripts: script.New(script.Defaults),
+			Now:     clock,
+			Budget:  flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
+		},
+		Stages:     cfg.Stages(),
+		SessionTTL: cfg.SessionTTL,
+		Metrics:    adapters.NewMetrics(svc.Metrics),
+		Now:        clock,
+	})
+
+	public := httpx.NewEcho(log)
+	svc.MountProbes(public)
+	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
+	if err != nil {
+		return err
+	}
+	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log)); err != nil {
+		return fmt.Errorf("serve rpc api: %w", err)
+	}
+	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {
+		return fmt.Errorf("serve rpc admin: %w", err)
+	}
+	return svc.Serve(ctx, public, cfg.Addr)
+}
