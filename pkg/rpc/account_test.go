@@ -2,7 +2,9 @@ package rpc_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -41,18 +43,28 @@ func TestAccountAccessors(t *testing.T) {
 	}
 }
 
-func TestForwardedRequestCarriesModulesAndFeatures(t *testing.T) {
+// TestCallRawCarriesBodyModulesAndFeatures: a request built by the caller
+// arrives with its body byte for byte, as JSON, and the handler reads the
+// modules and features it carries.
+func TestCallRawCarriesBodyModulesAndFeatures(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	log := env.Logger(t)
 
 	e := httpx.NewEcho(log)
-	e.GET("/v1/account", func(c echo.Context) error {
+	e.POST("/v1/account", func(c echo.Context) error {
 		ctx := c.Request().Context()
-		return c.JSON(http.StatusOK, map[string]bool{
-			"flows":       rpc.HasModule(ctx, "flows"),
-			"flow_script": rpc.HasModule(ctx, "flow_script"),
-			"flows_api":   rpc.HasFeature(ctx, "flows_api"),
+		body, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{
+			"body":         string(body),
+			"content_type": c.Request().Header.Get("Content-Type"),
+			"q":            c.QueryParam("q"),
+			"flows":        rpc.HasModule(ctx, "flows"),
+			"flow_script":  rpc.HasModule(ctx, "flow_script"),
+			"flows_api":    rpc.HasFeature(ctx, "flows_api"),
 		})
 	})
 	srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, "testsvc", "1.0.0", log)
@@ -65,23 +77,28 @@ func TestForwardedRequestCarriesModulesAndFeatures(t *testing.T) {
 	}
 
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
-	resp, err := client.Do(context.Background(), "testsvc", rpc.EndpointAPI, &rpcv1.Request{
-		WorkspaceId: "ws_1", Method: http.MethodGet, Path: "/v1/account",
+	doc := "{ \"b\": 1,\n  \"a\" : [ ] }"
+	req := &rpcv1.Request{
+		WorkspaceId: "ws_1", Method: http.MethodPost, Path: "/v1/account", RawQuery: "q=1", Body: []byte(doc),
 		Modules: []string{"developer_api", "flows"}, Features: []string{"flows_api"},
-	})
-	if err != nil {
+	}
+	var got map[string]any
+	if err := client.CallRaw(context.Background(), "testsvc", rpc.EndpointAPI, req, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(resp.GetBody()), `{"flow_script":false,"flows":true,"flows_api":true}`+"\n"; got != want {
-		t.Fatalf("handler saw %s, want %s", got, want)
+	want := map[string]any{"body": doc, "content_type": "application/json", "q": "1", "flows": true, "flow_script": false, "flows_api": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("handler saw %v, want %v", got, want)
+	}
+	if len(req.GetHeaders()) != 0 {
+		t.Fatalf("CallRaw changed the caller's request: %v", req.GetHeaders())
 	}
 
 	// Admin calls carry no workspace, so nothing is granted.
-	var out map[string]bool
-	if err := client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "", http.MethodGet, "/v1/account", nil, &out); err != nil {
+	if err := client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "", http.MethodPost, "/v1/account", nil, &got); err != nil {
 		t.Fatal(err)
 	}
-	if out["flows"] || out["flows_api"] {
-		t.Fatalf("a call without an account saw %v", out)
+	if got["flows"] != false || got["flows_api"] != false || got["content_type"] != "" {
+		t.Fatalf("a call without an account or body saw %v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,16 +99,32 @@ func (c *Client) request(ctx context.Context, subject string, data []byte) (*nat
 // decodes a 2xx body into out (nil to ignore it). A non-2xx answer comes back
 // as the service's *errs.Error.
 func (c *Client) CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error {
-	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: method, Path: path}
+	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: method}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
 	if in != nil {
 		body, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
 		req.Body = body
-		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
 	}
-	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	return c.CallRaw(ctx, service, endpoint, req, out)
+}
+
+// CallRaw is CallJSON for a request the caller builds: its body goes as is,
+// as JSON (Content-Type application/json unless req names one), so a
+// document is stored byte for byte as its author wrote it rather than
+// re-encoded; and the caller sets whatever else the request carries (the
+// modules and features of the workspace it acts for). A 2xx body is decoded
+// into out (nil to ignore it); a non-2xx answer is the service's
+// *errs.Error.
+func (c *Client) CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error {
+	if len(req.GetBody()) > 0 && !slices.ContainsFunc(req.GetHeaders(), func(h *rpcv1.Header) bool {
+		return strings.EqualFold(h.GetName(), "Content-Type")
+	}) {
+		req = proto.CloneOf(req) // the caller's request stays as it built it
+		req.Headers = append(req.Headers, &rpcv1.Header{Name: "Content-Type", Value: "application/json"})
+	}
 	resp, err := c.Do(ctx, service, endpoint, req)
 	if err != nil {
 		return err
