@@ -14,12 +14,16 @@ import (
 	"sort"
 	"strings"
 
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/services/parleyctl/internal/config"
 )
 
 // Caller calls a service endpoint with JSON; *rpc.Client implements it.
+// CallRaw sends a request the CLI built, for a body that must go byte for
+// byte (a flow document) or a request that carries more than a workspace.
 type Caller interface {
 	CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error
+	CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error
 }
 
 // UsageError is a mistake in the command line; main exits 2 for it.
@@ -61,6 +65,8 @@ var commands = map[string]command{
 	"channel create":    {"--workspace ID --kind telegram|messenger|instagram|webchat [--external-id X] [--token T] [--secret S]", channelCreate},
 	"channel set-mode":  {"--channel ID --mode auto|suggest|external", channelSetMode},
 	"webhook resave":    {"--workspace ID", webhookResave},
+	"flow publish":      {"--workspace ID --file FLOW.json [--flow ID]", flowPublish},
+	"flow deactivate":   {"--flow ID", flowDeactivate},
 	"deliveries replay": {"--workspace ID --since RFC3339 [--until RFC3339] [--event KIND]", deliveriesReplay},
 	"demo":              {"", demo},
 }

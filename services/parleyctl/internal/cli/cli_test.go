@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
 	"github.com/parleyhq/parley/services/parleyctl/internal/config"
 )
@@ -19,19 +20,32 @@ import (
 type recorder struct {
 	calls   []string
 	bodies  []map[string]any
+	raws    [][]byte // each call's body as sent
+	queries []string
 	answers map[string]any
 }
 
 func (r *recorder) CallJSON(_ context.Context, service, endpoint, _, method, path string, in, out any) error {
-	route, _, _ := strings.Cut(path, "?")
+	route, query, _ := strings.Cut(path, "?")
+	var raw []byte
+	if in != nil {
+		raw, _ = json.Marshal(in)
+	}
+	return r.answer(service, endpoint, method, route, query, raw, out)
+}
+
+func (r *recorder) CallRaw(_ context.Context, service, endpoint string, req *rpcv1.Request, out any) error {
+	return r.answer(service, endpoint, req.GetMethod(), req.GetPath(), req.GetRawQuery(), req.GetBody(), out)
+}
+
+func (r *recorder) answer(service, endpoint, method, route, query string, raw []byte, out any) error {
 	key := method + " " + route
 	r.calls = append(r.calls, service+"/"+endpoint+" "+key)
 	var body map[string]any
-	if in != nil {
-		raw, _ := json.Marshal(in)
-		_ = json.Unmarshal(raw, &body)
-	}
+	_ = json.Unmarshal(raw, &body)
 	r.bodies = append(r.bodies, body)
+	r.raws = append(r.raws, raw)
+	r.queries = append(r.queries, query)
 	answer, ok := r.answers[key]
 	if !ok {
 		return errs.NotFound("not_found", "no answer for "+key)
@@ -99,6 +113,7 @@ func TestHelpPrintsUsage(t *testing.T) {
 		"channel":    {"create", "set-mode"},
 		"webhook":    {"resave"},
 		"deliveries": {"replay"},
+		"flow":       {"publish", "deactivate"},
 	}
 	type helpCase struct {
 		name     string

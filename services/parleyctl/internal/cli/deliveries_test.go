@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
 )
 
@@ -98,6 +100,10 @@ func (s *sequence) CallJSON(_ context.Context, _, _, _, method, path string, in,
 	answer := s.answers[len(s.bodies)-1]
 	raw, _ = json.Marshal(answer)
 	return json.Unmarshal(raw, out)
+}
+
+func (s *sequence) CallRaw(context.Context, string, string, *rpcv1.Request, any) error {
+	return errors.New("a replay makes no raw calls")
 }
 
 // A replay the dispatcher queues in parts is continued with the cursor it
