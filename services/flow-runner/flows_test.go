@@ -490,6 +490,19 @@ func TestCallFlowDepth(t *testing.T) {
 	if r := h.invoke(ws, caller, map[string]any{"input": map[string]any{}}); r.Status != "failed" {
 		t.Fatalf("bad target: %+v", r)
 	}
+	// So does a target that is inactive, or another workspace's.
+	inactive := h.publish(ws, "", doc("Inactive", []string{"chat"}, "done", endNode))
+	if status, body := h.admin(http.MethodPost, "/admin/flows/"+inactive+"/deactivate", nil); status != http.StatusOK {
+		t.Fatalf("deactivate: %d %s", status, body)
+	}
+	foreign := h.publish(uuid.NewString(), "", doc("Foreign", []string{"chat"}, "done", endNode))
+	for _, target := range []string{inactive, foreign} {
+		caller := h.publish(ws, "", doc("Calls "+target, apiOnly, "call",
+			fmt.Sprintf(`{"id": "call", "type": "call_flow", "flow_id": %q, "input": {}, "save_as": "sub", "next": "done"}`, target), endNode))
+		if r := h.invoke(ws, caller, map[string]any{"input": map[string]any{}}); r.Status != "failed" || r.Error == nil || r.Error.Code != "node_failed" {
+			t.Fatalf("target %s: %+v", target, r)
+		}
+	}
 }
 
 func mustJSON(v any) string {
@@ -498,4 +511,66 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// TestNULIsStored runs flows whose input, name and node error hold a NUL:
+// each run is stored and readable, never a 500.
+func TestNULIsStored(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	id := h.publish(ws, "", doc("Nul\u0000name", apiOnly, "hi", greet, endNode))
+	r := h.invoke(ws, id, map[string]any{"input": map[string]any{"name": "a\u0000b"}})
+	if r.Status != "completed" || r.Output["name"] != "a\u0000b" {
+		t.Fatalf("invoke: %+v", r)
+	}
+	if status, body := h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+r.RunID, nil); status != http.StatusOK {
+		t.Fatalf("trace: %d %s", status, body)
+	}
+	thrower := h.publish(ws, "", doc("Thrower", apiOnly, "js",
+		`{"id": "js", "type": "script", "code": "throw new Error('a\\u0000b')", "save_as": "x", "next": "done"}`, endNode))
+	r = h.invoke(ws, thrower, map[string]any{"input": map[string]any{}})
+	if r.Status != "failed" || r.Error == nil || r.Error.Code != "node_failed" {
+		t.Fatalf("thrower: %+v", r)
+	}
+	if status, body := h.api(ws, full, http.MethodGet, "/v1/flows/"+thrower+"/runs/"+r.RunID, nil); status != http.StatusOK {
+		t.Fatalf("thrower trace: %d %s", status, body)
+	}
+}
+
+// TestTwoQuestions continues a run that waits twice: waiting, waiting,
+// completed, one session throughout.
+func TestTwoQuestions(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	id := h.publish(ws, "", doc("Two", apiOnly, "q1",
+		`{"id": "q1", "type": "question", "text": "First?", "save_as": "a", "next": "q2"}`,
+		`{"id": "q2", "type": "question", "text": "Second?", "save_as": "b", "next": "done"}`,
+		`{"id": "done", "type": "end", "output": {"both": "{{vars.a + vars.b}}"}}`))
+	r := h.invoke(ws, id, map[string]any{"input": map[string]any{}})
+	c1 := h.invoke(ws, id, map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": "x"}})
+	if c1.Status != "waiting" || c1.SessionID != r.SessionID || len(c1.Messages) != 1 || c1.Messages[0]["text"] != "Second?" {
+		t.Fatalf("first continue: %+v", c1)
+	}
+	c2 := h.invoke(ws, id, map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": "y"}})
+	if c2.Status != "completed" || c2.Output["both"] != "xy" {
+		t.Fatalf("second continue: %+v", c2)
+	}
+	// The trace holds every call's node runs in order: a question once when
+	// asked and once when answered.
+	status, body := h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+r.RunID, nil)
+	var tr struct {
+		NodeRuns []struct {
+			NodeID string `json:"node_id"`
+		} `json:"node_runs"`
+	}
+	decode(t, body, &tr)
+	var ids []string
+	for _, n := range tr.NodeRuns {
+		ids = append(ids, n.NodeID)
+	}
+	if status != http.StatusOK || strings.Join(ids, " ") != "start q1 q1 q2 q2 done" {
+		t.Fatalf("trace: %d %v", status, ids)
+	}
 }

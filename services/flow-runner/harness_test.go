@@ -245,8 +245,10 @@ func decode(t testing.TB, raw []byte, v any) {
 // doc is a flow document of nodes with a start that goes to first.
 func doc(name string, triggers []string, first string, nodes ...string) string {
 	tr, _ := json.Marshal(triggers)
-	return fmt.Sprintf(`{"name": %q, "description": "about %s", "triggers": %s, "nodes": [{"id": "start", "type": "start", "next": %q}, %s]}`,
-		name, name, tr, first, strings.Join(nodes, ", "))
+	n, _ := json.Marshal(name)
+	d, _ := json.Marshal("about " + name)
+	return fmt.Sprintf(`{"name": %s, "description": %s, "triggers": %s, "nodes": [{"id": "start", "type": "start", "next": %q}, %s]}`,
+		n, d, tr, first, strings.Join(nodes, ", "))
 }
 
 var apiOnly = []string{"api"}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,6 +30,13 @@ func validID(id string) bool {
 func lockNotAvailable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// pgText makes s storable in a text column, which cannot hold a NUL byte
+// (a flow's name, a node error quoting what a script threw): each NUL
+// becomes U+FFFD rather than failing the write.
+func pgText(s string) string {
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // jsonList is a list of strings in a jsonb column.

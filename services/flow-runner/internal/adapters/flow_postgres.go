@@ -85,7 +85,7 @@ func (s *FlowStore) Publish(ctx context.Context, p catalog.Publication) (*catalo
 	var out flowRow
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		row := flowRow{
-			ID: p.NewID, WorkspaceID: p.WorkspaceID, Name: def.Name, Description: def.Description,
+			ID: p.NewID, WorkspaceID: p.WorkspaceID, Name: pgText(def.Name), Description: pgText(def.Description),
 			Triggers: jsonList(nonNil(def.Triggers)), Status: catalog.StatusActive, PublishedVersion: 1,
 			CreatedAt: p.Now, UpdatedAt: p.Now,
 		}

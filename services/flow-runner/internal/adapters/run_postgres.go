@@ -36,11 +36,11 @@ type runRow struct {
 	Status        string
 	CurrentNodeID string
 	NodesExecuted int
-	Vars          string  `gorm:"type:jsonb"`
-	Output        string  `gorm:"type:jsonb"`
-	Messages      string  `gorm:"type:jsonb"`
-	Usage         string  `gorm:"type:jsonb"`
-	Error         *string `gorm:"type:jsonb"`
+	Vars          string  `gorm:"type:json"`
+	Output        string  `gorm:"type:json"`
+	Messages      string  `gorm:"type:json"`
+	Usage         string  `gorm:"type:json"`
+	Error         *string `gorm:"type:json"`
 	SessionID     *string
 	StartedAt     time.Time
 	CompletedAt   *time.Time
@@ -56,8 +56,8 @@ type nodeRunRow struct {
 	NodeType   string
 	StartedAt  time.Time
 	DurationMS int64   `gorm:"column:duration_ms"`
-	Input      *string `gorm:"type:jsonb"`
-	Output     *string `gorm:"type:jsonb"`
+	Input      *string `gorm:"type:json"`
+	Output     *string `gorm:"type:json"`
 	Error      *string
 	Tokens     int
 	CostUSD    float64 `gorm:"column:cost_usd"`
@@ -68,7 +68,7 @@ func (nodeRunRow) TableName() string { return Schema + ".node_runs" }
 func runToRow(r *run.Run, now time.Time) (runRow, error) {
 	row := runRow{
 		ID: r.ID, FlowID: r.FlowID, Version: r.Version, WorkspaceID: r.WorkspaceID, Source: catalog.SourceAPI,
-		Status: string(r.Status), CurrentNodeID: r.CurrentNodeID, NodesExecuted: r.NodesExecuted,
+		Status: string(r.Status), CurrentNodeID: pgText(r.CurrentNodeID), NodesExecuted: r.NodesExecuted,
 		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, UpdatedAt: now,
 	}
 	if r.SessionID != "" {
@@ -150,7 +150,7 @@ func (r runRow) toDomain() (*run.Run, error) {
 
 func nodeRunToRow(runID string, seq int, n run.NodeRun) (nodeRunRow, error) {
 	row := nodeRunRow{
-		RunID: runID, Seq: seq, NodeID: n.NodeID, NodeType: n.NodeType, StartedAt: n.StartedAt,
+		RunID: runID, Seq: seq, NodeID: pgText(n.NodeID), NodeType: pgText(n.NodeType), StartedAt: n.StartedAt,
 		DurationMS: n.DurationMS, Tokens: n.Tokens, CostUSD: n.CostUSD,
 	}
 	var err error
@@ -161,7 +161,8 @@ func nodeRunToRow(runID string, seq int, n run.NodeRun) (nodeRunRow, error) {
 		return row, fmt.Errorf("encode node %s output: %w", n.NodeID, err)
 	}
 	if n.Error != "" {
-		row.Error = &n.Error
+		e := pgText(n.Error)
+		row.Error = &e
 	}
 	return row, nil
 }
