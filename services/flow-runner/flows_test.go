@@ -574,3 +574,27 @@ func TestTwoQuestions(t *testing.T) {
 		t.Fatalf("trace: %d %v", status, ids)
 	}
 }
+
+// TestStagesAndPrivateTargets runs a flow-runner with script closed and
+// private targets refused: a script flow is refused at publish naming the
+// node, and an http node to loopback fails the run.
+func TestStagesAndPrivateTargets(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) {
+		c.StagesOpen = "call_flow,condition.cases"
+		c.AllowPrivateTargets = false
+	})
+	ws := uuid.NewString()
+	status, body := h.admin(http.MethodPost, "/admin/workspaces/"+ws+"/flows", doc("Script", apiOnly, "js",
+		`{"id": "js", "type": "script", "code": "return 1", "save_as": "x", "next": "done"}`, endNode))
+	if msg := wantError(t, status, body, http.StatusBadRequest, "invalid_request"); !strings.Contains(msg, "js") {
+		t.Fatalf("message %q does not name the node", msg)
+	}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(recv.Close)
+	id := h.publish(ws, "", doc("Local", apiOnly, "call",
+		fmt.Sprintf(`{"id": "call", "type": "http", "url": %q, "save_as": "resp", "next": "done"}`, recv.URL), endNode))
+	if r := h.invoke(ws, id, map[string]any{"input": map[string]any{}}); r.Status != "failed" || r.Error == nil || r.Error.Code != "node_failed" {
+		t.Fatalf("http to loopback: %+v", r)
+	}
+}
