@@ -18,11 +18,12 @@ import (
 // recorder stands in for the services' admin endpoints: it records each
 // call and answers from a table keyed by "METHOD path" (query left out).
 type recorder struct {
-	calls   []string
-	bodies  []map[string]any
-	raws    [][]byte // each call's body as sent
-	queries []string
-	answers map[string]any
+	calls    []string
+	bodies   []map[string]any
+	raws     [][]byte // each call's body as sent
+	queries  []string
+	features [][]string // the features each raw call carried
+	answers  map[string]any
 }
 
 func (r *recorder) CallJSON(_ context.Context, service, endpoint, _, method, path string, in, out any) error {
@@ -31,14 +32,14 @@ func (r *recorder) CallJSON(_ context.Context, service, endpoint, _, method, pat
 	if in != nil {
 		raw, _ = json.Marshal(in)
 	}
-	return r.answer(service, endpoint, method, route, query, raw, out)
+	return r.answer(service, endpoint, method, route, query, raw, nil, out)
 }
 
 func (r *recorder) CallRaw(_ context.Context, service, endpoint string, req *rpcv1.Request, out any) error {
-	return r.answer(service, endpoint, req.GetMethod(), req.GetPath(), req.GetRawQuery(), req.GetBody(), out)
+	return r.answer(service, endpoint, req.GetMethod(), req.GetPath(), req.GetRawQuery(), req.GetBody(), req.GetFeatures(), out)
 }
 
-func (r *recorder) answer(service, endpoint, method, route, query string, raw []byte, out any) error {
+func (r *recorder) answer(service, endpoint, method, route, query string, raw []byte, features []string, out any) error {
 	key := method + " " + route
 	r.calls = append(r.calls, service+"/"+endpoint+" "+key)
 	var body map[string]any
@@ -46,6 +47,7 @@ func (r *recorder) answer(service, endpoint, method, route, query string, raw []
 	r.bodies = append(r.bodies, body)
 	r.raws = append(r.raws, raw)
 	r.queries = append(r.queries, query)
+	r.features = append(r.features, features)
 	answer, ok := r.answers[key]
 	if !ok {
 		return errs.NotFound("not_found", "no answer for "+key)
@@ -76,7 +78,7 @@ func wantUsageError(t *testing.T, args []string, want string) {
 }
 
 func testConfig() config.Config {
-	return config.Config{GatewayAddr: ":8080", MessagingAddr: ":8081", DemoAPIKey: "pk_demo_key_for_tests_0000000000000000", DemoTelegramToken: "1:t", DemoTelegramSecret: "s"}
+	return config.Config{GatewayAddr: ":8080", MessagingAddr: ":8081", FlowRunnerAddr: "127.0.0.1:8083", DemoAPIKey: "pk_demo_key_for_tests_0000000000000000", DemoTelegramToken: "1:t", DemoTelegramSecret: "s"}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -182,9 +184,26 @@ func TestWorkspaceCreateSendsOnlyGivenFields(t *testing.T) {
 	}
 }
 
+// demoFlowListed is the flow-runner's list holding the demo flow as this
+// parleyctl publishes it.
+func demoFlowListed(t *testing.T) map[string]any {
+	t.Helper()
+	_, name, description, err := cli.DemoFlow("http://127.0.0.1:8083/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"flows": []any{
+		map[string]any{"id": "f0", "name": "Another flow", "description": "", "published_version": 1},
+		map[string]any{"id": "f1", "name": name, "description": description, "published_version": 3},
+	}}
+}
+
 func TestDemoReusesWhatExists(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{answers: map[string]any{
+		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
+		"GET /v1/flows":                      demoFlowListed(t),
+		"POST /admin/workspaces/w1/flows":    errors.New("must not publish the demo flow again"),
 		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
 		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1", "key": "pk_demo_key_for_tests_0000000000000000"},
 		"GET /admin/channels": map[string]any{"channels": []any{
@@ -205,13 +224,17 @@ func TestDemoReusesWhatExists(t *testing.T) {
 		TelegramIngress struct {
 			URL string `json:"url"`
 		} `json:"telegram_ingress"`
+		FlowID string `json:"flow_id"`
+		Flow   struct {
+			PublishedVersion int `json:"published_version"`
+		} `json:"flow"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
 		t.Fatal(err)
 	}
 	if printed.APIKey != "pk_demo_key_for_tests_0000000000000000" || printed.GatewayURL != "http://localhost:8080" ||
 		printed.TelegramIngress.URL != "http://localhost:8081/ingress/telegram/c1" ||
-		printed.WebchatURL != "http://localhost:8081/webchat/c2" {
+		printed.WebchatURL != "http://localhost:8081/webchat/c2" || printed.FlowID != "f1" || printed.Flow.PublishedVersion != 3 {
 		t.Errorf("printed = %+v", printed)
 	}
 	if rec.bodies[1]["key"] != "pk_demo_key_for_tests_0000000000000000" {
@@ -234,11 +257,14 @@ func TestServiceErrorsPassThrough(t *testing.T) {
 func TestDemoCreatesWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{answers: map[string]any{
-		"GET /admin/workspaces":              map[string]any{"workspaces": []any{}},
-		"POST /admin/workspaces":             map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
-		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1"},
-		"GET /admin/channels":                map[string]any{"channels": []any{}},
-		"POST /admin/channels":               map[string]any{"channel": map[string]any{"id": "c9"}},
+		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{}},
+		"POST /admin/workspaces":                      map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
+		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
+		"GET /admin/channels":                         map[string]any{"channels": []any{}},
+		"POST /admin/channels":                        map[string]any{"channel": map[string]any{"id": "c9"}},
+		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
+		"GET /v1/flows":                               map[string]any{"flows": []any{}},
+		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
 	}}
 	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)

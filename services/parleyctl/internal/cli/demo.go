@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
 
@@ -20,6 +26,16 @@ const (
 
 var demoModules = []string{"developer_api", "flows", "flow_ai", "flow_script"}
 
+// featureFlowsAPI opens the headless flow routes for a workspace (the
+// gateway's account.Features).
+const featureFlowsAPI = "flows_api"
+
+// demoFlowTemplate is the demo flow: a question, an http call, a condition
+// and an end. $HEALTH_URL and $REVISION are filled in by demoFlow.
+//
+//go:embed demo_flow.json
+var demoFlowTemplate []byte
+
 type channel struct {
 	ID         string `json:"id"`
 	Kind       string `json:"kind"`
@@ -29,9 +45,9 @@ type channel struct {
 	Secret     string `json:"secret"`
 }
 
-// demo seeds the demo workspace, its fixed API key, a Telegram channel and
-// a webchat channel, creating only what is missing, and prints how to reach
-// them.
+// demo seeds the demo workspace with the flows_api feature on, its fixed
+// API key, a Telegram channel, a webchat channel and the demo flow,
+// creating only what is missing, and prints how to reach them.
 func demo(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("demo")
 	if err := f.parse(args); err != nil {
@@ -72,6 +88,10 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
+	flow, err := c.ensureDemoFlow(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
 	return c.print(map[string]any{
 		"workspace":   ws,
 		"api_key":     c.cfg.DemoAPIKey,
@@ -83,6 +103,8 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 			"secret_token": telegram.Secret,
 		},
 		"webchat_url": c.cfg.MessagingURL() + "/webchat/" + webchat.ID,
+		"flow_id":     flow.ID,
+		"flow":        flow,
 	})
 }
 
@@ -131,4 +153,80 @@ func (c *CLI) ensureDemoChannel(ctx context.Context, existing []channel, body ma
 		return channel{}, fmt.Errorf("create demo %s channel: %w", body["kind"], err)
 	}
 	return created.Channel, nil
+}
+
+// demoFlow is the demo flow's document for this configuration: its http
+// node calls healthURL. Its description ends with a revision, a digest of
+// the rest, by which a later demo tells whether the flow it finds is this
+// document (a changed FLOW_RUNNER_ADDR or a new parleyctl) without reading
+// it back.
+func demoFlow(healthURL string) (doc []byte, name, description string, err error) {
+	quoted, err := json.Marshal(healthURL)
+	if err != nil {
+		return nil, "", "", err
+	}
+	doc = bytes.ReplaceAll(demoFlowTemplate, []byte(`"$HEALTH_URL"`), quoted)
+	sum := sha256.Sum256(doc)
+	doc = bytes.ReplaceAll(doc, []byte("$REVISION"), []byte(hex.EncodeToString(sum[:4])))
+	var head struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(doc, &head); err != nil {
+		return nil, "", "", fmt.Errorf("demo flow: %w", err)
+	}
+	return doc, head.Name, head.Description, nil
+}
+
+// demoFlowSummary is what demo prints of the demo flow.
+type demoFlowSummary struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	PublishedVersion int    `json:"published_version"`
+}
+
+// ensureDemoFlow switches flows_api on for the demo workspace and makes sure
+// its demo flow is published as this parleyctl and configuration describe
+// it: created when missing, a new version when the one found differs, left
+// alone otherwise.
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string) (demoFlowSummary, error) {
+	path := "/admin/workspaces/" + url.PathEscape(workspaceID) + "/features/" + featureFlowsAPI
+	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPut, path, map[string]bool{"on": true}, nil); err != nil {
+		return demoFlowSummary{}, fmt.Errorf("demo flows_api feature: %w", err)
+	}
+	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
+	if err != nil {
+		return demoFlowSummary{}, err
+	}
+	// The flow-runner's admin routes do not list flows; its api route
+	// lists the workspace's active api flows, as the gateway would forward
+	// the demo key's GET /v1/flows with the feature just switched on.
+	var list struct {
+		Flows []struct {
+			ID               string `json:"id"`
+			Name             string `json:"name"`
+			Description      string `json:"description"`
+			PublishedVersion int    `json:"published_version"`
+		} `json:"flows"`
+	}
+	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{featureFlowsAPI}}
+	if err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &list); err != nil {
+		return demoFlowSummary{}, fmt.Errorf("list demo flows: %w", err)
+	}
+	flowID := ""
+	for _, f := range list.Flows {
+		if f.Name != name {
+			continue
+		}
+		if f.Description == description {
+			return demoFlowSummary{ID: f.ID, Name: f.Name, PublishedVersion: f.PublishedVersion}, nil
+		}
+		flowID = f.ID
+		break
+	}
+	published, err := c.publishFlow(ctx, "/admin/workspaces/"+url.PathEscape(workspaceID)+"/flows", flowID, doc)
+	if err != nil {
+		return demoFlowSummary{}, fmt.Errorf("publish demo flow: %w", err)
+	}
+	return demoFlowSummary{ID: published.ID, Name: name, PublishedVersion: published.PublishedVersion}, nil
 }

@@ -17,6 +17,10 @@ type Config struct {
 
 	GatewayAddr   string `env:"GATEWAY_ADDR" envDefault:":8080"`
 	MessagingAddr string `env:"MESSAGING_ADDR" envDefault:":8081"`
+	// FlowRunnerAddr is where the flow-runner serves its probes; the demo
+	// flow's http node calls its /healthz there, from the flow-runner
+	// itself.
+	FlowRunnerAddr string `env:"FLOW_RUNNER_ADDR" envDefault:":8083"`
 	// PublicBaseURL and MessagingPublicURL are what `demo` prints; by default
 	// they are derived from the listen addresses on localhost.
 	PublicBaseURL      string `env:"PUBLIC_BASE_URL"`
@@ -54,6 +58,12 @@ func (c Config) MessagingURL() string {
 		return strings.TrimRight(c.MessagingPublicURL, "/")
 	}
 	return localURL(c.MessagingAddr)
+}
+
+// FlowRunnerURL is the base address of the flow-runner's probes, as the
+// flow-runner itself reaches them.
+func (c Config) FlowRunnerURL() string {
+	return localURL(c.FlowRunnerAddr)
 }
 
 func localURL(addr string) string {

@@ -1,0 +1,131 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
+)
+
+// The demo flow is an api flow of a question, an http call to the given
+// URL, a condition and an end, and its revision follows the URL.
+func TestDemoFlowDocument(t *testing.T) {
+	t.Parallel()
+	url := `http://127.0.0.1:8083/healthz?"quoted"`
+	doc, name, description, err := cli.DemoFlow(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flow struct {
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		Triggers    []string `json:"triggers"`
+		Nodes       []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+			URL  string `json:"url"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(doc, &flow); err != nil {
+		t.Fatalf("demo flow is not JSON: %v\n%s", err, doc)
+	}
+	if flow.Name != name || flow.Description != description || !reflect.DeepEqual(flow.Triggers, []string{"api"}) {
+		t.Fatalf("demo flow head = %q %q %v", flow.Name, flow.Description, flow.Triggers)
+	}
+	var types []string
+	for _, n := range flow.Nodes {
+		types = append(types, n.Type)
+		if n.Type == "http" && n.URL != url {
+			t.Errorf("http node calls %q, want %q", n.URL, url)
+		}
+	}
+	for _, want := range []string{"start", "question", "http", "condition", "end"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("demo flow has no %s node: %v", want, types)
+		}
+	}
+	if bytes.Contains(doc, []byte("$")) {
+		t.Errorf("a placeholder is left in the demo flow:\n%s", doc)
+	}
+
+	_, _, same, _ := cli.DemoFlow(url)
+	_, _, other, _ := cli.DemoFlow("http://127.0.0.1:9999/healthz")
+	if same != description || other == description {
+		t.Errorf("descriptions %q, %q (same URL), %q (another): the revision must follow the document", description, same, other)
+	}
+}
+
+// A workspace without the demo flow gets flows_api switched on, is listed
+// through the flow-runner's api endpoint with that feature, and is given the
+// flow, whose http node calls the flow-runner's configured address.
+func TestDemoPublishesTheFlowWhenMissing(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: map[string]any{
+		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
+		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
+		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
+		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
+		"GET /v1/flows":                               map[string]any{"flows": []any{}},
+		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
+	}}
+	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	n := len(rec.calls)
+	if n < 3 || !slices.Equal(rec.calls[n-3:], []string{
+		"gateway/admin PUT /admin/workspaces/w1/features/flows_api",
+		"flow-runner/api GET /v1/flows",
+		"flow-runner/admin POST /admin/workspaces/w1/flows",
+	}) {
+		t.Fatalf("calls %v", rec.calls)
+	}
+	if rec.bodies[n-3]["on"] != true {
+		t.Errorf("feature body = %v", rec.bodies[n-3])
+	}
+	if !slices.Equal(rec.features[n-2], []string{"flows_api"}) {
+		t.Errorf("the list carried features %v", rec.features[n-2])
+	}
+	want, _, _, _ := cli.DemoFlow("http://127.0.0.1:8083/healthz")
+	if !bytes.Equal(rec.raws[n-1], want) || rec.queries[n-1] != "" {
+		t.Errorf("published %q?%s, want the demo flow as a new flow", rec.raws[n-1], rec.queries[n-1])
+	}
+}
+
+// A demo flow published by another parleyctl or for another address gets a
+// new version of the same flow.
+func TestDemoRepublishesAChangedFlow(t *testing.T) {
+	t.Parallel()
+	_, name, _, err := cli.DemoFlow("http://127.0.0.1:8083/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{answers: map[string]any{
+		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
+		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
+		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
+		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
+		"GET /v1/flows":                               map[string]any{"flows": []any{map[string]any{"id": "f1", "name": name, "description": "an older revision", "published_version": 2}}},
+		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 3},
+	}}
+	var out bytes.Buffer
+	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	n := len(rec.calls)
+	if rec.calls[n-1] != "flow-runner/admin POST /admin/workspaces/w1/flows" || rec.queries[n-1] != "flow_id=f1" {
+		t.Fatalf("last call %s?%s, want a new version of f1", rec.calls[n-1], rec.queries[n-1])
+	}
+	var printed struct {
+		FlowID string `json:"flow_id"`
+		Flow   struct {
+			PublishedVersion int `json:"published_version"`
+		} `json:"flow"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || printed.FlowID != "f1" || printed.Flow.PublishedVersion != 3 {
+		t.Errorf("printed %s (%v)", out.String(), err)
+	}
+}

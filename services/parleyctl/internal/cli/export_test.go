@@ -1,0 +1,4 @@
+package cli
+
+// DemoFlow is demoFlow, for the tests of demo.
+var DemoFlow = demoFlow
