@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 # Every module of go.work; `go test ./...` at the root does not cross modules.
 MODULES  := $(shell go list -m -f '{{.Dir}}' 2>/dev/null)
-SERVICES := gateway messaging webhook-dispatcher
+SERVICES := gateway messaging webhook-dispatcher flow-runner
 BIN      := $(CURDIR)/bin
 TOOLS    := $(BIN)/tools
 

@@ -28,7 +28,7 @@ func TestComposeFileIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	for _, name := range []string{"postgres", "redis", "nats", "gateway", "messaging", "webhook-dispatcher"} {
+	for _, name := range []string{"postgres", "redis", "nats", "gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
 		svc, ok := project.Services[name]
 		if !ok {
 			// Profiled services are dropped unless enabled; the core ones never are.
@@ -59,6 +59,14 @@ func TestComposeFileIsValid(t *testing.T) {
 			}
 			if _, err := os.Stat(dockerfile); err != nil {
 				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+	// Services that serve only probes and metrics stay on the host's loopback.
+	for _, name := range []string{"webhook-dispatcher", "flow-runner"} {
+		for _, p := range project.Services[name].Ports {
+			if p.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes port %d on %q, want 127.0.0.1 only", name, p.Target, p.HostIP)
 			}
 		}
 	}

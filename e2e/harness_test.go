@@ -23,7 +23,7 @@ import (
 // binDir holds the binaries TestMain builds once for every test.
 var binDir string
 
-var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "parleyctl"}
+var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner", "parleyctl"}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "parley-e2e-bin-")
@@ -54,13 +54,14 @@ type suite struct {
 	gatewayURL    string
 	messagingURL  string
 	dispatcherURL string
+	flowRunnerURL string
 	// own holds entries (KEY=VALUE) for one service's environment only,
 	// after the shared ones, by service name.
 	own map[string][]string
 }
 
-// startSuite runs gateway, messaging and webhook-dispatcher in t's own
-// environment and waits until each is ready. extra entries (KEY=VALUE) are
+// startSuite runs gateway, messaging, webhook-dispatcher and flow-runner in
+// t's own environment and waits until each is ready. extra entries (KEY=VALUE) are
 // added to every process's environment.
 func startSuite(t *testing.T, extra ...string) *suite {
 	t.Helper()
@@ -74,24 +75,26 @@ func startSuite(t *testing.T, extra ...string) *suite {
 func startSuiteOwn(t *testing.T, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
 	t.Helper()
 	env := testenv.New(t)
-	port := ports.Free(t, 3)
+	port := ports.Free(t, 4)
 	s := &suite{
 		env:           env,
 		gatewayURL:    fmt.Sprintf("http://127.0.0.1:%d", port[0]),
 		messagingURL:  fmt.Sprintf("http://127.0.0.1:%d", port[1]),
 		dispatcherURL: fmt.Sprintf("http://127.0.0.1:%d", port[2]),
+		flowRunnerURL: fmt.Sprintf("http://127.0.0.1:%d", port[3]),
 		own:           map[string][]string{},
 	}
 	s.environ = append(append(os.Environ(), env.Environ()...),
 		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", port[0]),
 		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", port[1]),
 		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", port[2]),
+		fmt.Sprintf("FLOW_RUNNER_ADDR=127.0.0.1:%d", port[3]),
 		"PUBLIC_BASE_URL="+s.gatewayURL,
 		"MESSAGING_PUBLIC_URL="+s.messagingURL,
 		"LOG_LEVEL=warn",
 	)
 	s.environ = append(s.environ, extra...)
-	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher"} {
+	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
 		if own != nil {
 			s.own[name] = own(name, env)
 		}

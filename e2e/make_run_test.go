@@ -45,7 +45,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		t.Fatal(err)
 	}
 	env := testenv.New(t)
-	p := ports.Free(t, 4)
+	p := ports.Free(t, 5)
 	// The test's own settings only: nothing from a developer's shell may
 	// point make run elsewhere, and a make running this test must not lend
 	// its jobserver to the inner one.
@@ -65,7 +65,8 @@ func startMakeRun(t *testing.T) *makeRun {
 		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", p[0]),
 		fmt.Sprintf("MESSAGING_ADDR=127.0.0.1:%d", p[1]),
 		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", p[2]),
-		fmt.Sprintf("TELEGRAM_SANDBOX_ADDR=127.0.0.1:%d", p[3]),
+		fmt.Sprintf("FLOW_RUNNER_ADDR=127.0.0.1:%d", p[3]),
+		fmt.Sprintf("TELEGRAM_SANDBOX_ADDR=127.0.0.1:%d", p[4]),
 	)
 	// -o build: the binaries are this test's, already built.
 	r := &makeRun{cmd: exec.Command("make", "--no-print-directory", "-o", "build", "run"), out: &lockedBuffer{}, exited: make(chan struct{})}
@@ -153,7 +154,7 @@ func TestMakeRunStopsCleanly(t *testing.T) {
 
 			// The order of pkg/service, each step done in time.
 			steps := []string{"stopping", "http server stopped", "rpc server stopped", "nats drained", "postgres closed", "stopped"}
-			for _, s := range []string{"gateway", "messaging", "webhook-dispatcher"} {
+			for _, s := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
 				msgs, levels := r.lifecycle(t, s)
 				from := slices.Index(msgs, "stopping")
 				if from < 0 {

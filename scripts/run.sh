@@ -14,19 +14,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${PARLEY_BIN:-bin}
-SERVICES=(gateway messaging webhook-dispatcher)
-declare -A PORTS=([gateway]=8080 [messaging]=8081 [webhook-dispatcher]=8082)
+SERVICES=(gateway messaging webhook-dispatcher flow-runner)
+declare -A PORTS=([gateway]=8080 [messaging]=8081 [webhook-dispatcher]=8082 [flow-runner]=8083)
 
 # Local development defaults; anything already in the environment wins.
 # Loopback only: this setup has a published demo API key and lets webhooks
-# reach private addresses. Set an *_ADDR (":8080") to expose a service on
+# reach private addresses (flow http nodes too: the demo flow calls the
+# flow-runner's own /healthz). Set an *_ADDR (":8080") to expose a service on
 # purpose.
 export LOG_FORMAT=${LOG_FORMAT:-console}
 export WEBHOOK_ALLOW_PRIVATE_TARGETS=${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true}
 export GATEWAY_ADDR=${GATEWAY_ADDR:-127.0.0.1:${PORTS[gateway]}}
 export MESSAGING_ADDR=${MESSAGING_ADDR:-127.0.0.1:${PORTS[messaging]}}
 export DISPATCHER_ADDR=${DISPATCHER_ADDR:-127.0.0.1:${PORTS[webhook-dispatcher]}}
-declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR)
+export FLOW_RUNNER_ADDR=${FLOW_RUNNER_ADDR:-127.0.0.1:${PORTS[flow-runner]}}
+declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR [flow-runner]=$FLOW_RUNNER_ADDR)
 
 for s in "${SERVICES[@]}" parleyctl telegram-sandbox; do
   [ -x "$BIN/$s" ] || { echo "$BIN/$s is missing: run make build" >&2; exit 1; }
@@ -146,6 +148,7 @@ api_key=$(sed -n 's/.*"api_key": "\(.*\)".*/\1/p' <<<"$demo")
 ingress=$(sed -n 's/.*"url": "\(.*\/ingress\/telegram\/.*\)".*/\1/p' <<<"$demo")
 secret=$(sed -n 's/.*"secret_token": "\(.*\)".*/\1/p' <<<"$demo")
 webchat=$(sed -n 's/.*"webchat_url": "\(.*\)".*/\1/p' <<<"$demo")
+flow_id=$(sed -n 's/.*"flow_id": "\(.*\)".*/\1/p' <<<"$demo")
 
 cat <<MSG
 
@@ -157,9 +160,13 @@ cat <<MSG
   Telegram ingress:   $ingress
   Ingress secret:     $secret
   Telegram API:       $TELEGRAM_API_BASE
+  Demo flow:          $flow_id
 
   Try:  curl -s -H "Authorization: Bearer $api_key" $gateway_url/v1/me
-  The README's "Getting started" walks the whole path. Ctrl-C stops everything.
+        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
+          -d '{"input":{}}' $gateway_url/v1/flows/$flow_id/invoke
+  The README's "Getting started" and "Headless flows: a walkthrough" go on from there.
+  Ctrl-C stops everything.
 
 MSG
 
