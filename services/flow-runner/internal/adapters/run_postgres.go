@@ -15,16 +15,25 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
+// MaxHeldContinues bounds the continues one process runs at once. Each
+// holds a pooled connection for its whole run (its lock's transaction) and
+// may need another meanwhile (a version to load, a call_flow target), so
+// they may take only half of db.Open's 20 connections: were every
+// connection held, those loads would wait on each other until their
+// requests timed out. A continue past the bound waits for a place.
+const MaxHeldContinues = 10
+
 // RunStore keeps runs in flows.runs and their traces in flows.node_runs.
 type RunStore struct {
-	db *gorm.DB
+	db    *gorm.DB
+	holds chan struct{}
 }
 
 var _ catalog.RunStore = (*RunStore)(nil)
 
 // NewRunStore returns the store over gdb (opened for Schema).
 func NewRunStore(gdb *gorm.DB) *RunStore {
-	return &RunStore{db: gdb}
+	return &RunStore{db: gdb, holds: make(chan struct{}, MaxHeldContinues)}
 }
 
 type runRow struct {
@@ -263,12 +272,21 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 // window where a lease ran out while its continue still writes; NOWAIT
 // makes the second continue fail at once (409 session_busy) instead of
 // queueing behind the first. The price is one pooled connection per
-// continue in flight.
+// continue in flight (see MaxHeldContinues).
+//
+// The transaction outlives a caller that has gone: a run that went on is
+// stored. fn still sees the caller's ctx through its own closure.
 func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *run.Run) ([]run.NodeRun, error)) error {
 	if !validID(sessionID) {
 		return catalog.ErrSessionNotFound
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	select {
+	case s.holds <- struct{}{}:
+		defer func() { <-s.holds }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.db.WithContext(context.WithoutCancel(ctx)).Transaction(func(tx *gorm.DB) error {
 		var row runRow
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE", Options: "NOWAIT"}).
 			Where("session_id = ? AND source = ?", sessionID, catalog.SourceAPI).Take(&row).Error

@@ -33,9 +33,7 @@ func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, er
 		return nil, err
 	}
 	var out *Outcome
-	// The store's transaction outlives a caller that has gone, like an
-	// invoke's write; the run itself still sees ctx.
-	err := a.runs.Continue(context.WithoutCancel(ctx), c.SessionID, func(r *run.Run) ([]run.NodeRun, error) {
+	err := a.runs.Continue(ctx, c.SessionID, func(r *run.Run) ([]run.NodeRun, error) {
 		if r.WorkspaceID != c.WorkspaceID || r.FlowID != c.FlowID || r.Status != run.StatusWaiting {
 			return nil, catalog.ErrSessionNotFound
 		}

@@ -102,6 +102,7 @@ type RunStore interface {
 	// session already taken is ErrSessionBusy, an unknown one
 	// ErrSessionNotFound. fn decides (it may refuse with an error, which
 	// Continue returns unchanged and nothing is stored) and returns the
-	// node runs it added; the changed run and those are stored together.
+	// node runs it added; the changed run and those are stored together,
+	// also when ctx ends meanwhile.
 	Continue(ctx context.Context, sessionID string, fn func(r *run.Run) ([]run.NodeRun, error)) error
 }
