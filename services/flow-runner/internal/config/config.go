@@ -24,15 +24,23 @@ type Config struct {
 	BudgetTime time.Duration `env:"RUN_BUDGET_TIME" envDefault:"60s"`
 	// BudgetNodes bounds the node runs over a whole run.
 	BudgetNodes int `env:"RUN_BUDGET_NODES" envDefault:"200"`
-	// StagesOpen lists the staged features a published flow may use.
+	// StagesOpen lists the staged features a published flow may use;
+	// StagesNone closes them all (an empty value takes the default, all
+	// open).
 	StagesOpen string `env:"FLOW_STAGES_OPEN" envDefault:"call_flow,script,condition.cases,delay.until,variable.op"`
 	// AllowPrivateTargets lets http nodes use plain http and reach loopback
 	// and private addresses; for local development and tests only.
 	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 }
 
+// StagesNone is the FLOW_STAGES_OPEN value that opens no staged feature.
+const StagesNone = "none"
+
 // Stages is StagesOpen parsed; Validate has checked it.
 func (c Config) Stages() map[flow.Stage]bool {
+	if c.StagesOpen == StagesNone {
+		return map[flow.Stage]bool{}
+	}
 	s, _ := flow.ParseStages(c.StagesOpen)
 	return s
 }
@@ -54,7 +62,7 @@ func (c Config) Validate() error {
 	if c.BudgetNodes < 1 || c.BudgetNodes > 100000 {
 		return fmt.Errorf("RUN_BUDGET_NODES: must be between 1 and 100000, got %d", c.BudgetNodes)
 	}
-	if _, err := flow.ParseStages(c.StagesOpen); err != nil {
+	if _, err := flow.ParseStages(c.StagesOpen); err != nil && c.StagesOpen != StagesNone {
 		return fmt.Errorf("FLOW_STAGES_OPEN: %w", err)
 	}
 	return nil

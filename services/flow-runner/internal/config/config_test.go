@@ -42,6 +42,17 @@ func TestSettings(t *testing.T) {
 	}
 }
 
+func TestNoStages(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadFrom[Config](map[string]string{"FLOW_STAGES_OPEN": "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := cfg.Stages(); st == nil || len(st) != 0 {
+		t.Fatalf("stages: %v", st)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
