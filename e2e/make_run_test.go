@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -98,8 +99,14 @@ func startMakeRun(t *testing.T) *makeRun {
 		}
 		return nil
 	})
+	// The banner names the demo flow parleyctl demo published.
+	if !demoFlowLine.MatchString(r.out.String()) {
+		t.Fatalf("make run's banner names no demo flow:\n%s", r.out.String())
+	}
 	return r
 }
+
+var demoFlowLine = regexp.MustCompile(`(?m)^  Demo flow: +[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // lifecycle returns the messages each "[service] " JSON log line of the
 // output carries, in order, and the level of each.
