@@ -32,6 +32,7 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 		return []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "NATS_URL=" + natsURL}
 	}, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	ws, key := s.developer(t)
+	s.ctl(t, nil, "workspace", "feature", "--workspace", ws, "--feature", "flows_api", "--on")
 	ch := s.addChannel(t, ws, "external", "--kind", "telegram", "--token", "700100200:AAH-outage-e2e-token")
 	rcv := receiver.New(t, receiver.Status(http.StatusNoContent), receiver.Within(45*time.Second))
 	s.saveWebhook(t, key, rcv.URL)
@@ -39,6 +40,7 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 		"gateway":            s.gatewayURL + "/readyz",
 		"messaging":          s.messagingURL + "/readyz",
 		"webhook-dispatcher": s.dispatcherURL + "/readyz",
+		"flow-runner":        s.flowRunnerURL + "/readyz",
 	}
 
 	// A customer message; Telegram repeats an update that was not
@@ -79,6 +81,11 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 		{"webhook-dispatcher", "postgres", "/v1/webhook/deliveries", "/v1/conversations", false},
 		{"webhook-dispatcher", "redis", "", "/v1/webhook/deliveries", true},
 		{"webhook-dispatcher", "nats", "/v1/webhook", "/v1/conversations", false},
+		// The flow-runner keeps nothing in Redis yet, but opens it for the
+		// invoke contract's keys and says so on /readyz.
+		{"flow-runner", "postgres", "/v1/flows", "/v1/conversations", false},
+		{"flow-runner", "redis", "", "/v1/flows", false},
+		{"flow-runner", "nats", "/v1/flows", "/v1/conversations", false},
 	}
 	for _, tt := range tests {
 		what := tt.service + " without " + tt.dep
