@@ -21,6 +21,10 @@ import (
 // CallTimeout is how long a client waits for a service's answer.
 const CallTimeout = HandlerTimeout + 5*time.Second
 
+// LongCallTimeout is how long a client waits for an endpoint served with
+// WithHandlerTimeout(LongHandlerTimeout); give it as the ctx deadline.
+const LongCallTimeout = LongHandlerTimeout + 5*time.Second
+
 // Client calls services' endpoints. Its replies arrive on one inbox
 // subscription of its own (see chunk.go), which takes replies of any size.
 type Client struct {

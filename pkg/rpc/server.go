@@ -27,6 +27,25 @@ const MaxInFlight = 256
 // later, so the service always answers first.
 const HandlerTimeout = 25 * time.Second
 
+// LongHandlerTimeout bounds a request that may legitimately work for a
+// minute: a synchronous headless flow run, whose budget (RUN_BUDGET_TIME) is
+// 60 s, plus the time to store its outcome. An endpoint opts in with
+// WithHandlerTimeout; its callers wait LongCallTimeout.
+const LongHandlerTimeout = 75 * time.Second
+
+// EndpointOption changes how one endpoint is served.
+type EndpointOption func(*endpoint)
+
+type endpoint struct {
+	timeout time.Duration
+}
+
+// WithHandlerTimeout bounds the endpoint's requests by d instead of
+// HandlerTimeout.
+func WithHandlerTimeout(d time.Duration) EndpointOption {
+	return func(e *endpoint) { e.timeout = d }
+}
+
 // StopGrace bounds how long Stop waits for the requests in flight; those
 // still running then are cancelled.
 const StopGrace = 10 * time.Second
@@ -86,8 +105,12 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 //
 // Handle returns once NATS routes the endpoint's requests here, so a
 // request sent right after, on any connection, finds it.
-func (s *Server) Handle(endpoint string, h http.Handler) error {
-	err := s.group.AddEndpoint(endpoint, micro.HandlerFunc(func(req micro.Request) {
+func (s *Server) Handle(name string, h http.Handler, opts ...EndpointOption) error {
+	ep := endpoint{timeout: HandlerTimeout}
+	for _, o := range opts {
+		o(&ep)
+	}
+	err := s.group.AddEndpoint(name, micro.HandlerFunc(func(req micro.Request) {
 		if !s.begin() {
 			s.refuse(req)
 			return
@@ -95,7 +118,7 @@ func (s *Server) Handle(endpoint string, h http.Handler) error {
 		s.slots <- struct{}{}
 		go func() {
 			defer func() { <-s.slots; s.end() }()
-			s.serve(req, h)
+			s.serve(req, h, ep.timeout)
 		}()
 	}))
 	if err != nil {
@@ -104,7 +127,7 @@ func (s *Server) Handle(endpoint string, h http.Handler) error {
 	// The subscription is live at the server once it has answered a ping
 	// sent after it.
 	if err := s.nc.Flush(); err != nil {
-		return fmt.Errorf("register endpoint %s: %w", endpoint, err)
+		return fmt.Errorf("register endpoint %s: %w", name, err)
 	}
 	return nil
 }
@@ -155,14 +178,14 @@ var refusal = func() []byte {
 	return out
 }()
 
-func (s *Server) serve(msg micro.Request, h http.Handler) {
+func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration) {
 	var in rpcv1.Request
 	if err := proto.Unmarshal(msg.Data(), &in); err != nil {
 		s.log.Warn("malformed rpc request", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Error("400", "malformed request", nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, HandlerTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	ctx = WithWorkspace(ctx, in.GetWorkspaceId())
 	ctx = WithAccount(ctx, in.GetModules(), in.GetFeatures())

@@ -82,7 +82,9 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 	if err != nil {
 		return err
 	}
-	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log)); err != nil {
+	// A synchronous run may use its whole RUN_BUDGET_TIME (60 s) inside one
+	// request, past the default rpc bound.
+	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log), rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)); err != nil {
 		return fmt.Errorf("serve rpc api: %w", err)
 	}
 	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
 
@@ -33,6 +34,12 @@ type Config struct {
 	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 }
 
+// MaxBudgetTime is the longest RUN_BUDGET_TIME: a synchronous run answers
+// within one rpc request, which is bounded by rpc.LongHandlerTimeout (the
+// gateway waits a little longer); the rest is the margin for storing the
+// run and for an evaluation step that overruns (at most a few seconds).
+const MaxBudgetTime = rpc.LongHandlerTimeout - 15*time.Second
+
 // StagesNone is the FLOW_STAGES_OPEN value that opens no staged feature.
 const StagesNone = "none"
 
@@ -56,8 +63,8 @@ func (c Config) Validate() error {
 	if c.SessionTTL <= 0 {
 		return fmt.Errorf("FLOW_SESSION_TTL: must be positive, got %s", c.SessionTTL)
 	}
-	if c.BudgetTime <= 0 || c.BudgetTime > time.Hour {
-		return fmt.Errorf("RUN_BUDGET_TIME: %s is not between 0 and 1h", c.BudgetTime)
+	if c.BudgetTime <= 0 || c.BudgetTime > MaxBudgetTime {
+		return fmt.Errorf("RUN_BUDGET_TIME: %s is not between 0 and %s", c.BudgetTime, MaxBudgetTime)
 	}
 	if c.BudgetNodes < 1 || c.BudgetNodes > 100000 {
 		return fmt.Errorf("RUN_BUDGET_NODES: must be between 1 and 100000, got %d", c.BudgetNodes)

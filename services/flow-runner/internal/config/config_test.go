@@ -62,6 +62,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"zero ttl", map[string]string{"FLOW_SESSION_TTL": "0s"}, "FLOW_SESSION_TTL"},
 		{"negative budget", map[string]string{"RUN_BUDGET_TIME": "-1s"}, "RUN_BUDGET_TIME"},
+		{"budget past the rpc bound", map[string]string{"RUN_BUDGET_TIME": "61s"}, "RUN_BUDGET_TIME"},
 		{"no nodes", map[string]string{"RUN_BUDGET_NODES": "0"}, "RUN_BUDGET_NODES"},
 		{"unknown stage", map[string]string{"FLOW_STAGES_OPEN": "scripts"}, "FLOW_STAGES_OPEN"},
 		{"bad duration", map[string]string{"FLOW_SESSION_TTL": "soon"}, "FLOW_SESSION_TTL"},

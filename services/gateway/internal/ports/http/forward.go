@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -44,6 +45,11 @@ func canonicalSet(names ...string) map[string]bool {
 	}
 	return m
 }
+
+// longCalls are the services whose API may work longer than rpc.CallTimeout
+// in one request, and how long the gateway waits for them: a headless flow
+// run has a 60 s budget (RUN_BUDGET_TIME).
+var longCalls = map[string]time.Duration{rpc.ServiceFlowRunner: rpc.LongCallTimeout}
 
 type forwarder struct {
 	client     *rpc.Client
@@ -89,8 +95,14 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 		return httpx.TooLarge(max(f.maxPayload-(size-int64(len(body))), 0))
 	}
 
+	ctx := r.Context()
+	if wait, ok := longCalls[service]; ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	start := time.Now()
-	resp, err := f.client.Do(r.Context(), service, rpc.EndpointAPI, req)
+	resp, err := f.client.Do(ctx, service, rpc.EndpointAPI, req)
 	f.metrics.upstream.WithLabelValues(service).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return err
