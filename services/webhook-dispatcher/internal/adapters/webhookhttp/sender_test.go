@@ -101,6 +101,10 @@ func TestSenderFailures(t *testing.T) {
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.WriteHeader(http.StatusBadGateway)
+		// The status goes out before the bomb is compressed: on a loaded
+		// machine under -race compressing 10 MiB can outlast the attempt,
+		// and this case is about the body, not a slow receiver.
+		w.(http.Flusher).Flush()
 		zw := gzip.NewWriter(w)
 		_, _ = zw.Write([]byte(strings.Repeat("0", 10<<20)))
 		_ = zw.Close()
