@@ -89,7 +89,7 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 	// has delivered at least 50 itself, holds the receiver's answers until
 	// both instances have every slot in flight, SIGKILLs b, and releases.
 	// It returns the deliveries that were in flight at the kill.
-	killMidDelivery := func(b *dispatcherProc, after int) map[string]bool {
+	killMidDelivery := func(b *proc, after int) map[string]bool {
 		t.Helper()
 		until(fmt.Sprintf("%d deliveries arrived, 50 by instance B", after), deadline, func() (bool, string) {
 			n, mine := rcv.Distinct(), b.delivered()

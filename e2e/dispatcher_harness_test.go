@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,105 +20,61 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
-	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
-// dispatcherProc is a webhook-dispatcher process started beside a suite's
-// own, in the suite's environment (same database, stream and durable
-// consumer), that a test may SIGKILL.
-type dispatcherProc struct {
-	addr   string // DISPATCHER_ADDR: /readyz and /metrics
-	cmd    *exec.Cmd
-	out    *lockedBuffer
-	exited chan struct{}
-}
-
-// startDispatcher starts another webhook-dispatcher with the suite's
-// environment plus extra (KEY=VALUE, later entries win), on its own port,
-// and waits until it serves /readyz (by then its consumer is running).
-func (s *suite) startDispatcher(t *testing.T, extra ...string) *dispatcherProc {
+// startDispatcher starts another webhook-dispatcher (startExtra), which
+// joins the suite's durable consumer; by /readyz its consumer is running.
+func (s *suite) startDispatcher(t *testing.T, extra ...string) *proc {
 	t.Helper()
-	port := ports.Free(t, 1)[0]
-	p := &dispatcherProc{addr: fmt.Sprintf("127.0.0.1:%d", port), out: &lockedBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, "webhook-dispatcher"))
-	p.cmd.Env = append(append(append([]string(nil), s.environ...), extra...), "DISPATCHER_ADDR="+p.addr)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start webhook-dispatcher: %v", err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		if p.running() {
-			_ = p.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-p.exited:
-			case <-time.After(10 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("--- webhook-dispatcher %s (pid %d) output ---\n%s", p.addr, p.cmd.Process.Pid, p.out.String())
-		}
-	})
-	waitReady(t, "webhook-dispatcher", p.addr, p.exited, p.out)
-	return p
-}
-
-func (p *dispatcherProc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL (no shutdown code runs: nothing is acked, nothing
-// finished) and waits until the process is gone.
-func (p *dispatcherProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL webhook-dispatcher: %v", err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("webhook-dispatcher still running 10 s after SIGKILL")
-	}
+	return s.startExtra(t, "webhook-dispatcher", "DISPATCHER_ADDR", extra...)
 }
 
 var deliveredMetric = regexp.MustCompile(`(?m)^parley_dispatcher_deliveries_total\{event="message\.received",outcome="delivered"\} (\d+)$`)
 
-// delivered reads the process's delivered message.received counter from
-// /metrics (-1 when /metrics does not answer).
-func (p *dispatcherProc) delivered() int {
-	resp, err := http.Get("http://" + p.addr + "/metrics")
+// delivered reads a webhook-dispatcher's delivered message.received
+// counter from /metrics (-1 when /metrics does not answer).
+func (p *proc) delivered() int {
+	return int(metric(p.addr, deliveredMetric))
+}
+
+// metric reads the number re's first group captures on the /metrics page
+// of the service at addr: 0 when re does not match, -1 when /metrics does
+// not answer.
+func metric(addr string, re *regexp.Regexp) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return -1
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	m := deliveredMetric.FindSubmatch(body)
+	m := re.FindSubmatch(body)
 	if m == nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(string(m[1]))
+	n, _ := strconv.ParseFloat(string(m[1]), 64)
 	return n
 }
 
 // developer creates a workspace with the developer API, a per-minute limit
 // high enough for polling, and an API key.
-func (s *suite) developer(t *testing.T) (workspaceID, key string) {
+func (s *suite) developer(t testing.TB) (workspaceID, key string) {
+	t.Helper()
+	return s.workspaceWithKey(t, "Hooks", "developer_api")
+}
+
+// workspaceWithKey creates a workspace named prefix and a random suffix,
+// with modules (comma-separated) and a per-minute limit of 100,000, and an
+// API key of it.
+func (s *suite) workspaceWithKey(t testing.TB, prefix, modules string) (workspaceID, key string) {
 	t.Helper()
 	var ws struct {
 		Workspace struct {
 			ID string `json:"id"`
 		} `json:"workspace"`
 	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Hooks "+uuid.NewString()[:8], "--modules", "developer_api", "--rate-per-minute", "100000")
+	s.ctl(t, &ws, "workspace", "create", "--name", prefix+" "+uuid.NewString()[:8], "--modules", modules, "--rate-per-minute", "100000")
 	var k struct {
 		Key string `json:"key"`
 	}

@@ -9,12 +9,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
+// flowDeveloper is developer for flows: a workspace with the developer
+// API, the flows module and the flows_api feature, and an API key.
+func (s *suite) flowDeveloper(t testing.TB) (workspaceID, key string) {
+	t.Helper()
+	workspaceID, key = s.workspaceWithKey(t, "Flows", "developer_api,flows")
+	s.ctl(t, nil, "workspace", "feature", "--workspace", workspaceID, "--feature", "flows_api", "--on")
+	return workspaceID, key
+}
+
 // flowFile writes a flow document for parleyctl flow publish.
-func flowFile(t *testing.T, doc string) string {
+func flowFile(t testing.TB, doc string) string {
 	t.Helper()
 	name := filepath.Join(t.TempDir(), "flow.json")
 	if err := os.WriteFile(name, []byte(doc), 0o600); err != nil {
@@ -61,19 +68,7 @@ func TestFlowsEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := startSuite(t)
 
-	var ws struct {
-		Workspace struct {
-			ID string `json:"id"`
-		} `json:"workspace"`
-	}
-	s.ctl(t, &ws, "workspace", "create", "--name", "Flows "+uuid.NewString()[:8], "--modules", "developer_api,flows", "--rate-per-minute", "100000")
-	wsID := ws.Workspace.ID
-	s.ctl(t, nil, "workspace", "feature", "--workspace", wsID, "--feature", "flows_api", "--on")
-	var k struct {
-		Key string `json:"key"`
-	}
-	s.ctl(t, &k, "apikey", "create", "--workspace", wsID)
-	key := k.Key
+	wsID, key := s.flowDeveloper(t)
 
 	// A refusal is one line on stderr naming node and field, exit 1.
 	_, stderr, err := s.ctlRaw("flow", "publish", "--workspace", wsID, "--file", flowFile(t, `{"name": "x", "triggers": ["api"], "nodes": [

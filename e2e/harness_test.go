@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ type suite struct {
 // startSuite runs gateway, messaging, webhook-dispatcher and flow-runner in
 // t's own environment and waits until each is ready. extra entries (KEY=VALUE) are
 // added to every process's environment.
-func startSuite(t *testing.T, extra ...string) *suite {
+func startSuite(t testing.TB, extra ...string) *suite {
 	t.Helper()
 	return startSuiteOwn(t, nil, extra...)
 }
@@ -72,7 +73,7 @@ func startSuite(t *testing.T, extra ...string) *suite {
 // returns entries for one service's environment only (its database, Redis
 // or NATS behind a proxy the test can cut, say); parleyctl and the test
 // itself keep the shared ones.
-func startSuiteOwn(t *testing.T, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
+func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
 	t.Helper()
 	env := testenv.New(t)
 	port := ports.Free(t, 4)
@@ -103,36 +104,91 @@ func startSuiteOwn(t *testing.T, own func(service string, env *testenv.Env) []st
 	return s
 }
 
-func (s *suite) start(t *testing.T, name string, port int) {
+func (s *suite) start(t testing.TB, name string, port int) {
 	t.Helper()
-	out := &lockedBuffer{}
-	cmd := exec.Command(filepath.Join(binDir, name))
-	cmd.Env = append(append([]string(nil), s.environ...), s.own[name]...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	s.launch(t, name, fmt.Sprintf("127.0.0.1:%d", port), append(append([]string(nil), s.environ...), s.own[name]...))
+}
+
+// proc is a service process of a suite: one of its own, or one started
+// beside them with startExtra.
+type proc struct {
+	name   string
+	addr   string // the service's *_ADDR: /readyz and /metrics
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	exited chan struct{}
+}
+
+// startExtra starts another instance of service name (its binary) with the
+// suite's environment plus extra (KEY=VALUE, later entries win) on its own
+// port, given as addrVar (DISPATCHER_ADDR, FLOW_RUNNER_ADDR), and waits
+// until it serves /readyz. It shares the suite's database, Redis and NATS:
+// a dispatcher joins the durable consumer, a flow-runner the rpc queue
+// group.
+func (s *suite) startExtra(t testing.TB, name, addrVar string, extra ...string) *proc {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", ports.Free(t, 1)[0])
+	return s.launch(t, name, addr, append(append(append([]string(nil), s.environ...), extra...), addrVar+"="+addr))
+}
+
+// launch starts binary name with environ, serving probes on addr; it is
+// interrupted (killed 10 s later) when t ends, unless it has exited, and
+// its output is logged if t failed.
+func (s *suite) launch(t testing.TB, name, addr string, environ []string) *proc {
+	t.Helper()
+	p := &proc{name: name, addr: addr, out: &lockedBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(binDir, name))
+	p.cmd.Env = environ
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		if p.running() {
+			_ = p.cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
 		}
 		if t.Failed() {
-			t.Logf("--- %s output ---\n%s", name, out.String())
+			t.Logf("--- %s %s (pid %d) output ---\n%s", name, addr, p.cmd.Process.Pid, p.out.String())
 		}
 	})
-	waitReady(t, name, fmt.Sprintf("127.0.0.1:%d", port), exited, out)
+	waitReady(t, name, addr, p.exited, p.out)
+	return p
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL (no shutdown code runs: nothing is acked, nothing
+// finished) and waits until the process is gone.
+func (p *proc) kill(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL %s: %v", p.name, err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still running 10 s after SIGKILL", p.name)
+	}
 }
 
 // waitReady waits until the process started as name answers 200 on
 // http://addr/readyz, and fails t with its output if it exits first or is
 // not ready within 30 s.
-func waitReady(t *testing.T, name, addr string, exited <-chan struct{}, out *lockedBuffer) {
+func waitReady(t testing.TB, name, addr string, exited <-chan struct{}, out *lockedBuffer) {
 	t.Helper()
 	wait.For(t, 30*time.Second, name+" ready on "+addr, func() error {
 		select {
@@ -153,7 +209,7 @@ func waitReady(t *testing.T, name, addr string, exited <-chan struct{}, out *loc
 }
 
 // ctl runs parleyctl with args and decodes its JSON output into out.
-func (s *suite) ctl(t *testing.T, out any, args ...string) {
+func (s *suite) ctl(t testing.TB, out any, args ...string) {
 	t.Helper()
 	stdout, stderr, err := s.ctlRaw(args...)
 	if err != nil {
@@ -176,7 +232,7 @@ func (s *suite) ctlRaw(args ...string) (stdout, stderr []byte, err error) {
 }
 
 // api calls the gateway with key and decodes the JSON answer.
-func (s *suite) api(t *testing.T, key, method, path string, body any) (int, http.Header, map[string]any) {
+func (s *suite) api(t testing.TB, key, method, path string, body any) (int, http.Header, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
