@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,30 +68,10 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		t.Fatalf("config: %v", err)
 	}
 	clk := &clock{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, env.Logger(t), clk.now) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("flow-runner did not stop")
-			}
-		})
-	})
+	bg := testenv.Serve(t, "flow-runner", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), clk.now) })
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), cfg.RPCSubjectPrefix), clock: clk}
 	wait.For(t, 20*time.Second, "flow-runner ready", func() error {
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v", err)
-		default:
-		}
+		bg.Early()
 		if status, _ := h.admin(http.MethodPost, "/admin/flows/not-a-flow/deactivate", ""); status != http.StatusNotFound {
 			return fmt.Errorf("rpc not serving (%d)", status)
 		}

@@ -358,21 +358,9 @@ func startBenchCluster(b *testing.B, rcv *benchReceiver, instances int) *benchCl
 	for i := range instances {
 		cfg := benchConfig(b, env)
 		c.consume = cfg.Consumer
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- serve(ctx, cfg, benchLogger(i), time.Now) }()
-		c.stops = append(c.stops, func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					b.Errorf("instance %d: serve: %v", i, err)
-				}
-			case <-time.After(30 * time.Second):
-				b.Errorf("instance %d did not stop", i)
-			}
-		})
-		benchWaitReady(b, env, cfg, done)
+		bg := testenv.Serve(b, fmt.Sprintf("instance %d", i), func(ctx context.Context) error { return serve(ctx, cfg, benchLogger(i), time.Now) })
+		c.stops = append(c.stops, bg.Stop)
+		benchWaitReady(b, env, cfg, bg)
 	}
 	nc := env.NATS(b)
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
@@ -426,17 +414,13 @@ func benchLogger(instance int) *zap.Logger {
 
 // benchWaitReady waits until the instance's consumer exists and its rpc
 // server answers.
-func benchWaitReady(b *testing.B, env *testenv.Env, cfg svcconfig.Config, done <-chan error) {
+func benchWaitReady(b *testing.B, env *testenv.Env, cfg svcconfig.Config, bg *testenv.Background) {
 	b.Helper()
 	js := env.JetStream(b)
 	client := rpc.NewClient(env.NATS(b), env.RPCPrefix)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		select {
-		case err := <-done:
-			b.Fatalf("serve returned early: %v", err)
-		default:
-		}
+		bg.Early()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := js.Consumer(ctx, env.Stream.Name, cfg.Consumer)
 		if err == nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,31 +78,10 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	if w.clock == nil {
 		w.clock = time.Now
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveWith(ctx, cfg, env.Logger(t), w) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("dispatcher did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: stop}
+	bg := testenv.Serve(t, "dispatcher", func(ctx context.Context) error { return serveWith(ctx, cfg, env.Logger(t), w) })
+	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: bg.Stop}
 	wait.For(t, 20*time.Second, "dispatcher ready", func() error {
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v", err)
-		default:
-		}
+		bg.Early()
 		if _, err := h.js.Consumer(context.Background(), env.Stream.Name, cfg.Consumer); err != nil {
 			return err
 		}
