@@ -88,6 +88,35 @@ func (s *KeyStore) FindByHash(ctx context.Context, hash string) (account.APIKey,
 	return row.toDomain(), nil
 }
 
+// credentialRow is a key and its workspace in one row; the columns are
+// prefixed (k_, w_) because both tables have an id, a name and a
+// created_at.
+type credentialRow struct {
+	Key       apiKeyRow    `gorm:"embedded;embeddedPrefix:k_"`
+	Workspace workspaceRow `gorm:"embedded;embeddedPrefix:w_"`
+}
+
+const findCredential = `SELECT
+	k.id AS k_id, k.workspace_id AS k_workspace_id, k.name AS k_name, k.key_hash AS k_key_hash,
+	k.display_prefix AS k_display_prefix, k.created_at AS k_created_at, k.revoked_at AS k_revoked_at,
+	w.id AS w_id, w.name AS w_name, w.slug AS w_slug, w.plan_name AS w_plan_name, w.modules AS w_modules,
+	w.ai_used AS w_ai_used, w.ai_limit AS w_ai_limit, w.rate_per_minute AS w_rate_per_minute,
+	w.features AS w_features, w.created_at AS w_created_at, w.updated_at AS w_updated_at
+FROM ` + Schema + `.api_keys k JOIN ` + Schema + `.workspaces w ON w.id = k.workspace_id
+WHERE k.key_hash = ?`
+
+// FindCredential implements account.KeyStore.
+func (s *KeyStore) FindCredential(ctx context.Context, hash string) (account.APIKey, account.Workspace, error) {
+	var rows []credentialRow
+	if err := s.db.WithContext(ctx).Raw(findCredential, hash).Scan(&rows).Error; err != nil {
+		return account.APIKey{}, account.Workspace{}, fmt.Errorf("find api key: %w", err)
+	}
+	if len(rows) == 0 {
+		return account.APIKey{}, account.Workspace{}, account.ErrAPIKeyNotFound
+	}
+	return rows[0].Key.toDomain(), rows[0].Workspace.toDomain(), nil
+}
+
 // Update implements account.KeyStore.
 func (s *KeyStore) Update(ctx context.Context, id string, change func(*account.APIKey) error) (account.APIKey, error) {
 	if uuid.Validate(id) != nil {

@@ -127,6 +127,18 @@ func TestKeyStore(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, k) {
 		t.Fatalf("find = %+v, %v; want %+v", got, err, k)
 	}
+	// The credential is the key and its workspace, as stored, in one read.
+	storedWS, err := ws.Get(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credKey, credWS, err := keys.FindCredential(ctx, k.Hash)
+	if err != nil || !reflect.DeepEqual(credKey, k) || !reflect.DeepEqual(credWS, storedWS) {
+		t.Fatalf("credential = %+v, %+v, %v; want %+v, %+v", credKey, credWS, err, k, storedWS)
+	}
+	if _, _, err := keys.FindCredential(ctx, account.HashKey("nope")); !errors.Is(err, account.ErrAPIKeyNotFound) {
+		t.Fatalf("credential of an unknown hash: %v", err)
+	}
 
 	dup := k
 	dup.ID = uuid.NewString()
@@ -148,6 +160,9 @@ func TestKeyStore(t *testing.T) {
 	}
 	if got, _ := keys.FindByHash(ctx, k.Hash); got.Active() {
 		t.Fatal("revocation not stored")
+	}
+	if got, _, _ := keys.FindCredential(ctx, k.Hash); got.Active() {
+		t.Fatal("credential of a revoked key is active")
 	}
 	if _, err := keys.Update(ctx, "nope", func(*account.APIKey) error { return nil }); !errors.Is(err, account.ErrAPIKeyNotFound) {
 		t.Fatalf("malformed id: %v", err)

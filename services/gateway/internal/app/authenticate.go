@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
@@ -25,7 +24,9 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 		// Nothing of that shape is ever stored: no query to find out.
 		return account.Workspace{}, account.ErrUnknownKey
 	}
-	k, err := a.keys.FindByHash(ctx, account.HashKey(key))
+	// Keys cascade with their workspaces: a key without one is as good
+	// as unknown (ErrAPIKeyNotFound covers that race with a deletion).
+	k, w, err := a.keys.FindCredential(ctx, account.HashKey(key))
 	if errors.Is(err, account.ErrAPIKeyNotFound) {
 		return account.Workspace{}, account.ErrUnknownKey
 	}
@@ -34,15 +35,6 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 	}
 	if !k.Matches(key) || !k.Active() {
 		return account.Workspace{}, account.ErrUnknownKey
-	}
-	w, err := a.workspaces.Get(ctx, k.WorkspaceID)
-	if err != nil {
-		// The key's workspace is gone (keys cascade with workspaces, so
-		// this is a race with a deletion): the key is as good as unknown.
-		if errors.Is(err, account.ErrWorkspaceNotFound) {
-			return account.Workspace{}, account.ErrUnknownKey
-		}
-		return account.Workspace{}, fmt.Errorf("workspace of key %s: %w", k.ID, err)
 	}
 	if err := w.RequireModule(account.ModuleDeveloperAPI); err != nil {
 		return account.Workspace{}, err

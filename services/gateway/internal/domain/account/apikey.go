@@ -184,6 +184,11 @@ type KeyStore interface {
 	// FindByHash returns the key with this hash, revoked or not, or
 	// ErrAPIKeyNotFound.
 	FindByHash(ctx context.Context, hash string) (APIKey, error)
+	// FindCredential returns the key with this hash, revoked or not, and
+	// its workspace, read together: every API request authenticates, so
+	// this is one round trip, not two. ErrAPIKeyNotFound if there is no
+	// such key (or its workspace has just been deleted).
+	FindCredential(ctx context.Context, hash string) (APIKey, Workspace, error)
 	// Update loads a key, lets change edit it and saves the result,
 	// atomically; ErrAPIKeyNotFound if there is none.
 	Update(ctx context.Context, id string, change func(*APIKey) error) (APIKey, error)
