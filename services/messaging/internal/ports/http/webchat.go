@@ -1,9 +1,7 @@
 package http
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -344,18 +342,4 @@ func (w *webchatHandlers) received(c echo.Context, ch channel.Channel, v webchat
 		w.log.Warn("webchat echo not published", zap.String("channel_id", ch.ID), zap.Error(err))
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"message": msg, "duplicate": false})
-}
-
-// sseData writes one event's data, one data line per line of the payload
-// (JSON has none, but the stream must never be corrupted by one).
-func sseData(event string, data []byte) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "event: %s\n", event)
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimRight(line, "\r"))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	return b.Bytes()
 }

@@ -10,13 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	webchatadapter "github.com/parleyhq/parley/services/messaging/internal/adapters/webchat"
 )
-
-// streamWriteTimeout bounds one write to a widget stream: a client that
-// stops reading is let go rather than holding its connection for ever.
-const streamWriteTimeout = 30 * time.Second
 
 // GET /webchat/:channel_id/events
 //
@@ -82,22 +79,9 @@ func (w *webchatHandlers) events(c echo.Context) error {
 	// stream closed, it is free everywhere.
 	defer func() { release(); stream.Close() }()
 
-	res := c.Response()
-	hd := res.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	res.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(res)
-	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if _, err := res.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	sse := httpx.StartSSE(c.Response())
 	// retry: how long the browser waits before reconnecting by itself.
-	if !write([]byte("retry: 3000\n\n")) || !write(sseData("ready", []byte("{}"))) {
+	if sse.Raw([]byte("retry: 3000\n\n")) != nil || sse.Event("ready", []byte("{}")) != nil {
 		return nil
 	}
 	ping := time.NewTicker(w.opts.PingInterval)
@@ -123,11 +107,11 @@ func (w *webchatHandlers) events(c echo.Context) error {
 				w.log.Warn("webchat stream lease not renewed", zap.Error(err))
 			}
 		case <-ping.C:
-			if !write([]byte(": ping\n\n")) {
+			if sse.Comment("ping") != nil {
 				return nil
 			}
 		case f := <-stream.Frames():
-			if !write(sseData(f.Event, f.Data)) {
+			if sse.Event(f.Event, f.Data) != nil {
 				return nil
 			}
 		}
