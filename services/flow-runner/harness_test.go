@@ -59,6 +59,13 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		BudgetNodes:         200,
 		StagesOpen:          "call_flow,script,condition.cases,delay.until,variable.op",
 		AllowPrivateTargets: true,
+		// The invoke contract at the specification's values.
+		Concurrency:           4,
+		SlotLease:             15 * time.Second,
+		InvokeDailyCap:        2000,
+		IdempotencyTTL:        24 * time.Hour,
+		IdempotencyStuckAfter: 5 * time.Minute,
+		SSEPingInterval:       15 * time.Second,
 	}
 	cfg.RPCSubjectPrefix += suffix
 	if mutate != nil {
@@ -121,7 +128,30 @@ func (h *harness) admin(method, path string, body any) (int, []byte) {
 	return h.send(rpc.EndpointAdmin, &rpcv1.Request{Method: method, RequestId: uuid.NewString()}, path, body)
 }
 
+// call is a public request with headers (Idempotency-Key, Accept), and
+// its answer's headers too.
+func (h *harness) call(ws string, p plan, method, path string, body any, headers map[string]string) (int, http.Header, []byte) {
+	h.t.Helper()
+	req := &rpcv1.Request{WorkspaceId: ws, Method: method, RequestId: uuid.NewString(), Modules: p.modules, Features: p.features}
+	for name, v := range headers {
+		req.Headers = append(req.Headers, &rpcv1.Header{Name: name, Value: v})
+	}
+	resp := h.do(rpc.EndpointAPI, req, path, body)
+	hd := http.Header{}
+	for _, x := range resp.GetHeaders() {
+		hd.Add(x.GetName(), x.GetValue())
+	}
+	return int(resp.GetStatus()), hd, resp.GetBody()
+}
+
 func (h *harness) send(endpoint string, req *rpcv1.Request, path string, body any) (int, []byte) {
+	h.t.Helper()
+	resp := h.do(endpoint, req, path, body)
+	return int(resp.GetStatus()), resp.GetBody()
+}
+
+// do sends req with path and body; an rpc failure is a 503 answer.
+func (h *harness) do(endpoint string, req *rpcv1.Request, path string, body any) *rpcv1.Response {
 	h.t.Helper()
 	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
 	switch b := body.(type) {
@@ -138,15 +168,15 @@ func (h *harness) send(endpoint string, req *rpcv1.Request, path string, body an
 		req.Body = raw
 	}
 	if req.Body != nil {
-		req.Headers = []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}
+		req.Headers = append(req.Headers, &rpcv1.Header{Name: "Content-Type", Value: "application/json"})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := h.rpc.Do(ctx, rpc.ServiceFlowRunner, endpoint, req)
 	if err != nil {
-		return http.StatusServiceUnavailable, []byte(err.Error())
+		return &rpcv1.Response{Status: http.StatusServiceUnavailable, Body: []byte(err.Error())}
 	}
-	return int(resp.GetStatus()), resp.GetBody()
+	return resp
 }
 
 // publish publishes doc for ws (a new flow, or a version of flowID) and

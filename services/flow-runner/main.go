@@ -14,7 +14,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
@@ -48,9 +52,8 @@ func run(ctx context.Context, log *zap.Logger) error {
 // configuration is read, so tests run this exact wiring with their own
 // configuration and clock.
 func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
-	// Redis is opened (and checked by /readyz) for what the next steps of
-	// the invoke contract keep there: idempotency keys, concurrency slots,
-	// daily caps.
+	// Redis keeps the invoke contract's idempotency keys, concurrency
+	// slots and daily caps, shared by every instance.
 	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
@@ -58,11 +61,30 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 	}
 	defer svc.Close()
 
+	resetZone, err := cfg.Location()
+	if err != nil {
+		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
+	}
+
 	// adapters -> app -> ports
 	flows := adapters.NewFlowStore(svc.DB)
+	runs := adapters.NewRunStore(svc.DB, cfg.IdempotencyTTL)
+	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
+	contract := porthttp.Contract{
+		Keys: idempotency.New(svc.Redis, redisKeys, "flows.invoke", idempotency.Options{
+			TTL: cfg.IdempotencyTTL, StuckAfter: cfg.IdempotencyStuckAfter, RefField: "run_id",
+			Backstop: adapters.ReceiptBackstop{Runs: runs},
+		}),
+		Slots:        ratelimit.NewSlots(svc.Redis, redisKeys, cfg.SlotLease),
+		Concurrency:  cfg.Concurrency,
+		SlotLease:    cfg.SlotLease,
+		DailyCap:     dailycap.New(svc.Redis, redisKeys, porthttp.DailyCapCounter, resetZone),
+		DailyLimit:   cfg.InvokeDailyCap,
+		PingInterval: cfg.SSEPingInterval,
+	}
 	uc := app.New(app.Deps{
 		Flows: flows,
-		Runs:  adapters.NewRunStore(svc.DB),
+		Runs:  runs,
 		Engine: &flowrun.Engine{
 			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
 			Flows:   adapters.RunnableFlows{Store: flows},
@@ -84,11 +106,16 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 	}
 	// A synchronous run may use its whole RUN_BUDGET_TIME (60 s) inside one
 	// request, past the default rpc bound.
-	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log), rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)); err != nil {
+	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, contract, log), rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)); err != nil {
 		return fmt.Errorf("serve rpc api: %w", err)
 	}
 	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {
 		return fmt.Errorf("serve rpc admin: %w", err)
 	}
+	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery, log) })
 	return svc.Serve(ctx, public, cfg.Addr)
 }
+
+// receiptRetentionEvery is how often expired idempotency receipts are
+// purged.
+const receiptRetentionEvery = time.Hour

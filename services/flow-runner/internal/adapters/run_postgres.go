@@ -23,17 +23,22 @@ import (
 // requests timed out. A continue past the bound waits for a place.
 const MaxHeldContinues = 10
 
-// RunStore keeps runs in flows.runs and their traces in flows.node_runs.
+// RunStore keeps runs in flows.runs, their traces in flows.node_runs and
+// the receipts of idempotent calls in flows.idempotency_receipts.
 type RunStore struct {
 	db    *gorm.DB
 	holds chan struct{}
+	// receiptTTL is IDEMPOTENCY_TTL: an older receipt no longer answers
+	// its key.
+	receiptTTL time.Duration
 }
 
 var _ catalog.RunStore = (*RunStore)(nil)
 
-// NewRunStore returns the store over gdb (opened for Schema).
-func NewRunStore(gdb *gorm.DB) *RunStore {
-	return &RunStore{db: gdb, holds: make(chan struct{}, MaxHeldContinues)}
+// NewRunStore returns the store over gdb (opened for Schema), whose
+// receipts answer their keys for receiptTTL (IDEMPOTENCY_TTL).
+func NewRunStore(gdb *gorm.DB, receiptTTL time.Duration) *RunStore {
+	return &RunStore{db: gdb, holds: make(chan struct{}, MaxHeldContinues), receiptTTL: receiptTTL}
 }
 
 type runRow struct {
@@ -197,10 +202,11 @@ func (r nodeRunRow) toDomain() (run.NodeRun, error) {
 	return out, nil
 }
 
-// Create implements catalog.RunStore: the run and its node runs in one
-// statement, so a trace never shows half a call, and an invoke pays one
+// Create implements catalog.RunStore: the run, its node runs and the
+// call's receipt in one statement, so a trace never shows half a call, a
+// receipt never names a run that is not there, and an invoke pays one
 // round trip to PostgreSQL for its storage instead of a transaction's four.
-func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun) error {
+func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *catalog.Receipt) error {
 	row, err := runToRow(r, time.Now().UTC())
 	if err != nil {
 		return err
@@ -218,7 +224,12 @@ func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRu
 		row.NodesExecuted, row.Vars, row.Output, row.Messages, row.Usage, row.Error, row.SessionID,
 		row.StartedAt, row.CompletedAt, row.UpdatedAt,
 	}, nodes.args()...)
-	if _, err := pool.ExecContext(ctx, insertRunStatement, args...); err != nil {
+	statement := insertRunStatement
+	if receipt != nil {
+		statement = insertRunWithReceiptStatement
+		args = append(args, s.receiptArgs(receipt)...)
+	}
+	if _, err := pool.ExecContext(ctx, statement, args...); err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
 	return nil
@@ -231,6 +242,17 @@ var insertRunStatement = `WITH run AS (
 	INSERT INTO ` + Schema + `.runs (id, flow_id, version, workspace_id, source, status, current_node_id,
 		nodes_executed, vars, output, messages, usage, error, session_id, started_at, completed_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+)
+` + insertNodeRuns(18)
+
+// insertRunWithReceiptStatement is insertRunStatement that also stores
+// the call's receipt ($28–$34, see insertReceipt).
+var insertRunWithReceiptStatement = `WITH run AS (
+	INSERT INTO ` + Schema + `.runs (id, flow_id, version, workspace_id, source, status, current_node_id,
+		nodes_executed, vars, output, messages, usage, error, session_id, started_at, completed_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+), receipt AS (
+` + insertReceipt(28) + `
 )
 ` + insertNodeRuns(18)
 
@@ -250,6 +272,28 @@ func insertNodeRuns(first int) string {
 	duration_ms, input, output, error, tokens, cost_usd)
 SELECT $1, n.* FROM unnest($%d::int[], $%d::text[], $%d::text[], $%d::timestamptz[], $%d::bigint[],
 	$%d::text[]::json[], $%d::text[]::json[], $%d::text[], $%d::int[], $%d::float8[]) AS n`, p...)
+}
+
+// insertReceipt stores a receipt from the seven parameters that start at
+// first: workspace, key hash, fingerprint, status, body, run id, and the
+// age in seconds (IDEMPOTENCY_TTL) after which a receipt has expired; the
+// age is on PostgreSQL's clock, like created_at. The key's
+// earlier receipt is replaced only when it expired (its key was free
+// again); a live one stays, since it answered the key first.
+func insertReceipt(first int) string {
+	p := func(i int) int { return first + i }
+	return fmt.Sprintf(`INSERT INTO `+Schema+`.idempotency_receipts AS r
+	(workspace_id, key_hash, fingerprint, status, body, run_id, created_at)
+VALUES ($%d, $%d, $%d, $%d, $%d, $%d, now())
+ON CONFLICT (workspace_id, key_hash) DO UPDATE
+	SET fingerprint = excluded.fingerprint, status = excluded.status, body = excluded.body,
+		run_id = excluded.run_id, created_at = excluded.created_at
+	WHERE r.created_at < now() - make_interval(secs => $%d)`, p(0), p(1), p(2), p(3), p(4), p(5), p(6))
+}
+
+// receiptArgs are insertReceipt's seven parameters.
+func (s *RunStore) receiptArgs(r *catalog.Receipt) []any {
+	return []any{r.WorkspaceID, r.KeyHash, r.Fingerprint, r.Status, r.Body, r.RunID, s.receiptTTL.Seconds()}
 }
 
 // nodeRunArrays holds node runs column by column, so that any number of
@@ -340,7 +384,7 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 //
 // The transaction outlives a caller that has gone: a run that went on is
 // stored. fn still sees the caller's ctx through its own closure.
-func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *run.Run) ([]run.NodeRun, error)) error {
+func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *run.Run) (catalog.Changes, error)) error {
 	if !validID(sessionID) {
 		return catalog.ErrSessionNotFound
 	}
@@ -366,7 +410,7 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if err != nil {
 			return err
 		}
-		added, err := fn(r)
+		changes, err := fn(r)
 		if err != nil {
 			return err
 		}
@@ -381,7 +425,7 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if err := tx.Model(&nodeRunRow{}).Where("run_id = ?", row.ID).Select("coalesce(max(seq), 0)").Scan(&last).Error; err != nil {
 			return fmt.Errorf("count node runs: %w", err)
 		}
-		nodes, err := nodeRunColumns(last+1, added)
+		nodes, err := nodeRunColumns(last+1, changes.NodeRuns)
 		if err != nil {
 			return err
 		}
@@ -389,8 +433,51 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if _, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, appendNodeRunsStatement, args...); err != nil {
 			return fmt.Errorf("insert node runs: %w", err)
 		}
+		if changes.Receipt == nil {
+			return nil
+		}
+		if _, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, insertReceipt(1), s.receiptArgs(changes.Receipt)...); err != nil {
+			return fmt.Errorf("insert receipt: %w", err)
+		}
 		return nil
 	})
+}
+
+// FindReceipt returns the receipt of a workspace's key (by its hash) that
+// has not expired, or nil.
+func (s *RunStore) FindReceipt(ctx context.Context, workspaceID, keyHash string) (*catalog.Receipt, error) {
+	if !validID(workspaceID) {
+		return nil, nil
+	}
+	var rows []struct {
+		Fingerprint string
+		Status      int
+		Body        []byte
+		RunID       string
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT fingerprint, status, body, run_id FROM `+Schema+`.idempotency_receipts
+		WHERE workspace_id = ? AND key_hash = ? AND created_at >= now() - make_interval(secs => ?)`,
+		workspaceID, keyHash, s.receiptTTL.Seconds()).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("find receipt: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
+	return &catalog.Receipt{WorkspaceID: workspaceID, KeyHash: keyHash, Fingerprint: r.Fingerprint, Status: r.Status, Body: r.Body, RunID: r.RunID}, nil
+}
+
+// PurgeReceipts deletes receipts that expired, at most limit of them, and
+// says how many went.
+func (s *RunStore) PurgeReceipts(ctx context.Context, limit int) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM `+Schema+`.idempotency_receipts WHERE ctid IN (
+		SELECT ctid FROM `+Schema+`.idempotency_receipts WHERE created_at < now() - make_interval(secs => ?) LIMIT ?)`,
+		s.receiptTTL.Seconds(), limit)
+	if res.Error != nil {
+		return 0, fmt.Errorf("purge receipts: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 func encode(v any) (string, error) {

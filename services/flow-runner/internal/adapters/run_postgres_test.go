@@ -10,25 +10,33 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
+
+// publishedFlow is a run store over a fresh database (receipts kept
+// receiptTTL) with one flow published in a new workspace.
+func publishedFlow(t *testing.T, receiptTTL time.Duration) (string, *catalog.Flow, *RunStore) {
+	t.Helper()
+	env := testenv.New(t, testenv.Migrated(Schema, migrations.FS))
+	gdb := env.DB(t, Schema, migrations.FS)
+	ws := uuid.NewString()
+	f, err := NewFlowStore(gdb).Publish(context.Background(), publication(t, ws, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, f, NewRunStore(gdb, receiptTTL)
+}
 
 // TestManyContinuesDoNotStarveThePool runs more continues at once than the
 // pool has connections, each reading the database again while it holds its
 // run (as a version load or a call_flow target does): all finish.
 func TestManyContinuesDoNotStarveThePool(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t, testenv.Migrated(Schema, migrations.FS))
-	gdb := env.DB(t, Schema, migrations.FS)
 	ctx := context.Background()
-	ws := uuid.NewString()
-	f, err := NewFlowStore(gdb).Publish(ctx, publication(t, ws, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := NewRunStore(gdb)
+	ws, f, runs := publishedFlow(t, time.Hour)
 	const n = 25 // over db.Open's 20 connections
 	sessions := make([]string, n)
 	for i := range sessions {
@@ -37,7 +45,7 @@ func TestManyContinuesDoNotStarveThePool(t *testing.T) {
 			ID: uuid.NewString(), FlowID: f.ID, Version: 1, WorkspaceID: ws, Status: run.StatusWaiting,
 			CurrentNodeID: "q", Vars: map[string]any{"input": map[string]any{}}, StartedAt: time.Now(), SessionID: sessions[i],
 		}
-		if err := runs.Create(ctx, r, nil); err != nil {
+		if err := runs.Create(ctx, r, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,13 +55,13 @@ func TestManyContinuesDoNotStarveThePool(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := runs.Continue(ctx, s, func(r *run.Run) ([]run.NodeRun, error) {
+			err := runs.Continue(ctx, s, func(r *run.Run) (catalog.Changes, error) {
 				time.Sleep(50 * time.Millisecond)
 				if _, err := runs.Get(ctx, ws, f.ID, r.ID); err != nil {
-					return nil, err
+					return catalog.Changes{}, err
 				}
 				r.Status = run.StatusCompleted
-				return []run.NodeRun{{NodeID: "q", NodeType: "question", StartedAt: time.Now()}}, nil
+				return catalog.Changes{NodeRuns: []run.NodeRun{{NodeID: "q", NodeType: "question", StartedAt: time.Now()}}}, nil
 			})
 			if err != nil {
 				t.Error(err)
@@ -67,16 +75,89 @@ func TestManyContinuesDoNotStarveThePool(t *testing.T) {
 		t.Fatal("continues starved the connection pool")
 	}
 	// Finished runs are no sessions; a refusal by fn stores nothing.
-	err = runs.Continue(ctx, sessions[0], func(r *run.Run) ([]run.NodeRun, error) {
+	err := runs.Continue(ctx, sessions[0], func(r *run.Run) (catalog.Changes, error) {
 		if r.Status != run.StatusCompleted {
 			t.Errorf("stored status %s", r.Status)
 		}
-		return nil, catalog.ErrSessionNotFound
+		return catalog.Changes{}, catalog.ErrSessionNotFound
 	})
 	if !errors.Is(err, catalog.ErrSessionNotFound) {
 		t.Fatalf("refusal: %v", err)
 	}
 	if err := runs.Continue(ctx, uuid.NewString(), nil); !errors.Is(err, catalog.ErrSessionNotFound) {
 		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+// A receipt is stored with its run (invoke) or with the run's changes
+// (continue), answers its key until it expires, and a key free again after
+// that takes a new receipt; expired receipts are purged.
+func TestReceiptsStoredWithTheirRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, f, runs := publishedFlow(t, 2*time.Second)
+	newRun := func(status run.Status, session string) *run.Run {
+		return &run.Run{
+			ID: uuid.NewString(), FlowID: f.ID, Version: 1, WorkspaceID: ws, Status: status,
+			CurrentNodeID: "q", Vars: map[string]any{}, StartedAt: time.Now(), SessionID: session,
+		}
+	}
+	waiting := newRun(run.StatusWaiting, uuid.NewString())
+	first := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "fp1", Status: 200, Body: []byte(`{"status":"waiting"}`), RunID: waiting.ID}
+	if err := runs.Create(ctx, waiting, []run.NodeRun{{NodeID: "start", NodeType: "start", StartedAt: time.Now()}}, first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runs.FindReceipt(ctx, ws, "k1")
+	if err != nil || got == nil || got.Fingerprint != "fp1" || got.Status != 200 || string(got.Body) != string(first.Body) || got.RunID != waiting.ID {
+		t.Fatalf("receipt = %+v, %v", got, err)
+	}
+	if other, err := runs.FindReceipt(ctx, uuid.NewString(), "k1"); err != nil || other != nil {
+		t.Fatalf("another workspace's key = %+v, %v", other, err)
+	}
+
+	// A continue's receipt, with no body (its answer was too large).
+	err = runs.Continue(ctx, waiting.SessionID, func(r *run.Run) (catalog.Changes, error) {
+		r.Status = run.StatusCompleted
+		return catalog.Changes{Receipt: &catalog.Receipt{WorkspaceID: ws, KeyHash: "k2", Fingerprint: "fp2", Status: 200, RunID: r.ID}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = runs.FindReceipt(ctx, ws, "k2")
+	if err != nil || got == nil || got.Body != nil || got.RunID != waiting.ID {
+		t.Fatalf("continue's receipt = %+v, %v", got, err)
+	}
+
+	// A live receipt is never replaced: the key answered first.
+	again := newRun(run.StatusCompleted, "")
+	if err := runs.Create(ctx, again, nil, &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "other", Status: 200, Body: []byte(`{}`), RunID: again.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != waiting.ID {
+		t.Fatalf("live receipt replaced: %+v", got)
+	}
+
+	// Expired, it answers nothing; the key's next receipt replaces it.
+	wait.Until(t, 10*time.Second, "the receipt to expire", func() bool {
+		got, err := runs.FindReceipt(ctx, ws, "k1")
+		return err == nil && got == nil
+	})
+	later := newRun(run.StatusCompleted, "")
+	if err := runs.Create(ctx, later, nil, &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "fp3", Status: 200, Body: []byte(`{}`), RunID: later.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != later.ID || got.Fingerprint != "fp3" {
+		t.Fatalf("expired receipt not replaced: %+v", got)
+	}
+	wait.Until(t, 10*time.Second, "the continue's receipt to expire", func() bool {
+		got, err := runs.FindReceipt(ctx, ws, "k2")
+		return err == nil && got == nil
+	})
+	n, err := runs.PurgeReceipts(ctx, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("purged %d, %v; want the expired k2", n, err)
+	}
+	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil {
+		t.Fatal("a live receipt was purged")
 	}
 }

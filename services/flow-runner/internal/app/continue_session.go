@@ -18,6 +18,9 @@ type Continuation struct {
 	// Text is input.text, the only part of the input a continue reads.
 	Text    string
 	Modules run.Modules
+	// Observer and Receipt are as for an Invocation.
+	Observer run.Observer
+	Receipt  *ReceiptRequest
 }
 
 // ContinueSession answers the question a session's run waits at and
@@ -33,29 +36,33 @@ func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, er
 		return nil, err
 	}
 	var out *Outcome
-	err := a.runs.Continue(ctx, c.SessionID, func(r *run.Run) ([]run.NodeRun, error) {
+	err := a.runs.Continue(ctx, c.SessionID, func(r *run.Run) (catalog.Changes, error) {
 		if r.WorkspaceID != c.WorkspaceID || r.FlowID != c.FlowID || r.Status != run.StatusWaiting {
-			return nil, catalog.ErrSessionNotFound
+			return catalog.Changes{}, catalog.ErrSessionNotFound
 		}
 		if a.now().Sub(r.StartedAt) > a.sessionTTL {
-			return nil, ErrSessionExpired
+			return catalog.Changes{}, ErrSessionExpired
 		}
 		// The run goes on in its own version, whatever is published now.
 		v, err := a.flows.Version(ctx, r.FlowID, r.Version)
 		if err != nil {
-			return nil, fmt.Errorf("load version %d of flow %s: %w", r.Version, r.FlowID, err)
+			return catalog.Changes{}, fmt.Errorf("load version %d of flow %s: %w", r.Version, r.FlowID, err)
 		}
 		started := time.Now()
-		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: c.Text, Modules: c.Modules, Observer: run.NopObserver{}})
+		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: c.Text, Modules: c.Modules, Observer: observer(c.Observer)})
 		if errors.Is(err, run.ErrNotWaiting) {
-			return nil, catalog.ErrSessionNotFound
+			return catalog.Changes{}, catalog.ErrSessionNotFound
 		}
 		if err != nil {
-			return nil, err
+			return catalog.Changes{}, err
 		}
 		a.metrics.RunCall(res.Run.Status, time.Since(started))
 		out = &Outcome{Run: res.Run, Messages: res.Messages}
-		return res.NodeRuns, nil
+		receipt, err := c.Receipt.receipt(c.WorkspaceID, out)
+		if err != nil {
+			return catalog.Changes{}, err
+		}
+		return catalog.Changes{NodeRuns: res.NodeRuns, Receipt: receipt}, nil
 	})
 	if err != nil {
 		return nil, err

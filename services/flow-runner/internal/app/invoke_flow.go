@@ -83,6 +83,44 @@ type Invocation struct {
 	FlowID      string
 	Input       map[string]any
 	Modules     run.Modules
+	// Observer hears the run as it goes (a stream); nil hears nothing.
+	Observer run.Observer
+	// Receipt, when the call carries an idempotency key, asks for its
+	// answer to be stored with the run.
+	Receipt *ReceiptRequest
+}
+
+// ReceiptRequest asks for a call's answer to be stored with its run, so
+// that a repeat of the call is answered from it and never runs again.
+type ReceiptRequest struct {
+	// KeyHash stands for the idempotency key; Fingerprint for the request.
+	KeyHash     string
+	Fingerprint string
+	// Render is the answer the caller gives for the outcome: its status
+	// and JSON body (nil when too large to replay).
+	Render func(*Outcome) (status int, body []byte, err error)
+}
+
+// receipt renders the receipt of a call that ran; nil without a request.
+func (rr *ReceiptRequest) receipt(workspaceID string, out *Outcome) (*catalog.Receipt, error) {
+	if rr == nil {
+		return nil, nil
+	}
+	status, body, err := rr.Render(out)
+	if err != nil {
+		return nil, fmt.Errorf("render receipt: %w", err)
+	}
+	return &catalog.Receipt{
+		WorkspaceID: workspaceID, KeyHash: rr.KeyHash, Fingerprint: rr.Fingerprint,
+		Status: status, Body: body, RunID: out.Run.ID,
+	}, nil
+}
+
+func observer(o run.Observer) run.Observer {
+	if o == nil {
+		return run.NopObserver{}
+	}
+	return o
 }
 
 // Outcome is what one invoke or continue produced: the run after the call
@@ -105,18 +143,23 @@ func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) 
 	started := time.Now()
 	res := a.engine.Invoke(ctx, v.Definition, run.Invocation{
 		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: inv.WorkspaceID,
-		SessionID: a.newID(), Input: inv.Input, Modules: inv.Modules, Observer: run.NopObserver{},
+		SessionID: a.newID(), Input: inv.Input, Modules: inv.Modules, Observer: observer(inv.Observer),
 	})
 	a.metrics.RunCall(res.Run.Status, time.Since(started))
 	if res.Run.Status != run.StatusWaiting {
 		// A run that never waited has no session.
 		res.Run.SessionID = ""
 	}
+	out := &Outcome{Run: res.Run, Messages: res.Messages}
+	receipt, err := inv.Receipt.receipt(inv.WorkspaceID, out)
+	if err != nil {
+		return nil, err
+	}
 	// The run happened: it is stored even when the caller has gone.
-	if err := a.runs.Create(context.WithoutCancel(ctx), res.Run, res.NodeRuns); err != nil {
+	if err := a.runs.Create(context.WithoutCancel(ctx), res.Run, res.NodeRuns, receipt); err != nil {
 		return nil, fmt.Errorf("store run: %w", err)
 	}
-	return &Outcome{Run: res.Run, Messages: res.Messages}, nil
+	return out, nil
 }
 
 // invokable returns the published version of a flow a developer may call.

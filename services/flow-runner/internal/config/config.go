@@ -29,6 +29,22 @@ type Config struct {
 	// StagesNone closes them all (an empty value takes the default, all
 	// open).
 	StagesOpen string `env:"FLOW_STAGES_OPEN" envDefault:"call_flow,script,condition.cases,delay.until,variable.op"`
+	// Concurrency is how many runs a workspace has at once, across every
+	// instance, streams included.
+	Concurrency int `env:"FLOW_CONCURRENCY" envDefault:"4"`
+	// SlotLease is how long a run's concurrency slot outlives an instance
+	// that died mid-run; a live run renews it every third of it.
+	SlotLease time.Duration `env:"FLOW_SLOT_LEASE" envDefault:"15s"`
+	// InvokeDailyCap is how many runs a workspace starts a day (invokes
+	// and continues, streams included), reset at midnight DAILY_RESET_TZ.
+	InvokeDailyCap int `env:"INVOKE_DAILY_CAP" envDefault:"2000"`
+	// IdempotencyTTL is how long an Idempotency-Key answers repeats.
+	IdempotencyTTL time.Duration `env:"IDEMPOTENCY_TTL" envDefault:"24h"`
+	// IdempotencyStuckAfter is when a key's call still running counts as
+	// broken: its key is taken over and the flow runs again.
+	IdempotencyStuckAfter time.Duration `env:"IDEMPOTENCY_STUCK_AFTER" envDefault:"5m"`
+	// SSEPingInterval is how often a stream sends ": ping".
+	SSEPingInterval time.Duration `env:"SSE_PING_INTERVAL" envDefault:"15s"`
 	// AllowPrivateTargets lets http nodes use plain http and reach loopback
 	// and private addresses; for local development and tests only.
 	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
@@ -68,6 +84,27 @@ func (c Config) Validate() error {
 	}
 	if c.BudgetNodes < 1 || c.BudgetNodes > 100000 {
 		return fmt.Errorf("RUN_BUDGET_NODES: must be between 1 and 100000, got %d", c.BudgetNodes)
+	}
+	if c.Concurrency < 1 {
+		return fmt.Errorf("FLOW_CONCURRENCY: must be at least 1, got %d", c.Concurrency)
+	}
+	if c.SlotLease < 300*time.Millisecond {
+		return fmt.Errorf("FLOW_SLOT_LEASE: must be at least 300ms, got %s", c.SlotLease)
+	}
+	if c.InvokeDailyCap < 0 {
+		return fmt.Errorf("INVOKE_DAILY_CAP: must not be negative, got %d", c.InvokeDailyCap)
+	}
+	if c.IdempotencyTTL <= 0 {
+		return fmt.Errorf("IDEMPOTENCY_TTL: must be positive, got %s", c.IdempotencyTTL)
+	}
+	// A claim taken over while its first call may still run would run the
+	// flow twice: the takeover must wait out the longest call.
+	if c.IdempotencyStuckAfter <= c.BudgetTime || c.IdempotencyStuckAfter > c.IdempotencyTTL {
+		return fmt.Errorf("IDEMPOTENCY_STUCK_AFTER: %s must be over RUN_BUDGET_TIME (%s) and at most IDEMPOTENCY_TTL (%s)",
+			c.IdempotencyStuckAfter, c.BudgetTime, c.IdempotencyTTL)
+	}
+	if c.SSEPingInterval <= 0 {
+		return fmt.Errorf("SSE_PING_INTERVAL: must be positive, got %s", c.SSEPingInterval)
 	}
 	if _, err := flow.ParseStages(c.StagesOpen); err != nil && c.StagesOpen != StagesNone {
 		return fmt.Errorf("FLOW_STAGES_OPEN: %w", err)

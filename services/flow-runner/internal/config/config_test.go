@@ -18,6 +18,10 @@ func TestDefaults(t *testing.T) {
 	if cfg.Addr != ":8083" || cfg.SessionTTL != time.Hour || cfg.BudgetTime != 60*time.Second || cfg.BudgetNodes != 200 || cfg.AllowPrivateTargets {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.Concurrency != 4 || cfg.SlotLease != 15*time.Second || cfg.InvokeDailyCap != 2000 ||
+		cfg.IdempotencyTTL != 24*time.Hour || cfg.IdempotencyStuckAfter != 5*time.Minute || cfg.SSEPingInterval != 15*time.Second {
+		t.Fatalf("invoke contract defaults: %+v", cfg)
+	}
 	for _, st := range flow.AllStages {
 		if !cfg.Stages()[st] {
 			t.Errorf("stage %s closed by default", st)
@@ -66,6 +70,13 @@ func TestRefusals(t *testing.T) {
 		{"no nodes", map[string]string{"RUN_BUDGET_NODES": "0"}, "RUN_BUDGET_NODES"},
 		{"unknown stage", map[string]string{"FLOW_STAGES_OPEN": "scripts"}, "FLOW_STAGES_OPEN"},
 		{"bad duration", map[string]string{"FLOW_SESSION_TTL": "soon"}, "FLOW_SESSION_TTL"},
+		{"no concurrency", map[string]string{"FLOW_CONCURRENCY": "0"}, "FLOW_CONCURRENCY"},
+		{"lease too short", map[string]string{"FLOW_SLOT_LEASE": "10ms"}, "FLOW_SLOT_LEASE"},
+		{"negative cap", map[string]string{"INVOKE_DAILY_CAP": "-1"}, "INVOKE_DAILY_CAP"},
+		{"no key ttl", map[string]string{"IDEMPOTENCY_TTL": "0s"}, "IDEMPOTENCY_TTL"},
+		{"stuck within a run", map[string]string{"IDEMPOTENCY_STUCK_AFTER": "30s"}, "IDEMPOTENCY_STUCK_AFTER"},
+		{"stuck past the ttl", map[string]string{"IDEMPOTENCY_TTL": "2m", "IDEMPOTENCY_STUCK_AFTER": "3m"}, "IDEMPOTENCY_STUCK_AFTER"},
+		{"no ping", map[string]string{"SSE_PING_INTERVAL": "0s"}, "SSE_PING_INTERVAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

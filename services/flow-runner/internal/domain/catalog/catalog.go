@@ -91,18 +91,45 @@ type Trace struct {
 	NodeRuns []run.NodeRun
 }
 
+// Receipt is the answer to a call made with an idempotency key. It is
+// stored with the run it answered, in the same statement or transaction,
+// so that a call that committed is never run again: the durable side of
+// the keys the service also keeps in Redis.
+type Receipt struct {
+	WorkspaceID string
+	// KeyHash stands for the key, which is not stored.
+	KeyHash string
+	// Fingerprint is the request's (method, path, raw body).
+	Fingerprint string
+	Status      int
+	// Body is the JSON answer; nil when it was too large to replay.
+	Body  []byte
+	RunID string
+}
+
+// Changes are what a continue adds to its run: the node runs, and the
+// receipt of its answer when it was made with an idempotency key.
+type Changes struct {
+	NodeRuns []run.NodeRun
+	Receipt  *Receipt
+}
+
 // RunStore keeps runs.
 type RunStore interface {
-	// Create stores a new API run and its node runs.
-	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun) error
+	// Create stores a new API run, its node runs and, when not nil, the
+	// receipt of the call that ran it, together.
+	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *Receipt) error
 	// Get returns an API run of the workspace and flow, or ErrRunNotFound.
 	Get(ctx context.Context, workspaceID, flowID, runID string) (*Trace, error)
 	// Continue takes the run of a session for the time of fn, so that no
 	// other continue (in this process or another) runs it at once: a
 	// session already taken is ErrSessionBusy, an unknown one
 	// ErrSessionNotFound. fn decides (it may refuse with an error, which
-	// Continue returns unchanged and nothing is stored) and returns the
-	// node runs it added; the changed run and those are stored together,
-	// also when ctx ends meanwhile.
-	Continue(ctx context.Context, sessionID string, fn func(r *run.Run) ([]run.NodeRun, error)) error
+	// Continue returns unchanged and nothing is stored) and returns what
+	// the call added; the changed run and those are stored together, also
+	// when ctx ends meanwhile.
+	Continue(ctx context.Context, sessionID string, fn func(r *run.Run) (Changes, error)) error
+	// PurgeReceipts deletes at most limit receipts older than the
+	// idempotency keys' lifetime and says how many went.
+	PurgeReceipts(ctx context.Context, limit int) (int64, error)
 }

@@ -71,6 +71,7 @@ func (e *Engine) Invoke(ctx context.Context, def *flow.Definition, inv Invocatio
 	}
 	x := e.newExec(ctx, r, inv.Modules, inv.Observer, inv.WorkspaceID)
 	x.sessionID = inv.SessionID
+	x.obs.RunStarted(r.ID)
 	if inputErr != nil {
 		x.finish(x.fail(x.top(def), def.Start.ID(), string(flow.TypeStart), "input: "+inputErr.Error()))
 		return x.res
@@ -98,6 +99,7 @@ func (e *Engine) Continue(ctx context.Context, def *flow.Definition, r *Run, c C
 	r.Status = StatusRunning
 	x := e.newExec(ctx, r, c.Modules, c.Observer, r.WorkspaceID)
 	x.sessionID = r.SessionID
+	x.obs.RunStarted(r.ID)
 	sc := x.top(def)
 	x.finish(x.answer(sc, q, c.Text))
 	return x.res, nil

@@ -71,6 +71,8 @@ func (c *clock) Advance(d time.Duration) {
 
 type recorder struct{ events []string }
 
+func (r *recorder) RunStarted(id string) { r.events = append(r.events, "run "+id) }
+
 func (r *recorder) NodeStarted(id string, typ flow.NodeType) {
 	r.events = append(r.events, "start "+id)
 }
@@ -609,8 +611,8 @@ func TestObserverOrder(t *testing.T) {
 	def := parse(t, nodes("a", `{"id": "a", "type": "send_message", "message": {"text": "one"}, "next": "l"}`,
 		`{"id": "l", "type": "loop", "over": "[1]", "as": "i", "body": "b", "next": "e"}`,
 		`{"id": "b", "type": "send_message", "message": {"text": "two"}}`, `{"id": "e", "type": "end"}`))
-	res := (&Engine{}).Invoke(context.Background(), def, Invocation{Observer: rec})
-	want := []string{"start start", "end start", "start a", "message one", "end a", "start l", "start b", "message two", "end b", "end l", "start e", "end e"}
+	res := (&Engine{}).Invoke(context.Background(), def, Invocation{RunID: "r1", Observer: rec})
+	want := []string{"run r1", "start start", "end start", "start a", "message one", "end a", "start l", "start b", "message two", "end b", "end l", "start e", "end e"}
 	if !reflect.DeepEqual(rec.events, want) {
 		t.Fatalf("events %v", rec.events)
 	}

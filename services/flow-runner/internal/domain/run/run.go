@@ -188,10 +188,13 @@ type Scripts interface {
 	Run(ctx context.Context, code string, vars map[string]any, limit time.Duration) (any, error)
 }
 
-// Observer hears a run's progress in order: for each node NodeStarted, its
-// messages, NodeEnded. Streaming builds its events on it. Calls come from
-// the goroutine running the flow; an Observer must not block for long.
+// Observer hears a run's progress in order: RunStarted once the call's
+// run begins (after every check that may refuse the call), then for each
+// node NodeStarted, its messages, NodeEnded. Streaming builds its events on
+// it. Calls come from the goroutine running the flow; an Observer must not
+// block for long.
 type Observer interface {
+	RunStarted(runID string)
 	NodeStarted(nodeID string, nodeType flow.NodeType)
 	Message(m Message)
 	NodeEnded(nr NodeRun)
@@ -200,6 +203,7 @@ type Observer interface {
 // NopObserver hears nothing.
 type NopObserver struct{}
 
+func (NopObserver) RunStarted(string)                 {}
 func (NopObserver) NodeStarted(string, flow.NodeType) {}
 func (NopObserver) Message(Message)                   {}
 func (NopObserver) NodeEnded(NodeRun)                 {}

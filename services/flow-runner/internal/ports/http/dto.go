@@ -121,3 +121,38 @@ func toTraceDTO(t *catalog.Trace) traceResponse {
 	}
 	return out
 }
+
+// The events of a streamed run (SSE), in the order they come: run_start;
+// for each node node_start, its messages (the flow message objects),
+// node_end; then end.
+type runStartEvent struct {
+	RunID string `json:"run_id"`
+}
+
+type nodeStartEvent struct {
+	NodeID string `json:"node_id"`
+	Type   string `json:"type"`
+}
+
+// nodeEndEvent has no input or output: the trace has them.
+type nodeEndEvent struct {
+	NodeID string `json:"node_id"`
+	Type   string `json:"type"`
+	MS     int64  `json:"ms"`
+	Tokens int    `json:"tokens"`
+	Error  string `json:"error,omitempty"`
+}
+
+// endEvent is the invoke response without its messages, which went as
+// message events.
+type endEvent struct {
+	Status    string         `json:"status"`
+	SessionID string         `json:"session_id,omitempty"`
+	Output    map[string]any `json:"output"`
+	Usage     run.Usage      `json:"usage"`
+	Error     *run.Error     `json:"error,omitempty"`
+}
+
+func toEndEvent(r invokeResponse) endEvent {
+	return endEvent{Status: r.Status, SessionID: r.SessionID, Output: r.Output, Usage: r.Usage, Error: r.Error}
+}

@@ -8,7 +8,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
-	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
 // Modules and features of a workspace's plan that the routes consult.
@@ -55,12 +53,14 @@ type App interface {
 }
 
 type handlers struct {
-	app App
+	app      App
+	contract Contract
+	log      *zap.Logger
 }
 
-// NewAPI returns the router of the public routes.
-func NewAPI(a App, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: a}
+// NewAPI returns the router of the public routes; invokes are held to c.
+func NewAPI(a App, c Contract, log *zap.Logger) *echo.Echo {
+	h := &handlers{app: a, contract: c, log: log}
 	e := httpx.NewEcho(log)
 	g := e.Group("/v1/flows", flowsAPIOn)
 	g.GET("", h.listFlows)
@@ -71,7 +71,7 @@ func NewAPI(a App, log *zap.Logger) *echo.Echo {
 
 // NewAdmin returns the router of the operator routes (parleyctl flow).
 func NewAdmin(a App, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: a}
+	h := &handlers{app: a, log: log}
 	e := httpx.NewEcho(log)
 	e.POST("/admin/workspaces/:ws/flows", h.publishFlow)
 	e.POST("/admin/flows/:id/deactivate", h.deactivateFlow)
@@ -113,55 +113,6 @@ func (h *handlers) listFlows(c echo.Context) error {
 		out.Flows = append(out.Flows, toFlowDTO(f))
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// invokeRequest is the invoke body. input is kept raw so that its size and
-// depth are measured as sent. stream is read and, until streaming is built,
-// answered with the JSON body.
-type invokeRequest struct {
-	Input     json.RawMessage `json:"input"`
-	SessionID *string         `json:"session_id"`
-	Stream    bool            `json:"stream"`
-}
-
-func (h *handlers) invoke(c echo.Context) error {
-	ctx := c.Request().Context()
-	ws, err := workspace(c)
-	if err != nil {
-		return err
-	}
-	if !rpc.HasModule(ctx, ModuleFlows) {
-		return errs.New(http.StatusForbidden, errs.CodeModuleInactive, "the workspace's plan does not include the flows module")
-	}
-	var in invokeRequest
-	if err := httpx.BindJSON(c, &in); err != nil {
-		return err
-	}
-	input, err := app.ParseInput(in.Input)
-	if err != nil {
-		return toHTTPError(err)
-	}
-	modules := run.Modules{FlowScript: rpc.HasModule(ctx, ModuleFlowScript), FlowAI: rpc.HasModule(ctx, ModuleFlowAI)}
-	var out *app.Outcome
-	if in.SessionID != nil {
-		text, ok := input["text"].(string)
-		if !ok {
-			reason := "must be a string"
-			if _, given := input["text"]; !given {
-				reason = "is required to continue a session"
-			}
-			return errs.Newf(http.StatusBadRequest, CodeInputInvalid, "input.text: %s", reason)
-		}
-		out, err = h.app.ContinueSession(ctx, app.Continuation{
-			WorkspaceID: ws, FlowID: c.Param("id"), SessionID: *in.SessionID, Text: text, Modules: modules,
-		})
-	} else {
-		out, err = h.app.InvokeFlow(ctx, app.Invocation{WorkspaceID: ws, FlowID: c.Param("id"), Input: input, Modules: modules})
-	}
-	if err != nil {
-		return toHTTPError(err)
-	}
-	return c.JSON(http.StatusOK, toInvokeResponse(out))
 }
 
 func (h *handlers) getRun(c echo.Context) error {
