@@ -21,7 +21,7 @@ import (
 // each fit, all published to the request's own reply subject in order; the
 // client collects them into the whole reply. Nothing is stored and the
 // servers need no configuration; a stream of messages on the reply subject
-// is also how a streamed answer (SSE) can travel later.
+// is also how a streamed answer (SSE) travels (stream.go).
 //
 // The protocol, in NATS headers:
 //
@@ -111,7 +111,8 @@ func (s *Server) replyFailed(msg micro.Request, requestID, what string, err erro
 // replies routes the messages arriving on a client's inbox to the calls
 // waiting for them. Like nats.go's own request mux it is one wildcard
 // subscription for every call of the connection, so a call costs no
-// SUB/UNSUB; unlike it, a call stays open until its last chunk.
+// SUB/UNSUB; unlike it, a call stays open until its last chunk, or a
+// stream's end.
 type replies struct {
 	nc  *nats.Conn
 	gap time.Duration // ChunkGap; shorter in tests
@@ -145,7 +146,7 @@ func (r *replies) open() (string, *pending, error) {
 	}
 	r.next++
 	token := strconv.FormatUint(r.next, 36)
-	p := &pending{done: make(chan struct{}), progress: make(chan struct{}, 1)}
+	p := &pending{done: make(chan struct{}), progress: make(chan struct{}, 1), arrived: make(chan struct{}, 1)}
 	r.calls[token] = p
 	return r.inbox + token, p, nil
 }
@@ -183,10 +184,12 @@ func (r *replies) route(m *nats.Msg) {
 	}
 }
 
-// pending is one call's reply as it arrives.
+// pending is one call's reply as it arrives, and for a stream the messages
+// that follow its head (see stream.go).
 type pending struct {
 	done     chan struct{} // closed when msg or err is set
 	progress chan struct{} // a chunk arrived (not the last)
+	arrived  chan struct{} // a stream message was queued, or the stream failed
 
 	mu     sync.Mutex
 	msg    *nats.Msg
@@ -196,11 +199,23 @@ type pending struct {
 	size   int // bytes announced
 	header nats.Header
 	buf    []byte
+
+	// Once msg is a stream's head: the messages after it, in the order
+	// they came, for Reply.Next.
+	streaming   bool
+	queue       []*nats.Msg
+	queued      int // bytes in queue
+	lastArrival time.Time
+	streamErr   error
 }
 
 func (p *pending) add(m *nats.Msg) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.streaming {
+		p.enqueue(m)
+		return
+	}
 	if p.msg != nil || p.err != nil {
 		return
 	}
@@ -211,6 +226,9 @@ func (p *pending) add(m *nats.Msg) {
 		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
 			p.finish(nil, nats.ErrNoResponders)
 			return
+		}
+		if m.Header.Get(HeaderStream) == streamHead {
+			p.streaming, p.lastArrival = true, time.Now()
 		}
 		p.finish(m, nil)
 		return
@@ -255,12 +273,94 @@ func (p *pending) add(m *nats.Msg) {
 	p.finish(&nats.Msg{Subject: m.Subject, Header: p.header, Data: p.buf}, nil)
 }
 
-// fail settles the call with err unless it is settled.
+// fail settles the call with err unless it is settled, or breaks its
+// stream with err.
 func (p *pending) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.msg == nil && p.err == nil {
+	switch {
+	case p.streaming:
+		p.failStream(err)
+	case p.msg == nil && p.err == nil:
 		p.finish(nil, err)
+	}
+}
+
+// enqueue keeps a stream message for the reader. The reader relays it to a
+// client that may read slowly, so what waits is bounded like a whole reply:
+// a reader that far behind would lose its stream to NATS's slow-consumer
+// limit soon anyway. p.mu is held.
+func (p *pending) enqueue(m *nats.Msg) {
+	if p.streamErr != nil {
+		return
+	}
+	p.lastArrival = time.Now()
+	if p.queued+len(m.Data) > MaxReplyBytes {
+		p.failStream(fmt.Errorf("%w: the reader is %d bytes behind the stream", ErrReplyIncomplete, p.queued))
+		return
+	}
+	p.queue = append(p.queue, m)
+	p.queued += len(m.Data)
+	p.signal()
+}
+
+// streamControl is the control subject of a stream whose head came, or "".
+func (p *pending) streamControl() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.streaming || p.msg == nil {
+		return ""
+	}
+	return p.msg.Header.Get(HeaderStreamControl)
+}
+
+// failStream breaks the stream with err unless it is broken; p.mu is held.
+func (p *pending) failStream(err error) {
+	if p.streamErr == nil {
+		p.streamErr = err
+		p.signal()
+	}
+}
+
+func (p *pending) signal() {
+	select {
+	case p.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the stream's next message once there is one. It fails when
+// the stream broke (the connection dropped, the reader fell too far
+// behind), once what came before has been read, when nothing at all came
+// for gap, or when ctx ends.
+func (p *pending) next(ctx context.Context, gap time.Duration) (*nats.Msg, error) {
+	for {
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			m := p.queue[0]
+			p.queue[0], p.queue = nil, p.queue[1:]
+			p.queued -= len(m.Data)
+			p.mu.Unlock()
+			return m, nil
+		}
+		err, quietSince := p.streamErr, p.lastArrival
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		left := time.Until(quietSince.Add(gap))
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: nothing of the stream for %s", ErrReplyIncomplete, gap)
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-p.arrived:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+		timer.Stop()
 	}
 }
 

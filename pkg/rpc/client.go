@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -26,24 +27,72 @@ const CallTimeout = HandlerTimeout + 5*time.Second
 const LongCallTimeout = LongHandlerTimeout + 5*time.Second
 
 // Client calls services' endpoints. Its replies arrive on one inbox
-// subscription of its own (see chunk.go), which takes replies of any size.
+// subscription of its own (see chunk.go), which takes replies of any size
+// and streams (see stream.go).
 type Client struct {
 	nc      *nats.Conn
 	prefix  string
 	replies *replies
+
+	// StreamKeepAlive and StreamGap; shorter in tests.
+	keepAlive, streamGap time.Duration
 }
 
 // NewClient returns a client for services registered under prefix.
 func NewClient(nc *nats.Conn, prefix string) *Client {
-	return &Client{nc: nc, prefix: prefix, replies: &replies{nc: nc, gap: ChunkGap}}
+	return &Client{
+		nc:        nc,
+		prefix:    prefix,
+		replies:   &replies{nc: nc, gap: ChunkGap},
+		keepAlive: StreamKeepAlive,
+		streamGap: StreamGap,
+	}
 }
 
-// Do sends req to a service endpoint and returns its response, reassembled
-// when it came in chunks. It answers 503 service_unavailable with
-// Retry-After at once when NATS is unreachable (nothing is buffered while
-// disconnected) or no instance of the service is running, and when the
-// service does not answer in time.
+// Do sends req to a service endpoint and returns its whole response,
+// reassembled when it came in chunks. A streamed response is read to its
+// end within ctx and returned whole, as a caller that does not take streams
+// gets it; use Open to relay one as it comes. It answers 503
+// service_unavailable with Retry-After at once when NATS is unreachable
+// (nothing is buffered while disconnected) or no instance of the service is
+// running, and when the service does not answer in time.
 func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Request) (*rpcv1.Response, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
+	reply, err := c.Open(ctx, service, endpoint, req)
+	if err != nil {
+		return nil, err
+	}
+	defer reply.Close()
+	resp := reply.Response
+	for reply.Streaming() {
+		data, err := reply.Next(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			return resp, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, errs.ServiceUnavailable("%s did not answer in time; try again shortly", service)
+		case err != nil:
+			return nil, fmt.Errorf("call %s: %w", service, err)
+		case len(resp.Body)+len(data) > MaxReplyBytes:
+			return nil, fmt.Errorf("call %s: streamed reply is over the %d-byte bound of a reply", service, MaxReplyBytes)
+		}
+		resp.Body = append(resp.Body, data...)
+	}
+	return resp, nil
+}
+
+// Open sends req to a service endpoint and returns its response as it
+// begins: whole when the service answered at once, or the head of a stream
+// when its handler flushed, whose body follows through Reply.Next. ctx
+// bounds the wait for that first answer (CallTimeout when it has no
+// deadline), not the stream after it: a stream lasts while its messages
+// keep coming, within the service's handler timeout. The caller must Close
+// the reply. Errors are Do's.
+func (c *Client) Open(ctx context.Context, service, endpoint string, req *rpcv1.Request) (*Reply, error) {
 	data, err := proto.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode rpc request: %w", err)
@@ -53,7 +102,7 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	msg, err := c.request(ctx, Subject(c.prefix, service, endpoint), data)
+	msg, call, err := c.request(ctx, Subject(c.prefix, service, endpoint), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, errs.ServiceUnavailable("%s is not running; try again shortly", service)
@@ -69,34 +118,62 @@ func (c *Client) Do(ctx context.Context, service, endpoint string, req *rpcv1.Re
 	case err != nil:
 		return nil, fmt.Errorf("call %s: %w", service, err)
 	}
+	reply := c.newReply(msg, call)
 	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
+		reply.Close()
 		return nil, fmt.Errorf("call %s: %s %s", service, code, msg.Header.Get("Nats-Service-Error"))
 	}
 	var resp rpcv1.Response
 	if err := proto.Unmarshal(msg.Data, &resp); err != nil {
+		reply.Close()
 		return nil, fmt.Errorf("decode %s response: %w", service, err)
 	}
-	return &resp, nil
+	if reply.Streaming() && reply.control == "" {
+		reply.Close()
+		return nil, fmt.Errorf("call %s: stream head without %s", service, HeaderStreamControl)
+	}
+	reply.Response = &resp
+	return reply, nil
+}
+
+// call is one request's place among the client's replies.
+type call struct {
+	inbox string
+	p     *pending
 }
 
 // request publishes data to subject with a reply subject of the client's
-// inbox and waits for the whole reply.
-func (c *Client) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+// inbox and waits for the whole reply, or a stream's head. The call stays
+// open for the caller to close.
+func (c *Client) request(ctx context.Context, subject string, data []byte) (*nats.Msg, call, error) {
 	if !c.nc.IsConnected() {
 		// Whatever the state between connections, nothing sent now
 		// would be answered.
-		return nil, nats.ErrDisconnected
+		return nil, call{}, nats.ErrDisconnected
 	}
-	reply, p, err := c.replies.open()
+	inbox, p, err := c.replies.open()
 	if err != nil {
-		return nil, err
+		return nil, call{}, err
 	}
-	defer c.replies.close(reply)
-	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: nats.Header{HeaderAcceptChunks: {"1"}}}
+	msg := &nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: nats.Header{
+		HeaderAcceptChunks: {"1"},
+		HeaderAcceptStream: {"1"},
+	}}
 	if err := c.nc.PublishMsg(msg); err != nil {
-		return nil, err
+		c.replies.close(inbox)
+		return nil, call{}, err
 	}
-	return p.wait(ctx, c.replies.gap)
+	reply, err := p.wait(ctx, c.replies.gap)
+	if err != nil {
+		c.replies.close(inbox)
+		// A stream's head may have come just as ctx ended; its handler
+		// stops now rather than once it misses the keep-alives.
+		if control := p.streamControl(); control != "" {
+			_ = c.nc.Publish(control, []byte(controlCancel))
+		}
+		return nil, call{}, err
+	}
+	return reply, call{inbox: inbox, p: p}, nil
 }
 
 // CallJSON is Do for JSON endpoints: it sends in (nil for no body) and

@@ -61,6 +61,9 @@ type Server struct {
 	cancel context.CancelFunc
 	grace  time.Duration // StopGrace; shorter in tests
 
+	// StreamIdle and StreamBeat; shorter in tests.
+	streamIdle, streamBeat time.Duration
+
 	// mu orders starting a request against Stop: once closed, no handler
 	// starts, so none runs after Stop returns and its caller closes the
 	// database under it.
@@ -91,6 +94,9 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 		ctx:    ctx,
 		cancel: cancel,
 		grace:  StopGrace,
+
+		streamIdle: StreamIdle,
+		streamBeat: StreamBeat,
 	}, nil
 }
 
@@ -187,6 +193,10 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
+	// A stream's caller may go away before the handler is done; the
+	// stream cancels the handler then, saying why.
+	ctx, cancelStream := context.WithCancelCause(ctx)
+	defer cancelStream(nil)
 	ctx = WithWorkspace(ctx, in.GetWorkspaceId())
 	ctx = WithAccount(ctx, in.GetModules(), in.GetFeatures())
 	target := in.GetPath()
@@ -206,7 +216,14 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 		req.Header.Set("X-Request-Id", in.GetRequestId())
 	}
 	rec := newRecorder()
+	if msg.Headers().Get(HeaderAcceptStream) != "" && msg.Reply() != "" {
+		rec.stream = s.newStream(msg.Reply(), in.GetRequestId(), cancelStream)
+	}
 	h.ServeHTTP(rec, req)
+	if rec.streaming() {
+		rec.stream.finish(rec.body.Bytes())
+		return
+	}
 	out, err := proto.Marshal(rec.response())
 	if err != nil {
 		s.log.Error("encode rpc response", zap.Error(err))
@@ -255,7 +272,10 @@ func (s *Server) Stop() error {
 type recorder struct {
 	header http.Header
 	status int
-	body   bytes.Buffer
+	body   bytes.Buffer // written since the last flush of a stream
+	// stream sends the response as it is flushed; nil when the caller
+	// does not take streams.
+	stream *stream
 }
 
 func newRecorder() *recorder { return &recorder{header: http.Header{}} }
@@ -273,9 +293,50 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// Flush is a no-op: the response is sent when the handler returns, in one
+// Flush sends what was written so far when the caller takes streams, and
+// makes the response a stream (see stream.go). For a caller that does not
+// it does nothing: the response is sent when the handler returns, in one
 // message or, when large, in chunks (see chunk.go).
-func (r *recorder) Flush() {}
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+// FlushError is Flush for http.ResponseController, which prefers it: it
+// says when the stream could not be sent (the handler's context is
+// cancelled then too).
+func (r *recorder) FlushError() error {
+	if r.stream == nil {
+		return nil
+	}
+	if !r.streaming() {
+		r.WriteHeader(http.StatusOK)
+		err := r.stream.start(r.response())
+		if !r.streaming() {
+			// Nothing was sent: the response goes whole at the end, as
+			// for a caller that does not take streams.
+			r.stream.log.Warn("rpc stream not started; the response goes whole",
+				zap.String("request_id", r.stream.requestID), zap.Error(err))
+			r.stream = nil
+			return nil
+		}
+		r.body.Reset()
+		return err
+	}
+	if r.body.Len() == 0 {
+		return nil
+	}
+	err := r.stream.flush(r.body.Bytes())
+	r.body.Reset()
+	return err
+}
+
+// streaming reports whether the response has begun to be sent as a stream.
+func (r *recorder) streaming() bool {
+	if r.stream == nil {
+		return false
+	}
+	r.stream.mu.Lock()
+	defer r.stream.mu.Unlock()
+	return r.stream.started
+}
 
 func (r *recorder) response() *rpcv1.Response {
 	status := r.status

@@ -2,11 +2,14 @@ package http
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/parleyhq/parley/pkg/errs"
@@ -51,17 +54,24 @@ func canonicalSet(names ...string) map[string]bool {
 // run has a 60 s budget (RUN_BUDGET_TIME).
 var longCalls = map[string]time.Duration{rpc.ServiceFlowRunner: rpc.LongCallTimeout}
 
+// streamWriteTimeout bounds one write of a relayed stream: a client that
+// stops reading is let go, and the run it watched is cancelled. The server
+// has no WriteTimeout, which would cut a minute-long run short.
+const streamWriteTimeout = 30 * time.Second
+
 type forwarder struct {
 	client     *rpc.Client
 	maxPayload int64
 	metrics    *Metrics
+	log        *zap.Logger
 }
 
 // forward sends the request to service's "api" endpoint, with the
 // workspace it was authenticated for, and writes back its status, headers
-// and body. The plan's modules and the workspace's features travel with it:
-// the service decides on them (403 module_inactive, 404 not_found) without
-// reading the accounts schema, which it may not.
+// and body; a streamed answer (Server-Sent Events of a flow run) is relayed
+// as it comes (see relay). The plan's modules and the workspace's features
+// travel with it: the service decides on them (403 module_inactive, 404
+// not_found) without reading the accounts schema, which it may not.
 func (f *forwarder) forward(c echo.Context, service, path string, w account.Workspace) error {
 	r := c.Request()
 	if r.ContentLength > MaxBodyBytes {
@@ -95,18 +105,25 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 		return httpx.TooLarge(max(f.maxPayload-(size-int64(len(body))), 0))
 	}
 
-	ctx := r.Context()
+	// The wait bounds the answer, or a stream's head; a stream then lasts
+	// while its messages come, within the service's handler timeout.
+	answer := r.Context()
 	if wait, ok := longCalls[service]; ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
+		answer, cancel = context.WithTimeout(answer, wait)
 		defer cancel()
 	}
 	start := time.Now()
-	resp, err := f.client.Do(ctx, service, rpc.EndpointAPI, req)
+	reply, err := f.client.Open(answer, service, rpc.EndpointAPI, req)
+	// A stream counts until its head: the time the service took to
+	// answer, not how long its client watched.
 	f.metrics.upstream.WithLabelValues(service).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return err
 	}
+	// A stream not relayed to its end is cancelled, so its run stops.
+	defer reply.Close()
+	resp := reply.Response
 	status := int(resp.GetStatus())
 	if status < 200 || status > 599 {
 		return errs.Internal()
@@ -119,7 +136,60 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 		}
 		h.Add(name, hd.GetValue())
 	}
+	if reply.Streaming() {
+		f.relay(c, service, status, reply)
+		return nil
+	}
 	c.Response().WriteHeader(status)
 	_, err = c.Response().Write(resp.GetBody())
 	return err
+}
+
+// relay writes a stream's head and then each piece as it arrives, flushed
+// at once, until the stream ends. The status is sent by then, so a failure
+// just ends the response: the client sees an event stream stop short. When
+// the client goes (its request context ends) or stops reading (a write
+// fails or times out), the caller's Close cancels the run.
+func (f *forwarder) relay(c echo.Context, service string, status int, reply *rpc.Reply) {
+	res := c.Response()
+	h := res.Header()
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	if h.Get("X-Accel-Buffering") == "" {
+		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	}
+	res.WriteHeader(status)
+	rc := http.NewResponseController(res)
+	write := func(b []byte) error {
+		// A writer without deadlines (none of net/http's) still streams.
+		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		if _, err := res.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	ctx := c.Request().Context()
+	log := f.log.With(zap.String("service", service), zap.String("request_id", h.Get(echo.HeaderXRequestID)))
+	piece := reply.Response.GetBody()
+	for {
+		if err := write(piece); err != nil {
+			log.Debug("stream client stopped reading", zap.Error(err))
+			return
+		}
+		var err error
+		piece, err = reply.Next(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			return
+		case ctx.Err() != nil:
+			log.Debug("stream client went away")
+			return
+		case err != nil:
+			log.Warn("stream from service broken", zap.Error(err))
+			return
+		}
+	}
 }

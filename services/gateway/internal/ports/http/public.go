@@ -60,7 +60,7 @@ func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPa
 	p := &Public{
 		app:          a,
 		limiter:      limiter,
-		fwd:          &forwarder{client: client, maxPayload: maxPayload, metrics: metrics},
+		fwd:          &forwarder{client: client, maxPayload: maxPayload, metrics: metrics, log: log},
 		metrics:      metrics,
 		log:          log,
 		authFailures: DefaultAuthFailuresPerMinute,
