@@ -59,6 +59,9 @@ type suite struct {
 	// own holds entries (KEY=VALUE) for one service's environment only,
 	// after the shared ones, by service name.
 	own map[string][]string
+	// procs are the suite's own processes, by service name, for a test
+	// that stops one of them (proc.kill).
+	procs map[string]*proc
 }
 
 // startSuite runs gateway, messaging, webhook-dispatcher and flow-runner in
@@ -84,6 +87,7 @@ func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []st
 		dispatcherURL: fmt.Sprintf("http://127.0.0.1:%d", port[2]),
 		flowRunnerURL: fmt.Sprintf("http://127.0.0.1:%d", port[3]),
 		own:           map[string][]string{},
+		procs:         map[string]*proc{},
 	}
 	s.environ = append(append(os.Environ(), env.Environ()...),
 		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", port[0]),
@@ -106,7 +110,7 @@ func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []st
 
 func (s *suite) start(t testing.TB, name string, port int) {
 	t.Helper()
-	s.launch(t, name, fmt.Sprintf("127.0.0.1:%d", port), append(append([]string(nil), s.environ...), s.own[name]...))
+	s.procs[name] = s.launch(t, name, fmt.Sprintf("127.0.0.1:%d", port), append(append([]string(nil), s.environ...), s.own[name]...))
 }
 
 // proc is a service process of a suite: one of its own, or one started
