@@ -319,13 +319,6 @@ const (
 	beginDone       = 5
 )
 
-// redisNowMS is Redis's clock in milliseconds: claims are timed by one
-// clock across every instance, whatever the hosts' clocks say.
-const redisNowMS = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`
-
 // beginScript claims KEYS[1] for fingerprint ARGV[1] and owner ARGV[2], or
 // tells what it holds; ARGV[3] is the TTL and ARGV[4] StuckAfter, in ms.
 // An absent key becomes a running claim expiring TTL from now. A key of a
@@ -335,7 +328,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // {beginTookOver}, {beginInProgress}, {beginReused} or {beginDone, status,
 // body, ref, too_large}. One script, so that of any number of concurrent
 // requests exactly one claims.
-var beginScript = redis.NewScript(redisNowMS + `
+var beginScript = redis.NewScript(redisx.LuaNowMS + `
 local fp, owner, ttl, stuck = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local h = redis.call('HMGET', KEYS[1], 'state', 'fp', 'claimed_at', 'status', 'body', 'ref', 'too_large')
 if not h[1] then

@@ -54,18 +54,11 @@ func (e *FullError) Error() string {
 // else's by now, so the holder must let go.
 var ErrLeaseLost = errors.New("lease ran out")
 
-// redisNowMS is Redis's clock in milliseconds: every instance's leases are
-// timed by the same clock, whatever the hosts' clocks say.
-const redisNowMS = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`
-
 // acquireScript takes a place in every key of KEYS (limits in ARGV[3..]) for
 // member ARGV[1], lasting ARGV[2] ms, or in none when one is full. Leases
 // that ran out are dropped first. It returns 0 on success, else the index
 // of the full key.
-var acquireScript = redis.NewScript(redisNowMS + `
+var acquireScript = redis.NewScript(redisx.LuaNowMS + `
 local member, ttl = ARGV[1], tonumber(ARGV[2])
 for i = 1, #KEYS do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
@@ -82,7 +75,7 @@ return 0
 
 // renewScript extends member's lease in every key of KEYS by ARGV[2] ms, if
 // it still holds them all; it returns 0, or 1 when the lease ran out.
-var renewScript = redis.NewScript(redisNowMS + `
+var renewScript = redis.NewScript(redisx.LuaNowMS + `
 local member, ttl = ARGV[1], tonumber(ARGV[2])
 for i = 1, #KEYS do
   local score = redis.call('ZSCORE', KEYS[i], member)

@@ -55,3 +55,11 @@ type Keys struct {
 func (k Keys) Key(parts ...string) string {
 	return k.Prefix + strings.Join(parts, ":")
 }
+
+// LuaNowMS starts a script with "now", Redis's clock in milliseconds, so
+// that leases and claims taken by every instance are timed by one clock,
+// whatever the hosts' clocks say.
+const LuaNowMS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
