@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/sse"
 )
 
 // BenchmarkFlowInvoke is issue 8's bench: POST /v1/flows/:id/invoke of a
@@ -320,7 +321,7 @@ func (c *benchClient) streamFirstEvent() error {
 		raw, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("stream = %d %s %s; want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 	}
-	r := bufio.NewReader(resp.Body)
+	r := sse.NewReader(resp.Body)
 	ev, err := readSSEEvent(r)
 	first := time.Since(start)
 	if err != nil || ev.name != "run_start" || ev.data["run_id"] == nil {

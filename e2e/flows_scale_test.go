@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
@@ -881,38 +881,20 @@ func eventNames(events []sseEvent) []string {
 	return out
 }
 
-// readSSEEvent reads the next event of an event stream, skipping comments
-// (": ping"); io.EOF when the stream ended between events.
-func readSSEEvent(r *bufio.Reader) (sseEvent, error) {
-	var ev sseEvent
-	var data strings.Builder
+// readSSEEvent reads the next event of an event stream, its data decoded,
+// skipping comments (": ping"); io.EOF when the stream ended between
+// events.
+func readSSEEvent(r *sse.Reader) (sseEvent, error) {
 	for {
-		line, err := r.ReadString('\n')
+		ev, err := r.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) && (line != "" || ev.name != "" || data.Len() > 0) {
-				err = io.ErrUnexpectedEOF
-			}
 			return sseEvent{}, err
 		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		switch {
-		case line == "":
-			if ev.name == "" {
-				data.Reset()
-				continue
-			}
-			if err := json.Unmarshal([]byte(data.String()), &ev.data); err != nil {
-				return sseEvent{}, fmt.Errorf("event %s: data %q: %w", ev.name, data.String(), err)
-			}
-			return ev, nil
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event: "):
-			ev.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data.WriteString(strings.TrimPrefix(line, "data: "))
-		default:
-			return sseEvent{}, fmt.Errorf("unexpected line %q in an event stream", line)
+		if ev.Name == "" {
+			continue
 		}
+		out := sseEvent{name: ev.Name}
+		return out, ev.JSON(&out.data)
 	}
 }
 
@@ -954,7 +936,7 @@ func openEventStream(t testing.TB, baseURL, key, path, body string, headers ...s
 	}
 	go func() {
 		defer resp.Body.Close()
-		r := bufio.NewReader(resp.Body)
+		r := sse.NewReader(resp.Body)
 		for {
 			ev, err := readSSEEvent(r)
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 )
@@ -31,29 +31,18 @@ type sseEvent struct {
 // comments it had.
 func parseSSE(t *testing.T, body string) (events []sseEvent, pings int) {
 	t.Helper()
-	for _, block := range strings.Split(body, "\n\n") {
-		if block == "" {
+	all, err := sse.Parse(body)
+	if err != nil {
+		t.Fatalf("%v in %q", err, body)
+	}
+	for _, e := range all {
+		if e.Comment == "ping" {
+			pings++
 			continue
 		}
-		var ev sseEvent
-		var data strings.Builder
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case line == ": ping":
-				pings++
-			case strings.HasPrefix(line, "event: "):
-				ev.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data.WriteString(strings.TrimPrefix(line, "data: "))
-			default:
-				t.Fatalf("unexpected line %q in %q", line, body)
-			}
-		}
-		if ev.name == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(data.String()), &ev.data); err != nil {
-			t.Fatalf("event %s data %q: %v", ev.name, data.String(), err)
+		ev := sseEvent{name: e.Name}
+		if err := e.JSON(&ev.data); err != nil {
+			t.Fatal(err)
 		}
 		events = append(events, ev)
 	}

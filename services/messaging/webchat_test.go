@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,6 +21,7 @@ import (
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
@@ -128,10 +128,8 @@ type sseStream struct {
 	cancel context.CancelFunc
 }
 
-type sseEvent struct {
-	Name string // "" for a comment line
-	Data string
-}
+// sseEvent is an event, or a comment line with no Name.
+type sseEvent = sse.Event
 
 // openStream connects to the events route and waits for "ready".
 func openStream(t *testing.T, base, channelID, token string) *sseStream {
@@ -154,27 +152,13 @@ func openStream(t *testing.T, base, channelID, token string) *sseStream {
 	go func() {
 		defer resp.Body.Close()
 		defer close(s.events)
-		r := bufio.NewReader(resp.Body)
-		var ev sseEvent
+		r := sse.NewReader(resp.Body)
 		for {
-			line, err := r.ReadString('\n')
+			ev, err := r.Next()
 			if err != nil {
 				return
 			}
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case line == "":
-				if ev.Name != "" {
-					s.events <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, ":"):
-				s.events <- sseEvent{Data: line}
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
+			s.events <- ev
 		}
 	}()
 	if ev := s.next(t, "ready"); ev.Data != "{}" {
@@ -654,7 +638,7 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 	// Keep-alives.
 	select {
 	case ev := <-stream.events:
-		if ev.Name != "" || ev.Data != ": ping" {
+		if ev.Name != "" || ev.Comment != "ping" {
 			t.Fatalf("first event after ready = %+v, want a ping", ev)
 		}
 	case <-time.After(2 * time.Second):
