@@ -143,6 +143,34 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return nil
 }
 
+// KeepRenewed renews the lease every third of its ttl until the returned
+// stop is called (which waits for the renewer to end). A renewal that
+// fails is given to onErr; after ErrLeaseLost the renewer ends, since the
+// place may be someone else's by now.
+func (l *Lease) KeepRenewed(ctx context.Context, onErr func(error)) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(l.slots.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				err := l.Renew(context.WithoutCancel(ctx))
+				if err != nil {
+					onErr(err)
+				}
+				if errors.Is(err, ErrLeaseLost) {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 // releaseScript removes member from every key of KEYS.
 var releaseScript = redis.NewScript(`
 for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end

@@ -9,6 +9,7 @@ import (
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 func TestSlotsBoundHoldersInEverySlot(t *testing.T) {
@@ -95,5 +96,59 @@ func TestSlotsOfADeadHolderFreeThemselves(t *testing.T) {
 	// Keys live under the prefix and expire with their leases.
 	if ttl := rdb.PTTL(ctx, s.Key("streams")).Val(); ttl <= 0 || ttl > 400*time.Millisecond {
 		t.Fatalf("key ttl = %v", ttl)
+	}
+}
+
+// A lease kept renewed outlives its ttl many times over; stopped, it runs
+// out; one Redis lost is reported as ErrLeaseLost and not renewed again.
+func TestKeepRenewed(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	rdb := env.Redis(t)
+	const ttl = 300 * time.Millisecond
+	s := ratelimit.NewSlots(rdb, redisx.Keys{Prefix: env.RedisPrefix}, ttl)
+	ctx := context.Background()
+	one := ratelimit.Slot{Name: "one", Limit: 1}
+	lease, err := s.Acquire(ctx, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 10)
+	stop := lease.KeepRenewed(ctx, func(err error) { errc <- err })
+	var full *ratelimit.FullError
+	for deadline := time.Now().Add(4 * ttl); time.Now().Before(deadline); time.Sleep(ttl / 5) {
+		if _, err := s.Acquire(ctx, one); !errors.As(err, &full) {
+			t.Fatalf("a kept lease's place was taken: %v", err)
+		}
+	}
+	stop()
+	wait.For(t, 5*time.Second, "the stopped lease to run out", func() error {
+		_, err := s.Acquire(ctx, one)
+		return err
+	})
+
+	// The place vanishes from Redis (a failover): the renewer says so once
+	// and ends.
+	lost, err := s.Acquire(ctx, ratelimit.Slot{Name: "lost", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopLost := lost.KeepRenewed(ctx, func(err error) { errc <- err })
+	defer stopLost()
+	if err := rdb.Del(ctx, s.Key("lost")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ratelimit.ErrLeaseLost) {
+			t.Fatalf("renewal error %v; want ErrLeaseLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lost lease was not reported")
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("renewed again after the loss: %v", err)
+	case <-time.After(ttl):
 	}
 }

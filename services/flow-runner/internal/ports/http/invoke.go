@@ -108,7 +108,11 @@ func (h *handlers) invoke(c echo.Context) error {
 		return err
 	}
 	defer h.giveSlot(ctx, lease)
-	stopRenewing := h.renewSlot(ctx, lease)
+	stopRenewing := lease.KeepRenewed(ctx, func(err error) {
+		// The run goes on; at worst the workspace has one run more than
+		// its limit for the rest of it.
+		h.log.Warn("concurrency slot not renewed", zap.String("workspace_id", ws), zap.Error(err))
+	})
 	defer stopRenewing()
 
 	var claim *idempotency.Claim
@@ -162,9 +166,9 @@ func (h *handlers) invoke(c echo.Context) error {
 	// or a write to it fails.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	obs := &invokeObserver{stopRun: stopRun}
+	obs := &invokeObserver{}
 	if in.Stream || acceptsEventStream(c.Request().Header.Values("Accept")) {
-		obs.stream = &runStream{res: c.Response(), ping: h.contract.PingInterval}
+		obs.stream = &runStream{res: c.Response(), ping: h.contract.PingInterval, stopRun: stopRun}
 		defer obs.stream.close()
 	}
 	var receipt *app.ReceiptRequest
@@ -280,34 +284,6 @@ func (h *handlers) giveSlot(ctx context.Context, lease *ratelimit.Lease) {
 	}
 }
 
-// renewSlot keeps the lease while the request runs; the returned func
-// stops it.
-func (h *handlers) renewSlot(ctx context.Context, lease *ratelimit.Lease) func() {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(h.contract.SlotLease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := lease.Renew(context.WithoutCancel(ctx)); err != nil {
-					// The run goes on; at worst the workspace has one
-					// run more than its limit for its remaining time.
-					h.log.Warn("concurrency slot not renewed", zap.Error(err))
-					if errors.Is(err, ratelimit.ErrLeaseLost) {
-						return
-					}
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
-}
-
 // unavailable is 503 for a store the contract needs being unreachable;
 // nothing ran and nothing was kept.
 func (h *handlers) unavailable(what string, err error) error {
@@ -319,52 +295,42 @@ func (h *handlers) unavailable(what string, err error) error {
 // after that keeps its daily unit), and, for a stream, every event.
 type invokeObserver struct {
 	started bool
-	stream  *runStream
-	stopRun context.CancelFunc
+	stream  *runStream // nil: not a stream
 }
 
 func (o *invokeObserver) RunStarted(runID string) {
 	o.started = true
-	if o.stream != nil && !o.stream.start(runID) {
-		o.stopRun()
-	}
+	o.stream.start(runID)
 }
 
 func (o *invokeObserver) NodeStarted(nodeID string, nodeType flow.NodeType) {
-	if o.stream != nil && !o.stream.event("node_start", nodeStartEvent{NodeID: nodeID, Type: string(nodeType)}) {
-		o.stopRun()
-	}
+	o.stream.event("node_start", nodeStartEvent{NodeID: nodeID, Type: string(nodeType)})
 }
 
-func (o *invokeObserver) Message(m run.Message) {
-	if o.stream != nil && !o.stream.event("message", m) {
-		o.stopRun()
-	}
-}
+func (o *invokeObserver) Message(m run.Message) { o.stream.event("message", m) }
 
 func (o *invokeObserver) NodeEnded(nr run.NodeRun) {
-	if o.stream == nil {
-		return
-	}
-	ev := nodeEndEvent{NodeID: nr.NodeID, Type: nr.NodeType, MS: nr.DurationMS, Tokens: nr.Tokens, Error: nr.Error}
-	if !o.stream.event("node_end", ev) {
-		o.stopRun()
-	}
+	o.stream.event("node_end", nodeEndEvent{NodeID: nr.NodeID, Type: nr.NodeType, MS: nr.DurationMS, Tokens: nr.Tokens, Error: nr.Error})
 }
 
 // runStream is a run's SSE response: opened when the run starts, so that
 // an error before that is a plain JSON response; ": ping" every ping
-// while it is open.
+// while it is open. When the client is gone it stops the run. Its methods
+// do nothing on a nil stream (a JSON call).
 type runStream struct {
 	res      http.ResponseWriter
 	ping     time.Duration
+	stopRun  context.CancelFunc
 	sse      *httpx.SSE
 	stopPing chan struct{}
 	pinging  chan struct{}
 }
 
-// start opens the stream with run_start; false when the client is gone.
-func (s *runStream) start(runID string) bool {
+// start opens the stream with run_start.
+func (s *runStream) start(runID string) {
+	if s == nil {
+		return
+	}
 	s.sse = httpx.StartSSE(s.res)
 	s.stopPing, s.pinging = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -382,16 +348,18 @@ func (s *runStream) start(runID string) bool {
 			}
 		}
 	}()
-	return s.event("run_start", runStartEvent{RunID: runID})
+	s.event("run_start", runStartEvent{RunID: runID})
 }
 
-// event sends one event; false when the client is gone.
-func (s *runStream) event(name string, v any) bool {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return false
+// event sends one event; when the client is gone, the run stops.
+func (s *runStream) event(name string, v any) {
+	if s == nil {
+		return
 	}
-	return s.sse.Event(name, data) == nil
+	data, err := json.Marshal(v)
+	if err != nil || s.sse.Event(name, data) != nil {
+		s.stopRun()
+	}
 }
 
 // close stops the pings; the response ends when the handler returns.
