@@ -14,12 +14,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
+	porthttp "github.com/parleyhq/parley/services/flow-runner/internal/ports/http"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
 
@@ -492,5 +494,42 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	}
 	if n := h.runCount(ws); n != 1 {
 		t.Fatalf("%d runs", n)
+	}
+}
+
+// A run that started but could not be stored keeps its daily unit (it
+// ran) and frees its key (nothing was committed that a repeat could
+// replay): a JSON call is 500 internal_error, a stream ends with a failed
+// end event.
+func TestRunNotStored(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	id := h.publish(ws, "", counterFlow)
+	// From now on no run can be stored.
+	if err := h.env.DB(t, adapters.Schema, migrations.FS).Exec(`ALTER TABLE flows.runs ADD CONSTRAINT refuse_runs CHECK (false) NOT VALID`).Error; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		status, _, b := h.keyed(ws, id, "k", `{"input": {}}`)
+		wantError(t, status, b, http.StatusInternalServerError, "internal_error")
+	}
+	status, hd, body := h.call(ws, full, http.MethodPost, "/v1/flows/"+id+"/invoke", `{"input": {}, "stream": true}`, nil)
+	events, _ := parseSSE(t, string(body))
+	if status != http.StatusOK || hd.Get("Content-Type") != "text/event-stream" || len(events) == 0 {
+		t.Fatalf("stream: %d %v %s", status, hd, body)
+	}
+	end := events[len(events)-1]
+	if end.name != "end" || end.data["status"] != "failed" || !strings.Contains(fmt.Sprint(end.data["error"]), "internal_error") {
+		t.Fatalf("end %v", end)
+	}
+	// The count of the service's day (DAILY_RESET_TZ).
+	loc, err := h.cfg.Location()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, err := dailycap.New(h.env.Redis(t), redisx.Keys{Prefix: h.cfg.RedisPrefix}, porthttp.DailyCapCounter, loc).Used(context.Background(), ws)
+	if err != nil || used != 3 {
+		t.Fatalf("daily count %d, %v; want the 3 runs that went", used, err)
 	}
 }
