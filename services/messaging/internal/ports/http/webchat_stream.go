@@ -86,26 +86,26 @@ func (w *webchatHandlers) events(c echo.Context) error {
 	}
 	ping := time.NewTicker(w.opts.PingInterval)
 	defer ping.Stop()
-	renew := time.NewTicker(w.opts.StreamLease / 3)
-	defer renew.Stop()
+	// Redis lost sight of this stream long enough for its place to go:
+	// end it, and the widget asks again. Other failures mean Redis is
+	// away; the lease may outlast it, and the next renewal tells.
+	leaseLost := make(chan struct{})
+	stopRenewing := lease.KeepRenewed(ctx, func(err error) {
+		if errors.Is(err, ratelimit.ErrLeaseLost) {
+			close(leaseLost)
+			return
+		}
+		w.log.Warn("webchat stream lease not renewed", zap.Error(err))
+	})
+	defer stopRenewing()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-stream.Done():
 			return nil
-		case <-renew.C:
-			err := lease.Renew(ctx)
-			if errors.Is(err, ratelimit.ErrLeaseLost) {
-				// Redis lost sight of this stream long enough for its
-				// place to go: end it, and the widget asks again.
-				return nil
-			}
-			if err != nil {
-				// Redis is away; the lease may outlast it, and the next
-				// renewal tells.
-				w.log.Warn("webchat stream lease not renewed", zap.Error(err))
-			}
+		case <-leaseLost:
+			return nil
 		case <-ping.C:
 			if sse.Comment("ping") != nil {
 				return nil
