@@ -9,10 +9,42 @@ import (
 	"time"
 )
 
-// SSEWriteTimeout bounds one write to an event stream: a client that stops
-// reading is let go rather than holding its connection and its server's
-// goroutine for ever.
-const SSEWriteTimeout = 30 * time.Second
+// StreamWriteTimeout bounds one write to a streamed response: a client
+// that stops reading is let go rather than holding its connection and its
+// server's goroutine for ever. The servers have no WriteTimeout, which
+// would cut a long stream short.
+const StreamWriteTimeout = 30 * time.Second
+
+// FlushWriter writes a streamed response: each write under
+// StreamWriteTimeout and flushed at once, so that it reaches the client
+// now. One goroutine writes.
+type FlushWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// NewFlushWriter writes to w, whose status and headers the caller sends.
+func NewFlushWriter(w http.ResponseWriter) *FlushWriter {
+	return &FlushWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// Write sends b and flushes it.
+func (f *FlushWriter) Write(b []byte) error {
+	// A writer without deadlines (a recorder relayed over NATS) is bounded
+	// by whoever relays it.
+	if err := f.rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if len(b) > 0 {
+		if _, err := f.w.Write(b); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+	if err := f.rc.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
 
 // SSE writes a text/event-stream response, one flushed write per event, so
 // that each reaches the client at once. Its methods may be called from
@@ -20,8 +52,7 @@ const SSEWriteTimeout = 30 * time.Second
 // failed write every call fails with that error.
 type SSE struct {
 	mu  sync.Mutex
-	w   http.ResponseWriter
-	rc  *http.ResponseController
+	w   *FlushWriter
 	err error
 }
 
@@ -33,10 +64,8 @@ func StartSSE(w http.ResponseWriter) *SSE {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &SSE{w: w, rc: http.NewResponseController(w)}
-	s.mu.Lock()
-	s.flush()
-	s.mu.Unlock()
+	s := &SSE{w: NewFlushWriter(w)}
+	s.err = s.w.Write(nil) // the headers, at once
 	return s
 }
 
@@ -66,28 +95,10 @@ func (s *SSE) Err() error {
 func (s *SSE) write(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
+	if s.err == nil {
+		s.err = s.w.Write(b)
 	}
-	// A writer without deadlines (a recorder relayed over NATS) is bounded
-	// by whoever relays it.
-	if err := s.rc.SetWriteDeadline(time.Now().Add(SSEWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.err = err
-		return err
-	}
-	if _, err := s.w.Write(b); err != nil {
-		s.err = fmt.Errorf("write event: %w", err)
-		return s.err
-	}
-	s.flush()
 	return s.err
-}
-
-// flush sends what was written; s.mu is held.
-func (s *SSE) flush() {
-	if err := s.rc.Flush(); err != nil && s.err == nil {
-		s.err = fmt.Errorf("flush event: %w", err)
-	}
 }
 
 // EventBytes is one event as it goes on the wire.

@@ -54,11 +54,6 @@ func canonicalSet(names ...string) map[string]bool {
 // run has a 60 s budget (RUN_BUDGET_TIME).
 var longCalls = map[string]time.Duration{rpc.ServiceFlowRunner: rpc.LongCallTimeout}
 
-// streamWriteTimeout bounds one write of a relayed stream: a client that
-// stops reading is let go, and the run it watched is cancelled. The server
-// has no WriteTimeout, which would cut a minute-long run short.
-const streamWriteTimeout = 30 * time.Second
-
 type forwarder struct {
 	client     *rpc.Client
 	maxPayload int64
@@ -160,22 +155,14 @@ func (f *forwarder) relay(c echo.Context, service string, status int, reply *rpc
 		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	}
 	res.WriteHeader(status)
-	rc := http.NewResponseController(res)
-	write := func(b []byte) error {
-		// A writer without deadlines (none of net/http's) still streams.
-		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := res.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	// Each piece under httpx.StreamWriteTimeout: a client that stops
+	// reading is let go, and the run it watched is cancelled.
+	out := httpx.NewFlushWriter(res)
 	ctx := c.Request().Context()
 	log := f.log.With(zap.String("service", service), zap.String("request_id", h.Get(echo.HeaderXRequestID)))
 	piece := reply.Response.GetBody()
 	for {
-		if err := write(piece); err != nil {
+		if err := out.Write(piece); err != nil {
 			log.Debug("stream client stopped reading", zap.Error(err))
 			return
 		}
