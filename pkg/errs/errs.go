@@ -88,6 +88,9 @@ const (
 	CodePayloadTooLarge    = "payload_too_large"
 	CodeServiceUnavailable = "service_unavailable"
 	CodePlatformError      = "platform_error"
+	// CodeQuotaExceeded is the plan's AI units used up: the gateway's
+	// answer to a use past ai_limit, and a flow run's in-run error.
+	CodeQuotaExceeded = "quota_exceeded"
 )
 
 // InvalidRequest is 400 invalid_request; the message names the field.

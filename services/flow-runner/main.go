@@ -89,8 +89,10 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
 			Flows:   adapters.RunnableFlows{Store: flows},
 			Scripts: script.New(script.Defaults),
-			Now:     clock,
-			Budget:  flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
+			// The gateway owns the plan: AI units are counted there.
+			Quota:  adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+			Now:    clock,
+			Budget: flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
 		},
 		Stages:     cfg.Stages(),
 		SessionTTL: cfg.SessionTTL,

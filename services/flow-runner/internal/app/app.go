@@ -6,6 +6,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -23,6 +24,17 @@ const TriggerAPI = "api"
 // ErrSessionExpired is a continue after FLOW_SESSION_TTL from the run's
 // started_at.
 var ErrSessionExpired = errors.New("session expired")
+
+// ErrGuardNotWired refuses a run of a flow with AI nodes while the safety
+// guard is not configured or not reachable.
+var ErrGuardNotWired = errors.New("the safety guard is not wired")
+
+// GuardReadiness says whether the safety guard can check text now.
+type GuardReadiness interface {
+	// Ready is nil when the guard is configured and reachable; it must be
+	// cheap, since every invoke of a flow with AI nodes asks.
+	Ready(ctx context.Context) error
+}
 
 // Metrics hears every finished invoke and continue.
 type Metrics interface {
@@ -43,6 +55,9 @@ type Deps struct {
 	// continued (FLOW_SESSION_TTL).
 	SessionTTL time.Duration
 	Metrics    Metrics
+	// Guard is the safety guard's readiness; nil means none is wired, and
+	// flows with AI nodes are refused (ErrGuardNotWired).
+	Guard GuardReadiness
 	// Now and NewID default to the clock and UUIDv7.
 	Now   func() time.Time
 	NewID func() string
@@ -56,6 +71,7 @@ type App struct {
 	stages     map[flow.Stage]bool
 	sessionTTL time.Duration
 	metrics    Metrics
+	guard      GuardReadiness
 	now        func() time.Time
 	newID      func() string
 }
@@ -64,7 +80,7 @@ type App struct {
 func New(d Deps) *App {
 	a := &App{
 		flows: d.Flows, runs: d.Runs, engine: d.Engine, stages: d.Stages, sessionTTL: d.SessionTTL,
-		metrics: d.Metrics, now: d.Now, newID: d.NewID,
+		metrics: d.Metrics, guard: d.Guard, now: d.Now, newID: d.NewID,
 	}
 	if a.now == nil {
 		a.now = time.Now

@@ -30,7 +30,8 @@ type Continuation struct {
 // route is the invoke's, checked the same way); catalog.ErrSessionNotFound
 // for an unknown session, one of another workspace or flow, or a finished
 // run; ErrSessionExpired after FLOW_SESSION_TTL from started_at;
-// catalog.ErrSessionBusy while another continue holds it.
+// catalog.ErrSessionBusy while another continue holds it; ErrGuardNotWired
+// for a flow with AI nodes while the safety guard is not.
 func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, error) {
 	if _, err := a.invokable(ctx, c.WorkspaceID, c.FlowID); err != nil {
 		return nil, err
@@ -48,6 +49,9 @@ func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, er
 		if err != nil {
 			return catalog.Changes{}, fmt.Errorf("load version %d of flow %s: %w", r.Version, r.FlowID, err)
 		}
+		if err := a.guardWired(ctx, v.Definition); err != nil {
+			return catalog.Changes{}, err
+		}
 		started := time.Now()
 		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: c.Text, Modules: c.Modules, Observer: observer(c.Observer)})
 		if errors.Is(err, run.ErrNotWaiting) {
@@ -57,7 +61,7 @@ func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, er
 			return catalog.Changes{}, err
 		}
 		a.metrics.RunCall(res.Run.Status, time.Since(started))
-		out = &Outcome{Run: res.Run, Messages: res.Messages}
+		out = &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
 		receipt, err := c.Receipt.receipt(c.WorkspaceID, out)
 		if err != nil {
 			return catalog.Changes{}, err

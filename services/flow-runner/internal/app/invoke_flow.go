@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
@@ -128,6 +129,8 @@ func observer(o run.Observer) run.Observer {
 type Outcome struct {
 	Run      *run.Run
 	Messages []run.Message
+	// Usage is this call's: the response's usage (Run.Usage is the run's).
+	Usage run.Usage
 }
 
 // InvokeFlow starts a run of the flow's published version and stores it.
@@ -140,6 +143,9 @@ func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := a.guardWired(ctx, v.Definition); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	res := a.engine.Invoke(ctx, v.Definition, run.Invocation{
 		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: inv.WorkspaceID,
@@ -150,7 +156,7 @@ func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) 
 		// A run that never waited has no session.
 		res.Run.SessionID = ""
 	}
-	out := &Outcome{Run: res.Run, Messages: res.Messages}
+	out := &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
 	receipt, err := inv.Receipt.receipt(inv.WorkspaceID, out)
 	if err != nil {
 		return nil, err
@@ -191,4 +197,21 @@ func hasTrigger(triggers []string, t string) bool {
 		}
 	}
 	return false
+}
+
+// guardWired refuses a run of a flow with AI nodes while the safety guard
+// is not configured or not reachable: ErrGuardNotWired, before the run
+// starts, so nothing is spent and an idempotency key stays free.
+func (a *App) guardWired(ctx context.Context, def *flow.Definition) error {
+	node := def.AINode()
+	if node == nil {
+		return nil
+	}
+	if a.guard == nil {
+		return fmt.Errorf("%w: node %q (%s) needs it, and none is configured", ErrGuardNotWired, node.ID(), node.Type())
+	}
+	if err := a.guard.Ready(ctx); err != nil {
+		return fmt.Errorf("%w: node %q (%s) needs it: %w", ErrGuardNotWired, node.ID(), node.Type(), err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -160,4 +161,30 @@ func (s *WorkspaceStore) Update(ctx context.Context, id string, change func(*acc
 		return nil
 	})
 	return out, err
+}
+
+// UseAIUnits implements account.WorkspaceStore in one statement, so that
+// concurrent uses (from any instance) are serialised on the row and never
+// pass ai_limit. No row back means the workspace is missing or the use did
+// not fit.
+func (s *WorkspaceStore) UseAIUnits(ctx context.Context, id string, units int64) (account.Plan, error) {
+	if uuid.Validate(id) != nil {
+		return account.Plan{}, account.ErrWorkspaceNotFound
+	}
+	var rows []workspaceRow
+	err := s.db.WithContext(ctx).Raw(`
+		UPDATE `+Schema+`.workspaces
+		   SET ai_used = GREATEST(ai_used + @units, 0)
+		 WHERE id = @id AND (@units <= 0 OR ai_used + @units <= ai_limit)
+		RETURNING *`, sql.Named("id", id), sql.Named("units", units)).Scan(&rows).Error
+	if err != nil {
+		return account.Plan{}, fmt.Errorf("use %d AI units of workspace %s: %w", units, id, err)
+	}
+	if len(rows) == 1 {
+		return rows[0].toDomain().Plan, nil
+	}
+	if _, err := s.Get(ctx, id); err != nil {
+		return account.Plan{}, err
+	}
+	return account.Plan{}, account.ErrQuotaExceeded
 }

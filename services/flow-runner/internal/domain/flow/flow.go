@@ -152,6 +152,19 @@ func notInvokable(n Node) string {
 	return ""
 }
 
+// AINode returns the first AI node (llm, intent or extract: the nodes that
+// call the LLM provider and bill a unit), or nil. A flow with one needs the
+// safety guard wired before it may run.
+func (d *Definition) AINode() Node {
+	for _, n := range d.Nodes {
+		switch n.(type) {
+		case *LLM, *Intent, *Extract:
+			return n
+		}
+	}
+	return nil
+}
+
 // Waits returns the first node that makes a run wait (a question or a
 // delay), or nil. A call_flow target must have none.
 func (d *Definition) Waits() Node {

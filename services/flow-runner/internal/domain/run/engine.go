@@ -19,6 +19,13 @@ type Engine struct {
 	HTTP    HTTPCaller
 	Flows   Flows
 	Scripts Scripts
+	// LLM, Guard, Knowledge and Quota serve the AI nodes (ports_ai.go).
+	LLM       LLM
+	Guard     Guard
+	Knowledge KnowledgeBase
+	Quota     Quota
+	// GuardFallback replaces AI text the guard flagged or could not check.
+	GuardFallback string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Budget bounds each run; a zero field takes DefaultBudget's.
@@ -209,6 +216,9 @@ type stepResult struct {
 	stop *outcome
 	// nodeErr is the trace's error for a node that failed.
 	nodeErr string
+	// tokens and costUSD are what an AI node's provider calls consumed.
+	tokens  int
+	costUSD float64
 }
 
 func (x *exec) walk(sc *scope, id string) outcome {
@@ -244,6 +254,7 @@ func (x *exec) runNode(sc *scope, node flow.Node, step func() stepResult) stepRe
 	nr := &x.res.NodeRuns[i]
 	nr.DurationMS = x.e.now().Sub(started).Milliseconds()
 	nr.Input, nr.Output, nr.Error = res.input, res.output, res.nodeErr
+	nr.Tokens, nr.CostUSD = res.tokens, res.costUSD
 	if res.stop != nil && res.stop.kind == failed && nr.Error == "" {
 		nr.Error = res.stop.err.Message
 	}
@@ -356,9 +367,14 @@ func (x *exec) step(sc *scope, node flow.Node) stepResult {
 			return x.http(sc, n, n.Webhook)
 		}
 		return x.failStep(sc, n, "action %q cannot run in a headless run", n.Kind)
-	case *flow.LLM, *flow.Knowledge, *flow.Intent, *flow.Extract:
-		// AI nodes are accepted at publish; they run in a later issue.
-		return x.failStep(sc, n, "%s nodes are not available yet", n.Type())
+	case *flow.LLM:
+		return x.llm(sc, n)
+	case *flow.Intent:
+		return x.intent(sc, n)
+	case *flow.Extract:
+		return x.extract(sc, n)
+	case *flow.Knowledge:
+		return x.knowledge(sc, n)
 	}
 	return x.failStep(sc, node, "a %s node cannot run in a headless run", node.Type())
 }

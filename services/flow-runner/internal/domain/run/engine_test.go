@@ -341,10 +341,7 @@ func TestNodeFailures(t *testing.T) {
 		{"increment a string", nodes("s", `{"id": "s", "type": "variable", "name": "n", "op": "set", "value": "'x'", "next": "i"}`, `{"id": "i", "type": "variable", "name": "n", "op": "increment"}`), "not a number"},
 		{"append to a number", nodes("s", `{"id": "s", "type": "variable", "name": "n", "op": "set", "value": "1", "next": "i"}`, `{"id": "i", "type": "variable", "name": "n", "op": "append", "value": "2"}`), "not a list"},
 		{"question in a loop body", nodes("l", `{"id": "l", "type": "loop", "over": "[1]", "as": "i", "body": "q"}`, `{"id": "q", "type": "question", "text": "?"}`), "inside a loop body"},
-		{"llm not yet", nodes("x", `{"id": "x", "type": "llm", "prompt": "hi"}`), "not available yet"},
-		{"knowledge not yet", nodes("x", `{"id": "x", "type": "knowledge", "query": "hi"}`), "not available yet"},
-		{"intent not yet", nodes("x", `{"id": "x", "type": "intent", "text": "hi", "intents": [{"name": "a"}]}`), "not available yet"},
-		{"extract not yet", nodes("x", `{"id": "x", "type": "extract", "text": "hi", "fields": [{"name": "a"}]}`), "not available yet"},
+		{"knowledge without a base", nodes("x", `{"id": "x", "type": "knowledge", "query": "hi"}`), "no knowledge base"},
 		{"huge string", nodes("v", `{"id": "v", "type": "variable", "set": {"a": "repeat('x', 600000) + repeat('y', 600000)"}}`), "larger than"},
 		{"vars bound", nodes("v", `{"id": "v", "type": "variable", "set": {"a": "repeat('x', 900000)", "b": "vars.a", "c": "vars.a", "d": "vars.a", "e": "vars.a"}}`), "vars would pass"},
 		{"http without a caller", nodes("h", `{"id": "h", "type": "http", "url": "https://e.x"}`), "no HTTP caller"},
@@ -563,7 +560,7 @@ func TestCallFlow(t *testing.T) {
 		{"unknown flow", "", "not an active flow"},
 		{"target with a question", nodes("q", `{"id": "q", "type": "question", "text": "?"}`), "waits"},
 		{"target with a disallowed node", nodes("h", `{"id": "h", "type": "handover"}`), "not invokable"},
-		{"target fails", nodes("h", `{"id": "h", "type": "llm", "prompt": "x"}`), `"c/h"`},
+		{"target fails", nodes("h", `{"id": "h", "type": "http", "url": "https://e.x"}`), `"c/h"`},
 	}
 	for _, tt := range failing {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,9 +6,10 @@
 // failure, the run budget, a missing module) is part of the Result, never a
 // Go error; Go errors are kept for calls that could not start at all.
 //
-// The AI nodes (llm, knowledge, intent, extract) are accepted at publish but
-// not run yet: until the issue that brings the LLM provider and the safety
-// guard, reaching one fails the run with node_failed, "not available yet".
+// The AI nodes (llm, intent, extract) call the LLM provider through the LLM
+// port, bill one of the plan's units each when they succeed (Quota), and
+// llm's sent text passes the safety guard (Guard); knowledge searches the
+// workspace's knowledge base (KnowledgeBase). See ai.go.
 package run
 
 import (
@@ -35,11 +36,16 @@ const (
 	CodeNodeFailed     = "node_failed"
 	CodeBudgetExceeded = "run_budget_exceeded"
 	CodeModuleInactive = "module_inactive"
+	CodeQuotaExceeded  = "quota_exceeded"
 )
 
 // NodeErrScriptModuleInactive is the node error of a script node run without
 // the flow_script module; the run's error is then module_inactive.
 const NodeErrScriptModuleInactive = "flow_script_module_inactive"
+
+// NodeErrAIModuleInactive is the node error of an AI node run without the
+// flow_ai module; the run's error is then module_inactive.
+const NodeErrAIModuleInactive = "flow_ai_module_inactive"
 
 // MaxCallDepth is how deeply call_flow may nest: a flow called from a flow
 // called from a flow called by the run is depth 3, the deepest allowed.
@@ -55,7 +61,9 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-// Usage is what a run consumed (AI nodes fill it in a later issue).
+// Usage is what a run's AI nodes consumed, over all its calls: provider
+// tokens and their cost, and the plan's units billed (one per successful
+// llm, intent or extract node).
 type Usage struct {
 	Tokens        int     `json:"tokens"`
 	CostUSD       float64 `json:"cost_usd"`
@@ -140,6 +148,9 @@ type Result struct {
 	NodeRuns []NodeRun
 	// Messages are this call's messages: the response's messages[].
 	Messages []Message
+	// Usage is what this call's AI nodes consumed (Run.Usage sums every
+	// call's).
+	Usage Usage
 }
 
 // HTTPRequest is what an http node asks for. Body is nil without one.

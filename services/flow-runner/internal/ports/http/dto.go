@@ -53,7 +53,7 @@ type invokeResponse struct {
 func toInvokeResponse(o *app.Outcome) invokeResponse {
 	r := o.Run
 	out := invokeResponse{
-		Status: string(r.Status), RunID: r.ID, Output: r.Output, Messages: o.Messages, Usage: r.Usage, Error: r.Error,
+		Status: string(r.Status), RunID: r.ID, Output: r.Output, Messages: o.Messages, Usage: o.Usage, Error: r.Error,
 	}
 	if r.Status == run.StatusWaiting {
 		out.SessionID = r.SessionID

@@ -40,6 +40,7 @@ const (
 	CodeSessionExpired   = "session_expired"
 	CodeSessionBusy      = "session_busy"
 	CodeRunNotFound      = "run_not_found"
+	CodeGuardNotWired    = "guard_not_wired"
 )
 
 // App is what the handlers need of the use cases.
@@ -174,6 +175,11 @@ func toHTTPError(err error) error {
 		return errs.New(http.StatusGone, CodeSessionExpired, "session expired: continue within the session window of the run's start")
 	case errors.Is(err, catalog.ErrSessionBusy):
 		return errs.New(http.StatusConflict, CodeSessionBusy, "another continue of this session is running")
+	case errors.Is(err, app.ErrGuardNotWired):
+		// The reason (which node, what the guard said) is for the logs of
+		// the platform, not for the developer: their flow is fine.
+		return errs.New(http.StatusServiceUnavailable, CodeGuardNotWired,
+			"flow temporarily unavailable: the safety guard its AI nodes need is not reachable; retry shortly")
 	}
 	return err
 }

@@ -190,6 +190,9 @@ func (h *handlers) invoke(c echo.Context) error {
 	if err != nil {
 		if !obs.started {
 			refuse(&reservation)
+			if errors.Is(err, app.ErrGuardNotWired) {
+				h.log.Warn("flow refused", zap.String("workspace_id", ws), zap.Error(err))
+			}
 			return toHTTPError(err)
 		}
 		// The run went, but was not stored: nothing answers the key, and

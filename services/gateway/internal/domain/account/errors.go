@@ -10,6 +10,8 @@ var (
 	ErrWorkspaceNotFound = errors.New("workspace not found")
 	ErrAPIKeyNotFound    = errors.New("api key not found")
 	ErrSlugTaken         = errors.New("slug taken")
+	// ErrQuotaExceeded is a use of AI units past the plan's ai_limit.
+	ErrQuotaExceeded = errors.New("the plan's AI units are used up")
 	// ErrKeyExists is a store's answer to a second key with the same hash.
 	ErrKeyExists = errors.New("api key exists")
 	// ErrKeyTaken: a given key already belongs to another workspace.

@@ -214,4 +214,10 @@ type WorkspaceStore interface {
 	// Update loads a workspace, lets change edit it and saves the result,
 	// atomically; ErrWorkspaceNotFound if there is none.
 	Update(ctx context.Context, id string, change func(*Workspace) error) (Workspace, error)
+	// UseAIUnits adds units (negative: gives them back) to the plan's
+	// ai_used in one atomic step and returns the plan after it. A use that
+	// would pass ai_limit changes nothing and is ErrQuotaExceeded; a give
+	// back never takes ai_used below 0. ErrWorkspaceNotFound if there is
+	// none.
+	UseAIUnits(ctx context.Context, id string, units int64) (Plan, error)
 }

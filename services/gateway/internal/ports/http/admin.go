@@ -27,6 +27,7 @@ func (a *Admin) Mount(e *echo.Echo) {
 	e.GET("/admin/workspaces/:id", a.getWorkspace)
 	e.PATCH("/admin/workspaces/:id", a.updateWorkspace)
 	e.PUT("/admin/workspaces/:id/features/:feature", a.setFeature)
+	e.POST("/admin/workspaces/:id/ai-units", a.useAIUnits)
 	e.POST("/admin/workspaces/:id/api-keys", a.createAPIKey)
 	e.DELETE("/admin/api-keys/:id", a.revokeAPIKey)
 }
@@ -163,4 +164,28 @@ func (a *Admin) revokeAPIKey(c echo.Context) error {
 		return toHTTP(err)
 	}
 	return c.JSON(http.StatusOK, map[string]string{"id": k.ID, "revoked_at": httpx.Timestamp(*k.RevokedAt)})
+}
+
+// maxAIUnitsPerCall bounds one use of AI units, so that a mistaken call
+// cannot spend a plan at once.
+const maxAIUnitsPerCall = 1000
+
+// useAIUnits is the flow-runner's billing call: {"units": n} adds n to the
+// plan's ai_used (a negative n gives units back) and answers the plan;
+// 409 quota_exceeded when the use would pass ai_limit.
+func (a *Admin) useAIUnits(c echo.Context) error {
+	var in struct {
+		Units *int64 `json:"units"`
+	}
+	if err := httpx.BindJSON(c, &in); err != nil {
+		return err
+	}
+	if in.Units == nil || *in.Units == 0 || *in.Units > maxAIUnitsPerCall || *in.Units < -maxAIUnitsPerCall {
+		return errs.InvalidRequest("units: must be a non-zero integer from %d to %d", -maxAIUnitsPerCall, maxAIUnitsPerCall)
+	}
+	plan, err := a.app.UseAIUnits(c.Request().Context(), c.Param("id"), *in.Units)
+	if err != nil {
+		return toHTTP(err)
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"ai_used": plan.AIUsed, "ai_limit": plan.AILimit})
 }

@@ -47,6 +47,8 @@ func toHTTP(err error) error {
 		return errs.NotFound(codeWorkspaceNotFound, "workspace not found")
 	case errors.Is(err, account.ErrAPIKeyNotFound):
 		return errs.NotFound(codeAPIKeyNotFound, "API key not found")
+	case errors.Is(err, account.ErrQuotaExceeded):
+		return errs.New(http.StatusConflict, errs.CodeQuotaExceeded, "the plan's AI units are used up")
 	case errors.Is(err, account.ErrSlugTaken):
 		return errs.New(http.StatusConflict, codeSlugTaken, "slug is already used by another workspace")
 	case errors.Is(err, account.ErrKeyTaken):
