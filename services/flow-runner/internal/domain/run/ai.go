@@ -83,11 +83,14 @@ func (c *aiCall) chat(req ChatRequest, input any) *stepResult {
 	cancel()
 	if err != nil {
 		var r stepResult
+		// A provider that kept failing until the budget ran out fails the
+		// node with its reason; one still answering when the budget ran
+		// out is stopped by the budget.
 		switch {
-		case x.interrupted(ctx, budgetBound) || x.timeLeft() <= 0:
-			r = x.budgetStop(c.sc, c.node)
 		case x.ctx.Err() != nil:
 			r = x.failStep(c.sc, c.node, "run canceled: %s", x.ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded) && (x.interrupted(ctx, budgetBound) || x.timeLeft() <= 0):
+			r = x.budgetStop(c.sc, c.node)
 		default:
 			r = x.failStep(c.sc, c.node, "provider: %s", err)
 		}

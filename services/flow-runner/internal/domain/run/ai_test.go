@@ -299,6 +299,24 @@ func TestAINodeRefusals(t *testing.T) {
 			t.Fatalf("run %s %+v quota %+v", r.Status, r.Error, q)
 		}
 	})
+	t.Run("provider failing until the budget ends", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuota{limit: 1}
+		e := &Engine{LLM: failingUntilBudget{}, Quota: q, Budget: Budget{Time: 20 * time.Millisecond}}
+		res := aiInvoke(t, e, doc, nil)
+		if r := res.Run; r.Status != StatusFailed || r.Error.Code != CodeNodeFailed || !strings.Contains(r.Error.Message, "on fire") || q.used != 0 {
+			t.Fatalf("run %s %+v quota %+v", r.Status, r.Error, q)
+		}
+	})
+}
+
+// failingUntilBudget is a provider retried until the run's budget ended,
+// which reports its last answer rather than the deadline.
+type failingUntilBudget struct{}
+
+func (failingUntilBudget) Chat(ctx context.Context, _ ChatRequest) (ChatReply, error) {
+	<-ctx.Done()
+	return ChatReply{}, errors.New("status 500: the model is on fire")
 }
 
 // slowLLM answers ctx's end, or inner after wait.
