@@ -11,6 +11,7 @@ require (
 	github.com/parleyhq/parley/pkg v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/sync v0.24.0
 	gorm.io/gorm v1.31.2
 )
 
@@ -47,7 +48,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

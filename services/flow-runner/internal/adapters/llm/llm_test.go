@@ -128,13 +128,6 @@ func newClient(p *provider, o Options) *Client {
 	return New(o)
 }
 
-func within(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestRequestShape(t *testing.T) {
 	t.Parallel()
 	temp := 0.0
@@ -176,7 +169,7 @@ func TestRequestShape(t *testing.T) {
 			t.Parallel()
 			p := newProvider(t, completion("hello", 1, 1, 2))
 			c := newClient(p, Options{APIKey: tt.key, Prices: testPrices(t)})
-			if _, err := c.Chat(within(t, 10*time.Second), tt.give); err != nil {
+			if _, err := c.Chat(t.Context(), tt.give); err != nil {
 				t.Fatal(err)
 			}
 			got := p.requests()
@@ -215,7 +208,7 @@ func TestTokensAndCost(t *testing.T) {
 			c := newClient(newProvider(t, tt.give), Options{Prices: testPrices(t)})
 			req := ask
 			req.Model = tt.model
-			got, err := c.Chat(within(t, 10*time.Second), req)
+			got, err := c.Chat(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +231,7 @@ func TestUnpricedModelWarnsOnce(t *testing.T) {
 	req := ask
 	req.Model = "llama3.1"
 	for range 3 {
-		got, err := c.Chat(within(t, 10*time.Second), req)
+		got, err := c.Chat(t.Context(), req)
 		if err != nil || got.CostUSD != 0 || got.Tokens != 20 {
 			t.Fatalf("Chat = %+v, %v", got, err)
 		}
@@ -254,7 +247,7 @@ func TestRetriesRateLimit(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	p := newProvider(t, failure(429, "Rate limit reached"), completion("after the wait", 1, 2, 3))
 	c := newClient(p, Options{Prices: testPrices(t), Log: zap.New(core)})
-	got, err := c.Chat(within(t, 10*time.Second), ask)
+	got, err := c.Chat(t.Context(), ask)
 	if err != nil || got.Text != "after the wait" {
 		t.Fatalf("Chat = %+v, %v", got, err)
 	}
@@ -283,7 +276,7 @@ func TestRetriesNoReply(t *testing.T) {
 			t.Parallel()
 			p := newProvider(t, tt.first, completion("ok", 1, 1, 2))
 			c := newClient(p, Options{AttemptTimeout: 200 * time.Millisecond})
-			got, err := c.Chat(within(t, 10*time.Second), ask)
+			got, err := c.Chat(t.Context(), ask)
 			if err != nil || got.Text != "ok" || len(p.requests()) != 2 {
 				t.Fatalf("Chat = %+v, %v after %d requests", got, err, len(p.requests()))
 			}
@@ -297,7 +290,9 @@ func TestServerErrorsUntilTheDeadline(t *testing.T) {
 	p := newProvider(t, failure(500, "The server is overloaded (key "+testKey+")"))
 	c := newClient(p, Options{APIKey: testKey, Backoff: 5 * time.Millisecond})
 	start := time.Now()
-	_, err := c.Chat(within(t, 300*time.Millisecond), ask)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Chat(ctx, ask)
 	if err == nil {
 		t.Fatal("Chat succeeded against a failing provider")
 	}
@@ -319,7 +314,9 @@ func TestDeadlineMidCallKeepsTheLastReason(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t, failure(503, "warming up"), reply{hang: true})
 	c := newClient(p, Options{})
-	_, err := c.Chat(within(t, 300*time.Millisecond), ask)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Chat(ctx, ask)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 503: warming up") || !strings.Contains(err.Error(), "the run's time ran out") {
 		t.Fatalf("err = %v", err)
 	}
@@ -335,7 +332,7 @@ func TestRetryAfter(t *testing.T) {
 		p := newProvider(t, limited, completion("ok", 1, 1, 2))
 		c := newClient(p, Options{})
 		start := time.Now()
-		_, err := c.Chat(within(t, 10*time.Second), ask)
+		_, err := c.Chat(t.Context(), ask)
 		// The backoff alone would have retried after a millisecond.
 		if took := time.Since(start); err != nil || took < time.Second {
 			t.Fatalf("Chat = %v after %s, want success after the 1s Retry-After", err, took)
@@ -346,7 +343,9 @@ func TestRetryAfter(t *testing.T) {
 		p := newProvider(t, limited, completion("ok", 1, 1, 2))
 		c := newClient(p, Options{})
 		start := time.Now()
-		_, err := c.Chat(within(t, 500*time.Millisecond), ask)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_, err := c.Chat(ctx, ask)
 		if err == nil || !strings.Contains(err.Error(), "HTTP 429: Rate limit reached (no time left to retry)") || len(p.requests()) != 1 {
 			t.Fatalf("Chat = %v after %d requests", err, len(p.requests()))
 		}
@@ -377,7 +376,7 @@ func TestNotRetried(t *testing.T) {
 			t.Parallel()
 			p := newProvider(t, tt.give, completion("a retry would have got this", 1, 1, 2))
 			c := newClient(p, Options{APIKey: testKey})
-			_, err := c.Chat(within(t, 10*time.Second), ask)
+			_, err := c.Chat(t.Context(), ask)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), testKey) {
 				t.Fatalf("err = %v, want one holding %q and not the key", err, tt.want)
 			}
