@@ -5,10 +5,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/llm"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
 
@@ -48,6 +51,33 @@ type Config struct {
 	// AllowPrivateTargets lets http nodes use plain http and reach loopback
 	// and private addresses; for local development and tests only.
 	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
+
+	// LLMBaseURL is the AI nodes' OpenAI-compatible provider (its
+	// /chat/completions); empty: no provider, and an AI node fails.
+	LLMBaseURL string `env:"LLM_BASE_URL" secret:"url"`
+	// LLMAPIKey is sent as a bearer token; empty sends none (Ollama).
+	LLMAPIKey string `env:"LLM_API_KEY" secret:"true"`
+	// LLMModel is the model of a node that names none.
+	LLMModel string `env:"LLM_MODEL" envDefault:"gpt-4o-mini"`
+	// LLMPrices prices the calls: "model=input/output,...", USD per
+	// million tokens (llm.ParsePrices); a model not in it costs 0.
+	LLMPrices string `env:"LLM_PRICES" envDefault:"gpt-4o-mini=0.15/0.60,gpt-4o=2.50/10.00"`
+	// LLMTimeout bounds one attempt of a provider call; retries and the
+	// run's budget bound the whole.
+	LLMTimeout time.Duration `env:"LLM_TIMEOUT" envDefault:"30s"`
+	// GuardBaseURL is the safety guard's moderation endpoint (its
+	// /moderations); GuardAPIKey its own key, never LLM_API_KEY's.
+	GuardBaseURL string `env:"GUARD_BASE_URL" secret:"url"`
+	GuardAPIKey  string `env:"GUARD_API_KEY" secret:"true"`
+	// GuardBlockList lists words and phrases the guard flags, matched on
+	// whole words whatever their case.
+	GuardBlockList []string `env:"GUARD_BLOCKLIST" envSeparator:","`
+	// GuardFallbackText replaces AI text the guard flagged or could not
+	// check.
+	GuardFallbackText string `env:"GUARD_FALLBACK_TEXT" envDefault:"Sorry, I can't help with that here."`
+	// GuardCheckInterval is how long the moderation endpoint's last known
+	// state answers whether a flow with AI nodes may start.
+	GuardCheckInterval time.Duration `env:"GUARD_CHECK_INTERVAL" envDefault:"10s"`
 }
 
 // MaxBudgetTime is the longest RUN_BUDGET_TIME: a synchronous run answers
@@ -66,6 +96,12 @@ func (c Config) Stages() map[flow.Stage]bool {
 	}
 	s, _ := flow.ParseStages(c.StagesOpen)
 	return s
+}
+
+// Prices is LLMPrices parsed; Validate has checked it.
+func (c Config) Prices() llm.Prices {
+	p, _ := llm.ParsePrices(c.LLMPrices)
+	return p
 }
 
 // Validate checks the settings at start, so a bad value fails fast.
@@ -108,6 +144,29 @@ func (c Config) Validate() error {
 	}
 	if _, err := flow.ParseStages(c.StagesOpen); err != nil && c.StagesOpen != StagesNone {
 		return fmt.Errorf("FLOW_STAGES_OPEN: %w", err)
+	}
+	return c.validateAI()
+}
+
+// validateAI checks the provider's and the guard's settings. The URLs may
+// be empty (not configured); given, they must be absolute http(s).
+func (c Config) validateAI() error {
+	for name, base := range map[string]string{"LLM_BASE_URL": c.LLMBaseURL, "GUARD_BASE_URL": c.GuardBaseURL} {
+		if u, err := url.Parse(base); base != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Errorf("%s: %q is not an absolute http(s) URL", name, base)
+		}
+	}
+	if _, err := llm.ParsePrices(c.LLMPrices); err != nil {
+		return fmt.Errorf("LLM_PRICES: %w", err)
+	}
+	if c.LLMTimeout <= 0 {
+		return fmt.Errorf("LLM_TIMEOUT: must be positive, got %s", c.LLMTimeout)
+	}
+	if strings.TrimSpace(c.GuardFallbackText) == "" {
+		return errors.New("GUARD_FALLBACK_TEXT: must not be empty")
+	}
+	if c.GuardCheckInterval <= 0 {
+		return fmt.Errorf("GUARD_CHECK_INTERVAL: must be positive, got %s", c.GuardCheckInterval)
 	}
 	return nil
 }

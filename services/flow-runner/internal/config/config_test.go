@@ -27,6 +27,43 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("stage %s closed by default", st)
 		}
 	}
+	// No provider and no guard until configured.
+	if cfg.LLMBaseURL != "" || cfg.LLMAPIKey != "" || cfg.LLMModel != "gpt-4o-mini" || cfg.LLMTimeout != 30*time.Second ||
+		cfg.GuardBaseURL != "" || cfg.GuardAPIKey != "" || len(cfg.GuardBlockList) != 0 ||
+		cfg.GuardFallbackText != "Sorry, I can't help with that here." || cfg.GuardCheckInterval != 10*time.Second {
+		t.Fatalf("AI defaults: %+v", cfg)
+	}
+	if p := cfg.Prices()["gpt-4o-mini"]; p.InputMicroUSD != 150_000 || p.OutputMicroUSD != 600_000 {
+		t.Fatalf("default price of gpt-4o-mini: %+v", p)
+	}
+}
+
+func TestAISettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadFrom[Config](map[string]string{
+		"LLM_BASE_URL": "http://127.0.0.1:11434/v1", "LLM_API_KEY": "sk-secret", "LLM_MODEL": "llama3.1",
+		"LLM_PRICES": "llama3.1=0/0", "LLM_TIMEOUT": "5s",
+		"GUARD_BASE_URL": "https://api.openai.com/v1", "GUARD_API_KEY": "sk-guard", "GUARD_BLOCKLIST": "spam, плохое слово",
+		"GUARD_FALLBACK_TEXT": "Not here.", "GUARD_CHECK_INTERVAL": "1s",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLMModel != "llama3.1" || cfg.LLMTimeout != 5*time.Second || len(cfg.Prices()) != 1 ||
+		len(cfg.GuardBlockList) != 2 || cfg.GuardBlockList[1] != " плохое слово" || cfg.GuardFallbackText != "Not here." || cfg.GuardCheckInterval != time.Second {
+		t.Fatalf("AI settings: %+v", cfg)
+	}
+	masked := config.Masked(cfg)
+	if masked["LLM_API_KEY"] != "***" || masked["GUARD_API_KEY"] != "***" || masked["LLM_BASE_URL"] != "http://127.0.0.1:11434/v1" {
+		t.Fatalf("masked: %v", masked)
+	}
+	keyed, err := config.LoadFrom[Config](map[string]string{"LLM_BASE_URL": "https://proxy:hunter2@llm.example/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := config.Masked(keyed)["LLM_BASE_URL"]; got != "https://proxy:***@llm.example/v1" {
+		t.Fatalf("LLM_BASE_URL masked as %q", got)
+	}
 }
 
 func TestSettings(t *testing.T) {
@@ -77,6 +114,14 @@ func TestRefusals(t *testing.T) {
 		{"stuck within a run", map[string]string{"IDEMPOTENCY_STUCK_AFTER": "30s"}, "IDEMPOTENCY_STUCK_AFTER"},
 		{"stuck past the ttl", map[string]string{"IDEMPOTENCY_TTL": "2m", "IDEMPOTENCY_STUCK_AFTER": "3m"}, "IDEMPOTENCY_STUCK_AFTER"},
 		{"no ping", map[string]string{"SSE_PING_INTERVAL": "0s"}, "SSE_PING_INTERVAL"},
+		{"relative provider URL", map[string]string{"LLM_BASE_URL": "/v1"}, "LLM_BASE_URL"},
+		{"provider URL without a scheme", map[string]string{"LLM_BASE_URL": "api.openai.com/v1"}, "LLM_BASE_URL"},
+		{"provider URL not http", map[string]string{"LLM_BASE_URL": "ftp://llm.example/v1"}, "LLM_BASE_URL"},
+		{"guard URL not http", map[string]string{"GUARD_BASE_URL": "unix:///run/guard.sock"}, "GUARD_BASE_URL"},
+		{"bad price table", map[string]string{"LLM_PRICES": "gpt-4o-mini=0.15"}, "LLM_PRICES"},
+		{"no attempt time", map[string]string{"LLM_TIMEOUT": "0s"}, "LLM_TIMEOUT"},
+		{"blank fallback", map[string]string{"GUARD_FALLBACK_TEXT": "  "}, "GUARD_FALLBACK_TEXT"},
+		{"no check interval", map[string]string{"GUARD_CHECK_INTERVAL": "-1s"}, "GUARD_CHECK_INTERVAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
