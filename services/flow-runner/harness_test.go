@@ -66,6 +66,11 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		IdempotencyTTL:        24 * time.Hour,
 		IdempotencyStuckAfter: 5 * time.Minute,
 		SSEPingInterval:       15 * time.Second,
+		// No provider and no guard unless a test configures them.
+		LLMModel:           "gpt-4o-mini",
+		LLMTimeout:         30 * time.Second,
+		GuardFallbackText:  "Sorry, I can't help with that here.",
+		GuardCheckInterval: 10 * time.Second,
 	}
 	cfg.RPCSubjectPrefix += suffix
 	if mutate != nil {

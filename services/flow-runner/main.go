@@ -22,7 +22,9 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/guard"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/httpcall"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/llm"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/script"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
@@ -66,6 +68,23 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
 	}
 
+	// The AI nodes' provider and safety guard. Without LLM_BASE_URL there
+	// is no provider (nil), and an AI node fails with node_failed. The
+	// guard is built whatever is configured: with nothing, its Ready is
+	// guard.ErrNotConfigured, which refuses a flow with AI nodes before it
+	// runs (503 guard_not_wired).
+	var provider flowrun.LLM
+	if cfg.LLMBaseURL != "" {
+		provider = llm.New(llm.Options{
+			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
+			Prices: cfg.Prices(), AttemptTimeout: cfg.LLMTimeout, Log: log,
+		})
+	}
+	guardian := guard.New(guard.Options{
+		BaseURL: cfg.GuardBaseURL, APIKey: cfg.GuardAPIKey, BlockList: cfg.GuardBlockList,
+		CheckInterval: cfg.GuardCheckInterval, Log: log,
+	})
+
 	// adapters -> app -> ports
 	flows := adapters.NewFlowStore(svc.DB)
 	runs := adapters.NewRunStore(svc.DB, cfg.IdempotencyTTL)
@@ -90,10 +109,14 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 			Flows:   adapters.RunnableFlows{Store: flows},
 			Scripts: script.New(script.Defaults),
 			// The gateway owns the plan: AI units are counted there.
-			Quota:  adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
-			Now:    clock,
-			Budget: flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
+			Quota:         adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+			LLM:           provider,
+			Guard:         guardian,
+			GuardFallback: cfg.GuardFallbackText,
+			Now:           clock,
+			Budget:        flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
 		},
+		Guard:      guardian,
 		Stages:     cfg.Stages(),
 		SessionTTL: cfg.SessionTTL,
 		Metrics:    adapters.NewMetrics(svc.Metrics),
