@@ -31,14 +31,15 @@ test: deps ## every module's unit, integration and end-to-end tests, against rea
 	if [ -n "$$failed" ]; then echo "make test: FAILED in:$$failed"; exit 1; fi; \
 	echo "make test: every module passed"
 
-build: ## build the services, parleyctl, the local Telegram sandbox and the example webhook receiver into bin/
+build: ## build the services, parleyctl, the local Telegram and LLM sandboxes and the example webhook receiver into bin/
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES) parleyctl; do \
 		go build -o $(BIN)/$$s ./services/$$s || exit 1; \
 	done
 	@go build -o $(BIN)/telegram-sandbox ./e2e/cmd/telegram-sandbox
+	@go build -o $(BIN)/llm-sandbox ./e2e/cmd/llm-sandbox
 	@go build -o $(BIN)/webhook-receiver ./e2e/cmd/webhook-receiver
-	@echo "built: $(SERVICES) parleyctl telegram-sandbox webhook-receiver -> bin/"
+	@echo "built: $(SERVICES) parleyctl telegram-sandbox llm-sandbox webhook-receiver -> bin/"
 
 bench: deps ## run the benchmarks and write bench/report.txt
 	@mkdir -p bench
