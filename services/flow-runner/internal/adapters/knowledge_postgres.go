@@ -87,9 +87,12 @@ type kbPassageRow struct {
 
 func (kbPassageRow) TableName() string { return Schema + ".kb_passages" }
 
-// AddDocument implements catalog.KnowledgeStore.
+// AddDocument implements catalog.KnowledgeStore. The document it returns
+// has created_at as stored (microseconds), the same a list shows.
 func (s *KnowledgeStore) AddDocument(ctx context.Context, u catalog.KnowledgeUpload) (*catalog.KnowledgeDocument, error) {
-	doc := kbDocumentRow{ID: u.ID, WorkspaceID: u.WorkspaceID, Title: u.Title, Passages: len(u.Passages), CreatedAt: u.Now}
+	doc := kbDocumentRow{
+		ID: u.ID, WorkspaceID: u.WorkspaceID, Title: u.Title, Passages: len(u.Passages), CreatedAt: u.Now.Truncate(time.Microsecond),
+	}
 	rows := make([]kbPassageRow, len(u.Passages))
 	for i, p := range u.Passages {
 		rows[i] = kbPassageRow{DocumentID: u.ID, Ordinal: i, WorkspaceID: u.WorkspaceID, Title: p.Title, Heading: p.Heading, Text: p.Text}

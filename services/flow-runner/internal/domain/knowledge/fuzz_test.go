@@ -28,7 +28,7 @@ func FuzzSplit(f *testing.F) {
 		f.Add("T", s)
 	}
 	f.Fuzz(func(t *testing.T, title, doc string) {
-		ps, err := Split(title, []byte(doc))
+		d, err := Split(title, []byte(doc))
 		if err != nil {
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
@@ -36,11 +36,14 @@ func FuzzSplit(f *testing.F) {
 			}
 			return
 		}
-		if len(ps) == 0 || len(ps) > MaxPassages {
-			t.Fatalf("%d passages", len(ps))
+		if len(d.Passages) == 0 || len(d.Passages) > MaxPassages {
+			t.Fatalf("%d passages", len(d.Passages))
 		}
 		clean, _ := cleanTitle(title)
-		for i, p := range ps {
+		if d.Title != clean {
+			t.Fatalf("title %q, want %q", d.Title, clean)
+		}
+		for i, p := range d.Passages {
 			switch {
 			case p.Text == "" || p.Text != strings.TrimSpace(p.Text):
 				t.Fatalf("passage %d text %q is empty or untrimmed", i, p.Text)

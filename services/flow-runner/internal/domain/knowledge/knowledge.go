@@ -58,13 +58,20 @@ type Passage struct {
 	Text string
 }
 
+// Document is a document split: its title (trimmed, its spaces folded)
+// and its passages in document order.
+type Document struct {
+	Title    string
+	Passages []Passage
+}
+
 // Split checks a document and splits its Markdown into passages, in
 // document order. Each heading's section is split into its paragraphs; a
 // list, a code fence, a table or a quote is one paragraph, kept whole, and
 // joins the paragraph before it when that one introduces it (ends with a
 // colon). A paragraph longer than MaxPassageRunes is cut at sentence ends
 // (a list or code at line ends). A document with no text is refused.
-func Split(title string, markdown []byte) ([]Passage, error) {
+func Split(title string, markdown []byte) (*Document, error) {
 	title, err := cleanTitle(title)
 	if err != nil {
 		return nil, err
@@ -103,7 +110,7 @@ func Split(title string, markdown []byte) ([]Passage, error) {
 	if len(out) == 0 {
 		return nil, &ValidationError{"markdown", "has no text"}
 	}
-	return out, nil
+	return &Document{Title: title, Passages: out}, nil
 }
 
 // cleanTitle trims a title and folds its runs of spaces and line breaks

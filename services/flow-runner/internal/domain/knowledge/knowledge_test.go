@@ -39,10 +39,11 @@ func TestGoldenDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps, err := Split(tt.title, doc)
+			d, err := Split(tt.title, doc)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ps := d.Passages
 			golden := filepath.Join("testdata", strings.TrimSuffix(tt.file, ".md")+".passages")
 			got := render(ps)
 			if *update {
@@ -182,11 +183,11 @@ func TestSplit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ps, err := Split("Doc", []byte(tt.give))
+			d, err := Split("Doc", []byte(tt.give))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := render(ps); got != tt.want {
+			if got := render(d.Passages); got != tt.want {
 				t.Fatalf("got\n%s\nwant\n%s", got, tt.want)
 			}
 		})
@@ -226,12 +227,12 @@ func TestSplitRefuses(t *testing.T) {
 
 func TestSplitTitleIsCleaned(t *testing.T) {
 	t.Parallel()
-	ps, err := Split("  Returns\n\tpolicy ", []byte("# Refunds\nx"))
+	d, err := Split("  Returns\n\tpolicy ", []byte("# Refunds\nx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps[0].Title != "Returns policy › Refunds" || ps[0].Heading != "Refunds" {
-		t.Fatalf("%+v", ps[0])
+	if p := d.Passages[0]; d.Title != "Returns policy" || p.Title != "Returns policy › Refunds" || p.Heading != "Refunds" {
+		t.Fatalf("%+v", d)
 	}
 }
 
@@ -257,10 +258,11 @@ func TestLongParagraphsAreCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ps, err := Split("Doc", []byte(tt.give))
+			d, err := Split("Doc", []byte(tt.give))
 			if err != nil {
 				t.Fatal(err)
 			}
+			ps := d.Passages
 			if len(ps) != tt.wantParts {
 				t.Fatalf("%d parts, want %d", len(ps), tt.wantParts)
 			}
