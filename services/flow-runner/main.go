@@ -88,6 +88,9 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 	// adapters -> app -> ports
 	flows := adapters.NewFlowStore(svc.DB)
 	runs := adapters.NewRunStore(svc.DB, cfg.IdempotencyTTL)
+	// The workspaces' knowledge bases: parleyctl kb fills them, knowledge
+	// nodes search them.
+	knowledge := adapters.NewKnowledgeStore(svc.DB)
 	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
 	contract := porthttp.Contract{
 		Keys: idempotency.New(svc.Redis, redisKeys, "flows.invoke", idempotency.Options{
@@ -102,8 +105,9 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		PingInterval: cfg.SSEPingInterval,
 	}
 	uc := app.New(app.Deps{
-		Flows: flows,
-		Runs:  runs,
+		Flows:     flows,
+		Runs:      runs,
+		Knowledge: knowledge,
 		Engine: &flowrun.Engine{
 			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
 			Flows:   adapters.RunnableFlows{Store: flows},
@@ -112,6 +116,7 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 			Quota:         adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 			LLM:           provider,
 			Guard:         guardian,
+			Knowledge:     knowledge,
 			GuardFallback: cfg.GuardFallbackText,
 			Now:           clock,
 			Budget:        flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},

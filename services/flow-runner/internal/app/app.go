@@ -48,6 +48,8 @@ type Deps struct {
 	Flows  catalog.FlowStore
 	Runs   catalog.RunStore
 	Engine *run.Engine
+	// Knowledge keeps the workspaces' knowledge bases (parleyctl kb).
+	Knowledge catalog.KnowledgeStore
 	// Stages are the staged features a published flow may use
 	// (FLOW_STAGES_OPEN).
 	Stages map[flow.Stage]bool
@@ -67,6 +69,7 @@ type Deps struct {
 type App struct {
 	flows      catalog.FlowStore
 	runs       catalog.RunStore
+	knowledge  catalog.KnowledgeStore
 	engine     *run.Engine
 	stages     map[flow.Stage]bool
 	sessionTTL time.Duration
@@ -79,7 +82,7 @@ type App struct {
 // New returns the use cases over d.
 func New(d Deps) *App {
 	a := &App{
-		flows: d.Flows, runs: d.Runs, engine: d.Engine, stages: d.Stages, sessionTTL: d.SessionTTL,
+		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, engine: d.Engine, stages: d.Stages, sessionTTL: d.SessionTTL,
 		metrics: d.Metrics, guard: d.Guard, now: d.Now, newID: d.NewID,
 	}
 	if a.now == nil {

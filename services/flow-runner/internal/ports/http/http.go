@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/knowledge"
 )
 
 // Modules and features of a workspace's plan that the routes consult.
@@ -51,6 +52,9 @@ type App interface {
 	InvokeFlow(ctx context.Context, inv app.Invocation) (*app.Outcome, error)
 	ContinueSession(ctx context.Context, c app.Continuation) (*app.Outcome, error)
 	GetRun(ctx context.Context, workspaceID, flowID, runID string) (*catalog.Trace, error)
+	AddKnowledgeDocument(ctx context.Context, workspaceID, title string, markdown []byte) (*catalog.KnowledgeDocument, error)
+	ListKnowledgeDocuments(ctx context.Context, workspaceID string) ([]*catalog.KnowledgeDocument, error)
+	DeleteKnowledgeDocument(ctx context.Context, workspaceID, documentID string) error
 }
 
 type handlers struct {
@@ -70,12 +74,15 @@ func NewAPI(a App, c Contract, log *zap.Logger) *echo.Echo {
 	return e
 }
 
-// NewAdmin returns the router of the operator routes (parleyctl flow).
+// NewAdmin returns the router of the operator routes (parleyctl flow, kb).
 func NewAdmin(a App, log *zap.Logger) *echo.Echo {
 	h := &handlers{app: a, log: log}
 	e := httpx.NewEcho(log)
 	e.POST("/admin/workspaces/:ws/flows", h.publishFlow)
 	e.POST("/admin/flows/:id/deactivate", h.deactivateFlow)
+	e.POST("/admin/workspaces/:ws/kb/documents", h.addKnowledgeDocument)
+	e.GET("/admin/workspaces/:ws/kb/documents", h.listKnowledgeDocuments)
+	e.DELETE("/admin/kb/documents/:id", h.deleteKnowledgeDocument)
 	return e
 }
 
@@ -155,18 +162,23 @@ func (h *handlers) deactivateFlow(c echo.Context) error {
 func toHTTPError(err error) error {
 	var (
 		ve *flow.ValidationError
+		ke *knowledge.ValidationError
 		ni *flow.NotInvokableError
 		ie *app.InputError
 	)
 	switch {
 	case errors.As(err, &ve):
 		return errs.InvalidRequest("%s", ve.Error())
+	case errors.As(err, &ke):
+		return errs.InvalidRequest("%s", ke.Error())
 	case errors.As(err, &ni):
 		return errs.New(http.StatusUnprocessableEntity, CodeFlowNotInvokable, ni.Error())
 	case errors.As(err, &ie):
 		return errs.New(http.StatusBadRequest, CodeInputInvalid, ie.Error())
 	case errors.Is(err, catalog.ErrFlowNotFound):
 		return errs.NotFound(CodeFlowNotFound, "flow not found")
+	case errors.Is(err, catalog.ErrDocumentNotFound):
+		return errs.NotFound(CodeDocumentNotFound, "knowledge document not found")
 	case errors.Is(err, catalog.ErrRunNotFound):
 		return errs.NotFound(CodeRunNotFound, "run not found")
 	case errors.Is(err, catalog.ErrSessionNotFound):
