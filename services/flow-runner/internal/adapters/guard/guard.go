@@ -136,7 +136,11 @@ func (g *Guard) Check(ctx context.Context, text string) (bool, error) {
 	if g.moderation == nil {
 		return false, nil
 	}
-	return g.moderate(ctx, checkTimeout, text)
+	flagged, err := g.moderate(ctx, checkTimeout, text)
+	if err != nil {
+		return false, fmt.Errorf("safety guard: %w", err)
+	}
+	return flagged, nil
 }
 
 // Ready reports whether the guard can check text now: nil with a block
@@ -213,7 +217,7 @@ func (g *Guard) moderate(parent context.Context, limit time.Duration, text strin
 		g.record(err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("safety guard: %w", err)
+		return false, err
 	}
 	for _, r := range reply.Results {
 		if r.Flagged {

@@ -274,12 +274,13 @@ func TestReady(t *testing.T) {
 
 	m.set(true, nil)
 	clk.advance(10 * time.Second)
-	if err := g.Ready(ctx); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "moderation is down") || m.requests() != 3 {
+	const down = "the safety guard's moderation endpoint is unreachable: HTTP 500: moderation is down"
+	if err := g.Ready(ctx); !errors.Is(err, ErrUnreachable) || err.Error() != down || m.requests() != 3 {
 		t.Fatalf("stale Ready, endpoint down = %v after %d requests", err, m.requests())
 	}
 	// Down is known for the interval too.
 	m.set(false, nil)
-	if err := g.Ready(ctx); !errors.Is(err, ErrUnreachable) || m.requests() != 3 {
+	if err := g.Ready(ctx); !errors.Is(err, ErrUnreachable) || err.Error() != down || m.requests() != 3 {
 		t.Fatalf("Ready within the interval = %v after %d requests", err, m.requests())
 	}
 	clk.advance(10 * time.Second)
