@@ -67,6 +67,9 @@ var commands = map[string]command{
 	"webhook resave":    {"--workspace ID", webhookResave},
 	"flow publish":      {"--workspace ID --file FLOW.json [--flow ID]", flowPublish},
 	"flow deactivate":   {"--flow ID", flowDeactivate},
+	"kb add":            {"--workspace ID --title TITLE --file DOC.md", kbAdd},
+	"kb list":           {"--workspace ID", kbList},
+	"kb delete":         {"--id DOC_ID [--workspace ID]", kbDelete},
 	"deliveries replay": {"--workspace ID --since RFC3339 [--until RFC3339] [--event KIND]", deliveriesReplay},
 	"demo":              {"", demo},
 }
