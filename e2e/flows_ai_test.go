@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,6 +16,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // fakeAI is an OpenAI-compatible provider and moderation endpoint on
@@ -422,5 +427,105 @@ func TestFlowGuardNotWired(t *testing.T) {
 	a, err = postFlow(t.Context(), s2.gatewayURL, key2, invokePath(flow2), body)
 	if err != nil || a.status != http.StatusServiceUnavailable || a.code() != "guard_not_wired" {
 		t.Fatalf("invoke without a guard = %v (%v); want 503 guard_not_wired", a, err)
+	}
+}
+
+// startLLMSandbox runs the llm-sandbox binary on a free port until t ends
+// and returns its base URL (".../v1").
+func startLLMSandbox(t *testing.T) string {
+	t.Helper()
+	if err := sandboxOnce(); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports.Free(t, 1)[0])
+	cmd := exec.Command(filepath.Join(binDir, "llm-sandbox"), "-addr", addr)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("--- llm-sandbox output ---\n%s", out.String())
+		}
+	})
+	base := "http://" + addr + "/v1"
+	wait.For(t, 10*time.Second, "llm-sandbox up", func() error {
+		resp, err := http.Post(base+"/moderations", "application/json", strings.NewReader(`{"input": "hello"}`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	return base
+}
+
+// TestDemoAIFlowWalkthrough plays the README's walkthrough of the demo AI
+// flow as make run sets it up: the llm-sandbox as the provider and a block
+// list as the guard; parleyctl demo adds the demo document and the flow,
+// once; the answer cites the passages the knowledge node found, in JSON
+// and as a stream, and a blocked word is replaced.
+func TestDemoAIFlowWalkthrough(t *testing.T) {
+	t.Parallel()
+	llm := startLLMSandbox(t)
+	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "LLM_BASE_URL="+llm, "LLM_MODEL=sandbox", "LLM_PRICES=sandbox=0/0",
+		"GUARD_BLOCKLIST=forbidden,badword")
+	type demoOut struct {
+		Workspace struct {
+			ID string `json:"id"`
+		} `json:"workspace"`
+		APIKey     string `json:"api_key"`
+		AIFlowID   string `json:"ai_flow_id"`
+		KBDocument struct {
+			ID       string `json:"id"`
+			Passages int    `json:"passages"`
+		} `json:"kb_document"`
+	}
+	var demo, again demoOut
+	s.ctl(t, &demo, "demo")
+	s.ctl(t, &again, "demo")
+	if demo.AIFlowID == "" || demo.KBDocument.ID == "" || demo.KBDocument.Passages == 0 || again != demo {
+		t.Fatalf("demo printed %+v, then %+v; want the same AI flow and document, added once", demo, again)
+	}
+	var docs struct {
+		Documents []map[string]any `json:"documents"`
+	}
+	s.ctl(t, &docs, "kb", "list", "--workspace", demo.Workspace.ID)
+	if len(docs.Documents) != 1 || docs.Documents[0]["title"] != "Demo shop policy" {
+		t.Fatalf("kb list = %v", docs.Documents)
+	}
+
+	path := invokePath(demo.AIFlowID)
+	question := "How many days do I have to return an item?"
+	status, _, out := s.api(t, demo.APIKey, http.MethodPost, path, map[string]any{"input": map[string]any{"question": question}})
+	if status != http.StatusOK || out["status"] != "completed" {
+		t.Fatalf("invoke = %d %v", status, out)
+	}
+	sources, _ := out["output"].(map[string]any)["sources"].([]any)
+	if len(sources) == 0 || sources[0] != "Demo shop policy › Returns" {
+		t.Fatalf("sources %v; want the Returns passage first", sources)
+	}
+	msgs := out["messages"].([]any)
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0].(map[string]any)["text"].(string), "[sandbox]") {
+		t.Fatalf("messages %v", msgs)
+	}
+	if usage := out["usage"].(map[string]any); usage["billable_units"] != 1.0 || usage["tokens"].(float64) <= 0 {
+		t.Fatalf("usage %v", usage)
+	}
+
+	st := openEventStream(t, s.gatewayURL, demo.APIKey, path, `{"input": {"question": "Is anything forbidden to return?"}}`)
+	var names []string
+	var message map[string]any
+	for _, ev := range st.rest(t, 10*time.Second) {
+		names = append(names, ev.name)
+		if ev.name == "message" {
+			message = ev.data
+		}
+	}
+	if message["guard_blocked"] != true || message["text"] != "Sorry, I can't help with that here." {
+		t.Fatalf("the blocked answer's message event %v (events %v)", message, names)
 	}
 }

@@ -22,12 +22,14 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
-// sandboxOnce builds the Telegram sandbox, which make run starts beside the
-// services, into binDir.
+// sandboxOnce builds the Telegram and LLM sandboxes, which make run starts
+// beside the services, into binDir.
 var sandboxOnce = sync.OnceValue(func() error {
-	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "telegram-sandbox"), "./cmd/telegram-sandbox")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build telegram-sandbox: %v\n%s", err, out)
+	for _, name := range []string{"telegram-sandbox", "llm-sandbox"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./cmd/"+name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", name, err, out)
+		}
 	}
 	return nil
 })
@@ -46,7 +48,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		t.Fatal(err)
 	}
 	env := testenv.New(t)
-	p := ports.Free(t, 5)
+	p := ports.Free(t, 6)
 	// The test's own settings only: nothing from a developer's shell may
 	// point make run elsewhere, and a make running this test must not lend
 	// its jobserver to the inner one.
@@ -54,6 +56,7 @@ func startMakeRun(t *testing.T) *makeRun {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "TELEGRAM_") || strings.HasPrefix(k, "DEMO_") || strings.HasPrefix(k, "LOG_") ||
+			strings.HasPrefix(k, "LLM_") || strings.HasPrefix(k, "GUARD_") ||
 			strings.HasPrefix(k, "MAKE") || k == "MFLAGS" || strings.HasSuffix(k, "_ADDR") || strings.HasPrefix(k, "PARLEY_") ||
 			strings.HasSuffix(k, "_PUBLIC_URL") || k == "PUBLIC_BASE_URL" {
 			continue
@@ -68,6 +71,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		fmt.Sprintf("DISPATCHER_ADDR=127.0.0.1:%d", p[2]),
 		fmt.Sprintf("FLOW_RUNNER_ADDR=127.0.0.1:%d", p[3]),
 		fmt.Sprintf("TELEGRAM_SANDBOX_ADDR=127.0.0.1:%d", p[4]),
+		fmt.Sprintf("LLM_SANDBOX_ADDR=127.0.0.1:%d", p[5]),
 	)
 	// -o build: the binaries are this test's, already built.
 	r := &makeRun{cmd: exec.Command("make", "--no-print-directory", "-o", "build", "run"), out: &lockedBuffer{}, exited: make(chan struct{})}
@@ -99,14 +103,16 @@ func startMakeRun(t *testing.T) *makeRun {
 		}
 		return nil
 	})
-	// The banner names the demo flow parleyctl demo published.
-	if !demoFlowLine.MatchString(r.out.String()) {
-		t.Fatalf("make run's banner names no demo flow:\n%s", r.out.String())
+	// The banner names the demo flows parleyctl demo published.
+	if !demoFlowLine.MatchString(r.out.String()) || !demoAIFlowLine.MatchString(r.out.String()) {
+		t.Fatalf("make run's banner names no demo flow or no demo AI flow:\n%s", r.out.String())
 	}
 	return r
 }
 
 var demoFlowLine = regexp.MustCompile(`(?m)^  Demo flow: +[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+var demoAIFlowLine = regexp.MustCompile(`(?m)^  Demo AI flow: +[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // lifecycle returns the messages each "[service] " JSON log line of the
 // output carries, in order, and the level of each.

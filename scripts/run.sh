@@ -30,7 +30,7 @@ export DISPATCHER_ADDR=${DISPATCHER_ADDR:-127.0.0.1:${PORTS[webhook-dispatcher]}
 export FLOW_RUNNER_ADDR=${FLOW_RUNNER_ADDR:-127.0.0.1:${PORTS[flow-runner]}}
 declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR [flow-runner]=$FLOW_RUNNER_ADDR)
 
-for s in "${SERVICES[@]}" parleyctl telegram-sandbox; do
+for s in "${SERVICES[@]}" parleyctl telegram-sandbox llm-sandbox; do
   [ -x "$BIN/$s" ] || { echo "$BIN/$s is missing: run make build" >&2; exit 1; }
 done
 
@@ -128,6 +128,21 @@ if [ -z "${TELEGRAM_API_BASE:-}" ] && [ -z "${DEMO_TELEGRAM_TOKEN:-}" ]; then
   start telegram "$BIN/telegram-sandbox"
 fi
 
+# Without a real LLM provider (LLM_BASE_URL unset), the LLM sandbox plays an
+# OpenAI-compatible one: deterministic answers labelled [sandbox], each
+# request printed. Without a guard configured, a block list stands in for a
+# moderation endpoint, so that AI text can be sent (and blocked) locally.
+if [ -z "${LLM_BASE_URL:-}" ]; then
+  export LLM_SANDBOX_ADDR=${LLM_SANDBOX_ADDR:-127.0.0.1:8090}
+  export LLM_BASE_URL="http://$LLM_SANDBOX_ADDR/v1"
+  export LLM_MODEL=${LLM_MODEL:-sandbox}
+  export LLM_PRICES=${LLM_PRICES:-sandbox=0/0}
+  start llm "$BIN/llm-sandbox" -addr "$LLM_SANDBOX_ADDR"
+fi
+if [ -z "${GUARD_BASE_URL:-}" ] && [ -z "${GUARD_BLOCKLIST:-}" ]; then
+  export GUARD_BLOCKLIST="forbidden,badword"
+fi
+
 for s in "${SERVICES[@]}"; do
   start "$s" "$BIN/$s"
 done
@@ -149,6 +164,7 @@ ingress=$(sed -n 's/.*"url": "\(.*\/ingress\/telegram\/.*\)".*/\1/p' <<<"$demo")
 secret=$(sed -n 's/.*"secret_token": "\(.*\)".*/\1/p' <<<"$demo")
 webchat=$(sed -n 's/.*"webchat_url": "\(.*\)".*/\1/p' <<<"$demo")
 flow_id=$(sed -n 's/.*"flow_id": "\(.*\)".*/\1/p' <<<"$demo")
+ai_flow_id=$(sed -n 's/.*"ai_flow_id": "\(.*\)".*/\1/p' <<<"$demo")
 
 cat <<MSG
 
@@ -161,10 +177,14 @@ cat <<MSG
   Ingress secret:     $secret
   Telegram API:       $TELEGRAM_API_BASE
   Demo flow:          $flow_id
+  Demo AI flow:       $ai_flow_id
+  LLM provider:       $LLM_BASE_URL
 
   Try:  curl -s -H "Authorization: Bearer $api_key" $gateway_url/v1/me
         curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
           -d '{"input":{}}' $gateway_url/v1/flows/$flow_id/invoke
+        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
+          -d '{"input":{"question":"How many days do I have to return an item?"}}' $gateway_url/v1/flows/$ai_flow_id/invoke
   The README's "Getting started" and "Headless flows: a walkthrough" go on from there.
   Ctrl-C stops everything.
 

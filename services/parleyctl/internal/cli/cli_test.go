@@ -184,17 +184,22 @@ func TestWorkspaceCreateSendsOnlyGivenFields(t *testing.T) {
 	}
 }
 
-// demoFlowListed is the flow-runner's list holding the demo flow as this
-// parleyctl publishes it.
+// demoFlowListed is the flow-runner's list holding the demo flows as this
+// parleyctl publishes them.
 func demoFlowListed(t *testing.T) map[string]any {
 	t.Helper()
 	_, name, description, err := cli.DemoFlow("http://127.0.0.1:8083/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, aiName, aiDescription, err := cli.DemoAIFlow()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return map[string]any{"flows": []any{
 		map[string]any{"id": "f0", "name": "Another flow", "description": "", "published_version": 1},
 		map[string]any{"id": "f1", "name": name, "description": description, "published_version": 3},
+		map[string]any{"id": "f2", "name": aiName, "description": aiDescription, "published_version": 1},
 	}}
 }
 
@@ -210,8 +215,10 @@ func TestDemoReusesWhatExists(t *testing.T) {
 			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s"},
 			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "secret": "w"},
 		}},
-		"POST /admin/workspaces": errors.New("must not create the workspace again"),
-		"POST /admin/channels":   errors.New("must not create the channel again"),
+		"POST /admin/workspaces":                 errors.New("must not create the workspace again"),
+		"POST /admin/channels":                   errors.New("must not create the channel again"),
+		"GET /admin/workspaces/w1/kb/documents":  map[string]any{"documents": []any{map[string]any{"id": "d1", "title": "Demo shop policy", "passages": 6}}},
+		"POST /admin/workspaces/w1/kb/documents": errors.New("must not add the demo document again"),
 	}}
 	var out bytes.Buffer
 	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
@@ -265,6 +272,8 @@ func TestDemoCreatesWhatIsMissing(t *testing.T) {
 		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
 		"GET /v1/flows":                               map[string]any{"flows": []any{}},
 		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
+		"GET /admin/workspaces/w1/kb/documents":       map[string]any{"documents": []any{}},
+		"POST /admin/workspaces/w1/kb/documents":      map[string]any{"document": map[string]any{"id": "d1"}},
 	}}
 	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)

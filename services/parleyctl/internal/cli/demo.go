@@ -36,6 +36,21 @@ const featureFlowsAPI = "flows_api"
 //go:embed demo_flow.json
 var demoFlowTemplate []byte
 
+// demoAIFlowTemplate is the demo AI flow: a knowledge search over the demo
+// document, then an llm answer that is sent. $REVISION is filled in by
+// demoAIFlow.
+//
+//go:embed demo_ai_flow.json
+var demoAIFlowTemplate []byte
+
+// demoDocument is the demo knowledge base's document, the demo shop's
+// policy, added under demoDocumentTitle.
+//
+//go:embed demo_policy.md
+var demoDocument []byte
+
+const demoDocumentTitle = "Demo shop policy"
+
 type channel struct {
 	ID         string `json:"id"`
 	Kind       string `json:"kind"`
@@ -88,7 +103,26 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	flow, err := c.ensureDemoFlow(ctx, ws.ID)
+	if err := c.ensureDemoFeature(ctx, ws.ID); err != nil {
+		return err
+	}
+	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
+	if err != nil {
+		return err
+	}
+	flow, err := c.ensureDemoFlow(ctx, ws.ID, doc, name, description)
+	if err != nil {
+		return err
+	}
+	document, err := c.ensureDemoDocument(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	doc, name, description, err = demoAIFlow()
+	if err != nil {
+		return err
+	}
+	aiFlow, err := c.ensureDemoFlow(ctx, ws.ID, doc, name, description)
 	if err != nil {
 		return err
 	}
@@ -105,6 +139,9 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 		"webchat_url": c.cfg.MessagingURL() + "/webchat/" + webchat.ID,
 		"flow_id":     flow.ID,
 		"flow":        flow,
+		"ai_flow_id":  aiFlow.ID,
+		"ai_flow":     aiFlow,
+		"kb_document": document,
 	})
 }
 
@@ -165,7 +202,17 @@ func demoFlow(healthURL string) (doc []byte, name, description string, err error
 	if err != nil {
 		return nil, "", "", err
 	}
-	doc = bytes.ReplaceAll(demoFlowTemplate, []byte(`"$HEALTH_URL"`), quoted)
+	return revised(bytes.ReplaceAll(demoFlowTemplate, []byte(`"$HEALTH_URL"`), quoted))
+}
+
+// demoAIFlow is the demo AI flow's document, revised as demoFlow's is.
+func demoAIFlow() (doc []byte, name, description string, err error) {
+	return revised(demoAIFlowTemplate)
+}
+
+// revised fills a demo flow's $REVISION with a digest of the rest and
+// returns it with its name and description.
+func revised(doc []byte) (_ []byte, name, description string, err error) {
 	sum := sha256.Sum256(doc)
 	doc = bytes.ReplaceAll(doc, []byte("$REVISION"), []byte(hex.EncodeToString(sum[:4])))
 	var head struct {
@@ -185,19 +232,20 @@ type demoFlowSummary struct {
 	PublishedVersion int    `json:"published_version"`
 }
 
-// ensureDemoFlow switches flows_api on for the demo workspace and makes sure
-// its demo flow is published as this parleyctl and configuration describe
-// it: created when missing, a new version when the one found differs, left
-// alone otherwise.
-func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string) (demoFlowSummary, error) {
+// ensureDemoFeature switches flows_api on for the demo workspace.
+func (c *CLI) ensureDemoFeature(ctx context.Context, workspaceID string) error {
 	path := "/admin/workspaces/" + url.PathEscape(workspaceID) + "/features/" + featureFlowsAPI
 	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPut, path, map[string]bool{"on": true}, nil); err != nil {
-		return demoFlowSummary{}, fmt.Errorf("demo flows_api feature: %w", err)
+		return fmt.Errorf("demo flows_api feature: %w", err)
 	}
-	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
-	if err != nil {
-		return demoFlowSummary{}, err
-	}
+	return nil
+}
+
+// ensureDemoFlow makes sure the demo flow doc (named name, described by
+// description) is published as this parleyctl and configuration describe
+// it: created when missing, a new version when the one found differs, left
+// alone otherwise.
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, doc []byte, name, description string) (demoFlowSummary, error) {
 	// The flow-runner's admin routes do not list flows; its api route
 	// lists the workspace's active api flows, as the gateway would forward
 	// the demo key's GET /v1/flows with the feature just switched on.
@@ -226,7 +274,32 @@ func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string) (demoFlowS
 	}
 	published, err := c.publishFlow(ctx, "/admin/workspaces/"+url.PathEscape(workspaceID)+"/flows", flowID, doc)
 	if err != nil {
-		return demoFlowSummary{}, fmt.Errorf("publish demo flow: %w", err)
+		return demoFlowSummary{}, fmt.Errorf("publish demo flow %q: %w", name, err)
 	}
 	return demoFlowSummary{ID: published.ID, Name: name, PublishedVersion: published.PublishedVersion}, nil
+}
+
+// ensureDemoDocument adds the demo shop's policy to the demo workspace's
+// knowledge base unless a document of its title is there.
+func (c *CLI) ensureDemoDocument(ctx context.Context, workspaceID string) (addedDocument, error) {
+	path := "/admin/workspaces/" + url.PathEscape(workspaceID) + "/kb/documents"
+	var list struct {
+		Documents []addedDocument `json:"documents"`
+	}
+	if err := c.call.CallJSON(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, "", http.MethodGet, path, nil, &list); err != nil {
+		return addedDocument{}, fmt.Errorf("list demo documents: %w", err)
+	}
+	for _, d := range list.Documents {
+		if d.Title == demoDocumentTitle {
+			return d, nil
+		}
+	}
+	var added struct {
+		Document addedDocument `json:"document"`
+	}
+	body := map[string]string{"title": demoDocumentTitle, "markdown": string(demoDocument)}
+	if err := c.call.CallJSON(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, "", http.MethodPost, path, body, &added); err != nil {
+		return addedDocument{}, fmt.Errorf("add demo document: %w", err)
+	}
+	return added.Document, nil
 }

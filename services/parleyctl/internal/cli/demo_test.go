@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
@@ -59,40 +60,76 @@ func TestDemoFlowDocument(t *testing.T) {
 	}
 }
 
-// A workspace without the demo flow gets flows_api switched on, is listed
-// through the flow-runner's api endpoint with that feature, and is given the
-// flow, whose http node calls the flow-runner's configured address.
-func TestDemoPublishesTheFlowWhenMissing(t *testing.T) {
+// A workspace without the demo flows gets flows_api switched on, is listed
+// through the flow-runner's api endpoint with that feature, and is given
+// the demo flow (whose http node calls the flow-runner's configured
+// address), the demo document, and the demo AI flow over it.
+func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 	t.Parallel()
-	rec := &recorder{answers: map[string]any{
-		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
-		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
-		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
-		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
-		"GET /v1/flows":                               map[string]any{"flows": []any{}},
-		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
-	}}
-	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
+	rec := &recorder{answers: demoAnswers(map[string]any{
+		"GET /v1/flows":                          map[string]any{"flows": []any{}},
+		"GET /admin/workspaces/w1/kb/documents":  map[string]any{"documents": []any{}},
+		"POST /admin/workspaces/w1/kb/documents": map[string]any{"document": map[string]any{"id": "d1", "title": "Demo shop policy", "passages": 6}},
+	})}
+	var out bytes.Buffer
+	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	n := len(rec.calls)
-	if n < 3 || !slices.Equal(rec.calls[n-3:], []string{
+	i := slices.Index(rec.calls, "gateway/admin PUT /admin/workspaces/w1/features/flows_api")
+	if i < 0 || !slices.Equal(rec.calls[i:], []string{
 		"gateway/admin PUT /admin/workspaces/w1/features/flows_api",
+		"flow-runner/api GET /v1/flows",
+		"flow-runner/admin POST /admin/workspaces/w1/flows",
+		"flow-runner/admin GET /admin/workspaces/w1/kb/documents",
+		"flow-runner/admin POST /admin/workspaces/w1/kb/documents",
 		"flow-runner/api GET /v1/flows",
 		"flow-runner/admin POST /admin/workspaces/w1/flows",
 	}) {
 		t.Fatalf("calls %v", rec.calls)
 	}
-	if rec.bodies[n-3]["on"] != true {
-		t.Errorf("feature body = %v", rec.bodies[n-3])
+	if rec.bodies[i]["on"] != true {
+		t.Errorf("feature body = %v", rec.bodies[i])
 	}
-	if !slices.Equal(rec.features[n-2], []string{"flows_api"}) {
-		t.Errorf("the list carried features %v", rec.features[n-2])
+	if !slices.Equal(rec.features[i+1], []string{"flows_api"}) {
+		t.Errorf("the list carried features %v", rec.features[i+1])
 	}
 	want, _, _, _ := cli.DemoFlow("http://127.0.0.1:8083/healthz")
-	if !bytes.Equal(rec.raws[n-1], want) || rec.queries[n-1] != "" {
-		t.Errorf("published %q?%s, want the demo flow as a new flow", rec.raws[n-1], rec.queries[n-1])
+	if !bytes.Equal(rec.raws[i+2], want) || rec.queries[i+2] != "" {
+		t.Errorf("published %q?%s, want the demo flow as a new flow", rec.raws[i+2], rec.queries[i+2])
 	}
+	if doc := rec.bodies[i+4]; doc["title"] != "Demo shop policy" || !strings.Contains(doc["markdown"].(string), "# Returns") {
+		t.Errorf("added document %v", doc)
+	}
+	wantAI, _, _, _ := cli.DemoAIFlow()
+	if !bytes.Equal(rec.raws[i+6], wantAI) || rec.queries[i+6] != "" {
+		t.Errorf("published %q?%s, want the demo AI flow as a new flow", rec.raws[i+6], rec.queries[i+6])
+	}
+	var printed struct {
+		AIFlowID   string `json:"ai_flow_id"`
+		KBDocument struct {
+			ID       string `json:"id"`
+			Passages int    `json:"passages"`
+		} `json:"kb_document"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || printed.AIFlowID != "f1" || printed.KBDocument.ID != "d1" || printed.KBDocument.Passages != 6 {
+		t.Errorf("printed %s (%v)", out.String(), err)
+	}
+}
+
+// demoAnswers are the recorder's answers for a demo workspace w1 with its
+// key and channels, plus more.
+func demoAnswers(more map[string]any) map[string]any {
+	answers := map[string]any{
+		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
+		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
+		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
+		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
+		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
+	}
+	for k, v := range more {
+		answers[k] = v
+	}
+	return answers
 }
 
 // A demo flow published by another parleyctl or for another address gets a
@@ -103,21 +140,22 @@ func TestDemoRepublishesAChangedFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{answers: map[string]any{
-		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
-		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
-		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
-		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
-		"GET /v1/flows":                               map[string]any{"flows": []any{map[string]any{"id": "f1", "name": name, "description": "an older revision", "published_version": 2}}},
-		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 3},
-	}}
+	_, aiName, aiDescription, _ := cli.DemoAIFlow()
+	rec := &recorder{answers: demoAnswers(map[string]any{
+		"GET /v1/flows": map[string]any{"flows": []any{
+			map[string]any{"id": "f1", "name": name, "description": "an older revision", "published_version": 2},
+			map[string]any{"id": "f2", "name": aiName, "description": aiDescription, "published_version": 1},
+		}},
+		"POST /admin/workspaces/w1/flows":       map[string]any{"id": "f1", "published_version": 3},
+		"GET /admin/workspaces/w1/kb/documents": map[string]any{"documents": []any{map[string]any{"id": "d1", "title": "Demo shop policy", "passages": 6}}},
+	})}
 	var out bytes.Buffer
 	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	n := len(rec.calls)
-	if rec.calls[n-1] != "flow-runner/admin POST /admin/workspaces/w1/flows" || rec.queries[n-1] != "flow_id=f1" {
-		t.Fatalf("last call %s?%s, want a new version of f1", rec.calls[n-1], rec.queries[n-1])
+	i := slices.Index(rec.calls, "flow-runner/admin POST /admin/workspaces/w1/flows")
+	if i < 0 || rec.queries[i] != "flow_id=f1" || slices.Index(rec.calls[i+1:], rec.calls[i]) >= 0 {
+		t.Fatalf("calls %v (queries %v), want one new version of f1", rec.calls, rec.queries)
 	}
 	var printed struct {
 		FlowID string `json:"flow_id"`
