@@ -529,3 +529,76 @@ func TestDemoAIFlowWalkthrough(t *testing.T) {
 		t.Fatalf("the blocked answer's message event %v (events %v)", message, names)
 	}
 }
+
+// knowledgeFlow saves what a knowledge search for input.q finds.
+const knowledgeFlow = `{
+  "name": "Search", "triggers": ["api"],
+  "nodes": [
+    {"id": "start", "type": "start", "next": "search"},
+    {"id": "search", "type": "knowledge", "query": "{{vars.input.q}}", "top_k": 2, "save_as": "found", "next": "done"},
+    {"id": "done", "type": "end", "output": {"found": "{{vars.found}}"}}
+  ]
+}`
+
+// TestKnowledgeBaseCLI: an operator adds English and Mongolian documents
+// with parleyctl kb, a knowledge node finds the passage a customer's
+// question is about in each, kb list shows them, and after kb delete the
+// search finds nothing of the deleted one.
+func TestKnowledgeBaseCLI(t *testing.T) {
+	t.Parallel()
+	s := startSuite(t)
+	ws, key := s.flowDeveloper(t)
+	testdata := filepath.Join("..", "services", "flow-runner", "internal", "domain", "knowledge", "testdata")
+	var en, mn struct {
+		ID       string `json:"id"`
+		Title    string `json:"title"`
+		Passages int    `json:"passages"`
+	}
+	s.ctl(t, &en, "kb", "add", "--workspace", ws, "--title", "Store policy", "--file", filepath.Join(testdata, "store_policy_en.md"))
+	s.ctl(t, &mn, "kb", "add", "--workspace", ws, "--title", "Журам", "--file", filepath.Join(testdata, "store_policy_mn.md"))
+	if en.ID == "" || en.Passages < 5 || mn.ID == "" || mn.Passages < 5 {
+		t.Fatalf("kb add printed %+v and %+v", en, mn)
+	}
+	var list struct {
+		Documents []struct{ ID, Title string }
+	}
+	s.ctl(t, &list, "kb", "list", "--workspace", ws)
+	if len(list.Documents) != 2 {
+		t.Fatalf("kb list = %+v", list)
+	}
+
+	flowID := s.publishFlow(t, ws, knowledgeFlow)
+	search := func(q string) []any {
+		t.Helper()
+		status, _, out := s.api(t, key, http.MethodPost, invokePath(flowID), map[string]any{"input": map[string]any{"q": q}})
+		if status != http.StatusOK || out["status"] != "completed" {
+			t.Fatalf("search %q = %d %v", q, status, out)
+		}
+		found, _ := out["output"].(map[string]any)["found"].([]any)
+		return found
+	}
+	first := func(found []any) map[string]any {
+		if len(found) == 0 {
+			return nil
+		}
+		return found[0].(map[string]any)
+	}
+	if p := first(search("How many days do I have to return an item?")); p == nil || !strings.HasPrefix(p["title"].(string), "Store policy") ||
+		!strings.Contains(strings.ToLower(p["text"].(string)), "days") {
+		t.Fatalf("English question found %v", p)
+	}
+	if p := first(search("Бараагаа хэдэн хоногийн дотор буцааж болох вэ?")); p == nil || !strings.HasPrefix(p["title"].(string), "Журам") ||
+		!strings.Contains(p["text"].(string), "14 хоног") {
+		t.Fatalf("Mongolian question found %v", p)
+	}
+
+	s.ctl(t, nil, "kb", "delete", "--id", mn.ID, "--workspace", ws)
+	for _, p := range search("Бараагаа хэдэн хоногийн дотор буцааж болох вэ?") {
+		if strings.HasPrefix(p.(map[string]any)["title"].(string), "Журам") {
+			t.Fatalf("a deleted document's passage was found: %v", p)
+		}
+	}
+	if _, stderr, err := s.ctlRaw("kb", "delete", "--id", mn.ID); err == nil || !strings.Contains(string(stderr), "document_not_found") {
+		t.Fatalf("deleting it again: %v %s", err, stderr)
+	}
+}
