@@ -198,31 +198,39 @@ func (x *exec) guarded(text string) Message {
 	return m
 }
 
-func (x *exec) intent(sc *scope, n *flow.Intent) stepResult {
-	text, err := render(n.Text, sc.vars)
+// askJSON is the provider call of intent and extract: the rendered text as
+// the user message under system, a JSON object asked for and read. A
+// non-nil failed is the node's failure (its unit given back).
+func (x *exec) askJSON(sc *scope, node flow.Node, text *flow.Template, system string) (call *aiCall, input, answer map[string]any, failed *stepResult) {
+	rendered, err := render(text, sc.vars)
 	if err != nil {
-		return x.failStep(sc, n, "text: %s", err)
+		r := x.failStep(sc, node, "text: %s", err)
+		return nil, nil, nil, &r
 	}
+	input = map[string]any{"text": rendered}
 	req := ChatRequest{JSON: true, Messages: []ChatMessage{
-		{Role: RoleSystem, Content: intentPrompt(n.Intents)},
-		{Role: RoleUser, Content: text},
+		{Role: RoleSystem, Content: system},
+		{Role: RoleUser, Content: rendered},
 	}}
-	input := map[string]any{"text": text}
-	call, failed := x.beginAI(sc, n)
-	if failed != nil {
+	if call, failed = x.beginAI(sc, node); failed != nil {
 		failed.input = input
+		return nil, nil, nil, failed
+	}
+	if failed = call.chat(req, input); failed != nil {
+		return nil, nil, nil, failed
+	}
+	if err := json.Unmarshal([]byte(call.reply.Text), &answer); err != nil || answer == nil {
+		return nil, nil, nil, call.failf(input, "the provider's answer is not a JSON object: %s", truncate(call.reply.Text, 200))
+	}
+	return call, input, answer, nil
+}
+
+func (x *exec) intent(sc *scope, n *flow.Intent) stepResult {
+	call, input, answer, failed := x.askJSON(sc, n, n.Text, intentPrompt(n.Intents))
+	if failed != nil {
 		return *failed
 	}
-	if failed := call.chat(req, input); failed != nil {
-		return *failed
-	}
-	var answer struct {
-		Intent any `json:"intent"`
-	}
-	if err := json.Unmarshal([]byte(call.reply.Text), &answer); err != nil {
-		return *call.failf(input, "the provider's answer is not a JSON object: %s", truncate(call.reply.Text, 200))
-	}
-	name, _ := answer.Intent.(string)
+	name, _ := answer["intent"].(string)
 	next, branch := n.Else, "else"
 	for _, o := range n.Intents {
 		if o.Name == name {
@@ -262,26 +270,9 @@ func intentPrompt(intents []flow.IntentOption) string {
 }
 
 func (x *exec) extract(sc *scope, n *flow.Extract) stepResult {
-	text, err := render(n.Text, sc.vars)
-	if err != nil {
-		return x.failStep(sc, n, "text: %s", err)
-	}
-	req := ChatRequest{JSON: true, Messages: []ChatMessage{
-		{Role: RoleSystem, Content: extractPrompt(n.Fields)},
-		{Role: RoleUser, Content: text},
-	}}
-	input := map[string]any{"text": text}
-	call, failed := x.beginAI(sc, n)
+	call, input, answer, failed := x.askJSON(sc, n, n.Text, extractPrompt(n.Fields))
 	if failed != nil {
-		failed.input = input
 		return *failed
-	}
-	if failed := call.chat(req, input); failed != nil {
-		return *failed
-	}
-	var answer map[string]any
-	if err := json.Unmarshal([]byte(call.reply.Text), &answer); err != nil || answer == nil {
-		return *call.failf(input, "the provider's answer is not a JSON object: %s", truncate(call.reply.Text, 200))
 	}
 	// The object holds the node's fields only; a field the provider could
 	// not find is null, and a required one fails the node.
