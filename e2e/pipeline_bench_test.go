@@ -1,0 +1,1056 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+)
+
+// BenchmarkPipeline is issue 11's bench (make bench-e2e): the product's
+// whole path, a customer's Telegram message to the developer's signed
+// webhook, through the built binaries on the real servers, beside bare
+// baselines measured in the same run on the same machine.
+//
+// One suite (gateway, messaging, webhook-dispatcher, flow-runner) serves
+// -pipeline.workspaces workspaces, each with a Telegram channel in external
+// mode and a webhook with its own secret at a receiver in this process
+// (one loopback server, a path per workspace). The receiver checks every
+// request as the README tells developers to (checkHook: the HMAC over
+// "<timestamp>.<raw body>" with that workspace's secret, the timestamp's
+// window, the envelope's id equal to X-Service-Delivery) and answers 204.
+// The load generator posts real Telegram Updates to messaging's ingress
+// (POST /ingress/telegram/{channel}, the channel's secret token), from
+// -pipeline.customers customers (distinct from.id and chat.id; customer k
+// writes to workspace k mod workspaces), each message numbered: its
+// update_id and message_id, which comes back in the webhook as
+// data.message.external_id. A message's latency runs from its ingress
+// POST's 2xx (accepted) to the receiver having read its signed POST.
+//
+// Nothing lost, nothing twice: every message of a run must reach the
+// receiver exactly once, under one delivery id (X-Service-Delivery) that
+// no other request carried, and the dispatcher's delivery log must then
+// hold every one of those ids as delivered (it stores the outcome before
+// it acks); anything else fails the benchmark. A bad signature fails it
+// too.
+//
+// The sub-benchmarks, in this order:
+//
+//   - bare-http: a bare net/http client posting one real delivery's
+//     signed body and headers to the same receiver, which checks it as
+//     any delivery: req/s from -pipeline.senders goroutines for
+//     -pipeline.baseline-time, and p50-ms / p99-ms of pipelineSample posts
+//     one at a time. The floor of "one HTTP POST per message";
+//   - bare-pg-js: one INSERT of an outbox-sized row plus one JetStream
+//     publish waiting for its ack (to a stream with the EVENTS stream's
+//     settings): ops/s and p50/p99 the same way. The floor of "one
+//     committed write and one stored event per message";
+//   - pipeline-max/instances=1: -pipeline.messages messages from
+//     -pipeline.senders closed-loop senders: messages/s (first POST to the
+//     last delivery received), ingress/s (to the last 2xx), p50-ms /
+//     p99-ms (mostly queueing, at saturation), and messages/s as a ratio
+//     of each bare figure;
+//   - pipeline-paced-<rate>: -pipeline.paced messages sent open loop on a
+//     schedule of -pipeline.rate per second (each POST in its own
+//     goroutine at its time, whether or not earlier ones were answered):
+//     achieved-msg/s, p50-ms / p99-ms and their ratios to the bare floor
+//     (the bare-http plus the bare-pg-js figure), ingress-p50-ms /
+//     ingress-p99-ms (POST to 2xx), and the resident memory (VmRSS) of
+//     each service process when idle (after the warm-up, before any load)
+//     and its peak under this load (rss-mb-<service>-idle, -load);
+//   - pipeline-max/instances=N: pipeline-max with N-1 more messaging and
+//     dispatcher processes (startExtra; -pipeline.instances), the senders
+//     spreading their POSTs over the messaging instances as a load
+//     balancer would; the extra processes are interrupted afterwards;
+//   - pipeline-noisy: the paced run again, one instance each, with
+//     -pipeline.hanging of the workspaces' webhooks saved to an endpoint
+//     (a server of its own, as another host would be) that accepts the
+//     request and never answers until the benchmark ends. Latency and
+//     loss count only the healthy workspaces' messages; beside their
+//     p50/p99 it reports the quiet paced run's (quiet-p50-ms,
+//     quiet-p99-ms) and the ratios. The hanging webhooks get paused after
+//     WEBHOOK_PAUSE_AFTER failed deliveries, as they should; it is last
+//     because what hangs stays in flight until the end.
+//
+// Each run also reports CPU time per message of the messaging processes,
+// the dispatcher processes (process_cpu_seconds_total from their /metrics)
+// and of this process (the load generator and the receiver).
+//
+// Every run sends its own fixed number of messages whatever b.N is, so
+// run it with -benchtime 1x; ns/op is per message for the throughput runs
+// and left out for the paced ones. The services keep every setting at its
+// default except WEBHOOK_ALLOW_PRIVATE_TARGETS=true (the receiver is on
+// loopback) and TELEGRAM_API_BASE (a local fake Bot API; receiving calls
+// it not at all). No limit is raised: Telegram ingress has no rate or
+// abuse limit (the README's "Abuse limits" are the gateway's and the
+// webchat widget's), and the gateway, which is not on this path, serves
+// only the setup.
+//
+//	cd e2e && go test -run '^$' -bench '^BenchmarkPipeline$' -benchtime 1x -timeout 30m .
+//	cd e2e && go test -run '^$' -bench '^BenchmarkPipeline$' -benchtime 1x . -pipeline.messages 2000 -pipeline.paced 2000
+var (
+	pipelineMessages     = flag.Int("pipeline.messages", 20000, "messages of each pipeline-max run")
+	pipelinePaced        = flag.Int("pipeline.paced", 20000, "messages of each paced run (pipeline-paced-<rate>, pipeline-noisy)")
+	pipelineRate         = flag.Int("pipeline.rate", 1000, "messages per second of the paced runs")
+	pipelineWorkspaces   = flag.Int("pipeline.workspaces", 20, "workspaces, each with a Telegram channel and a webhook with its own secret")
+	pipelineCustomers    = flag.Int("pipeline.customers", 2000, "distinct Telegram customers (from.id = chat.id), spread over the workspaces")
+	pipelineSenders      = flag.Int("pipeline.senders", 64, "concurrent senders of pipeline-max and of the bare baselines")
+	pipelineInstances    = flag.Int("pipeline.instances", 3, "messaging and webhook-dispatcher processes of the second pipeline-max run")
+	pipelineHanging      = flag.Float64("pipeline.hanging", 0.10, "share of the workspaces whose webhook hangs in pipeline-noisy")
+	pipelineBaselineTime = flag.Duration("pipeline.baseline-time", 5*time.Second, "how long each bare baseline's throughput is measured")
+	pipelineSettle       = flag.Duration("pipeline.settle", 5*time.Minute, "how long a run waits, after its last message is accepted, for every delivery")
+)
+
+// pipelineSample is how many operations the bare baselines time one at a
+// time for their p50 and p99.
+const pipelineSample = 500
+
+// pipelineHooks is the path of a workspace's webhook at the receiver,
+// followed by the workspace's index.
+const pipelineHooks = "/hooks/ws"
+
+func BenchmarkPipeline(b *testing.B) {
+	// Everything is started here, on the parent benchmark, because what a
+	// sub-benchmark registers for cleanup goes after each of its runs.
+	pb := newPipelineBench(b)
+
+	b.Run("bare-http", pb.bareHTTP)
+	b.Run("bare-pg-js", pb.barePGJS)
+	b.Run("pipeline-max/instances=1", pb.max)
+	b.Run(fmt.Sprintf("pipeline-paced-%d", *pipelineRate), pb.paced)
+	extras := pb.scaleOut(b, *pipelineInstances)
+	b.Run(fmt.Sprintf("pipeline-max/instances=%d", *pipelineInstances), pb.max)
+	pb.scaleIn(b, extras)
+	b.Run("pipeline-noisy", pb.noisy)
+
+	fmt.Printf("loadavg-end: %s\n", loadAverage())
+	// A delivery that came twice after its run was checked fails here.
+	if err := pb.rcv.err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// pipelineBench is the running suite, its workspaces and the receiver.
+type pipelineBench struct {
+	s       *suite
+	rcv     *pipelineReceiver
+	hang    *hangingEndpoint
+	spaces  []pipelineWorkspace
+	ingress []string // messaging base URLs the senders spread over
+	http    *http.Client
+	pool    *pgxpool.Pool
+	js      jetstream.JetStream
+	seq     atomic.Int64 // the last message number used
+	// customers is -pipeline.customers, at least one per workspace.
+	customers int64
+
+	// Figures of earlier sub-benchmarks that later ones are a ratio of;
+	// zero when not run (filtered out).
+	floorHTTP, floorPGJS pipelineBare
+	quiet                pipelineResult
+	rssIdle              map[string]float64
+	// dispatchers and messagings are the processes of each service now
+	// running, for their CPU time.
+	dispatchers, messagings []*proc
+}
+
+// pipelineWorkspace is one workspace of the bench.
+type pipelineWorkspace struct {
+	id, key string
+	channel string // its Telegram channel's id
+	token   string // the channel's secret token (X-Telegram-Bot-Api-Secret-Token)
+	hanging bool   // its webhook hangs (pipeline-noisy)
+}
+
+func newPipelineBench(b *testing.B) *pipelineBench {
+	b.Helper()
+	nws := *pipelineWorkspaces
+	if nws < 1 || *pipelineCustomers < nws || *pipelineSenders < 1 || *pipelineRate < 1 || *pipelineInstances < 1 {
+		b.Fatalf("-pipeline.workspaces %d, -pipeline.customers %d, -pipeline.senders %d, -pipeline.rate %d, -pipeline.instances %d: want workspaces >= 1, customers >= workspaces, the others >= 1",
+			nws, *pipelineCustomers, *pipelineSenders, *pipelineRate, *pipelineInstances)
+	}
+	fmt.Printf("loadavg-start: %s\n", loadAverage())
+	fmt.Printf("pipeline-setup: %d workspaces, %d customers, %d senders, pipeline-max %d messages, paced %d messages at %d/s, %d instances, %.0f %% of webhooks hanging in pipeline-noisy\n",
+		nws, *pipelineCustomers, *pipelineSenders, *pipelineMessages, *pipelinePaced, *pipelineRate, *pipelineInstances, 100**pipelineHanging)
+	fmt.Println("pipeline-env: WEBHOOK_ALLOW_PRIVATE_TARGETS=true, TELEGRAM_API_BASE=<a local fake Bot API>; every other setting at its default (Telegram ingress has no rate or abuse limit to raise)")
+
+	_, botAPI := telegramfake.Start(b)
+	s := startSuite(b, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	pb := &pipelineBench{
+		s:         s,
+		ingress:   []string{s.messagingURL},
+		customers: int64(*pipelineCustomers),
+		http: &http.Client{
+			// Open-loop sends may pile up when the ingress slows; this
+			// bounds the connections, not the goroutines waiting for one.
+			Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
+			Timeout:   time.Minute,
+		},
+		messagings:  []*proc{s.procs["messaging"]},
+		dispatchers: []*proc{s.procs["webhook-dispatcher"]},
+	}
+	pb.rcv = newPipelineReceiver(b, nws)
+	pb.hang = newHangingEndpoint(b)
+	for i := range nws {
+		pb.spaces = append(pb.spaces, pb.addWorkspace(b, i))
+	}
+
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, s.env.DatabaseURL)
+	if err != nil {
+		b.Fatalf("postgres: %v", err)
+	}
+	b.Cleanup(pool.Close)
+	pb.pool = pool
+	pb.js = s.env.JetStream(b)
+
+	// A few messages per workspace, outside any timing: connections open,
+	// every customer's first message (a new contact and conversation) not
+	// in the measured runs alone, and a real delivery for bare-http.
+	pb.warm(b)
+	pb.rssIdle = pb.rss()
+	return pb
+}
+
+// addWorkspace creates workspace i as an operator and its developer would:
+// a workspace with the developer API and a key, a Telegram channel in
+// external mode (parleyctl), and a webhook at the receiver (PUT
+// /v1/webhook), whose secret the receiver checks its requests with.
+func (pb *pipelineBench) addWorkspace(b *testing.B, i int) pipelineWorkspace {
+	b.Helper()
+	s := pb.s
+	w := pipelineWorkspace{}
+	w.id, w.key = s.workspaceWithKey(b, fmt.Sprintf("Pipeline %d", i), "developer_api")
+	var ch struct {
+		Channel ctlChannel `json:"channel"`
+	}
+	s.ctl(b, &ch, "channel", "create", "--workspace", w.id, "--kind", "telegram", "--token", fmt.Sprintf("7001%05d:AAH-pipeline-bench", i))
+	s.ctl(b, nil, "channel", "set-mode", "--channel", ch.Channel.ID, "--mode", "external")
+	w.channel, w.token = ch.Channel.ID, ch.Channel.Secret
+	secret := pb.putWebhook(b, w.key, fmt.Sprintf("%s%s%d", pb.rcv.url, pipelineHooks, i))
+	if w.channel == "" || w.token == "" || secret == "" {
+		b.Fatalf("workspace %d: channel %+v, webhook secret %q", i, ch.Channel, secret)
+	}
+	pb.rcv.workspaces[i], pb.rcv.secrets[i] = w.id, secret
+	return w
+}
+
+// putWebhook saves url as the webhook of key's workspace and returns its
+// signing secret.
+func (pb *pipelineBench) putWebhook(b *testing.B, key, url string) string {
+	b.Helper()
+	status, _, out := pb.s.api(b, key, http.MethodPut, "/v1/webhook", map[string]string{"url": url})
+	if secret, _ := out["secret"].(string); status == http.StatusOK && secret != "" {
+		return secret
+	}
+	b.Fatalf("PUT /v1/webhook %s = %d %v", url, status, out)
+	return ""
+}
+
+// warm sends three messages per workspace and waits for them.
+func (pb *pipelineBench) warm(b *testing.B) {
+	b.Helper()
+	run := pb.newRun(3*len(pb.spaces), nil)
+	if err := pb.sendClosed(run, *pipelineSenders); err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.settle(run); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// workspaceOf is the workspace that message n goes to: its customer's.
+func (pb *pipelineBench) workspaceOf(n int64) int {
+	return int(n % pb.customers % int64(len(pb.spaces)))
+}
+
+// update is message n as Telegram posts it: a private-chat text from
+// customer n mod customers (from.id = chat.id), update_id = message_id =
+// n.
+func (pb *pipelineBench) update(n int64) []byte {
+	from := 5_100_000_000 + n%pb.customers
+	return fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":%d,`+
+		`"from":{"id":%d,"is_bot":false,"first_name":"Customer %d","language_code":"en"},`+
+		`"chat":{"id":%d,"first_name":"Customer %d","type":"private"},"text":"Order #%d: is it shipped? Сайн байна уу"}}`,
+		n, n, time.Now().Unix(), from, from, from, from, n)
+}
+
+// post sends message n to its workspace's channel (the messaging instance
+// n mod instances) and returns when it was accepted: the time its 2xx
+// arrived.
+func (pb *pipelineBench) post(n int64) (time.Time, error) {
+	w := pb.spaces[pb.workspaceOf(n)]
+	url := pb.ingress[int(n%int64(len(pb.ingress)))] + "/ingress/telegram/" + w.channel
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(pb.update(n)))
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", w.token)
+	resp, err := pb.http.Do(req)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("message %d: %w", n, err)
+	}
+	at := time.Now()
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return time.Time{}, fmt.Errorf("message %d: ingress answered %d %s", n, resp.StatusCode, raw)
+	}
+	return at, nil
+}
+
+// pipelineRun is one run's messages, numbered first to first+n-1.
+type pipelineRun struct {
+	first   int64
+	n       int
+	start   time.Time
+	counted []bool // only the healthy workspaces' messages count
+	want    int    // how many count
+
+	// sent and accepted are when each message's POST started and got its
+	// 2xx, written by its sender.
+	sent, accepted []time.Time
+	// received, ids and done belong to the receiver (under its mutex):
+	// when each message arrived, under which delivery id, and how many
+	// counted ones have; all is closed when done reaches want.
+	received []time.Time
+	ids      []string
+	done     int
+	all      chan struct{}
+}
+
+// newRun numbers n messages for a run; healthy, when not nil, says which
+// workspaces' messages count.
+func (pb *pipelineBench) newRun(n int, healthy func(ws int) bool) *pipelineRun {
+	first := pb.seq.Add(int64(n)) - int64(n) + 1
+	r := &pipelineRun{
+		first: first, n: n, counted: make([]bool, n),
+		sent: make([]time.Time, n), accepted: make([]time.Time, n),
+		received: make([]time.Time, n), ids: make([]string, n),
+		all: make(chan struct{}),
+	}
+	for i := range n {
+		r.counted[i] = healthy == nil || healthy(pb.workspaceOf(first+int64(i)))
+		if r.counted[i] {
+			r.want++
+		}
+	}
+	if r.want == 0 {
+		close(r.all)
+	}
+	pb.rcv.add(r)
+	return r
+}
+
+// sendClosed sends the run's messages from senders goroutines, each
+// posting its next message once the last is answered (the flows bench's
+// closed loop), and returns the first error (no new message is sent after
+// it).
+func (pb *pipelineBench) sendClosed(run *pipelineRun, senders int) error {
+	var next atomic.Int64
+	run.start = time.Now()
+	return (&benchClient{clients: senders}).run(run.n, func() error {
+		return pb.send(run, int(next.Add(1))-1)
+	}, nil)
+}
+
+// send posts the run's message i and notes when it was sent and accepted.
+func (pb *pipelineBench) send(run *pipelineRun, i int) error {
+	run.sent[i] = time.Now()
+	at, err := pb.post(run.first + int64(i))
+	run.accepted[i] = at
+	return err
+}
+
+// sendPaced sends the run's messages open loop, rate a second: message i
+// is posted at start + i/rate in a goroutine of its own, whether or not
+// the earlier ones have been answered.
+func (pb *pipelineBench) sendPaced(run *pipelineRun, rate int) error {
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	run.start = time.Now()
+	for i := range run.n {
+		if d := time.Until(run.start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+			time.Sleep(d)
+		}
+		if failed.Load() != nil {
+			break
+		}
+		wg.Go(func() {
+			if err := pb.send(run, i); err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// settle waits until every counted message of the run has reached the
+// receiver (at most -pipeline.settle), then until the delivery log holds
+// every one of their delivery ids as delivered, and checks that nothing
+// arrived twice or failed its check.
+func (pb *pipelineBench) settle(run *pipelineRun) error {
+	select {
+	case <-run.all:
+	case <-time.After(*pipelineSettle):
+		missing, example := pb.rcv.missing(run)
+		return fmt.Errorf("%d of %d messages not delivered within %s of the last one sent (message %d, for one)", missing, run.want, *pipelineSettle, example)
+	}
+	if err := pb.rcv.err(); err != nil {
+		return err
+	}
+	ids := pb.rcv.deliveryIDs(run)
+	// The outcome is stored after the receiver has answered: the last
+	// ones may take a moment.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		delivered, other, err := pb.logged(ids)
+		if err != nil {
+			return err
+		}
+		if delivered == len(ids) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("delivery log: %d of %d received deliveries recorded delivered within 30 s; the others: %v", delivered, len(ids), other)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logged counts ids in the dispatcher's delivery log as delivered, and the
+// rest by status ("absent" for ids without a row).
+func (pb *pipelineBench) logged(ids []string) (delivered int, other map[string]int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := pb.pool.Query(ctx, `SELECT status, count(*) FROM dispatch.deliveries WHERE id = ANY($1::uuid[]) GROUP BY status`, ids)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read the delivery log: %w", err)
+	}
+	defer rows.Close()
+	other = map[string]int{}
+	found := 0
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return 0, nil, err
+		}
+		found += n
+		if status == "delivered" {
+			delivered = n
+		} else {
+			other[status] = n
+		}
+	}
+	if found < len(ids) {
+		other["absent"] = len(ids) - found
+	}
+	return delivered, other, rows.Err()
+}
+
+// pipelineResult is what one run measured.
+type pipelineResult struct {
+	messages               int
+	deliveredIn, sendIn    time.Duration // from the first POST to the last delivery, to the last 2xx
+	p50, p99               float64       // ms, accepted to received
+	ingressP50, ingressP99 float64       // ms, POST to 2xx
+	early                  int           // received before their 2xx was read (counted as 0 ms)
+}
+
+// result computes the run's figures over its counted messages.
+func (pb *pipelineBench) result(run *pipelineRun) pipelineResult {
+	received := pb.rcv.receivedTimes(run)
+	var lat, ingress []time.Duration
+	res := pipelineResult{}
+	for i := range run.n {
+		if !run.counted[i] {
+			continue
+		}
+		res.messages++
+		d := received[i].Sub(run.accepted[i])
+		if d < 0 {
+			res.early++
+			d = 0
+		}
+		lat = append(lat, d)
+		ingress = append(ingress, run.accepted[i].Sub(run.sent[i]))
+		res.deliveredIn = max(res.deliveredIn, received[i].Sub(run.start))
+		res.sendIn = max(res.sendIn, run.accepted[i].Sub(run.start))
+	}
+	slices.Sort(lat)
+	slices.Sort(ingress)
+	res.p50, res.p99 = percentileMS(lat, 0.50), percentileMS(lat, 0.99)
+	res.ingressP50, res.ingressP99 = percentileMS(ingress, 0.50), percentileMS(ingress, 0.99)
+	return res
+}
+
+// cpuTimes are the CPU seconds used so far by the messaging processes, the
+// dispatcher processes and this process.
+type cpuTimes struct{ messaging, dispatcher, bench float64 }
+
+func (pb *pipelineBench) cpu() cpuTimes {
+	var c cpuTimes
+	for _, p := range pb.messagings {
+		c.messaging += metric(p.addr, processCPU)
+	}
+	for _, p := range pb.dispatchers {
+		c.dispatcher += metric(p.addr, processCPU)
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.bench = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	return c
+}
+
+// reportCPU reports the CPU time per message of each side between before
+// and now.
+func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) {
+	after := pb.cpu()
+	per := func(d float64) float64 { return 1000 * d / float64(messages) }
+	b.ReportMetric(per(after.messaging-before.messaging), "messaging-cpu-ms")
+	b.ReportMetric(per(after.dispatcher-before.dispatcher), "dispatcher-cpu-ms")
+	b.ReportMetric(per(after.bench-before.bench), "bench-cpu-ms")
+}
+
+// max is pipeline-max: -pipeline.messages messages from closed-loop
+// senders, as fast as the pipeline takes them.
+func (pb *pipelineBench) max(b *testing.B) {
+	run := pb.newRun(*pipelineMessages, nil)
+	cpu := pb.cpu()
+	b.ResetTimer()
+	if err := pb.sendClosed(run, *pipelineSenders); err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.settle(run); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	res := pb.result(run)
+	rate := float64(res.messages) / res.deliveredIn.Seconds()
+	b.ReportMetric(float64(res.deliveredIn.Nanoseconds())/float64(res.messages), "ns/op")
+	b.ReportMetric(float64(res.messages), "messages")
+	b.ReportMetric(rate, "messages/s")
+	b.ReportMetric(float64(res.messages)/res.sendIn.Seconds(), "ingress/s")
+	b.ReportMetric(res.p50, "p50-ms")
+	b.ReportMetric(res.p99, "p99-ms")
+	if pb.floorHTTP.rate > 0 {
+		b.ReportMetric(rate/pb.floorHTTP.rate, "ratio-to-bare-http")
+	}
+	if pb.floorPGJS.rate > 0 {
+		b.ReportMetric(rate/pb.floorPGJS.rate, "ratio-to-bare-pg-js")
+	}
+	pb.reportCPU(b, cpu, res.messages)
+	pb.logEarly(b, res)
+}
+
+// pacedRun sends a paced run whose healthy workspaces' messages count,
+// sampling the services' resident memory meanwhile (its peak, by service),
+// and reports what every paced run reports.
+func (pb *pipelineBench) pacedRun(b *testing.B, healthy func(ws int) bool) (pipelineResult, map[string]float64) {
+	run := pb.newRun(*pipelinePaced, healthy)
+	cpu := pb.cpu()
+	peak := map[string]float64{}
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for name, mb := range pb.rss() {
+				peak[name] = max(peak[name], mb)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	b.ResetTimer()
+	err := pb.sendPaced(run, *pipelineRate)
+	close(stop)
+	<-sampled
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.settle(run); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	res := pb.result(run)
+	b.ReportMetric(0, "ns/op") // the schedule sets the pace, not the cost
+	b.ReportMetric(float64(res.messages), "messages")
+	b.ReportMetric(float64(run.n)/res.sendIn.Seconds(), "achieved-msg/s")
+	b.ReportMetric(res.p50, "p50-ms")
+	b.ReportMetric(res.p99, "p99-ms")
+	b.ReportMetric(res.ingressP50, "ingress-p50-ms")
+	b.ReportMetric(res.ingressP99, "ingress-p99-ms")
+	pb.reportCPU(b, cpu, run.n)
+	pb.logEarly(b, res)
+	return res, peak
+}
+
+// paced is pipeline-paced-<rate>: the quiet paced run, with the services'
+// memory idle and under it.
+func (pb *pipelineBench) paced(b *testing.B) {
+	res, peak := pb.pacedRun(b, nil)
+	pb.quiet = res
+	if floor50, floor99 := pb.floorHTTP.p50+pb.floorPGJS.p50, pb.floorHTTP.p99+pb.floorPGJS.p99; pb.floorHTTP.rate > 0 && pb.floorPGJS.rate > 0 {
+		b.ReportMetric(res.p50/floor50, "p50-ratio-to-bare")
+		b.ReportMetric(res.p99/floor99, "p99-ratio-to-bare")
+	}
+	for _, name := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
+		b.ReportMetric(pb.rssIdle[name], "rss-mb-"+name+"-idle")
+		b.ReportMetric(peak[name], "rss-mb-"+name+"-load")
+	}
+}
+
+// noisy is pipeline-noisy: the paced run with some workspaces' webhooks
+// hanging; only the others' messages count.
+func (pb *pipelineBench) noisy(b *testing.B) {
+	hanging := int(math.Round(*pipelineHanging * float64(len(pb.spaces))))
+	for i := len(pb.spaces) - hanging; i < len(pb.spaces); i++ {
+		if !pb.spaces[i].hanging {
+			pb.putWebhook(b, pb.spaces[i].key, pb.hang.url)
+			pb.spaces[i].hanging = true
+		}
+	}
+	res, _ := pb.pacedRun(b, func(ws int) bool { return !pb.spaces[ws].hanging })
+	b.ReportMetric(float64(hanging), "hanging-webhooks")
+	b.ReportMetric(float64(pb.hang.held.Load()), "hung-requests")
+	if pb.quiet.messages > 0 {
+		b.ReportMetric(pb.quiet.p50, "quiet-p50-ms")
+		b.ReportMetric(pb.quiet.p99, "quiet-p99-ms")
+		b.ReportMetric(res.p50/pb.quiet.p50, "p50-ratio-to-quiet")
+		b.ReportMetric(res.p99/pb.quiet.p99, "p99-ratio-to-quiet")
+	}
+	paused := 0
+	for _, w := range pb.spaces {
+		if !w.hanging {
+			continue
+		}
+		_, _, out := pb.s.api(b, w.key, http.MethodGet, "/v1/webhook", nil)
+		if hook, _ := out["webhook"].(map[string]any); hook["status"] == "paused" {
+			paused++
+		}
+	}
+	b.ReportMetric(float64(paused), "paused-webhooks")
+}
+
+// logEarly says how many deliveries arrived before the sender had read
+// their 2xx (the dispatcher can be that quick); they count as 0 ms.
+func (pb *pipelineBench) logEarly(b *testing.B, res pipelineResult) {
+	if res.early > 0 {
+		b.Logf("%d of %d deliveries arrived before their ingress 2xx was read; counted as 0 ms", res.early, res.messages)
+	}
+}
+
+// scaleOut starts instances-1 more messaging and dispatcher processes,
+// sends the warm-up through them, and returns them.
+func (pb *pipelineBench) scaleOut(b *testing.B, instances int) []*proc {
+	b.Helper()
+	var extras []*proc
+	for range instances - 1 {
+		m := pb.s.startExtra(b, "messaging", "MESSAGING_ADDR")
+		d := pb.s.startExtra(b, "webhook-dispatcher", "DISPATCHER_ADDR")
+		pb.ingress = append(pb.ingress, "http://"+m.addr)
+		pb.messagings = append(pb.messagings, m)
+		pb.dispatchers = append(pb.dispatchers, d)
+		extras = append(extras, m, d)
+	}
+	pb.warm(b)
+	return extras
+}
+
+// scaleIn interrupts the extra processes, as an operator scaling in does,
+// and waits until each has exited; one instance of each is left.
+func (pb *pipelineBench) scaleIn(b *testing.B, extras []*proc) {
+	b.Helper()
+	for _, p := range extras {
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			b.Fatalf("interrupt %s: %v", p.name, err)
+		}
+	}
+	for _, p := range extras {
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			b.Fatalf("%s %s still running 30 s after an interrupt", p.name, p.addr)
+		}
+	}
+	pb.ingress = pb.ingress[:1]
+	pb.messagings, pb.dispatchers = pb.messagings[:1], pb.dispatchers[:1]
+}
+
+// rss is the resident memory (VmRSS, MB) of the suite's own processes, by
+// service.
+func (pb *pipelineBench) rss() map[string]float64 {
+	out := map[string]float64{}
+	for name, p := range pb.s.procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(raw)) {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				out[name] = kb / 1024
+			}
+		}
+	}
+	return out
+}
+
+// loadAverage is /proc/loadavg's 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
+
+// pipelineBare is a bare baseline's throughput and one-at-a-time latency.
+type pipelineBare struct {
+	rate, p50, p99 float64
+}
+
+// measureBare times pipelineSample ops one at a time, then runs op from
+// -pipeline.senders goroutines for -pipeline.baseline-time and reports
+// both under unit (the rate's).
+func measureBare(b *testing.B, unit string, op func() error) pipelineBare {
+	lat := make([]time.Duration, pipelineSample)
+	if err := (&benchClient{clients: 1}).run(pipelineSample, op, lat); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	var ops atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	until := start.Add(*pipelineBaselineTime)
+	for range *pipelineSenders {
+		wg.Go(func() {
+			for failed.Load() == nil && time.Now().Before(until) {
+				if err := op(); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				ops.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	res := pipelineBare{rate: float64(ops.Load()) / elapsed.Seconds(), p50: percentileMS(lat, 0.50), p99: percentileMS(lat, 0.99)}
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(ops.Load()), "ns/op")
+	b.ReportMetric(res.rate, unit)
+	b.ReportMetric(res.p50, "p50-ms")
+	b.ReportMetric(res.p99, "p99-ms")
+	return res
+}
+
+// bareHTTP is bare-http: a real delivery's signed request, posted again
+// by a bare client to the same receiver, which checks it the same way and
+// counts it apart from the deliveries.
+func (pb *pipelineBench) bareHTTP(b *testing.B) {
+	sample := pb.rcv.sample()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *pipelineSenders}, Timeout: 30 * time.Second}
+	url := fmt.Sprintf("%s%s%d?bare", pb.rcv.url, pipelineHooks, sample.ws)
+	before := pb.rcv.bare.Load()
+	var posted atomic.Int64
+	pb.floorHTTP = measureBare(b, "req/s", func() error {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(sample.body))
+		if err != nil {
+			return err
+		}
+		req.Header = sample.header.Clone()
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("receiver answered %d", resp.StatusCode)
+		}
+		posted.Add(1)
+		return nil
+	})
+	if got := pb.rcv.bare.Load() - before; got != posted.Load() {
+		b.Fatalf("the receiver checked %d bare posts of %d", got, posted.Load())
+	}
+}
+
+// barePGJS is bare-pg-js: an INSERT of an event-sized row and a JetStream
+// publish of the event, waiting for the stream's ack, to a stream of its
+// own (the dispatchers consume the events stream) with the same settings.
+func (pb *pipelineBench) barePGJS(b *testing.B) {
+	ctx := context.Background()
+	if _, err := pb.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS public.pipeline_baseline (
+		id uuid PRIMARY KEY, subject text NOT NULL, payload bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		b.Fatal(err)
+	}
+	// Named after the events stream, so the test environment removes it.
+	stream := natsx.EventsStream{Name: pb.s.env.Stream.Name + "_BASELINE", SubjectPrefix: pb.s.env.ID + ".baseline"}
+	if _, err := stream.Ensure(ctx, pb.js); err != nil {
+		b.Fatal(err)
+	}
+	payload, err := proto.Marshal(messageReceived(pb.spaces[0].id, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := stream.Subject(pb.spaces[0].id, "message.received")
+	pb.floorPGJS = measureBare(b, "ops/s", func() error {
+		id := uuid.NewString()
+		if _, err := pb.pool.Exec(ctx, `INSERT INTO public.pipeline_baseline (id, subject, payload) VALUES ($1, $2, $3)`, id, subject, payload); err != nil {
+			return err
+		}
+		msg := nats.NewMsg(subject)
+		msg.Data = payload
+		msg.Header.Set(jetstream.MsgIDHeader, id)
+		_, err := pb.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(stream.Name))
+		return err
+	})
+}
+
+// pipelineReceiver is the developers' receiver: one loopback server, the
+// webhook of workspace i at pipelineHooks+i, each checked with that
+// workspace's secret.
+type pipelineReceiver struct {
+	url        string
+	workspaces []string // ids, by index
+	secrets    []string // webhook secrets, by index
+	bare       atomic.Int64
+
+	mu     sync.Mutex
+	runs   []*pipelineRun
+	seen   map[string]int64 // delivery id -> message number
+	errs   []string
+	last   receiver.Request // a delivery, for bare-http
+	lastWS int
+}
+
+func newPipelineReceiver(b *testing.B, workspaces int) *pipelineReceiver {
+	r := &pipelineReceiver{workspaces: make([]string, workspaces), secrets: make([]string, workspaces), seen: map[string]int64{}}
+	srv := httptest.NewServer(r)
+	b.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+func (r *pipelineReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	got := receiver.Request{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header, Body: body, At: time.Now()}
+	ws, werr := strconv.Atoi(strings.TrimPrefix(req.URL.Path, pipelineHooks))
+	if err != nil || werr != nil || ws < 0 || ws >= len(r.secrets) {
+		r.fail("request %s %s: unknown webhook or unreadable body (%v)", req.Method, got.Path, err)
+		http.Error(w, "unknown webhook", http.StatusNotFound)
+		return
+	}
+	if err := checkHook(got, r.secrets[ws]); err != nil {
+		r.fail("workspace %d, delivery %s: %v", ws, got.Delivery(), err)
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	if req.URL.RawQuery == "bare" {
+		r.bare.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var env struct {
+		Data struct {
+			WorkspaceID string `json:"workspace_id"`
+			Message     struct {
+				ExternalID string `json:"external_id"`
+			} `json:"message"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &env) // checkHook has decoded it
+	n, err := strconv.ParseInt(env.Data.Message.ExternalID, 10, 64)
+	if err != nil || env.Data.WorkspaceID != r.workspaces[ws] {
+		r.fail("delivery %s to workspace %d: data.workspace_id %q, data.message.external_id %q", got.Delivery(), ws, env.Data.WorkspaceID, env.Data.Message.ExternalID)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	r.record(got, ws, n)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// record files delivery got of message n, received by workspace ws.
+func (r *pipelineReceiver) record(got receiver.Request, ws int, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := got.Delivery()
+	if prev, dup := r.seen[id]; dup {
+		r.failLocked("delivery %s (message %d) received twice", id, prev)
+		return
+	}
+	r.seen[id] = n
+	r.last, r.lastWS = got, ws
+	i := slices.IndexFunc(r.runs, func(run *pipelineRun) bool { return n >= run.first && n < run.first+int64(run.n) })
+	if i < 0 {
+		r.failLocked("delivery %s: message %d was never sent", id, n)
+		return
+	}
+	run := r.runs[i]
+	k := n - run.first
+	if run.ids[k] != "" {
+		r.failLocked("message %d delivered twice, as %s and %s", n, run.ids[k], id)
+		return
+	}
+	run.ids[k], run.received[k] = id, got.At
+	if run.counted[k] {
+		run.done++
+		if run.done == run.want {
+			close(run.all)
+		}
+	}
+}
+
+func (r *pipelineReceiver) add(run *pipelineRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = append(r.runs, run)
+}
+
+func (r *pipelineReceiver) fail(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failLocked(format, args...)
+}
+
+func (r *pipelineReceiver) failLocked(format string, args ...any) {
+	if len(r.errs) < 10 {
+		r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	} else if len(r.errs) == 10 {
+		r.errs = append(r.errs, "...")
+	}
+}
+
+// err is every failure so far, nil if none.
+func (r *pipelineReceiver) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) == 0 {
+		return nil
+	}
+	return errors.New("receiver: " + strings.Join(r.errs, "; "))
+}
+
+// missing counts the run's counted messages not received yet, and names
+// one of them.
+func (r *pipelineReceiver) missing(run *pipelineRun) (int, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, example := 0, int64(-1)
+	for i, id := range run.ids {
+		if run.counted[i] && id == "" {
+			n++
+			if example < 0 {
+				example = run.first + int64(i)
+			}
+		}
+	}
+	return n, example
+}
+
+// deliveryIDs are the delivery ids of the run's counted messages.
+func (r *pipelineReceiver) deliveryIDs(run *pipelineRun) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for i, id := range run.ids {
+		if run.counted[i] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// receivedTimes is when each of the run's messages arrived.
+func (r *pipelineReceiver) receivedTimes(run *pipelineRun) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(run.received)
+}
+
+// bareSample is one delivery as received, for bare-http to post again.
+type bareSample struct {
+	ws     int
+	header http.Header
+	body   []byte
+}
+
+func (r *pipelineReceiver) sample() bareSample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bareSample{ws: r.lastWS, header: r.last.Header.Clone(), body: r.last.Body}
+}
+
+// hangingEndpoint is a webhook that takes each request and never answers
+// it, until the benchmark ends (or the dispatcher gives up on it). It is a
+// server of its own, as another host would be.
+type hangingEndpoint struct {
+	url     string
+	held    atomic.Int64 // requests taken so far
+	release chan struct{}
+}
+
+func newHangingEndpoint(b *testing.B) *hangingEndpoint {
+	h := &hangingEndpoint{release: make(chan struct{})}
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	// Cleanups run last first: the held requests end, then the server
+	// closes (Close waits for them).
+	b.Cleanup(func() { close(h.release) })
+	h.url = srv.URL + "/hooks/hanging"
+	return h
+}
+
+func (h *hangingEndpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h.held.Add(1)
+	select {
+	case <-h.release:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case <-req.Context().Done():
+	}
+}
