@@ -13,10 +13,10 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 
 GO_TEST_FLAGS ?= -count=1 -race -timeout 15m
 
-.PHONY: help run test build bench lint proto proto-check tidy deps compose-check clean
+.PHONY: help run test build bench bench-e2e lint proto proto-check tidy deps compose-check clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: build ## bring the whole suite up on this machine with a demo workspace, on 127.0.0.1 (Ctrl-C stops it)
 	@# exec: run.sh is make's own child, so the SIGTERM make hands on reaches it.
@@ -47,6 +47,16 @@ bench: deps ## run the benchmarks and write bench/report.txt
 	@set -eo pipefail; for m in $(MODULES); do \
 		(cd $$m && go test -run '^$$' -bench . -benchmem -count 1 ./...); \
 	done | tee bench/report.txt
+
+# Flags for BenchmarkPipeline after the issue's sizes, e.g.
+# make bench-e2e BENCH_E2E_FLAGS='-pipeline.messages 2000 -pipeline.paced 2000' for a quick run.
+BENCH_E2E_FLAGS ?=
+
+bench-e2e: deps ## the whole pipeline through the built binaries (Telegram ingress to signed webhook) beside same-run baselines; writes bench/e2e.txt
+	@mkdir -p bench
+	@# The e2e TestMain builds the binaries; every run sends its own sizes, so once (-benchtime 1x).
+	@set -o pipefail; cd e2e && go test -run '^$$' -bench '^BenchmarkPipeline$$' -benchtime 1x -timeout 30m . \
+		-pipeline.messages 20000 -pipeline.paced 20000 -pipeline.rate 1000 $(BENCH_E2E_FLAGS) | tee ../bench/e2e.txt
 
 lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, GOWORK=off builds
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
