@@ -66,6 +66,10 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 		DeliveryRetention:   336 * time.Hour,
 		Consumer:            "webhook-dispatcher",
 		Concurrency:         8,
+		InHand:              256,
+		WebhookConcurrency:  8,
+		CircuitAfter:        5,
+		CircuitCoolDown:     3 * time.Second,
 		ReplayConcurrency:   4,
 		MetricsInterval:     50 * time.Millisecond,
 	}

@@ -25,7 +25,7 @@ func TestThreeInstancesShareTheWork(t *testing.T) {
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	// Few slots each and a receiver that takes a little while, so that no
 	// instance can drain the stream before the others pull.
-	small := func(c *svcconfig.Config) { c.Concurrency = 4 }
+	small := func(c *svcconfig.Config) { c.Concurrency, c.WebhookConcurrency, c.InHand = 4, 4, 4 }
 	instances := []*harness{startOn(t, env, small, nil), startOn(t, env, small, nil), startOn(t, env, small, nil)}
 	h := instances[0]
 	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {

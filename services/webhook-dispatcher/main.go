@@ -25,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/ports/events"
 	porthttp "github.com/parleyhq/parley/services/webhook-dispatcher/internal/ports/http"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
@@ -104,6 +105,10 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		AttemptTimeout:      cfg.AttemptTimeout,
 		PauseAfter:          cfg.PauseAfter,
 		Retention:           cfg.DeliveryRetention,
+		Concurrency:         cfg.Concurrency,
+		ReplayConcurrency:   cfg.ReplayConcurrency,
+		WebhookConcurrency:  cfg.WebhookConcurrency,
+		Circuit:             isolation.Policy{After: cfg.CircuitAfter, CoolDown: cfg.CircuitCoolDown},
 	}
 	uc := app.New(policy, app.Deps{
 		Webhooks:   adapters.NewWebhookStore(svc.DB),
@@ -120,6 +125,7 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		Log:      log,
 		Clock:    clock,
 	})
+	metrics.WatchCapacity(svc.Metrics, uc.Capacity)
 	replays := app.NewReplays(uc, app.DefaultReplayConfig,
 		replaystream.NewSource(js, eventsStream), replaystream.NewQueue(js, replayStream), adapters.NewReplayStore(svc.DB))
 	sampler := metrics.NewSampler(svc.Metrics, map[string]metrics.LagFunc{
@@ -143,13 +149,18 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		return fmt.Errorf("serve rpc admin: %w", err)
 	}
 
+	// The consumer holds up to DISPATCHER_IN_HAND events; the use case
+	// bounds the attempts in flight among them (DISPATCHER_CONCURRENCY,
+	// DISPATCHER_WEBHOOK_CONCURRENCY), so events waiting between attempts
+	// or for a busy webhook's place keep no other webhook waiting.
 	consumer, err := events.Start(ctx, js, events.Config{
-		Stream:      eventsStream,
-		Durable:     cfg.Consumer,
-		Concurrency: cfg.Concurrency,
-		AckWait:     policy.Schedule() + ackMargin,
+		Stream:  eventsStream,
+		Durable: cfg.Consumer,
+		InHand:  cfg.InHand,
+		AckWait: policy.Schedule() + ackMargin,
 		// An event handed out within ackMargin of being stored has a
 		// full round of ack wait ahead: no extension before attempt 1.
+		// Waits for a place extend it every half round, within that.
 		Fresh: ackMargin,
 	}, uc, log)
 	if err != nil {
@@ -159,10 +170,10 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 	// Replayed events share the delivery path and the consumer's name,
 	// on their own stream and with their own concurrency.
 	replayConsumer, err := events.StartReplay(ctx, js, events.Config{
-		Stream:      replayStream,
-		Durable:     cfg.Consumer,
-		Concurrency: cfg.ReplayConcurrency,
-		AckWait:     policy.Schedule() + ackMargin,
+		Stream:  replayStream,
+		Durable: cfg.Consumer,
+		InHand:  cfg.ReplayConcurrency,
+		AckWait: policy.Schedule() + ackMargin,
 	}, events.HandlerFunc(replays.ReplayEvent), log)
 	if err != nil {
 		svc.OnStop("event consumer", consumer.Stop)

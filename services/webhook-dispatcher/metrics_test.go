@@ -62,7 +62,7 @@ const (
 func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 	t.Parallel()
 	h := start(t, func(c *svcconfig.Config) {
-		c.Concurrency = 1
+		c.Concurrency, c.WebhookConcurrency = 1, 1
 		c.PauseAfter = 3
 		c.RetryDelays = nil
 	}, nil)

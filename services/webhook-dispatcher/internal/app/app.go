@@ -1,6 +1,8 @@
 // Package app holds the dispatcher's use cases: managing a workspace's
 // webhook, sending test events, delivering customer events with retries and
-// the pause rule, and keeping the delivery log. One file per verb.
+// the pause rule (each attempt within its webhook's share of the instance
+// and past its circuit: domain/isolation), and keeping the delivery log.
+// One file per verb.
 package app
 
 import (
@@ -10,16 +12,27 @@ import (
 
 	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// Config is the delivery policy (WEBHOOK_* and DELIVERY_RETENTION).
+// Config is the delivery policy (WEBHOOK_* and DELIVERY_RETENTION) and
+// how an instance shares its capacity between receivers.
 type Config struct {
 	AllowPrivateTargets bool
 	RetryDelays         []time.Duration
 	AttemptTimeout      time.Duration
 	PauseAfter          int
 	Retention           time.Duration
+
+	// Concurrency and ReplayConcurrency bound the attempts in flight on
+	// the instance, of live deliveries and of replays; WebhookConcurrency
+	// bounds one webhook's, live and replayed together. 0: no bound.
+	Concurrency        int
+	ReplayConcurrency  int
+	WebhookConcurrency int
+	// Circuit is the breaker of every webhook; the zero value is off.
+	Circuit isolation.Policy
 }
 
 // MaxAttempts is how many attempts one round of a delivery makes.
@@ -35,9 +48,21 @@ func (c Config) Schedule() time.Duration {
 	return total
 }
 
+// KeepAliveEvery is how often a delivery waiting for a place calls its
+// keepAlive. Half a round: the consumer's ack wait is a round plus a
+// margin, and a first attempt that skips its extension (events.Config
+// Fresh) still has a whole round of it ahead.
+func (c Config) KeepAliveEvery() time.Duration { return c.Schedule() / 2 }
+
 // Observer is told about attempts and outcomes (metrics).
 type Observer interface {
+	// AttemptFinished is told about every attempt sent.
 	AttemptFinished(a delivery.Attempt)
+	// AttemptNotSent is told about an attempt an open circuit recorded
+	// as failed without sending it.
+	AttemptNotSent()
+	// CircuitOpened is told each time a webhook's circuit opens (again).
+	CircuitOpened()
 	DeliveryFinished(event string, status delivery.Status)
 }
 
@@ -65,6 +90,13 @@ type App struct {
 	obs        Observer
 	log        *zap.Logger
 	clock      func() time.Time
+
+	// live and replay are the lanes of one gate (so a webhook's live
+	// deliveries and replays share its places); circuits are read on a
+	// clock of their own, since Deps.Clock may be a test's.
+	gate         *isolation.Gate
+	live, replay *isolation.Lane
+	circuits     *isolation.Circuits
 }
 
 // New returns the use cases over deps.
@@ -82,6 +114,10 @@ func New(cfg Config, deps Deps) *App {
 	if a.clock == nil {
 		a.clock = time.Now
 	}
+	gate := isolation.NewGate(cfg.WebhookConcurrency)
+	a.live, a.replay = gate.Lane(cfg.Concurrency), gate.Lane(cfg.ReplayConcurrency)
+	a.circuits = isolation.NewCircuits(cfg.Circuit, time.Now)
+	a.gate = gate
 	if a.obs == nil {
 		a.obs = nopObserver{}
 	}
@@ -95,7 +131,32 @@ func New(cfg Config, deps Deps) *App {
 // case returns equals what a later read returns.
 func (a *App) now() time.Time { return a.clock().UTC().Truncate(time.Microsecond) }
 
+// Capacity is what the instance's places and circuits hold right now.
+type Capacity struct {
+	// InFlight is attempts sent and not yet answered, live and replayed.
+	InFlight, ReplayInFlight int
+	// WaitingForWebhook is attempts waiting for a place of their webhook;
+	// WaitingForInstance those holding it and waiting for a slot of the
+	// instance.
+	WaitingForWebhook, WaitingForInstance int
+	// OpenCircuits is webhooks whose circuit is open or half-open.
+	OpenCircuits int
+}
+
+// Capacity reads the places and circuits (metrics).
+func (a *App) Capacity() Capacity {
+	return Capacity{
+		InFlight:           a.live.InFlight(),
+		ReplayInFlight:     a.replay.InFlight(),
+		WaitingForWebhook:  a.gate.Waiting(),
+		WaitingForInstance: a.live.Waiting() + a.replay.Waiting(),
+		OpenCircuits:       a.circuits.NotClosed(),
+	}
+}
+
 type nopObserver struct{}
 
 func (nopObserver) AttemptFinished(delivery.Attempt)         {}
+func (nopObserver) AttemptNotSent()                          {}
+func (nopObserver) CircuitOpened()                           {}
 func (nopObserver) DeliveryFinished(string, delivery.Status) {}

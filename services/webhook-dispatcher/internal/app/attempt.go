@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -17,26 +18,29 @@ import (
 // it beats sending the event again after a restart.
 const storeTimeout = 10 * time.Second
 
-// attempt sends d to hook up to maxAttempts times, waiting the configured delays
-// between attempts, and records every attempt in d. keepAlive, when set, is
-// called before each attempt (the consumer extends its ack deadline). The
-// attempts so far are stored after each failure that will be retried, so
-// the log shows a pending delivery's progress. attempt returns early when
-// an attempt succeeds, and with ctx's error when ctx ends first (between
-// attempts, or with an attempt that failed).
-func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, maxAttempts int, keepAlive func()) error {
+// attempt sends d to hook up to maxAttempts times, waiting the configured
+// delays between attempts, and records every attempt in d. Each attempt
+// takes its place in lane first (see try); a nil lane sends at once, past
+// the places and the circuit (the test button). keepAlive, when set, is
+// called before each attempt and while an attempt waits for its place
+// (the consumer extends its ack deadline). The attempts so far are stored
+// after each failure that will be retried, so the log shows a pending
+// delivery's progress. attempt returns early when an attempt succeeds, and
+// with ctx's error when ctx ends first (between attempts, waiting for a
+// place, or with an attempt that failed).
+func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, maxAttempts int, keepAlive func()) error {
 	for i := 0; i < maxAttempts; i++ {
 		if i > 0 {
+			// The wait between attempts holds no place: only in-hand.
 			if err := sleep(ctx, a.cfg.RetryDelays[i-1]); err != nil {
 				return err
 			}
 		}
-		if keepAlive != nil {
-			keepAlive()
+		at, err := a.try(ctx, lane, hook, d, keepAlive)
+		if err != nil {
+			return err
 		}
-		at := a.attemptOnce(ctx, hook, d)
 		d.Record(at)
-		a.obs.AttemptFinished(at)
 		a.logAttempt(d, at)
 		if at.Succeeded() {
 			return nil
@@ -49,6 +53,66 @@ func (a *App) attempt(ctx context.Context, hook *webhook.Webhook, d *delivery.De
 		}
 	}
 	return nil
+}
+
+// try makes d's next attempt: it asks hook's circuit, waits for a place
+// of the webhook's and then a slot of lane, asks the circuit again (the
+// circuit may have opened meanwhile, and a half-open one gives its one
+// probe only now, to an attempt about to be sent), sends, and tells the
+// circuit whether the receiver answered. An attempt the circuit refuses
+// is not sent and comes back failed, with duration 0 and the refusal as
+// its error, so the retry schedule and the pause rule go on as if the
+// receiver had not answered, minus the wait. try fails only when ctx
+// ends while it waits for a place; nothing is sent then.
+func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) (delivery.Attempt, error) {
+	if lane == nil {
+		if keepAlive != nil {
+			keepAlive()
+		}
+		at := a.attemptOnce(ctx, hook, d)
+		a.obs.AttemptFinished(at)
+		return at, nil
+	}
+	key := circuitKey(hook)
+	if refused := a.circuits.Check(key); refused != nil {
+		return a.notSent(d, refused), nil
+	}
+	if keepAlive != nil {
+		keepAlive()
+	}
+	release, err := lane.Acquire(ctx, hook.ID, isolation.KeepAlive{Func: keepAlive, Every: a.cfg.KeepAliveEvery()})
+	if err != nil {
+		return delivery.Attempt{}, err
+	}
+	defer release()
+	permit, refused := a.circuits.Allow(key)
+	if refused != nil {
+		return a.notSent(d, refused), nil
+	}
+	at := a.attemptOnce(ctx, hook, d)
+	a.obs.AttemptFinished(at)
+	// A status means the receiver answered, whatever it said; none means
+	// a timeout or a transport error.
+	if a.circuits.Record(key, permit, at.ResponseStatus != 0, at.Error) {
+		a.obs.CircuitOpened()
+		a.log.Warn("webhook circuit opened",
+			zap.String("workspace_id", d.WorkspaceID), zap.String("webhook_id", hook.ID),
+			zap.Bool("probe", permit.Probe()), zap.String("last_error", at.Error),
+			zap.Duration("cool_down", a.cfg.Circuit.CoolDown))
+	}
+	return at, nil
+}
+
+// circuitKey names the setup of hook a circuit belongs to. Every save
+// issues a new secret, so a webhook saved again (maybe with a new URL)
+// starts with a closed circuit, while the old setup's rounds still under
+// way (deliverRound compares the same two fields) settle on the old one.
+func circuitKey(hook *webhook.Webhook) string { return hook.ID + "\x00" + hook.Secret }
+
+// notSent is d's next attempt, refused by an open circuit.
+func (a *App) notSent(d *delivery.Delivery, refused *isolation.OpenError) delivery.Attempt {
+	a.obs.AttemptNotSent()
+	return delivery.Attempt{Number: d.NextAttempt(), StartedAt: a.now(), Error: refused.Error()}
 }
 
 // progress stores the attempts so far, also when ctx has ended (so a
@@ -115,9 +179,9 @@ func (a *App) logAttempt(d *delivery.Delivery, at delivery.Attempt) {
 // and, in the same transaction, counts it towards the webhook's pause —
 // unless the webhook was saved again since the round began, when the
 // outcome belongs to the old setup and must not count. Live deliveries and
-// replays settle the same way.
-func (a *App) deliverRound(ctx context.Context, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) error {
-	if err := a.attempt(ctx, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
+// replays settle the same way, each taking places in its own lane.
+func (a *App) deliverRound(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) error {
+	if err := a.attempt(ctx, lane, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
 		return err
 	}
 	d.Finish()

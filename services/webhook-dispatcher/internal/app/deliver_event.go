@@ -30,7 +30,8 @@ import (
 // acknowledged; an error wrapping delivery.ErrMalformedEvent when it can
 // never be delivered; any other error (ctx ended, storage failed) when it
 // must be handled again later. keepAlive, when set, is called before each
-// attempt.
+// attempt and every Config.KeepAliveEvery while an attempt waits for its
+// place.
 func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
 	// The delivery is created when the event is taken on, before any
 	// wait: the webhook lookup is shared with other events (a group
@@ -76,5 +77,5 @@ func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive fu
 		return a.finish(ctx, d, nil)
 	}
 
-	return a.deliverRound(ctx, hook, d, keepAlive)
+	return a.deliverRound(ctx, a.live, hook, d, keepAlive)
 }

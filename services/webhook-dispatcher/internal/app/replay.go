@@ -43,7 +43,8 @@ const busyMargin = 15 * time.Second
 
 // Replays runs SRE replays: StartReplay queues the events a request selects
 // and ReplayEvent delivers one queued event. Deliveries go through the
-// same attempt and record path as live events.
+// same attempt and record path as live events, the same per-webhook
+// places and the same circuits, in a lane of their own.
 type Replays struct {
 	app        *App
 	cfg        ReplayConfig
@@ -184,7 +185,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 		return fmt.Errorf("claim delivery %s: %w", ev.GetId(), err)
 	}
 
-	return a.deliverRound(ctx, hook, d, keepAlive)
+	return a.deliverRound(ctx, a.replay, hook, d, keepAlive)
 }
 
 // busyFor is the longest a round in progress goes without writing its

@@ -15,7 +15,10 @@ import (
 // It is the dashboard's button check: it is not retried, it does not count
 // towards pausing (nor does a success clear the count), and it is sent even
 // to a paused webhook so a developer can check the receiver before saving
-// again. It appears in the delivery log like any delivery.
+// again. It appears in the delivery log like any delivery. It is sent at
+// once, outside the webhook's places and circuit (a developer checking
+// a receiver wants its answer now, not a refusal learnt from earlier
+// attempts), and its outcome does not move the circuit.
 func (a *App) SendTestEvent(ctx context.Context, workspaceID string) (*delivery.Delivery, error) {
 	hook, err := a.webhooks.Get(ctx, workspaceID)
 	if err != nil {
@@ -32,7 +35,7 @@ func (a *App) SendTestEvent(ctx context.Context, workspaceID string) (*delivery.
 		return nil, fmt.Errorf("record test delivery: %w", err)
 	}
 	// A cancelled request still gets its one attempt recorded, as failed.
-	_ = a.attempt(ctx, hook, d, 1, nil)
+	_ = a.attempt(ctx, nil, hook, d, 1, nil)
 	d.Finish()
 	if err := a.finish(ctx, d, nil); err != nil {
 		return nil, err

@@ -33,8 +33,25 @@ type Config struct {
 
 	// Consumer names the durable JetStream consumer every instance shares.
 	Consumer string `env:"DISPATCHER_CONSUMER" envDefault:"webhook-dispatcher"`
-	// Concurrency bounds the deliveries one instance works on at once.
+	// Concurrency bounds the HTTP attempts of live deliveries in flight
+	// on one instance. A delivery waiting between attempts, or for a
+	// place, holds none.
 	Concurrency int `env:"DISPATCHER_CONCURRENCY" envDefault:"64"`
+	// InHand bounds the events one instance holds at once: sending,
+	// waiting between attempts or waiting for a place. A waiting event
+	// costs a goroutine and its payload; the consumer hands out at most
+	// 1024 unacknowledged events across all instances anyway.
+	InHand int `env:"DISPATCHER_IN_HAND" envDefault:"1024"`
+	// WebhookConcurrency bounds one webhook's attempts in flight on one
+	// instance, live and replayed together: its share of Concurrency, so
+	// a slow or hanging receiver holds no more than that.
+	WebhookConcurrency int `env:"DISPATCHER_WEBHOOK_CONCURRENCY" envDefault:"8"`
+	// CircuitAfter attempts of one webhook in a row that got no answer (a
+	// timeout or a transport error) open its circuit on this instance:
+	// its attempts are then recorded as failed without being sent for
+	// CircuitCoolDown, after which one probe is sent. 0 turns it off.
+	CircuitAfter    int           `env:"DISPATCHER_CIRCUIT_AFTER" envDefault:"5"`
+	CircuitCoolDown time.Duration `env:"DISPATCHER_CIRCUIT_COOLDOWN" envDefault:"10s"`
 	// ReplayConcurrency bounds the replayed deliveries one instance works
 	// on at once, beside (not out of) Concurrency, so a large replay
 	// cannot hold up live events.
@@ -78,6 +95,18 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 4096 {
 		return fmt.Errorf("DISPATCHER_CONCURRENCY: must be between 1 and 4096, got %d", c.Concurrency)
+	}
+	if c.InHand < c.Concurrency || c.InHand > 65536 {
+		return fmt.Errorf("DISPATCHER_IN_HAND: must be between DISPATCHER_CONCURRENCY (%d) and 65536, got %d", c.Concurrency, c.InHand)
+	}
+	if c.WebhookConcurrency < 1 || c.WebhookConcurrency > c.Concurrency {
+		return fmt.Errorf("DISPATCHER_WEBHOOK_CONCURRENCY: must be between 1 and DISPATCHER_CONCURRENCY (%d), got %d", c.Concurrency, c.WebhookConcurrency)
+	}
+	if c.CircuitAfter < 0 || c.CircuitAfter > 1000 {
+		return fmt.Errorf("DISPATCHER_CIRCUIT_AFTER: must be between 0 (off) and 1000, got %d", c.CircuitAfter)
+	}
+	if c.CircuitCoolDown < 10*time.Millisecond || c.CircuitCoolDown > time.Hour {
+		return fmt.Errorf("DISPATCHER_CIRCUIT_COOLDOWN: %s is not between 10ms and 1h", c.CircuitCoolDown)
 	}
 	if c.ReplayConcurrency < 1 || c.ReplayConcurrency > 4096 {
 		return fmt.Errorf("DISPATCHER_REPLAY_CONCURRENCY: must be between 1 and 4096, got %d", c.ReplayConcurrency)

@@ -10,7 +10,7 @@ import (
 
 // Defaults are the specification's values (ARCHITECTURE.md §6).
 func TestDefaults(t *testing.T) {
-	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY", "DISPATCHER_REPLAY_CONCURRENCY", "DISPATCHER_METRICS_INTERVAL"} {
+	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY", "DISPATCHER_REPLAY_CONCURRENCY", "DISPATCHER_METRICS_INTERVAL", "DISPATCHER_IN_HAND", "DISPATCHER_WEBHOOK_CONCURRENCY", "DISPATCHER_CIRCUIT_AFTER", "DISPATCHER_CIRCUIT_COOLDOWN"} {
 		t.Setenv(k, "")
 	}
 	cfg, err := config.Load[Config]()
@@ -19,7 +19,8 @@ func TestDefaults(t *testing.T) {
 	}
 	if cfg.Addr != ":8082" || cfg.AllowPrivateTargets || cfg.AttemptTimeout != 10*time.Second || cfg.PauseAfter != 20 ||
 		cfg.DeliveryRetention != 336*time.Hour || cfg.Consumer != "webhook-dispatcher" || cfg.Concurrency < 1 ||
-		cfg.ReplayConcurrency != 8 || cfg.MetricsInterval != 15*time.Second {
+		cfg.ReplayConcurrency != 8 || cfg.MetricsInterval != 15*time.Second ||
+		cfg.InHand != 1024 || cfg.WebhookConcurrency != 8 || cfg.CircuitAfter != 5 || cfg.CircuitCoolDown != 10*time.Second {
 		t.Fatalf("defaults %+v", cfg)
 	}
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
@@ -42,6 +43,11 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 		{"DISPATCHER_CONCURRENCY", "0", "DISPATCHER_CONCURRENCY"},
 		{"DISPATCHER_REPLAY_CONCURRENCY", "0", "DISPATCHER_REPLAY_CONCURRENCY"},
 		{"DISPATCHER_METRICS_INTERVAL", "0s", "DISPATCHER_METRICS_INTERVAL"},
+		{"DISPATCHER_IN_HAND", "63", "between DISPATCHER_CONCURRENCY (64) and 65536"},
+		{"DISPATCHER_WEBHOOK_CONCURRENCY", "0", "DISPATCHER_WEBHOOK_CONCURRENCY"},
+		{"DISPATCHER_WEBHOOK_CONCURRENCY", "65", "between 1 and DISPATCHER_CONCURRENCY (64)"},
+		{"DISPATCHER_CIRCUIT_AFTER", "-1", "DISPATCHER_CIRCUIT_AFTER"},
+		{"DISPATCHER_CIRCUIT_COOLDOWN", "0s", "DISPATCHER_CIRCUIT_COOLDOWN"},
 		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "WEBHOOK_ALLOW_PRIVATE_TARGETS"},
 	}
 	for _, tt := range tests {

@@ -1,5 +1,6 @@
 // Package metrics exposes the dispatcher's Prometheus metrics: deliveries
-// by outcome and the latency of every attempt.
+// by outcome, the latency of every attempt, and how receivers share the
+// instance (attempts in flight and waiting, circuits).
 package metrics
 
 import (
@@ -11,8 +12,10 @@ import (
 
 // Metrics implements app.Observer.
 type Metrics struct {
-	deliveries *prometheus.CounterVec
-	attempts   *prometheus.HistogramVec
+	deliveries     *prometheus.CounterVec
+	attempts       *prometheus.HistogramVec
+	notSent        prometheus.Counter
+	circuitsOpened prometheus.Counter
 }
 
 var _ app.Observer = (*Metrics)(nil)
@@ -34,8 +37,45 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets:   []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.deliveries, m.attempts)
+	m.notSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "parley",
+		Subsystem: "dispatcher",
+		Name:      "attempts_not_sent_total",
+		Help:      "Attempts recorded as failed without being sent, because the webhook's circuit was open (not in attempt_duration_seconds).",
+	})
+	m.circuitsOpened = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "parley",
+		Subsystem: "dispatcher",
+		Name:      "circuits_opened_total",
+		Help:      "Times a webhook's circuit opened on this instance: after attempts in a row without answer, or a failed probe.",
+	})
+	reg.MustRegister(m.deliveries, m.attempts, m.notSent, m.circuitsOpened)
 	return m
+}
+
+// CapacityFunc reads what the instance's places and circuits hold.
+type CapacityFunc func() app.Capacity
+
+// WatchCapacity registers the gauges read from capacity at each scrape:
+// attempts in flight (by queue), attempts waiting for a place (for their
+// webhook's share, or for a slot of the instance) and open circuits.
+func WatchCapacity(reg prometheus.Registerer, capacity CapacityFunc) {
+	gauge := func(name, help string, labels prometheus.Labels, read func(app.Capacity) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "parley", Subsystem: "dispatcher", Name: name, Help: help, ConstLabels: labels,
+		}, func() float64 { return float64(read(capacity())) })
+	}
+	const (
+		inFlight = "HTTP attempts sent and not yet answered on this instance."
+		waiting  = "Attempts waiting for a place: for=webhook waits for the webhook's share (DISPATCHER_WEBHOOK_CONCURRENCY), for=instance holds it and waits for a slot of the instance."
+	)
+	reg.MustRegister(
+		gauge("attempts_in_flight", inFlight, prometheus.Labels{"queue": "events"}, func(c app.Capacity) int { return c.InFlight }),
+		gauge("attempts_in_flight", inFlight, prometheus.Labels{"queue": "replay"}, func(c app.Capacity) int { return c.ReplayInFlight }),
+		gauge("attempts_waiting", waiting, prometheus.Labels{"for": "webhook"}, func(c app.Capacity) int { return c.WaitingForWebhook }),
+		gauge("attempts_waiting", waiting, prometheus.Labels{"for": "instance"}, func(c app.Capacity) int { return c.WaitingForInstance }),
+		gauge("open_circuits", "Webhooks whose circuit is open or half-open on this instance.", nil, func(c app.Capacity) int { return c.OpenCircuits }),
+	)
 }
 
 // AttemptFinished implements app.Observer.
@@ -46,6 +86,12 @@ func (m *Metrics) AttemptFinished(a delivery.Attempt) {
 	}
 	m.attempts.WithLabelValues(result).Observe(a.Duration.Seconds())
 }
+
+// AttemptNotSent implements app.Observer.
+func (m *Metrics) AttemptNotSent() { m.notSent.Inc() }
+
+// CircuitOpened implements app.Observer.
+func (m *Metrics) CircuitOpened() { m.circuitsOpened.Inc() }
 
 // DeliveryFinished implements app.Observer.
 func (m *Metrics) DeliveryFinished(event string, status delivery.Status) {

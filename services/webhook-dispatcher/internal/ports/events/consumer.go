@@ -33,8 +33,11 @@ type Config struct {
 	Stream natsx.EventsStream
 	// Durable names the consumer all instances share.
 	Durable string
-	// Concurrency bounds the events this instance works on at once.
-	Concurrency int
+	// InHand bounds the events this instance holds at once: being sent,
+	// waiting between attempts, or waiting for a place. How many
+	// attempts are in flight is the use case's bound, not the
+	// consumer's.
+	InHand int
 	// AckWait must exceed a delivery's longest round of attempts.
 	AckWait time.Duration
 	// Fresh, when positive, spares a message handed out for the first
@@ -43,7 +46,9 @@ type Config struct {
 	// delivery): it was handed out after it was stored, so more than
 	// AckWait - Fresh of its ack wait is ahead, and with AckWait longer
 	// than a full round plus Fresh the whole round fits. Retries extend
-	// as always. Zero: every attempt extends.
+	// as always, and so does a wait for a place (the use case calls
+	// keepAlive at least every half round while it waits). Zero: every
+	// attempt extends.
 	Fresh time.Duration
 }
 
@@ -52,7 +57,7 @@ type Config struct {
 const MaxAckPending = 1024
 
 // Start makes sure the stream and the durable consumer exist, then starts
-// consuming (natsx.Consume: bounded slots, graceful Stop).
+// consuming (natsx.Consume: at most InHand events in hand, graceful Stop).
 func Start(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, log *zap.Logger) (*natsx.Consumer, error) {
 	if _, err := cfg.Stream.Ensure(ctx, js); err != nil {
 		return nil, err
@@ -73,7 +78,7 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, l
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
 	}
-	return natsx.Consume(cons, cfg.Concurrency, newEvents(cfg.Stream.SubjectPrefix, cfg.Fresh, h, log).handle, log)
+	return natsx.Consume(cons, cfg.InHand, newEvents(cfg.Stream.SubjectPrefix, cfg.Fresh, h, log).handle, log)
 }
 
 // events turns a stream message into a delivery: it decodes the event,

@@ -40,7 +40,7 @@ func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Hand
 		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
 	}
 	log = log.With(zap.String("queue", "replay"))
-	return natsx.Consume(cons, cfg.Concurrency, newEvents(cfg.Stream.SubjectPrefix, 0, h, log).handle, log)
+	return natsx.Consume(cons, cfg.InHand, newEvents(cfg.Stream.SubjectPrefix, 0, h, log).handle, log)
 }
 
 // Lag reads a durable consumer's backlog: messages not yet handed out
