@@ -97,9 +97,18 @@ import (
 //     WEBHOOK_PAUSE_AFTER failed deliveries, as they should; it is last
 //     because what hangs stays in flight until the end.
 //
-// Each run also reports CPU time per message of the messaging processes,
-// the dispatcher processes (process_cpu_seconds_total from their /metrics)
-// and of this process (the load generator and the receiver).
+// Each run also says where the time goes. CPU time per message:
+// messaging-cpu-ms and dispatcher-cpu-ms (the processes of each service,
+// process_cpu_seconds_total from their /metrics), bench-cpu-ms (this
+// process: the load generator and the receiver), postgres-cpu-ms and
+// nats-cpu-ms (every process of those servers on this machine, from
+// /proc, whoever else uses them meanwhile). And where messages wait, as
+// the peak of samples taken every 250 ms: outbox-peak, committed by
+// messaging and not yet published by its relay (the outbox's unpublished
+// rows), and stream-peak, published and not yet settled by a dispatcher
+// (the durable consumer's pending and unacknowledged messages).
+// -pipeline.trace prints those every second with the messages accepted
+// and delivered so far.
 //
 // Every run sends its own fixed number of messages whatever b.N is, so
 // run it with -benchtime 1x; ns/op is per message for the throughput runs
@@ -124,6 +133,7 @@ var (
 	pipelineHanging      = flag.Float64("pipeline.hanging", 0.10, "share of the workspaces whose webhook hangs in pipeline-noisy")
 	pipelineBaselineTime = flag.Duration("pipeline.baseline-time", 5*time.Second, "how long each bare baseline's throughput is measured")
 	pipelineSettle       = flag.Duration("pipeline.settle", 5*time.Minute, "how long a run waits, after its last message is accepted, for every delivery")
+	pipelineTrace        = flag.Bool("pipeline.trace", false, "log, every second of each run, the messages accepted, queued in the outbox and in the stream, and delivered")
 )
 
 // pipelineSample is how many operations the bare baselines time one at a
@@ -336,6 +346,7 @@ type pipelineRun struct {
 	// sent and accepted are when each message's POST started and got its
 	// 2xx, written by its sender.
 	sent, accepted []time.Time
+	acceptedN      atomic.Int64
 	// received, ids and done belong to the receiver (under its mutex):
 	// when each message arrived, under which delivery id, and how many
 	// counted ones have; all is closed when done reaches want.
@@ -384,8 +395,12 @@ func (pb *pipelineBench) sendClosed(run *pipelineRun, senders int) error {
 func (pb *pipelineBench) send(run *pipelineRun, i int) error {
 	run.sent[i] = time.Now()
 	at, err := pb.post(run.first + int64(i))
+	if err != nil {
+		return err
+	}
 	run.accepted[i] = at
-	return err
+	run.acceptedN.Add(1)
+	return nil
 }
 
 // sendPaced sends the run's messages open loop, rate a second: message i
@@ -516,11 +531,11 @@ func (pb *pipelineBench) result(run *pipelineRun) pipelineResult {
 }
 
 // cpuTimes are the CPU seconds used so far by the messaging processes, the
-// dispatcher processes and this process.
-type cpuTimes struct{ messaging, dispatcher, bench float64 }
+// dispatcher processes, this process, and the PostgreSQL and NATS servers.
+type cpuTimes struct{ messaging, dispatcher, bench, postgres, nats float64 }
 
 func (pb *pipelineBench) cpu() cpuTimes {
-	var c cpuTimes
+	c := cpuTimes{postgres: serverCPU("postgres"), nats: serverCPU("nats-server")}
 	for _, p := range pb.messagings {
 		c.messaging += metric(p.addr, processCPU)
 	}
@@ -542,85 +557,99 @@ func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) 
 	b.ReportMetric(per(after.messaging-before.messaging), "messaging-cpu-ms")
 	b.ReportMetric(per(after.dispatcher-before.dispatcher), "dispatcher-cpu-ms")
 	b.ReportMetric(per(after.bench-before.bench), "bench-cpu-ms")
+	b.ReportMetric(per(after.postgres-before.postgres), "postgres-cpu-ms")
+	b.ReportMetric(per(after.nats-before.nats), "nats-cpu-ms")
 }
 
-// max is pipeline-max: -pipeline.messages messages from closed-loop
-// senders, as fast as the pipeline takes them.
-func (pb *pipelineBench) max(b *testing.B) {
-	run := pb.newRun(*pipelineMessages, nil)
+// serverCPU is the CPU seconds used so far by the processes named comm on
+// this machine and their exited children, from /proc/<pid>/stat (in the
+// 1/100 s ticks Linux counts them in): every PostgreSQL backend, say, so
+// anyone else's use of the same server meanwhile counts too. 0 when the
+// server runs elsewhere.
+func serverCPU(comm string) float64 {
+	dirs, _ := os.ReadDir("/proc")
+	ticks := 0.0
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after it.
+		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if open < 0 || end < open || string(raw[open+1:end]) != comm {
+			continue
+		}
+		// utime, stime, and cutime, cstime: the postmaster's reaped
+		// children, so that a backend's CPU still counts once it exits.
+		if f := strings.Fields(string(raw[end+1:])); len(f) > 14 {
+			for _, v := range f[11:15] {
+				t, _ := strconv.ParseFloat(v, 64)
+				ticks += t
+			}
+		}
+	}
+	return ticks / 100
+}
+
+// measure runs send over run and settles it, sampling meanwhile, and
+// reports what every run reports: the messages counted, their latency,
+// the queues' peaks and the CPU time per message.
+func (pb *pipelineBench) measure(b *testing.B, run *pipelineRun, send func(*pipelineRun) error) (pipelineResult, *pipelineWatch) {
 	cpu := pb.cpu()
 	b.ResetTimer()
-	if err := pb.sendClosed(run, *pipelineSenders); err != nil {
+	watch := pb.watch(run)
+	if err := send(run); err != nil {
 		b.Fatal(err)
 	}
 	if err := pb.settle(run); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	watch.end(b)
 	res := pb.result(run)
-	rate := float64(res.messages) / res.deliveredIn.Seconds()
-	b.ReportMetric(float64(res.deliveredIn.Nanoseconds())/float64(res.messages), "ns/op")
 	b.ReportMetric(float64(res.messages), "messages")
-	b.ReportMetric(rate, "messages/s")
-	b.ReportMetric(float64(res.messages)/res.sendIn.Seconds(), "ingress/s")
 	b.ReportMetric(res.p50, "p50-ms")
 	b.ReportMetric(res.p99, "p99-ms")
+	pb.reportCPU(b, cpu, run.n)
+	if res.early > 0 {
+		// The dispatcher can be that quick.
+		b.Logf("%d of %d deliveries arrived before their ingress 2xx was read; counted as 0 ms", res.early, res.messages)
+	}
+	return res, watch
+}
+
+// max is pipeline-max: -pipeline.messages messages from closed-loop
+// senders, as fast as the pipeline takes them.
+func (pb *pipelineBench) max(b *testing.B) {
+	res, _ := pb.measure(b, pb.newRun(*pipelineMessages, nil), func(run *pipelineRun) error {
+		return pb.sendClosed(run, *pipelineSenders)
+	})
+	rate := float64(res.messages) / res.deliveredIn.Seconds()
+	b.ReportMetric(float64(res.deliveredIn.Nanoseconds())/float64(res.messages), "ns/op")
+	b.ReportMetric(rate, "messages/s")
+	b.ReportMetric(float64(res.messages)/res.sendIn.Seconds(), "ingress/s")
 	if pb.floorHTTP.rate > 0 {
 		b.ReportMetric(rate/pb.floorHTTP.rate, "ratio-to-bare-http")
 	}
 	if pb.floorPGJS.rate > 0 {
 		b.ReportMetric(rate/pb.floorPGJS.rate, "ratio-to-bare-pg-js")
 	}
-	pb.reportCPU(b, cpu, res.messages)
-	pb.logEarly(b, res)
 }
 
 // pacedRun sends a paced run whose healthy workspaces' messages count,
-// sampling the services' resident memory meanwhile (its peak, by service),
-// and reports what every paced run reports.
+// reports what every paced run reports, and returns its result and the
+// services' peak resident memory meanwhile.
 func (pb *pipelineBench) pacedRun(b *testing.B, healthy func(ws int) bool) (pipelineResult, map[string]float64) {
 	run := pb.newRun(*pipelinePaced, healthy)
-	cpu := pb.cpu()
-	peak := map[string]float64{}
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			for name, mb := range pb.rss() {
-				peak[name] = max(peak[name], mb)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	b.ResetTimer()
-	err := pb.sendPaced(run, *pipelineRate)
-	close(stop)
-	<-sampled
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pb.settle(run); err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	res := pb.result(run)
+	res, watch := pb.measure(b, run, func(run *pipelineRun) error { return pb.sendPaced(run, *pipelineRate) })
 	b.ReportMetric(0, "ns/op") // the schedule sets the pace, not the cost
-	b.ReportMetric(float64(res.messages), "messages")
 	b.ReportMetric(float64(run.n)/res.sendIn.Seconds(), "achieved-msg/s")
-	b.ReportMetric(res.p50, "p50-ms")
-	b.ReportMetric(res.p99, "p99-ms")
 	b.ReportMetric(res.ingressP50, "ingress-p50-ms")
 	b.ReportMetric(res.ingressP99, "ingress-p99-ms")
-	pb.reportCPU(b, cpu, run.n)
-	pb.logEarly(b, res)
-	return res, peak
+	return res, watch.rss
 }
 
 // paced is pipeline-paced-<rate>: the quiet paced run, with the services'
@@ -670,11 +699,69 @@ func (pb *pipelineBench) noisy(b *testing.B) {
 	b.ReportMetric(float64(paused), "paused-webhooks")
 }
 
-// logEarly says how many deliveries arrived before the sender had read
-// their 2xx (the dispatcher can be that quick); they count as 0 ms.
-func (pb *pipelineBench) logEarly(b *testing.B, res pipelineResult) {
-	if res.early > 0 {
-		b.Logf("%d of %d deliveries arrived before their ingress 2xx was read; counted as 0 ms", res.early, res.messages)
+// dispatcherConsumer is the durable consumer the dispatchers share
+// (DISPATCHER_CONSUMER, which the suite leaves at its default).
+const dispatcherConsumer = "webhook-dispatcher"
+
+// pipelineWatch samples, while a run goes on, what its end cannot show:
+// the services' peak resident memory, and where messages queue: in
+// messaging's outbox (committed, not yet published to the stream: its
+// unpublished rows) or in the stream (published,
+// not yet settled by a dispatcher: the consumer's pending and
+// unacknowledged messages).
+type pipelineWatch struct {
+	stop, done     chan struct{}
+	rss            map[string]float64 // MB, by service
+	outbox, stream int64
+	trace          []string
+}
+
+func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
+	w := &pipelineWatch{stop: make(chan struct{}), done: make(chan struct{}), rss: map[string]float64{}}
+	ctx := context.Background()
+	cons, err := pb.js.Consumer(ctx, pb.s.env.Stream.Name, dispatcherConsumer)
+	start := time.Now()
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for k := 0; ; k++ {
+			for name, mb := range pb.rss() {
+				w.rss[name] = max(w.rss[name], mb)
+			}
+			outbox, stream := int64(0), int64(0)
+			// The relays' own gauge is set after each pass only, and a
+			// pass under load does not end.
+			_ = pb.pool.QueryRow(ctx, `SELECT count(*) FROM messaging.outbox WHERE published_at IS NULL`).Scan(&outbox)
+			if err == nil {
+				if info, err := cons.Info(ctx); err == nil {
+					stream = int64(info.NumPending) + int64(info.NumAckPending)
+				}
+			}
+			w.outbox, w.stream = max(w.outbox, outbox), max(w.stream, stream)
+			if *pipelineTrace && k%4 == 0 {
+				w.trace = append(w.trace, fmt.Sprintf("%5.1fs: accepted %6d, in the outbox %6d, in the stream %6d, delivered %6d",
+					time.Since(start).Seconds(), run.acceptedN.Load(), outbox, stream, pb.rcv.delivered(run)))
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the sampling and reports the queues' peaks.
+func (w *pipelineWatch) end(b *testing.B) {
+	close(w.stop)
+	<-w.done
+	b.ReportMetric(float64(w.outbox), "outbox-peak")
+	b.ReportMetric(float64(w.stream), "stream-peak")
+	// Printed, not logged: a benchmark's log is cut at ten lines.
+	for _, line := range w.trace {
+		fmt.Printf("trace %s %s\n", b.Name(), line)
 	}
 }
 
@@ -991,6 +1078,13 @@ func (r *pipelineReceiver) missing(run *pipelineRun) (int, int64) {
 		}
 	}
 	return n, example
+}
+
+// delivered is how many of the run's counted messages have arrived.
+func (r *pipelineReceiver) delivered(run *pipelineRun) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return run.done
 }
 
 // deliveryIDs are the delivery ids of the run's counted messages.
