@@ -19,8 +19,8 @@ import (
 //
 // ctx ends when the consumer stops. A handler finishes what must not be cut
 // short (storing an outcome, on context.WithoutCancel) and returns; an
-// error returned after ctx ended hands the message back at once, without
-// delay, for another instance to take.
+// error returned after ctx ended hands the message back for another
+// instance to take, after HandBackDelay rather than the nak delays.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Permanent marks err as one that retrying cannot cure: the message is
@@ -49,6 +49,15 @@ const (
 	NakDelayMin = time.Second
 	NakDelayMax = time.Minute
 )
+
+// HandBackDelay is how long a message handed back by a stopping consumer
+// waits before the server hands it out again. Not zero: the stopping
+// consumer's pull may still be open on the server when the message is
+// handed back, and a message sent to it then would be dropped by the
+// client and come back only after the ack wait. A moment later the
+// server has seen the pull's subscription go and gives the message to
+// another instance.
+const HandBackDelay = 500 * time.Millisecond
 
 // Consumer hands the messages of one JetStream pull consumer to a Handler,
 // at most a fixed number at a time, until stopped.
@@ -99,7 +108,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 		c.mu.Unlock()
 		// Stopping: hand the message to another instance now rather
 		// than after the ack wait.
-		_ = msg.Nak()
+		_ = msg.NakWithDelay(HandBackDelay)
 		return
 	}
 	c.wg.Add(1)
@@ -127,7 +136,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 	case c.work.Err() != nil:
 		// Stopped mid-way; another instance takes it over.
-		_ = msg.Nak()
+		_ = msg.NakWithDelay(HandBackDelay)
 	default:
 		delay := nakDelay(msg)
 		c.log.Error("message not settled; will retry", zap.String("subject", msg.Subject()), zap.Error(err), zap.Duration("retry_in", delay))
@@ -150,8 +159,9 @@ func nakDelay(msg jetstream.Msg) time.Duration {
 
 // Stop stops pulling, ends the handlers' ctx, and waits until ctx ends for
 // the messages in hand to be settled. A message that arrives meanwhile is
-// handed back at once. If ctx ends first, Stop says so; the messages still
-// in hand are redelivered after their ack wait.
+// handed back (after HandBackDelay, as are those the handlers give up). If
+// ctx ends first, Stop says so; the messages still in hand are redelivered
+// after their ack wait.
 func (c *Consumer) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopped = true

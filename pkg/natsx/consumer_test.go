@@ -239,6 +239,38 @@ func TestStopHandsBackWhatTheHandlerGivesUp(t *testing.T) {
 	}
 }
 
+// With room for many more messages than it holds, a stopping consumer
+// still has a pull open on the server when it hands its messages back;
+// none of them may go to that pull (whose messages nobody would take
+// any more, until the ack wait): another instance gets every one.
+func TestStopHandsBackManyWhileItsPullIsOpen(t *testing.T) {
+	t.Parallel()
+	s := newStream(t)
+	const n = 20
+	var entered atomic.Int32
+	c := s.consume(256, func(ctx context.Context, _ jetstream.Msg) error {
+		entered.Add(1)
+		<-ctx.Done() // waiting for a place, say
+		return ctx.Err()
+	})
+	s.publish(n)
+	wait.Until(t, 10*time.Second, "every message in hand", func() bool { return entered.Load() == n })
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var seen deliveries
+	s.consume(256, func(_ context.Context, msg jetstream.Msg) error {
+		seen.add(msg)
+		return nil
+	})
+	s.settled(n) // well within the minute of ack wait
+	for i := range n {
+		if got := seen.of(fmt.Sprint(i)); got != 1 {
+			t.Errorf("message %d reached the other instance %d times, want 1", i, got)
+		}
+	}
+}
+
 // Stop gives up waiting when its ctx ends, and says so.
 func TestStopIsBounded(t *testing.T) {
 	t.Parallel()
