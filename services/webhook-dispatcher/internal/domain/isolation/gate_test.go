@@ -6,19 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// until polls cond until it holds, failing the test after 5 s.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
 
 func mustAcquire(t *testing.T, l *Lane, webhook string) func() {
 	t.Helper()
@@ -80,7 +70,7 @@ func TestGateCapsOneWebhook(t *testing.T) {
 		held = append(held, mustAcquire(t, l, "a"))
 	}
 	fourth := acquireAsync(context.Background(), l, "a", KeepAlive{})
-	until(t, "the fourth attempt of a waits for a's place", func() bool { return g.Waiting() == 1 })
+	wait.Until(t, 5*time.Second, "the fourth attempt of a waits for a's place", func() bool { return g.Waiting() == 1 })
 	notYet(t, fourth, "fourth of a")
 	if l.InFlight() != 3 || l.Waiting() != 0 {
 		t.Fatalf("in flight %d, waiting for the lane %d; want 3, 0", l.InFlight(), l.Waiting())
@@ -109,7 +99,7 @@ func TestGateCapsTheLane(t *testing.T) {
 	ra := mustAcquire(t, l, "a")
 	rb := mustAcquire(t, l, "b")
 	c := acquireAsync(context.Background(), l, "c", KeepAlive{})
-	until(t, "c waits for the lane", func() bool { return l.Waiting() == 1 })
+	wait.Until(t, 5*time.Second, "c waits for the lane", func() bool { return l.Waiting() == 1 })
 	notYet(t, c, "c")
 	if g.Waiting() != 0 {
 		t.Fatalf("%d waiting for their webhook's place, want 0", g.Waiting())
@@ -138,7 +128,7 @@ func TestWaitingForAWebhooksPlaceHoldsNoSlot(t *testing.T) {
 			done <- err
 		}()
 	}
-	until(t, "five of a wait", func() bool { return g.Waiting() == 5 })
+	wait.Until(t, 5*time.Second, "five of a wait", func() bool { return g.Waiting() == 5 })
 	b1, b2 := mustAcquire(t, l, "b"), mustAcquire(t, l, "b")
 	if l.InFlight() != 4 {
 		t.Fatalf("in flight %d, want 4", l.InFlight())
@@ -165,7 +155,7 @@ func TestLanesShareTheWebhooksPlaces(t *testing.T) {
 	live, replay := g.Lane(10), g.Lane(10)
 	r1, r2 := mustAcquire(t, live, "a"), mustAcquire(t, replay, "a")
 	third := acquireAsync(context.Background(), replay, "a", KeepAlive{})
-	until(t, "the third waits", func() bool { return g.Waiting() == 1 })
+	wait.Until(t, 5*time.Second, "the third waits", func() bool { return g.Waiting() == 1 })
 	notYet(t, third, "third of a")
 	r1()
 	got(t, third, "third after a release")()
@@ -182,7 +172,7 @@ func TestAcquireEndsWithCtx(t *testing.T) {
 	// Waiting for a's place.
 	ctx, cancel := context.WithCancel(context.Background())
 	w := acquireAsync(ctx, l, "a", KeepAlive{})
-	until(t, "waiting for a's place", func() bool { return g.Waiting() == 1 })
+	wait.Until(t, 5*time.Second, "waiting for a's place", func() bool { return g.Waiting() == 1 })
 	cancel()
 	if r := <-w; !errors.Is(r.err, context.Canceled) || r.release != nil {
 		t.Fatalf("Acquire = %v, %v; want context.Canceled", r.release != nil, r.err)
@@ -191,7 +181,7 @@ func TestAcquireEndsWithCtx(t *testing.T) {
 	// Waiting for the lane, holding b's place.
 	ctx, cancel = context.WithCancel(context.Background())
 	w = acquireAsync(ctx, l, "b", KeepAlive{})
-	until(t, "waiting for the lane", func() bool { return l.Waiting() == 1 })
+	wait.Until(t, 5*time.Second, "waiting for the lane", func() bool { return l.Waiting() == 1 })
 	cancel()
 	if r := <-w; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Acquire = %v; want context.Canceled", r.err)
@@ -220,7 +210,7 @@ func TestAcquireKeepsAliveWhileWaiting(t *testing.T) {
 		t.Fatalf("immediate Acquire: %v, %d keep-alive calls", err, calls.Load())
 	}
 	w := acquireAsync(context.Background(), l, "a", keep)
-	until(t, "three keep-alive calls while waiting", func() bool { return calls.Load() >= 3 })
+	wait.Until(t, 5*time.Second, "three keep-alive calls while waiting", func() bool { return calls.Load() >= 3 })
 	r()
 	got(t, w, "the waiting attempt")()
 	after := calls.Load()
