@@ -133,7 +133,7 @@ var (
 	pipelineHanging      = flag.Float64("pipeline.hanging", 0.10, "share of the workspaces whose webhook hangs in pipeline-noisy")
 	pipelineBaselineTime = flag.Duration("pipeline.baseline-time", 5*time.Second, "how long each bare baseline's throughput is measured")
 	pipelineSettle       = flag.Duration("pipeline.settle", 5*time.Minute, "how long a run waits, after its last message is accepted, for every delivery")
-	pipelineTrace        = flag.Bool("pipeline.trace", false, "log, every second of each run, the messages accepted, queued in the outbox and in the stream, and delivered")
+	pipelineTrace        = flag.Bool("pipeline.trace", false, "print, every second of each run, the messages accepted, queued in the outbox and in the stream, and delivered")
 )
 
 // pipelineSample is how many operations the bare baselines time one at a
@@ -240,8 +240,9 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 	pb.js = s.env.JetStream(b)
 
 	// A few messages per workspace, outside any timing: connections open,
-	// every customer's first message (a new contact and conversation) not
-	// in the measured runs alone, and a real delivery for bare-http.
+	// every channel and webhook used once, and a real delivery for
+	// bare-http. (Most customers' first message, which creates their
+	// contact and conversation, falls in the first measured run.)
 	pb.warm(b)
 	pb.rssIdle = pb.rss()
 	return pb
