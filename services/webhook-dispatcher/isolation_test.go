@@ -270,10 +270,13 @@ func TestHangingReceiverFailsFastOnceItsCircuitOpens(t *testing.T) {
 		}
 	}
 	// Three attempts without answer open the circuit; one more may have
-	// been on its way in the other place.
-	if sent < 3 || sent > 4 || int64(sent) != stuck.total.Load() || stuck.most.Load() > 2 {
-		t.Errorf("%d attempts sent, receiver got %d, %d at once; want 3 or 4 sent, at most 2 at once",
-			sent, stuck.total.Load(), stuck.most.Load())
+	// been on its way in the other place. (How many were in flight at
+	// once is not counted here: a receiver notices the dispatcher giving
+	// up on a request a moment after it has, so it may see the next
+	// attempt overlap the last; the tests whose receivers answer, or hang
+	// past the test, count it.)
+	if sent < 3 || sent > 4 || int64(sent) != stuck.total.Load() {
+		t.Errorf("%d attempts sent, receiver got %d; want 3 or 4", sent, stuck.total.Load())
 	}
 	if st, failures := h.webhookRow(bad); st != "paused" || failures != nBad {
 		t.Errorf("webhook %s with %d failures, want paused with %d", st, failures, nBad)
