@@ -22,8 +22,9 @@ func NewOutboxStore(gdb *gorm.DB) *OutboxStore { return &OutboxStore{db: gdb} }
 
 // PublishPending locks up to limit unpublished rows with SKIP LOCKED, so
 // relays of several messaging instances share the backlog without sending
-// a row twice, and marks the ones publish accepted in the same transaction.
-func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish func(context.Context, outbox.Event) error) (int, error) {
+// a row twice, hands them to publish at once, and marks the ones it
+// accepted in the same transaction.
+func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish func(context.Context, []outbox.Event) (int, error)) (int, error) {
 	published := 0
 	var publishErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -36,22 +37,28 @@ func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish fun
 			FOR UPDATE SKIP LOCKED`, limit).Scan(&rows).Error; err != nil {
 			return fmt.Errorf("select outbox: %w", err)
 		}
-		done := make([]int64, 0, len(rows))
-		for _, r := range rows {
-			// Stop at the first failure: later rows wait, so events leave
-			// in the order they were written.
-			if publishErr = publish(ctx, r.toDomain()); publishErr != nil {
-				break
-			}
-			done = append(done, r.Seq)
-		}
-		if len(done) == 0 {
+		if len(rows) == 0 {
 			return nil
+		}
+		events := make([]outbox.Event, len(rows))
+		for i, r := range rows {
+			events[i] = r.toDomain()
+		}
+		// Only the accepted prefix is marked: later rows wait, so events
+		// leave in the order they were written.
+		var n int
+		n, publishErr = publish(ctx, events)
+		if n == 0 {
+			return nil
+		}
+		done := make([]int64, n)
+		for i := range done {
+			done[i] = rows[i].Seq
 		}
 		if err := tx.Exec(`UPDATE messaging.outbox SET published_at = now() WHERE seq IN ?`, done).Error; err != nil {
 			return fmt.Errorf("mark outbox published: %w", err)
 		}
-		published = len(done)
+		published = n
 		return nil
 	})
 	if err != nil {

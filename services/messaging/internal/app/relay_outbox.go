@@ -16,7 +16,7 @@ type RelayConfig struct {
 	Poll time.Duration
 	// Retention is how long published events are kept before pruning.
 	Retention time.Duration
-	// PublishTimeout bounds the wait for the stream's ack of one event.
+	// PublishTimeout bounds the wait for the stream's acks of one batch.
 	PublishTimeout time.Duration
 	// Batch is how many events one transaction takes.
 	Batch int
@@ -77,6 +77,9 @@ type Relay struct {
 	metrics *Metrics
 	kick    chan struct{}
 	now     func() time.Time
+	// backlogAt is when the backlog gauge was last counted (Run's
+	// goroutine only).
+	backlogAt time.Time
 }
 
 // NewRelay returns a relay from store to pub.
@@ -169,10 +172,10 @@ func (r *Relay) drain(ctx context.Context) error {
 	return nil
 }
 
-func (r *Relay) publish(ctx context.Context, e outbox.Event) error {
+func (r *Relay) publish(ctx context.Context, events []outbox.Event) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
-	return r.pub.Publish(ctx, e)
+	return r.pub.PublishBatch(ctx, events)
 }
 
 // prune deletes published events past their retention, then the rows of
@@ -196,7 +199,15 @@ func (r *Relay) prune(ctx context.Context, now time.Time) {
 	}
 }
 
+// updateBacklog counts the unpublished events for the gauge, at most once
+// a poll interval: passes come as often as events are written, and a count
+// of a long backlog on each would cost more than the publishing.
 func (r *Relay) updateBacklog(ctx context.Context) {
+	now := r.now()
+	if now.Sub(r.backlogAt) < r.cfg.Poll {
+		return
+	}
+	r.backlogAt = now
 	n, err := r.store.Backlog(ctx)
 	if err != nil {
 		// The gauge keeps its last value; the failing pass is logged.

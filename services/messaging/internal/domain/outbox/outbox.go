@@ -23,19 +23,23 @@ type Event struct {
 // Store keeps the outbox rows.
 type Store interface {
 	// PublishPending takes up to limit unpublished events, oldest first,
-	// locked so that other relays skip them, and hands them to publish one
-	// at a time. Events publish accepted are marked published; the first
-	// error stops the batch, leaves the rest for later and is returned with
-	// the number published before it.
-	PublishPending(ctx context.Context, limit int, publish func(context.Context, Event) error) (int, error)
+	// locked so that other relays skip them, and hands them to publish
+	// together. The first n events publish accepted are marked published,
+	// the rest are left for later, and publish's error is returned with n.
+	PublishPending(ctx context.Context, limit int, publish func(context.Context, []Event) (n int, err error)) (int, error)
 	// Prune deletes events published before cutoff.
 	Prune(ctx context.Context, cutoff time.Time) (int64, error)
 	// Backlog counts unpublished events.
 	Backlog(ctx context.Context) (int64, error)
 }
 
-// Publisher delivers an event to the event stream and returns once the
-// stream has acknowledged it.
+// Publisher delivers events to the event stream.
 type Publisher interface {
-	Publish(ctx context.Context, e Event) error
+	// PublishBatch sends events in their order without waiting between
+	// them, then waits for the stream's acknowledgements. It returns how
+	// many of the first events were acknowledged, every one before them
+	// too, and the error that stopped the rest; an event after the first
+	// failure may have been stored as well, and is published again later
+	// (its id makes the repeat harmless).
+	PublishBatch(ctx context.Context, events []Event) (n int, err error)
 }
