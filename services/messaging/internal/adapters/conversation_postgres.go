@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,64 +254,79 @@ func (r receiveTx) Claim(ctx context.Context, channelID, key string) (bool, erro
 	return res.RowsAffected == 1, nil
 }
 
-func (r receiveTx) UpsertContact(ctx context.Context, c conversation.Contact) (conversation.Contact, error) {
-	var rows []contactRow
-	// A platform may send an empty name or picture (privacy settings); keep
-	// what we knew rather than erase it.
-	err := r.tx.WithContext(ctx).Raw(`
+// upsertConversationSQL stores the contact and the conversation in one
+// statement. A platform may send an empty name or picture (privacy
+// settings): what we knew is kept rather than erased. A retried, older
+// delivery must not move the conversation back in time nor redirect
+// replies to an older chat.
+const upsertConversationSQL = `
+	WITH c AS (
 		INSERT INTO messaging.contacts AS k (id, workspace_id, channel_id, sender_id, name, profile_pic)
-		VALUES (?, ?, ?, ?, ?, ?)
+		VALUES (@contact_id, @workspace_id, @channel_id, @sender_id, @name, @profile_pic)
 		ON CONFLICT (channel_id, sender_id) DO UPDATE SET
 			name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE k.name END,
 			profile_pic = CASE WHEN excluded.profile_pic <> '' THEN excluded.profile_pic ELSE k.profile_pic END,
 			updated_at = now()
-		RETURNING id, workspace_id, channel_id, sender_id, name, profile_pic`,
-		c.ID, c.WorkspaceID, c.ChannelID, c.SenderID, c.Name, c.ProfilePic).Scan(&rows).Error
-	if err != nil {
-		return conversation.Contact{}, fmt.Errorf("upsert contact: %w", err)
-	}
-	if len(rows) != 1 {
-		return conversation.Contact{}, errors.New("upsert contact: no row returned")
-	}
-	return rows[0].toDomain(), nil
-}
-
-func (r receiveTx) UpsertConversation(ctx context.Context, c conversation.Conversation) (conversation.Conversation, error) {
-	var lastCustomer *time.Time
-	if !c.LastCustomerMessageAt.IsZero() {
-		lastCustomer = &c.LastCustomerMessageAt
-	}
-	var rows []conversationRow
-	// A retried, older delivery must not move the conversation back in time
-	// nor redirect replies to an older chat.
-	err := r.tx.WithContext(ctx).Raw(`
+		RETURNING id, sender_id, name, profile_pic
+	), v AS (
 		INSERT INTO messaging.conversations AS v
 			(id, workspace_id, channel_id, contact_id, platform, reply_to, last_message_at, last_customer_message_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		SELECT @id, @workspace_id, @channel_id, c.id, @platform, @reply_to, @last_message_at, @last_customer_message_at FROM c
 		ON CONFLICT (channel_id, contact_id) DO UPDATE SET
 			reply_to = CASE WHEN excluded.last_message_at >= v.last_message_at THEN excluded.reply_to ELSE v.reply_to END,
 			last_message_at = GREATEST(v.last_message_at, excluded.last_message_at),
 			last_customer_message_at = GREATEST(v.last_customer_message_at, excluded.last_customer_message_at)
-		RETURNING id, workspace_id, channel_id, platform, reply_to, last_message_at, last_customer_message_at, created_at`,
-		c.ID, c.WorkspaceID, c.ChannelID, c.Contact.ID, string(c.Platform), c.ReplyTo, c.LastMessageAt, lastCustomer).Scan(&rows).Error
+		RETURNING id, workspace_id, channel_id, platform, reply_to, last_message_at, last_customer_message_at, created_at, contact_id
+	)
+	SELECT ` + conversationColumns + ` FROM v JOIN c ON c.id = v.contact_id`
+
+func (r receiveTx) UpsertConversation(ctx context.Context, conv conversation.Conversation) (conversation.Conversation, error) {
+	var lastCustomer *time.Time
+	if !conv.LastCustomerMessageAt.IsZero() {
+		lastCustomer = &conv.LastCustomerMessageAt
+	}
+	k := conv.Contact
+	var rows []conversationRow
+	err := r.tx.WithContext(ctx).Raw(upsertConversationSQL,
+		sql.Named("contact_id", k.ID), sql.Named("workspace_id", conv.WorkspaceID), sql.Named("channel_id", conv.ChannelID),
+		sql.Named("sender_id", k.SenderID), sql.Named("name", k.Name), sql.Named("profile_pic", k.ProfilePic),
+		sql.Named("id", conv.ID), sql.Named("platform", string(conv.Platform)), sql.Named("reply_to", conv.ReplyTo),
+		sql.Named("last_message_at", conv.LastMessageAt), sql.Named("last_customer_message_at", lastCustomer),
+	).Scan(&rows).Error
 	if err != nil {
-		return conversation.Conversation{}, fmt.Errorf("upsert conversation: %w", err)
+		return conversation.Conversation{}, fmt.Errorf("upsert contact and conversation: %w", err)
 	}
 	if len(rows) != 1 {
-		return conversation.Conversation{}, errors.New("upsert conversation: no row returned")
+		return conversation.Conversation{}, errors.New("upsert contact and conversation: no row returned")
 	}
-	out := rows[0].toDomain()
-	out.Contact = c.Contact
-	return out, nil
+	return rows[0].toDomain(), nil
 }
 
-func (r receiveTx) AddMessage(ctx context.Context, m conversation.Message) error {
+// addMessageWithEventSQL stores a message and the outbox event telling of
+// it in one statement.
+const addMessageWithEventSQL = `
+	WITH m AS (
+		INSERT INTO messaging.messages (id, workspace_id, conversation_id, sender, type, content, metadata, external_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	)
+	INSERT INTO messaging.outbox (event_id, subject, payload, created_at) VALUES (?, ?, ?, ?)`
+
+func (r receiveTx) AddMessage(ctx context.Context, m conversation.Message, ev *outbox.Event) error {
 	row, err := messageToRow(m)
 	if err != nil {
 		return err
 	}
-	if err := r.tx.WithContext(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("insert message: %w", err)
+	if ev == nil {
+		if err := r.tx.WithContext(ctx).Create(&row).Error; err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		return nil
+	}
+	err = r.tx.WithContext(ctx).Exec(addMessageWithEventSQL,
+		row.ID, row.WorkspaceID, row.ConversationID, row.Sender, row.Type, row.Content, row.Metadata, row.ExternalID, row.CreatedAt,
+		ev.ID, ev.Subject, ev.Payload, ev.CreatedAt).Error
+	if err != nil {
+		return fmt.Errorf("insert message and its event: %w", err)
 	}
 	return nil
 }

@@ -65,17 +65,13 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 			outcome = IngressIgnored
 			return nil
 		}
-		contact, err := tx.UpsertContact(ctx, conversation.Contact{
-			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
-			SenderID: in.SenderID, Name: in.SenderName, ProfilePic: in.ProfilePic,
-		})
-		if err != nil {
-			return err
-		}
 		conv, err := tx.UpsertConversation(ctx, conversation.Conversation{
 			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
-			Contact: contact, ReplyTo: in.ReplyTo,
-			LastMessageAt: in.SentAt, LastCustomerMessageAt: in.SentAt,
+			Contact: conversation.Contact{
+				ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
+				SenderID: in.SenderID, Name: in.SenderName, ProfilePic: in.ProfilePic,
+			},
+			ReplyTo: in.ReplyTo, LastMessageAt: in.SentAt, LastCustomerMessageAt: in.SentAt,
 		})
 		if err != nil {
 			return err
@@ -85,23 +81,21 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 			Sender: conversation.SenderContact, Type: in.Type, Content: in.Text,
 			Metadata: inboundMetadata(in), ExternalID: in.ExternalID, CreatedAt: in.SentAt,
 		}
-		if err := tx.AddMessage(ctx, msg); err != nil {
+		// The mode is read with the channel for this delivery, so a change
+		// applies from the next message.
+		var ev *outbox.Event
+		if ch.ForwardsEvents() {
+			e, err := a.customerEvent(ch, conv, conv.Contact, msg, in)
+			if err != nil {
+				return err
+			}
+			ev = &e
+		}
+		if err := tx.AddMessage(ctx, msg, ev); err != nil {
 			return err
 		}
 		outcome = IngressStored
-		// The mode is read with the channel for this delivery, so a change
-		// applies from the next message.
-		if !ch.ForwardsEvents() {
-			return nil
-		}
-		ev, err := a.customerEvent(ch, conv, contact, msg, in)
-		if err != nil {
-			return err
-		}
-		if err := tx.AddEvent(ctx, ev); err != nil {
-			return err
-		}
-		wroteEvent = true
+		wroteEvent = ev != nil
 		return nil
 	})
 	if err != nil {

@@ -179,16 +179,13 @@ func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comme
 	}
 	var out PrivateReply
 	err := a.comments.Store.Receive(ctx, func(tx comment.Tx) error {
-		contact, err := tx.UpsertContact(ctx, conversation.Contact{
-			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
-			SenderID: sent.RecipientID, Name: name,
-		})
-		if err != nil {
-			return err
-		}
 		conv, err := tx.UpsertConversation(ctx, conversation.Conversation{
 			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
-			Contact: contact, ReplyTo: sent.RecipientID, LastMessageAt: now,
+			Contact: conversation.Contact{
+				ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
+				SenderID: sent.RecipientID, Name: name,
+			},
+			ReplyTo: sent.RecipientID, LastMessageAt: now,
 		})
 		if err != nil {
 			return err
@@ -199,7 +196,7 @@ func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comme
 			Metadata:   map[string]any{"private_reply": map[string]any{"comment_id": c.ExternalID, "post_id": c.PostID}},
 			ExternalID: sent.MessageID, CreatedAt: now,
 		}
-		if err := tx.AddMessage(ctx, msg); err != nil {
+		if err := tx.AddMessage(ctx, msg, nil); err != nil {
 			return err
 		}
 		updated, err := tx.Update(ctx, c.ID, func(c *comment.Comment) error {

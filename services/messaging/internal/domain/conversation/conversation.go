@@ -162,12 +162,14 @@ type ReceiveTx interface {
 	// Telegram update_id, a Meta mid); false means it was received before
 	// and must be ignored. Platforms redeliver until they get a 2xx.
 	Claim(ctx context.Context, channelID, key string) (bool, error)
-	// UpsertContact stores c, or updates the contact with the same channel
-	// and sender id; it returns the stored contact.
-	UpsertContact(ctx context.Context, c Contact) (Contact, error)
-	// UpsertConversation stores c, or moves the existing conversation of the
-	// same channel and contact forward; it returns the stored conversation.
+	// UpsertConversation stores c.Contact, or updates the contact with the
+	// same channel and sender id, then stores c with it, or moves the
+	// existing conversation of the same channel and contact forward; it
+	// returns the stored conversation and contact. (One step, since a
+	// customer's message always needs both.)
 	UpsertConversation(ctx context.Context, c Conversation) (Conversation, error)
-	AddMessage(ctx context.Context, m Message) error
+	// AddMessage stores m and, when ev is not nil, the outbox event that
+	// tells of it.
+	AddMessage(ctx context.Context, m Message, ev *outbox.Event) error
 	AddEvent(ctx context.Context, e outbox.Event) error
 }
