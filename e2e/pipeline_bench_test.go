@@ -156,6 +156,10 @@ func BenchmarkPipeline(b *testing.B) {
 	extras := pb.scaleOut(b, *pipelineInstances)
 	b.Run(fmt.Sprintf("pipeline-max/instances=%d", *pipelineInstances), pb.max)
 	pb.scaleIn(b, extras)
+	// The reads come before the noisy run, whose hanging requests stay
+	// open until the end.
+	b.Run(fmt.Sprintf("gateway-reads-%d/bare-forwarded", *pipelineRate), pb.gatewayReads("/v1/channels"))
+	b.Run(fmt.Sprintf("gateway-reads-%d/conversations", *pipelineRate), pb.gatewayReads("/v1/conversations?limit=20"))
 	b.Run("pipeline-noisy", pb.noisy)
 
 	fmt.Printf("loadavg-end: %s\n", loadAverage())
@@ -408,18 +412,27 @@ func (pb *pipelineBench) send(run *pipelineRun, i int) error {
 // is posted at start + i/rate in a goroutine of its own, whether or not
 // the earlier ones have been answered.
 func (pb *pipelineBench) sendPaced(run *pipelineRun, rate int) error {
+	run.start = time.Now()
+	return openLoop(run.start, run.n, rate, func(i int) error { return pb.send(run, i) })
+}
+
+// openLoop calls op(i) for i in [0, n) at start + i/rate, each in a
+// goroutine of its own, whether or not the earlier calls have returned (so
+// a slow answer delays no later request: what is measured is the load a
+// rate of users makes). It starts no new call after the first error, waits
+// for those under way, and returns that error.
+func openLoop(start time.Time, n, rate int, op func(i int) error) error {
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
-	run.start = time.Now()
-	for i := range run.n {
-		if d := time.Until(run.start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
 			time.Sleep(d)
 		}
 		if failed.Load() != nil {
 			break
 		}
 		wg.Go(func() {
-			if err := pb.send(run, i); err != nil {
+			if err := op(i); err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
 		})

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+)
+
+var gatewayReads = flag.Int("pipeline.reads", 10000, "requests of each gateway-reads line of BenchmarkPipeline")
+
+// gatewayReads is issue 11's read line: GET path through the gateway,
+// open loop at -pipeline.rate a second for -pipeline.reads requests, with
+// the keys of the pipeline's workspaces in turn (each holds the
+// conversations of its customers, and a rate limit raised for the
+// bench). Every answer must be 200 with a JSON body. It reports the p50
+// and p99 of the time from each request's scheduled start to its body
+// read (a late start counts against the gateway), and the rate achieved.
+// Beside it, bare-forwarded reads GET /v1/channels: the same path through
+// the gateway to messaging with one small indexed read behind it, where
+// /v1/conversations reads a page of conversations with their contacts.
+func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
+	return func(b *testing.B) {
+		n := *gatewayReads
+		lat := make([]time.Duration, n)
+		b.ResetTimer()
+		start := time.Now()
+		err := openLoop(start, n, *pipelineRate, func(i int) error {
+			w := pb.spaces[i%len(pb.spaces)]
+			req, err := http.NewRequest(http.MethodGet, pb.s.gatewayURL+path, nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+w.key)
+			resp, err := pb.http.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("{")) {
+				return fmt.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
+			}
+			lat[i] = time.Since(start.Add(time.Duration(i) * time.Second / time.Duration(*pipelineRate)))
+			return nil
+		})
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/op")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "achieved-req/s")
+		b.ReportMetric(percentileMS(lat, 0.50), "p50-ms")
+		b.ReportMetric(percentileMS(lat, 0.99), "p99-ms")
+	}
+}
