@@ -57,7 +57,17 @@ import (
 //     a delivery is acked only once its outcome is in the delivery log, so
 //     the throughput is that of logged deliveries;
 //   - instances-1-paced-500: events published at 500 per second to one
-//     instance, for the latency target (p99 under 50 ms).
+//     instance, for the latency target (p99 under 50 ms);
+//   - noisy-instances-1 / noisy-instances-3: isolation between receivers
+//     (issue 11). benchNoisyWebhooks workspaces share the events paced at
+//     500 per second; rounds with every receiver healthy ("quiet") come
+//     first, then as many rounds in which benchNoisyHanging of them (10 %)
+//     also get benchNoisyHangRate events per second each at a receiver
+//     that accepts and never answers, so every attempt to them runs into
+//     the attempt timeout (10 s; a round lasts longer, so their circuits
+//     open within it). Reported: the healthy deliveries' p50-ms / p99-ms
+//     in the noisy rounds beside quiet-p50-ms / quiet-p99-ms, and
+//     p99-ratio (noisy over quiet; the target is under 2).
 //
 // The instances run in this process, each through serve — the code main
 // runs — with its own database pool, NATS connection, rpc server and
@@ -101,10 +111,12 @@ func BenchmarkDelivery(b *testing.B) {
 	one := startBenchCluster(b, rcv, 1)
 	b.Run("instances-1-max", func(b *testing.B) { benchRounds(b, rcv, benchBatch, one.publishMax) })
 	b.Run("instances-1-paced-500", func(b *testing.B) { benchRounds(b, rcv, benchPacedBatch, one.publishPaced) })
+	b.Run("noisy-instances-1", func(b *testing.B) { benchNoisy(b, rcv, one) })
 	one.stop() // its consumer would sit idle beside the three
 
 	three := startBenchCluster(b, rcv, 3)
 	b.Run("instances-3-max", func(b *testing.B) { benchRounds(b, rcv, benchBatch, three.publishMax) })
+	b.Run("noisy-instances-3", func(b *testing.B) { benchNoisy(b, rcv, three) })
 	three.stop()
 }
 
@@ -342,6 +354,7 @@ type benchCluster struct {
 	ws      string
 	js      jetstream.JetStream
 	db      *gorm.DB
+	rpc     *rpc.Client
 	consume string
 	stops   []func()
 	once    sync.Once
@@ -369,19 +382,24 @@ func startBenchCluster(b *testing.B, rcv *benchReceiver, instances int) *benchCl
 	}
 	c.js = js
 	c.db = env.DB(b, "dispatch", migrations.FS)
+	c.rpc = rpc.NewClient(nc, env.RPCPrefix)
+	c.saveWebhook(b, c.ws, rcv.URL)
+	return c
+}
 
-	// The webhook, saved the way the gateway forwards PUT /v1/webhook.
-	client := rpc.NewClient(nc, env.RPCPrefix)
+// saveWebhook saves url as ws's webhook the way the gateway forwards PUT
+// /v1/webhook.
+func (c *benchCluster) saveWebhook(b *testing.B, ws, url string) {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var saved struct {
 		Secret string `json:"secret"`
 	}
-	if err := client.CallJSON(ctx, rpc.ServiceDispatcher, rpc.EndpointAPI, c.ws, http.MethodPut, "/v1/webhook",
-		map[string]string{"url": rcv.URL}, &saved); err != nil || saved.Secret == "" {
+	if err := c.rpc.CallJSON(ctx, rpc.ServiceDispatcher, rpc.EndpointAPI, ws, http.MethodPut, "/v1/webhook",
+		map[string]string{"url": url}, &saved); err != nil || saved.Secret == "" {
 		b.Fatalf("save webhook: %v", err)
 	}
-	return c
 }
 
 // benchConfig is the configuration main would load in env: every setting
@@ -457,7 +475,7 @@ func (c *benchCluster) stop() {
 func (c *benchCluster) publishMax(b *testing.B, r *benchRound) func() {
 	futures := make([]jetstream.PubAckFuture, r.n)
 	for i := range r.n {
-		futures[i] = c.publishAsync(b, r, i)
+		futures[i] = c.publishAsync(b, r, i, c.ws)
 	}
 	c.settlePublished(b, futures)
 	return func() { c.waitAcked(b) }
@@ -466,19 +484,20 @@ func (c *benchCluster) publishMax(b *testing.B, r *benchRound) func() {
 // publishPaced publishes the round at benchPacedRate per second.
 func (c *benchCluster) publishPaced(b *testing.B, r *benchRound) func() {
 	futures := make([]jetstream.PubAckFuture, r.n)
-	pace(r.n, benchPacedRate, func(i int) { futures[i] = c.publishAsync(b, r, i) })
+	pace(r.n, benchPacedRate, func(i int) { futures[i] = c.publishAsync(b, r, i, c.ws) })
 	c.settlePublished(b, futures)
 	return func() { c.waitAcked(b) }
 }
 
-func (c *benchCluster) publishAsync(b *testing.B, r *benchRound, i int) jetstream.PubAckFuture {
+// publishAsync publishes delivery i of the round, an event of ws.
+func (c *benchCluster) publishAsync(b *testing.B, r *benchRound, i int, ws string) jetstream.PubAckFuture {
 	id := benchID(r.round, i)
-	ev := benchEvent(id, c.ws)
+	ev := benchEvent(id, ws)
 	data, err := proto.Marshal(ev)
 	if err != nil {
 		b.Fatal(err)
 	}
-	msg := nats.NewMsg(c.env.Stream.Subject(c.ws, ev.GetType()))
+	msg := nats.NewMsg(c.env.Stream.Subject(ws, ev.GetType()))
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, id)
 	r.markSent(i)
@@ -540,5 +559,103 @@ func benchEvent(id, ws string) *eventsv1.Event {
 			Message: &eventsv1.Message{Id: uuid.NewString(), Text: "Hi! Do you ship to Darkhan?", Type: "text", ExternalId: "1042",
 				CreatedAt: timestamppb.New(now)},
 		}},
+	}
+}
+
+// The noisy sub-benchmarks' load.
+const (
+	benchNoisyWebhooks = 20
+	benchNoisyHanging  = 2 // 10 % of the webhooks
+	benchNoisyHangRate = 10
+	// benchNoisyBatch healthy deliveries at benchPacedRate take 12 s: past
+	// the 10 s attempt timeout, so the hanging webhooks' first attempts
+	// time out and their circuits open within a noisy round.
+	benchNoisyBatch = 6000
+)
+
+// benchNoisy runs b.N quiet rounds, then b.N noisy ones, on c; see
+// BenchmarkDelivery.
+func benchNoisy(b *testing.B, rcv *benchReceiver, c *benchCluster) {
+	healthy := make([]string, benchNoisyWebhooks-benchNoisyHanging)
+	for i := range healthy {
+		healthy[i] = uuid.NewString()
+		c.saveWebhook(b, healthy[i], rcv.URL)
+	}
+	// Its cleanup, at the end of this run, drops the requests it holds,
+	// so the instances can stop without waiting out their timeouts.
+	stuck := newStuckReceiver(b)
+	hanging := make([]string, benchNoisyHanging)
+	for i := range hanging {
+		hanging[i] = uuid.NewString()
+		c.saveWebhook(b, hanging[i], stuck.URL)
+	}
+	b.ResetTimer()
+	var quiet, noisy []float64
+	for range b.N {
+		quiet = append(quiet, c.noisyRound(b, rcv, healthy, nil)...)
+	}
+	for range b.N {
+		noisy = append(noisy, c.noisyRound(b, rcv, healthy, hanging)...)
+	}
+	b.StopTimer()
+	rcv.current.Store(nil)
+	qp99, np99 := benchPercentile(quiet, 0.99), benchPercentile(noisy, 0.99)
+	b.ReportMetric(0, "ns/op") // rounds are paced: time per delivery says nothing
+	b.ReportMetric(benchPercentile(quiet, 0.50), "quiet-p50-ms")
+	b.ReportMetric(qp99, "quiet-p99-ms")
+	b.ReportMetric(benchPercentile(noisy, 0.50), "p50-ms")
+	b.ReportMetric(np99, "p99-ms")
+	b.ReportMetric(np99/qp99, "p99-ratio")
+	b.ReportMetric(float64(stuck.total.Load()), "hanging-requests")
+}
+
+// noisyRound publishes benchNoisyBatch events to the healthy webhooks in
+// turn at benchPacedRate, and meanwhile benchNoisyHangRate events per
+// second to each hanging one, until the receiver has every healthy
+// delivery; it returns their latencies. The hanging webhooks' events are
+// left to the dispatcher: they are not waited for.
+func (c *benchCluster) noisyRound(b *testing.B, rcv *benchReceiver, healthy, hanging []string) []float64 {
+	r := newBenchRound(benchNoisyBatch)
+	rcv.current.Store(r)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if len(hanging) > 0 {
+		wg.Go(func() { c.publishHanging(b, hanging, done) })
+	}
+	futures := make([]jetstream.PubAckFuture, r.n)
+	pace(r.n, benchPacedRate, func(i int) { futures[i] = c.publishAsync(b, r, i, healthy[i%len(healthy)]) })
+	c.settlePublished(b, futures)
+	select {
+	case <-r.all:
+	case <-time.After(benchRoundTimeout):
+		b.Fatalf("round %d: the receiver got %d of %d healthy deliveries within %s", r.round, r.distinct.Load(), r.n, benchRoundTimeout)
+	}
+	close(done)
+	wg.Wait()
+	return r.latencies()
+}
+
+// publishHanging publishes to the hanging webhooks in turn, each at
+// benchNoisyHangRate per second, until done.
+func (c *benchCluster) publishHanging(b *testing.B, hanging []string, done <-chan struct{}) {
+	tick := time.NewTicker(time.Second / time.Duration(benchNoisyHangRate*len(hanging)))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		ws := hanging[i%len(hanging)]
+		ev := benchEvent(uuid.NewString(), ws)
+		data, err := proto.Marshal(ev)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		if _, err := c.js.Publish(context.Background(), c.env.Stream.Subject(ws, ev.GetType()), data, jetstream.WithMsgID(ev.GetId())); err != nil {
+			b.Errorf("publish: %v", err)
+			return
+		}
 	}
 }
