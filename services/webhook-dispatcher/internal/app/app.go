@@ -114,10 +114,9 @@ func New(cfg Config, deps Deps) *App {
 	if a.clock == nil {
 		a.clock = time.Now
 	}
-	gate := isolation.NewGate(cfg.WebhookConcurrency)
-	a.live, a.replay = gate.Lane(cfg.Concurrency), gate.Lane(cfg.ReplayConcurrency)
+	a.gate = isolation.NewGate(cfg.WebhookConcurrency)
+	a.live, a.replay = a.gate.Lane(cfg.Concurrency), a.gate.Lane(cfg.ReplayConcurrency)
 	a.circuits = isolation.NewCircuits(cfg.Circuit, time.Now)
-	a.gate = gate
 	if a.obs == nil {
 		a.obs = nopObserver{}
 	}
@@ -133,7 +132,8 @@ func (a *App) now() time.Time { return a.clock().UTC().Truncate(time.Microsecond
 
 // Capacity is what the instance's places and circuits hold right now.
 type Capacity struct {
-	// InFlight is attempts sent and not yet answered, live and replayed.
+	// InFlight and ReplayInFlight are attempts holding a place, of live
+	// deliveries and of replays: sent and not yet answered.
 	InFlight, ReplayInFlight int
 	// WaitingForWebhook is attempts waiting for a place of their webhook;
 	// WaitingForInstance those holding it and waiting for a slot of the

@@ -26,6 +26,7 @@ const (
 	HalfOpen
 )
 
+// String names the state as logs and errors show it.
 func (s State) String() string {
 	switch s {
 	case Closed:
@@ -76,6 +77,8 @@ type OpenError struct {
 	Probing bool
 }
 
+// Error is the refusal as the delivery log shows it: what the receiver
+// did, and until when attempts are not sent.
 func (e *OpenError) Error() string {
 	why := fmt.Sprintf("not sent: the receiver gave no answer to the last %d attempts", e.NoAnswer)
 	if e.Last != "" {
