@@ -54,6 +54,9 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		"WEBHOOK_RETRY_DELAYS=10ms,10ms,10ms",
 		"WEBHOOK_ATTEMPT_TIMEOUT=1s",
 		"DISPATCHER_CONCURRENCY=" + strconv.Itoa(concurrency),
+		// Every event goes to one webhook here: let it have the whole
+		// instance, so the kill finds the slots full.
+		"DISPATCHER_WEBHOOK_CONCURRENCY=" + strconv.Itoa(concurrency),
 	}
 	s := startSuite(t, tuning...) // its dispatcher is instance A
 	rcv := receiver.New(t, nil)

@@ -39,9 +39,9 @@ type Config struct {
 	Concurrency int `env:"DISPATCHER_CONCURRENCY" envDefault:"64"`
 	// InHand bounds the events one instance holds at once: sending,
 	// waiting between attempts or waiting for a place. A waiting event
-	// costs a goroutine and its payload; the consumer hands out at most
-	// 1024 unacknowledged events across all instances anyway.
-	InHand int `env:"DISPATCHER_IN_HAND" envDefault:"1024"`
+	// costs a goroutine and its payload (a few KB); the consumer hands out
+	// at most 8192 unacknowledged events across all instances anyway.
+	InHand int `env:"DISPATCHER_IN_HAND" envDefault:"4096"`
 	// WebhookConcurrency bounds one webhook's attempts in flight on one
 	// instance, live and replayed together: its share of Concurrency, so
 	// a slow or hanging receiver holds no more than that.

@@ -20,7 +20,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.Addr != ":8082" || cfg.AllowPrivateTargets || cfg.AttemptTimeout != 10*time.Second || cfg.PauseAfter != 20 ||
 		cfg.DeliveryRetention != 336*time.Hour || cfg.Consumer != "webhook-dispatcher" || cfg.Concurrency < 1 ||
 		cfg.ReplayConcurrency != 8 || cfg.MetricsInterval != 15*time.Second ||
-		cfg.InHand != 1024 || cfg.WebhookConcurrency != 8 || cfg.CircuitAfter != 5 || cfg.CircuitCoolDown != 10*time.Second {
+		cfg.InHand != 4096 || cfg.WebhookConcurrency != 8 || cfg.CircuitAfter != 5 || cfg.CircuitCoolDown != 10*time.Second {
 		t.Fatalf("defaults %+v", cfg)
 	}
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}

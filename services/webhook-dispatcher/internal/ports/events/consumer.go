@@ -54,7 +54,12 @@ type Config struct {
 
 // MaxAckPending bounds the events handed out and not yet acked, across all
 // instances: the consumer stops giving out more when receivers are slow.
-const MaxAckPending = 1024
+// It is well above what healthy deliveries hold (their rate times their
+// latency: tens), so that the events of webhooks that hang, which wait in
+// hand until their circuits open (up to WEBHOOK_ATTEMPT_TIMEOUT times
+// DISPATCHER_CIRCUIT_AFTER / DISPATCHER_WEBHOOK_CONCURRENCY rounds), do
+// not use it up and stop the consumer for everyone.
+const MaxAckPending = 8192
 
 // Start makes sure the stream and the durable consumer exist, then starts
 // consuming (natsx.Consume: at most InHand events in hand, graceful Stop).
