@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,7 +20,8 @@ var gatewayReads = flag.Int("pipeline.reads", 10000, "requests of each gateway-r
 // conversations of its customers, and a rate limit raised for the
 // bench). Every answer must be 200 with a JSON body. It reports the p50
 // and p99 of the time from each request's scheduled start to its body
-// read (a late start counts against the gateway), and the rate achieved.
+// read (a late start counts against the gateway), the rate achieved, and
+// the mean size of a body.
 // Beside it, bare-forwarded reads GET /v1/channels: the same path through
 // the gateway to messaging with one small indexed read behind it, where
 // /v1/conversations reads a page of conversations with their contacts.
@@ -27,6 +29,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 	return func(b *testing.B) {
 		n := *gatewayReads
 		lat := make([]time.Duration, n)
+		var bytesRead atomic.Int64
 		b.ResetTimer()
 		start := time.Now()
 		err := openLoop(start, n, *pipelineRate, func(i int) error {
@@ -45,6 +48,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 			if err != nil {
 				return err
 			}
+			bytesRead.Add(int64(len(body)))
 			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("{")) {
 				return fmt.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
 			}
@@ -61,5 +65,6 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "achieved-req/s")
 		b.ReportMetric(percentileMS(lat, 0.50), "p50-ms")
 		b.ReportMetric(percentileMS(lat, 0.99), "p99-ms")
+		b.ReportMetric(float64(bytesRead.Load())/float64(n), "body-bytes")
 	}
 }
