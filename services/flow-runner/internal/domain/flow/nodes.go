@@ -190,7 +190,7 @@ func (n *HTTP) Targets() []Edge {
 	return out
 }
 
-// LLM asks the LLM provider (AI; runs in a later issue).
+// LLM asks the LLM provider (AI; run by the engine's LLM port).
 type LLM struct {
 	base
 	System      *Template
@@ -208,7 +208,7 @@ func (n *LLM) Targets() []Edge { return nextEdge(n.Next) }
 // MaxTopK bounds a knowledge node's top_k.
 const MaxTopK = 10
 
-// Knowledge searches the workspace's knowledge base (AI; later issue).
+// Knowledge searches the workspace's knowledge base.
 type Knowledge struct {
 	base
 	Query  *Template
@@ -227,7 +227,7 @@ type IntentOption struct {
 	Next        string
 }
 
-// Intent classifies text into one of its intents (AI; later issue).
+// Intent classifies text into one of its intents (AI).
 type Intent struct {
 	base
 	Text    *Template
@@ -257,7 +257,7 @@ type ExtractField struct {
 	Required    bool
 }
 
-// Extract extracts fields from text into an object (AI; later issue).
+// Extract extracts fields from text into an object (AI).
 type Extract struct {
 	base
 	Text           *Template
