@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -66,5 +67,37 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		b.ReportMetric(percentileMS(lat, 0.50), "p50-ms")
 		b.ReportMetric(percentileMS(lat, 0.99), "p99-ms")
 		b.ReportMetric(float64(bytesRead.Load())/float64(n), "body-bytes")
+	}
+}
+
+// historyConversations is how many earlier conversations seedHistory gives
+// each workspace.
+const historyConversations = 200
+
+// seedHistory gives each workspace historyConversations conversations of
+// earlier customers, their last messages spread over the past day as a
+// shop's are, written straight into messaging's tables (they are history:
+// no event or webhook is due for them). The first gateway-reads lines read
+// these; the pipeline's runs then add their customers, whose messages
+// arrive many to a second.
+func (pb *pipelineBench) seedHistory(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	for i, w := range pb.spaces {
+		_, err := pb.pool.Exec(ctx, `
+			WITH k AS (
+				INSERT INTO messaging.contacts (id, workspace_id, channel_id, sender_id, name)
+				SELECT gen_random_uuid(), $1, $2, 'history-' || $3::text || '-' || g, 'Earlier customer ' || g
+				FROM generate_series(1, $4) AS g
+				RETURNING id, sender_id
+			)
+			INSERT INTO messaging.conversations (id, workspace_id, channel_id, contact_id, platform, reply_to, last_message_at, last_customer_message_at)
+			SELECT gen_random_uuid(), $1, $2, k.id, 'telegram', k.sender_id, t, t
+			FROM (SELECT k.*, $5::timestamptz - make_interval(secs => 86400.0 * random()) AS t FROM k) AS k`,
+			w.id, w.channel, fmt.Sprint(i), historyConversations, now.Add(-time.Minute))
+		if err != nil {
+			b.Fatalf("seed the history of workspace %d: %v", i, err)
+		}
 	}
 }
