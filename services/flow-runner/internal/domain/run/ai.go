@@ -48,8 +48,8 @@ type aiCall struct {
 	reply    ChatReply
 }
 
-// begin checks the module and reserves the node's unit; a non-nil result
-// is the node's failure.
+// beginAI checks the module and reserves the node's unit; a non-nil
+// result is the node's failure.
 func (x *exec) beginAI(sc *scope, node flow.Node) (*aiCall, *stepResult) {
 	if !x.modules.FlowAI {
 		o := outcome{kind: failed, err: &Error{Code: CodeModuleInactive, Message: fmt.Sprintf("node %q (%s) needs the flow_ai module", sc.prefix+node.ID(), node.Type())}}
@@ -130,8 +130,9 @@ func (c *aiCall) succeed(r stepResult) stepResult {
 }
 
 // refund gives back the node's unit. It runs after the run's ctx may have
-// ended (a client that hung up), so it has a bound of its own; a unit not
-// given back is billed, which the trace's node error shows.
+// ended (a client that hung up), so it has a bound of its own. A unit that
+// cannot be given back (the gateway unreachable just then) stays counted:
+// the plan errs towards the limit, never past it.
 func (c *aiCall) refund() {
 	if !c.reserved {
 		return
