@@ -44,16 +44,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/parleyhq/parley/e2e/internal/sandbox"
 )
 
 func main() {
@@ -62,19 +58,6 @@ func main() {
 	flagWords := flag.String("flag-words", "forbidden,badword", "comma-separated words and phrases a moderation flags")
 	flag.Parse()
 
-	sandbox := &Sandbox{FlagWords: strings.Split(*flagWords, ","), Delay: *delay, Out: os.Stdout}
-	srv := &http.Server{Addr: *addr, Handler: sandbox.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	fmt.Printf("llm sandbox listening on http://%s/v1 (LLM_BASE_URL, GUARD_BASE_URL)\n", *addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(os.Stderr, "llm-sandbox:", err)
-		os.Exit(1)
-	}
+	llm := &Sandbox{FlagWords: strings.Split(*flagWords, ","), Delay: *delay, Out: os.Stdout}
+	sandbox.Serve("llm-sandbox", *addr, fmt.Sprintf("llm sandbox listening on http://%s/v1 (LLM_BASE_URL, GUARD_BASE_URL)", *addr), llm.Handler())
 }

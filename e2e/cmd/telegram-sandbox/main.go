@@ -5,16 +5,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
+	"github.com/parleyhq/parley/e2e/internal/sandbox"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
@@ -27,18 +22,5 @@ func main() {
 		params, _ := json.Marshal(c.Params)
 		fmt.Printf("bot %s -> %s %s\n", c.Token, c.Method, params)
 	}}
-	srv := &http.Server{Addr: addr, Handler: fake, ReadHeaderTimeout: 5 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	fmt.Printf("telegram sandbox listening on http://%s\n", addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(os.Stderr, "telegram-sandbox:", err)
-		os.Exit(1)
-	}
+	sandbox.Serve("telegram-sandbox", addr, fmt.Sprintf("telegram sandbox listening on http://%s", addr), fake)
 }

@@ -1,0 +1,35 @@
+// Package sandbox runs the local stand-ins that make run starts beside the
+// services (the Telegram and LLM sandboxes): an HTTP server on addr until
+// SIGINT or SIGTERM, then a short graceful shutdown.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Serve serves h on addr, printing banner once listening is under way,
+// until SIGINT or SIGTERM; a server that cannot listen exits the process
+// with status 1, naming name.
+func Serve(name, addr, banner string, h http.Handler) {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	fmt.Println(banner)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
