@@ -106,11 +106,15 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err := c.ensureDemoFeature(ctx, ws.ID); err != nil {
 		return err
 	}
+	listed, err := c.demoFlows(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
 	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
 	if err != nil {
 		return err
 	}
-	flow, err := c.ensureDemoFlow(ctx, ws.ID, doc, name, description)
+	flow, err := c.ensureDemoFlow(ctx, ws.ID, listed, doc, name, description)
 	if err != nil {
 		return err
 	}
@@ -122,7 +126,7 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	aiFlow, err := c.ensureDemoFlow(ctx, ws.ID, doc, name, description)
+	aiFlow, err := c.ensureDemoFlow(ctx, ws.ID, listed, doc, name, description)
 	if err != nil {
 		return err
 	}
@@ -241,28 +245,36 @@ func (c *CLI) ensureDemoFeature(ctx context.Context, workspaceID string) error {
 	return nil
 }
 
-// ensureDemoFlow makes sure the demo flow doc (named name, described by
-// description) is published as this parleyctl and configuration describe
-// it: created when missing, a new version when the one found differs, left
-// alone otherwise.
-func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, doc []byte, name, description string) (demoFlowSummary, error) {
-	// The flow-runner's admin routes do not list flows; its api route
-	// lists the workspace's active api flows, as the gateway would forward
-	// the demo key's GET /v1/flows with the feature just switched on.
+// listedFlow is a flow as the flow-runner's GET /v1/flows lists it.
+type listedFlow struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Description      string `json:"description"`
+	PublishedVersion int    `json:"published_version"`
+}
+
+// demoFlows lists the demo workspace's flows. The flow-runner's admin
+// routes do not list flows; its api route lists the workspace's active api
+// flows, as the gateway would forward the demo key's GET /v1/flows with the
+// feature just switched on.
+func (c *CLI) demoFlows(ctx context.Context, workspaceID string) ([]listedFlow, error) {
 	var list struct {
-		Flows []struct {
-			ID               string `json:"id"`
-			Name             string `json:"name"`
-			Description      string `json:"description"`
-			PublishedVersion int    `json:"published_version"`
-		} `json:"flows"`
+		Flows []listedFlow `json:"flows"`
 	}
 	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{featureFlowsAPI}}
 	if err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &list); err != nil {
-		return demoFlowSummary{}, fmt.Errorf("list demo flows: %w", err)
+		return nil, fmt.Errorf("list demo flows: %w", err)
 	}
+	return list.Flows, nil
+}
+
+// ensureDemoFlow makes sure the demo flow doc (named name, described by
+// description) is published as this parleyctl and configuration describe
+// it, given the workspace's flows as listed: created when missing, a new
+// version when the one found differs, left alone otherwise.
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []listedFlow, doc []byte, name, description string) (demoFlowSummary, error) {
 	flowID := ""
-	for _, f := range list.Flows {
+	for _, f := range listed {
 		if f.Name != name {
 			continue
 		}

@@ -82,7 +82,6 @@ func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 		"flow-runner/admin POST /admin/workspaces/w1/flows",
 		"flow-runner/admin GET /admin/workspaces/w1/kb/documents",
 		"flow-runner/admin POST /admin/workspaces/w1/kb/documents",
-		"flow-runner/api GET /v1/flows",
 		"flow-runner/admin POST /admin/workspaces/w1/flows",
 	}) {
 		t.Fatalf("calls %v", rec.calls)
@@ -101,8 +100,8 @@ func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 		t.Errorf("added document %v", doc)
 	}
 	wantAI, _, _, _ := cli.DemoAIFlow()
-	if !bytes.Equal(rec.raws[i+6], wantAI) || rec.queries[i+6] != "" {
-		t.Errorf("published %q?%s, want the demo AI flow as a new flow", rec.raws[i+6], rec.queries[i+6])
+	if !bytes.Equal(rec.raws[i+5], wantAI) || rec.queries[i+5] != "" {
+		t.Errorf("published %q?%s, want the demo AI flow as a new flow", rec.raws[i+5], rec.queries[i+5])
 	}
 	var printed struct {
 		AIFlowID   string `json:"ai_flow_id"`
