@@ -368,6 +368,17 @@ func TestFlowAINodes(t *testing.T) {
 	})
 }
 
+// askThenLLMFlow asks a question, then sends an llm answer to it.
+const askThenLLMFlow = `{
+  "name": "Ask", "triggers": ["api"],
+  "nodes": [
+    {"id": "start", "type": "start", "next": "ask"},
+    {"id": "ask", "type": "question", "text": "Yes?", "save_as": "said", "next": "say"},
+    {"id": "say", "type": "llm", "prompt": "{{vars.said}}", "send": true, "next": "done"},
+    {"id": "done", "type": "end"}
+  ]
+}`
+
 // TestFlowGuardNotWired: a flow with AI nodes while the guard is down, or
 // not configured, is 503 guard_not_wired before the run; its key stays
 // free, so the same call runs once the guard is back.
@@ -417,6 +428,64 @@ func TestFlowGuardNotWired(t *testing.T) {
 	}
 	if a.status != http.StatusOK || a.header.Get(replayedHeader) != "" || !strings.Contains(string(a.body), `"completed"`) {
 		t.Fatalf("the same key once the guard is back = %v %v; want a first run", a, a.header)
+	}
+
+	// A continue is checked too: a session of a flow with AI nodes is
+	// refused while the guard is down and left as it was, and the same
+	// continue goes on once it is back. Its usage is the continue's own.
+	asking := s.publishFlow(t, ws, askThenLLMFlow)
+	status, _, first := s.api(t, key, http.MethodPost, invokePath(asking), map[string]any{"input": map[string]any{}})
+	if status != http.StatusOK || first["status"] != "waiting" || first["usage"].(map[string]any)["billable_units"] != 0.0 {
+		t.Fatalf("invoke = %d %v; want waiting with no units", status, first)
+	}
+	cont := fmt.Sprintf(`{"session_id": %q, "input": {"text": "hello again"}}`, first["session_id"])
+	// Down, and known to be: until the remembered state runs out an
+	// invoke still starts (its run waits at the question, no AI node run).
+	ai.down.Store(true)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if a, err = postFlow(t.Context(), s.gatewayURL, key, invokePath(asking), `{"input": {}}`); err != nil {
+			t.Fatal(err)
+		}
+		if a.status == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guard is down, and an invoke is still %v", a)
+		}
+		time.Sleep(50 * time.Millisecond) // the guard's state is cached for GUARD_CHECK_INTERVAL
+	}
+	if a, err = postFlow(t.Context(), s.gatewayURL, key, invokePath(asking), cont); err != nil {
+		t.Fatal(err)
+	}
+	if a.code() != "guard_not_wired" {
+		t.Fatalf("continue with the guard down = %v; want 503 guard_not_wired", a)
+	}
+	ai.down.Store(false)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if a, err = postFlow(t.Context(), s.gatewayURL, key, invokePath(asking), cont); err != nil {
+			t.Fatal(err)
+		}
+		if a.status != http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guard is back, and the continue is still %v", a)
+		}
+		time.Sleep(50 * time.Millisecond) // the guard's state is cached for GUARD_CHECK_INTERVAL
+	}
+	var done struct {
+		Status string `json:"status"`
+		Usage  struct {
+			BillableUnits int `json:"billable_units"`
+			Tokens        int `json:"tokens"`
+		} `json:"usage"`
+	}
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &done) != nil || done.Status != "completed" || done.Usage.BillableUnits != 1 || done.Usage.Tokens != 10 {
+		t.Fatalf("continue once the guard is back = %v; want completed with this call's 1 unit and 10 tokens", a)
 	}
 
 	// No guard configured at all.
