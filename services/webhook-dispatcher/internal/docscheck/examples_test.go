@@ -1,0 +1,272 @@
+package docscheck
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
+)
+
+// exampleSecret is what the examples are started with; a real one comes
+// from PUT /v1/webhook.
+const exampleSecret = "whsec_docs_example_0123456789abcdefghijklmnopqrstuv"
+
+// startTimeout covers `go run` compiling the Go example on a loaded machine.
+const startTimeout = 3 * time.Minute
+
+// TestDocsExamplesVerifyWhatTheDispatcherSends starts each receiver of
+// docs/examples and has the dispatcher's own sender (webhookhttp, the
+// signer and headers of every real attempt) post envelopes rendered by the
+// dispatcher's own envelope package to it: a genuine delivery is accepted
+// with its raw body intact, a wrong secret and a timestamp outside the
+// 300-second window either way are refused, one just inside is accepted, and
+// a repeated delivery id is acknowledged without being handled again.
+func TestDocsExamplesVerifyWhatTheDispatcherSends(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "docs", "examples")
+	examples := []struct {
+		file string
+		argv []string
+	}{
+		{"verify.go", []string{"go", "run", "verify.go"}},
+		{"verify.py", []string{"python3", "verify.py"}},
+		{"verify.js", []string{"node", "verify.js"}},
+	}
+	for _, ex := range examples {
+		t.Run(ex.file, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(ex.argv[0]); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is missing: the %s example cannot be checked", ex.argv[0], ex.file)
+				}
+				t.Skipf("%s is missing; skipping the %s example", ex.argv[0], ex.file)
+			}
+			rx := startExample(t, dir, ex.argv)
+			checkExample(t, rx)
+		})
+	}
+}
+
+func checkExample(t *testing.T, rx *runningExample) {
+	now := time.Now()
+	message := messageEnvelope(t, now)
+	test := testEnvelope(t, now)
+
+	send := func(clock func() time.Time, secret string, d sample) delivery.Result {
+		t.Helper()
+		sender := webhookhttp.New(webhookhttp.Options{
+			AllowPrivateTargets: true,
+			UserAgent:           "Parley-Webhooks/docs-test",
+			Clock:               clock,
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return sender.Send(ctx, delivery.Request{
+			URL: rx.url, Secret: secret, Event: d.event, DeliveryID: d.id, Body: d.body,
+		})
+	}
+	shifted := func(by time.Duration) func() time.Time {
+		return func() time.Time { return time.Now().Add(by) }
+	}
+
+	// A genuine delivery: accepted, and the example saw the very bytes sent.
+	if res := send(time.Now, exampleSecret, message); res.Status != 204 {
+		t.Fatalf("genuine delivery: got %d %q, want 204", res.Status, res.Error)
+	}
+	rx.expectAccepted(t, message)
+
+	refusals := []struct {
+		name   string
+		clock  func() time.Time
+		secret string
+		reason string
+	}{
+		{"signed with another secret", time.Now, exceptLast(exampleSecret) + "x", "bad signature"},
+		// Timestamps are whole seconds, cut down: 301 s back is always past
+		// the window, while ahead needs a few seconds' margin.
+		{"timestamp 301 s old", shifted(-301 * time.Second), exampleSecret, "stale timestamp"},
+		{"timestamp 10 min old", shifted(-10 * time.Minute), exampleSecret, "stale timestamp"},
+		{"timestamp 305 s ahead", shifted(305 * time.Second), exampleSecret, "stale timestamp"},
+	}
+	for _, r := range refusals {
+		res := send(r.clock, r.secret, test)
+		if res.Status != 401 || !strings.Contains(res.Error, r.reason) {
+			t.Errorf("%s: got %d %q, want 401 %q", r.name, res.Status, res.Error, r.reason)
+		}
+	}
+
+	// Inside the window (with room for the seconds this takes): accepted.
+	if res := send(shifted(-280*time.Second), exampleSecret, test); res.Status != 204 {
+		t.Fatalf("timestamp 280 s old: got %d %q, want 204", res.Status, res.Error)
+	}
+	rx.expectAccepted(t, test)
+
+	// A retry of a delivery already handled: 2xx again, handled once. The
+	// next line the example prints must be the following new delivery's.
+	if res := send(time.Now, exampleSecret, test); res.Status != 204 {
+		t.Fatalf("repeated delivery: got %d %q, want 204", res.Status, res.Error)
+	}
+	next := testEnvelope(t, time.Now())
+	if res := send(time.Now, exampleSecret, next); res.Status != 204 {
+		t.Fatalf("second test event: got %d %q, want 204", res.Status, res.Error)
+	}
+	rx.expectAccepted(t, next)
+}
+
+func exceptLast(s string) string { return s[:len(s)-1] }
+
+// sample is one delivery: what webhookhttp posts.
+type sample struct {
+	event, id string
+	body      []byte
+}
+
+// messageEnvelope renders a message.received whose text and name hold what
+// JSON re-encoding would change (non-ASCII, <, &, an emoji), so an example
+// that verified parsed-and-re-encoded JSON instead of the raw body fails.
+func messageEnvelope(t *testing.T, now time.Time) sample {
+	t.Helper()
+	id := uuid.NewString()
+	ws := uuid.NewString()
+	body, err := envelope.Render(&eventsv1.Event{
+		Id: id, Type: delivery.EventMessageReceived, WorkspaceId: ws, CreatedAt: timestamppb.New(now),
+		Data: &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
+			WorkspaceId:    ws,
+			ConversationId: uuid.NewString(),
+			Platform:       "telegram",
+			Channel:        &eventsv1.Channel{Kind: "telegram", ExternalId: "parley_demo_bot"},
+			Contact:        &eventsv1.Contact{Id: uuid.NewString(), SenderId: "4242", Name: "Ада <3 & co"},
+			Message: &eventsv1.Message{
+				Id: uuid.NewString(), Text: "Захиалга хаана байна? <b>now</b> 📦  \"quoted\"",
+				Type: "text", ExternalId: "1", CreatedAt: timestamppb.New(now),
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sample{event: delivery.EventMessageReceived, id: id, body: body}
+}
+
+func testEnvelope(t *testing.T, now time.Time) sample {
+	t.Helper()
+	id := uuid.NewString()
+	body, err := envelope.RenderTest(id, uuid.NewString(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sample{event: delivery.EventTest, id: id, body: body}
+}
+
+// runningExample is an example receiver started by the test.
+type runningExample struct {
+	url    string
+	lines  chan string
+	stderr string // the file the process's stderr goes to
+}
+
+// errors returns what the example wrote on stderr so far.
+func (rx *runningExample) errors() string {
+	b, _ := os.ReadFile(rx.stderr)
+	return string(b)
+}
+
+// startExample runs argv in dir with PORT=0, reads the address it prints,
+// and stops the whole process group (go run's child too) at cleanup.
+func startExample(t *testing.T, dir string, argv []string) *runningExample {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PARLEY_WEBHOOK_SECRET="+exampleSecret, "PORT=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx := &runningExample{lines: make(chan string, 64), stderr: filepath.Join(t.TempDir(), "stderr")}
+	stderr, err := os.Create(rx.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close() // the process has its own copy
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %v: %v", argv, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			rx.lines <- sc.Text()
+		}
+		close(rx.lines)
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+
+	select {
+	case line, ok := <-rx.lines:
+		addr, found := strings.CutPrefix(line, "listening on ")
+		if !ok || !found {
+			t.Fatalf("%v did not say where it listens: %q; stderr: %s", argv, line, rx.errors())
+		}
+		rx.url = "http://" + addr + "/parley"
+	case <-time.After(startTimeout):
+		t.Fatalf("%v did not start within %s; stderr: %s", argv, startTimeout, rx.errors())
+	}
+	return rx
+}
+
+// expectAccepted waits for the example's line for d:
+// "accepted <event> <delivery id> <raw body>".
+func (rx *runningExample) expectAccepted(t *testing.T, d sample) {
+	t.Helper()
+	want := "accepted " + d.event + " " + d.id + " " + string(d.body)
+	select {
+	case line, ok := <-rx.lines:
+		if !ok {
+			t.Fatalf("the example exited; stderr: %s", rx.errors())
+		}
+		if line != want {
+			t.Fatalf("the example printed\n%s\nwant\n%s", line, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the example printed nothing for delivery %s; stderr: %s", d.id, rx.errors())
+	}
+}
+
+// repoRoot is the directory holding go.work, above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.work not found above the test's directory")
+		}
+		dir = parent
+	}
+}
