@@ -72,8 +72,11 @@ func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPa
 }
 
 // Mount adds /v1 and /api/v1 to e (an httpx.NewEcho, whose request-id
-// middleware has already given every request its X-Request-Id).
+// middleware has already given every request its X-Request-Id), and the
+// API's description, which needs no key: /v1/openapi.json and the /docs
+// page (docs.go).
 func (p *Public) Mount(e *echo.Echo) {
+	newReference().mount(e)
 	for _, g := range []*echo.Group{
 		e.Group("/v1", p.observe, p.authenticate, p.rateLimit),
 		e.Group(legacyPrefix, deprecated, p.observe, p.authenticate, p.rateLimit),
