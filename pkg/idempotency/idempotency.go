@@ -11,23 +11,10 @@
 // (flushed, failed over) or the process died between its commit and the
 // Redis write. The package never talks to PostgreSQL itself.
 //
-// A route uses it like this:
-//
-//	key := r.Header.Get(idempotency.Header)
-//	if key == "" { /* no key: no idempotency */ }
-//	if err := idempotency.CheckKey(key); err != nil { return err } // 400
-//	res, err := store.Begin(ctx, workspaceID, key, idempotency.Fingerprint(r.Method, r.URL.Path, body))
-//	if err != nil { return err } // Redis or the backstop is down: 503
-//	switch res.State {
-//	case idempotency.Replay:
-//		return idempotency.WriteReplay(w, res.Stored)
-//	case idempotency.Claimed:
-//		// Refused before the work starts (validation, a cap): res.Claim.Release.
-//		// Otherwise do the work, writing the Record in its transaction,
-//		// then res.Claim.Complete with the response.
-//	default:
-//		return res.Err() // 409 in progress, 422 reuse, 409 unavailable
-//	}
+// A route uses it through KeyFromRequest, Store.Serve and the claim's
+// Refused and Answered (http.go), which read the header, answer repeats
+// and keep or free the key the same way on every route; Begin, Complete
+// and Release are what they are built on.
 //
 // # Redis layout
 //
@@ -59,6 +46,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -102,8 +90,8 @@ var ErrClaimLost = errors.New("idempotency: claim no longer held")
 // CheckKey returns nil for a valid key, else a *errs.Error 400
 // idempotency_key_invalid whose message says why: too long (its length and
 // the limit) or a character outside printable ASCII (its position, from 1).
-// An empty key passes: an empty header means "no key", which the caller
-// handles before calling Begin.
+// An empty key passes: KeyFromRequest tells a header left out (no key)
+// from one given empty (400), and Begin refuses an empty key.
 func CheckKey(key string) error {
 	// Characters first, so that the length reported below is a count of
 	// characters, all of them one byte.
@@ -201,6 +189,9 @@ type Options struct {
 	RefField string
 	// Backstop may be nil: then Redis alone decides.
 	Backstop Backstop
+	// Log hears what Serve, Refused and Answered cannot tell their
+	// caller (nil: nothing is logged).
+	Log *zap.Logger
 }
 
 // Store keeps one scope's keys (a route family: "invoke", "send").

@@ -96,6 +96,7 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		Keys: idempotency.New(svc.Redis, redisKeys, "flows.invoke", idempotency.Options{
 			TTL: cfg.IdempotencyTTL, StuckAfter: cfg.IdempotencyStuckAfter, RefField: "run_id",
 			Backstop: adapters.ReceiptBackstop{Runs: runs},
+			Log:      log,
 		}),
 		Slots:        ratelimit.NewSlots(svc.Redis, redisKeys, cfg.SlotLease),
 		Concurrency:  cfg.Concurrency,

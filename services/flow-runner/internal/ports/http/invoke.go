@@ -77,11 +77,9 @@ func (h *handlers) invoke(c echo.Context) error {
 	if !rpc.HasModule(ctx, ModuleFlows) {
 		return errs.New(http.StatusForbidden, errs.CodeModuleInactive, "the workspace's plan does not include the flows module")
 	}
-	key := c.Request().Header.Get(idempotency.Header)
-	if key != "" {
-		if err := idempotency.CheckKey(key); err != nil {
-			return err
-		}
+	key, err := idempotency.KeyFromRequest(c.Request())
+	if err != nil {
+		return err
 	}
 	// The raw bytes, as sent: the key's fingerprint is over them.
 	raw, err := httpx.ReadBody(c.Request().Body, httpx.MaxBodyBytes)
@@ -116,39 +114,25 @@ func (h *handlers) invoke(c echo.Context) error {
 	defer stopRenewing()
 
 	var claim *idempotency.Claim
-	fingerprint := idempotency.Fingerprint(c.Request().Method, c.Request().URL.Path, raw)
+	fingerprint := idempotency.RequestFingerprint(c.Request(), raw)
 	if key != "" {
-		res, err := h.contract.Keys.Begin(ctx, ws, key, fingerprint)
-		if err != nil {
-			return h.unavailable("idempotency keys", err)
-		}
-		switch res.State {
-		case idempotency.Claimed:
-			claim = res.Claim
-			if res.TookOver {
-				h.log.Warn("idempotency key taken over from a call that ran too long", zap.String("workspace_id", ws))
-			}
-		case idempotency.Replay:
-			// A replay is the stored JSON body, also for a stream request.
-			return idempotency.WriteReplay(c.Response(), res.Stored)
-		default:
-			return res.Err()
+		// A replay is the stored JSON body, also for a stream request.
+		var answered bool
+		claim, answered, err = h.contract.Keys.Serve(ctx, c.Response(), ws, key, fingerprint)
+		if err != nil || answered {
+			return err
 		}
 	}
 	// refuse gives back what was taken for a run that did not start.
 	refuse := func(reservation *dailycap.Reservation) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
 		if reservation != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
 			if err := h.contract.DailyCap.Release(rctx, *reservation); err != nil {
 				h.log.Warn("daily invoke unit not given back", zap.String("workspace_id", ws), zap.Error(err))
 			}
 		}
-		if claim != nil {
-			if err := claim.Release(rctx); err != nil {
-				h.log.Warn("idempotency key not released", zap.String("workspace_id", ws), zap.Error(err))
-			}
-		}
+		claim.Refused(ctx)
 	}
 
 	reservation, ok, err := h.contract.DailyCap.Reserve(ctx, ws, h.contract.DailyLimit)
@@ -208,14 +192,11 @@ func (h *handlers) invoke(c echo.Context) error {
 	}
 	resp := toInvokeResponse(out)
 	if claim != nil {
-		body, err := json.Marshal(resp)
-		if err == nil {
-			// The receipt stored with the run answers the key if this
-			// write is lost.
-			err = claim.Complete(context.WithoutCancel(ctx), idempotency.Response{Status: http.StatusOK, Body: body, Ref: out.Run.ID})
-		}
-		if err != nil {
-			h.log.Warn("idempotent answer not kept in Redis", zap.String("workspace_id", ws), zap.Error(err))
+		// The receipt stored with the run answers the key if this is lost.
+		if body, err := json.Marshal(resp); err != nil {
+			h.log.Warn("idempotent answer not encoded", zap.String("workspace_id", ws), zap.Error(err))
+		} else {
+			claim.Answered(ctx, idempotency.Response{Status: http.StatusOK, Body: body, Ref: out.Run.ID})
 		}
 	}
 	if obs.stream != nil {
