@@ -57,17 +57,19 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
 	tg, tgURL := newTelegram(t)
 	cfg := svcconfig.Config{
-		Connections:          env.Connections(),
-		Addr:                 "127.0.0.1:0",
-		TelegramAPIBase:      tgURL,
-		MetaGraphAPIBase:     "http://127.0.0.1:9", // discard port: no Meta here unless a test sets one
-		MessagingWindow:      24 * time.Hour,
-		PrivateReplyWindow:   7 * 24 * time.Hour,
-		PrivateReplyDailyCap: 200,
-		PlatformTimeout:      5 * time.Second,
-		OutboxPollInterval:   200 * time.Millisecond,
-		OutboxRetention:      24 * time.Hour,
-		OutboxPublishTimeout: time.Second,
+		Connections:           env.Connections(),
+		Addr:                  "127.0.0.1:0",
+		TelegramAPIBase:       tgURL,
+		MetaGraphAPIBase:      "http://127.0.0.1:9", // discard port: no Meta here unless a test sets one
+		MessagingWindow:       24 * time.Hour,
+		PrivateReplyWindow:    7 * 24 * time.Hour,
+		PrivateReplyDailyCap:  200,
+		PlatformTimeout:       5 * time.Second,
+		IdempotencyTTL:        24 * time.Hour,
+		IdempotencyStuckAfter: 5 * time.Minute,
+		OutboxPollInterval:    200 * time.Millisecond,
+		OutboxRetention:       24 * time.Hour,
+		OutboxPublishTimeout:  time.Second,
 
 		IngressDedupeRetention: 72 * time.Hour,
 

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -110,6 +111,9 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 	}
 
 	metrics := app.NewMetrics(reg)
+	// The sends' idempotency receipts are written with what each send
+	// stores, and pruned once their keys are free again.
+	receipts := adapters.NewReceiptStore(gdb, cfg.IdempotencyTTL)
 	relay := app.NewRelay(
 		adapters.NewOutboxStore(gdb),
 		adapters.NewJetStreamPublisher(js, stream.Name),
@@ -117,6 +121,9 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 			Prune: []app.PruneTask{{
 				Name: "ingress_receipts", Retention: cfg.IngressDedupeRetention,
 				Prune: adapters.NewIngressReceiptStore(gdb).Prune,
+			}, {
+				Name: "idempotency_receipts", Retention: cfg.IdempotencyTTL,
+				Prune: receipts.Prune,
 			}}},
 		metrics, log)
 	// One Graph API client for every Meta call: Messenger and Instagram
@@ -139,7 +146,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 	}, func() float64 { return float64(webchatBus.Streams()) }))
 	use := app.New(app.Deps{
 		Channels: adapters.NewChannelStore(gdb),
-		Inbox:    adapters.NewConversationStore(gdb),
+		Inbox:    adapters.NewConversationStore(gdb).WithReceipts(receipts),
 		Transports: map[channel.Kind]conversation.Transport{
 			channel.KindTelegram:  telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
 			channel.KindMessenger: metaTransport,
@@ -152,7 +159,7 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 		Metrics:      metrics,
 		Log:          log,
 		Comments: app.CommentDeps{
-			Store:                adapters.NewCommentStore(gdb),
+			Store:                adapters.NewCommentStore(gdb).WithReceipts(receipts),
 			Replier:              meta.NewComments(metaGraph),
 			DailyCap:             adapters.NewPrivateReplyCap(dailycap.New(rdb, redisKeys, dailycap.PrivateReply, resetZone)),
 			Commenters:           adapters.NewCommenterClaims(rdb, redisKeys),
@@ -160,7 +167,15 @@ func build(ctx context.Context, cfg svcconfig.Config, gdb *gorm.DB, rdb *redis.C
 			PrivateReplyDailyCap: cfg.PrivateReplyDailyCap,
 		},
 	})
+	// The send routes' Idempotency-Keys, in Redis so that every instance
+	// sees the same claims, with the receipts as their durable side.
+	sendKeys := func(refField string) *idempotency.Store {
+		return idempotency.New(rdb, redisKeys, httpport.SendKeyScope, idempotency.Options{
+			TTL: cfg.IdempotencyTTL, StuckAfter: cfg.IdempotencyStuckAfter, RefField: refField, Backstop: receipts, Log: log,
+		})
+	}
 	handlers := httpport.New(use, metrics, httpport.Options{MetaAppSecret: cfg.MetaAppSecret, MetaVerifyToken: cfg.MetaVerifyToken, MetaProfiles: metaGraph,
+		SendKeys: httpport.SendKeys{Messages: sendKeys(httpport.RefMessageID), Comments: sendKeys(httpport.RefCommentID)},
 		Webchat: &httpport.WebchatOptions{
 			App: app.NewWebchat(use, adapters.NewWebchatStore(gdb), cfg.WebchatTokenTTL), Bus: webchatBus,
 			PingInterval: cfg.SSEPingInterval, FrameAncestors: cfg.WebchatFrameAncestors,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // CommentStore keeps comments; its transactions also take the inbox's
@@ -18,12 +19,22 @@ import (
 // private reply's message and the comment's new status, commit together.
 type CommentStore struct {
 	db *gorm.DB
+	// receipts writes the receipts of keyed comment replies.
+	receipts *ReceiptStore
 }
 
 var _ comment.Store = (*CommentStore)(nil)
 
 // NewCommentStore returns a store on gdb.
 func NewCommentStore(gdb *gorm.DB) *CommentStore { return &CommentStore{db: gdb} }
+
+// WithReceipts returns the store writing comment replies' idempotency
+// receipts through r; without it, AddReceipt fails.
+func (s *CommentStore) WithReceipts(r *ReceiptStore) *CommentStore {
+	c := *s
+	c.receipts = r
+	return &c
+}
 
 type commentRow struct {
 	ID                         string     `gorm:"column:id;primaryKey"`
@@ -102,7 +113,7 @@ func timeOrZero(t *time.Time) time.Time {
 // Receive runs fn in a transaction.
 func (s *CommentStore) Receive(ctx context.Context, fn func(comment.Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(commentTx{receiveTx: receiveTx{tx: tx}})
+		return fn(commentTx{receiveTx: receiveTx{tx: tx}, receipts: s.receipts})
 	})
 }
 
@@ -188,6 +199,7 @@ func updateComment(ctx context.Context, tx *gorm.DB, id string, fn func(*comment
 // operations.
 type commentTx struct {
 	receiveTx
+	receipts *ReceiptStore
 }
 
 var _ comment.Tx = commentTx{}
@@ -203,4 +215,8 @@ func (t commentTx) AddComment(ctx context.Context, c comment.Comment) (bool, err
 
 func (t commentTx) Update(ctx context.Context, id string, fn func(*comment.Comment) error) (comment.Comment, error) {
 	return updateComment(ctx, t.tx, id, fn)
+}
+
+func (t commentTx) AddReceipt(ctx context.Context, r receipt.Receipt) error {
+	return t.receipts.insert(ctx, t.tx, r)
 }

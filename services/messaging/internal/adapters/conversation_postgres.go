@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // ConversationStore keeps contacts, conversations and messages, and takes
@@ -21,12 +22,22 @@ import (
 // transaction.
 type ConversationStore struct {
 	db *gorm.DB
+	// receipts writes the receipts of keyed sends with their messages.
+	receipts *ReceiptStore
 }
 
 var _ conversation.Store = (*ConversationStore)(nil)
 
 // NewConversationStore returns a store on gdb.
 func NewConversationStore(gdb *gorm.DB) *ConversationStore { return &ConversationStore{db: gdb} }
+
+// WithReceipts returns the store writing sends' idempotency receipts
+// through r; without it, AddSent refuses a receipt.
+func (s *ConversationStore) WithReceipts(r *ReceiptStore) *ConversationStore {
+	c := *s
+	c.receipts = r
+	return &c
+}
 
 type contactRow struct {
 	ID          string `gorm:"column:id"`
@@ -202,22 +213,39 @@ func (s *ConversationStore) ListMessages(ctx context.Context, q conversation.Mes
 	return out, nil
 }
 
-// AddSent stores a sent message and moves the conversation forward.
-func (s *ConversationStore) AddSent(ctx context.Context, m conversation.Message) error {
-	row, err := messageToRow(m)
-	if err != nil {
-		return err
+// AddSent stores sent messages of one conversation, moves the
+// conversation forward to the latest and, when rec is not nil, stores the
+// send's idempotency receipt, all in one transaction.
+func (s *ConversationStore) AddSent(ctx context.Context, msgs []conversation.Message, rec *receipt.Receipt) error {
+	if len(msgs) == 0 {
+		return errors.New("add sent: no message")
 	}
+	rows := make([]messageRow, len(msgs))
+	latest := msgs[0].CreatedAt
+	for i, m := range msgs {
+		row, err := messageToRow(m)
+		if err != nil {
+			return err
+		}
+		rows[i] = row
+		if m.CreatedAt.After(latest) {
+			latest = m.CreatedAt
+		}
+	}
+	conversationID := msgs[0].ConversationID
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&row).Error; err != nil {
+		if err := tx.Create(&rows).Error; err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
-		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?) WHERE id = ?`, m.CreatedAt, m.ConversationID)
+		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?) WHERE id = ?`, latest, conversationID)
 		if res.Error != nil {
-			return fmt.Errorf("update conversation %s: %w", m.ConversationID, res.Error)
+			return fmt.Errorf("update conversation %s: %w", conversationID, res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return conversation.ErrNotFound
+		}
+		if rec != nil {
+			return s.receipts.insert(ctx, tx, *rec)
 		}
 		return nil
 	})

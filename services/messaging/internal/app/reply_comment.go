@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // GetComment returns the workspace's comment whose platform id is id;
@@ -21,37 +22,62 @@ func (a *App) GetComment(ctx context.Context, workspaceID, id string) (comment.C
 	return a.comments.Store.Get(ctx, workspaceID, id)
 }
 
-// ReplyToComment posts text publicly under the comment and records it. It
-// returns the comment as it stands after the reply and the reply's
-// platform id.
-func (a *App) ReplyToComment(ctx context.Context, workspaceID, id, text string) (comment.Comment, string, error) {
+// PublicReply is a sent public reply: the comment as it stands after it,
+// and the reply's platform id.
+type PublicReply struct {
+	Comment    comment.Comment
+	ExternalID string
+}
+
+// ReplyToComment posts text publicly under the comment and records it,
+// with the receipt of the answer when the reply carries an idempotency key
+// (rr). An error is a refusal, nothing posted, unless it is a
+// *DeliveredError.
+func (a *App) ReplyToComment(ctx context.Context, workspaceID, id, text string, rr *ReceiptRequest[PublicReply]) (PublicReply, error) {
 	// The text's bound depends on the comment's platform; its presence is
 	// checked before the lookup, as every send validates first.
 	if err := comment.RequireText(text); err != nil {
-		return comment.Comment{}, "", err
+		return PublicReply{}, err
 	}
 	c, ch, err := a.commentAndChannel(ctx, workspaceID, id)
 	if err != nil {
-		return comment.Comment{}, "", err
+		return PublicReply{}, err
 	}
 	if err := comment.ValidatePublicReply(c.Platform, text); err != nil {
-		return comment.Comment{}, "", err
+		return PublicReply{}, err
 	}
 	replyID, err := a.comments.Replier.ReplyPublic(ctx, ch, c.ExternalID, text)
 	if err := a.observeCommentReply(c, err); err != nil {
-		return comment.Comment{}, "", err
+		return PublicReply{}, err
 	}
+	// The reply is posted: it is recorded even when the caller has gone.
 	now := a.timestamp()
-	updated, err := a.comments.Store.Update(ctx, c.ID, func(c *comment.Comment) error {
-		c.RecordPublicReply(now, replyID)
-		return nil
+	var out PublicReply
+	err = a.comments.Store.Receive(context.WithoutCancel(ctx), func(tx comment.Tx) error {
+		updated, err := tx.Update(ctx, c.ID, func(c *comment.Comment) error {
+			c.RecordPublicReply(now, replyID)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		out = PublicReply{Comment: updated, ExternalID: replyID}
+		return addReceipt(ctx, tx, rr.receipt(a.log, workspaceID, c.ExternalID, out, nil))
 	})
 	if err != nil {
 		a.log.Error("public reply not recorded", zap.String("comment_id", c.ExternalID),
 			zap.String("reply_id", replyID), zap.Error(err))
-		return comment.Comment{}, "", fmt.Errorf("record public reply: %w", err)
+		return PublicReply{}, &DeliveredError{Err: fmt.Errorf("record public reply: %w", err)}
 	}
-	return updated, replyID, nil
+	return out, nil
+}
+
+// addReceipt stores rec in tx; nil stores nothing.
+func addReceipt(ctx context.Context, tx comment.Tx, rec *receipt.Receipt) error {
+	if rec == nil {
+		return nil
+	}
+	return tx.AddReceipt(ctx, *rec)
 }
 
 // PrivateReply is a sent private reply.
@@ -75,8 +101,11 @@ type PrivateReply struct {
 // a conditional update of its locked row, the commenter's a Redis key set
 // if absent for the window, the day's a reservation on the shared daily
 // counter. A refusal, or a platform that does not take the DM, releases
-// what was claimed; nothing is sent after a refusal.
-func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string) (PrivateReply, error) {
+// what was claimed; nothing is sent after a refusal. The receipt of the
+// answer, when the reply carries an idempotency key (rr), is stored with
+// the DM. An error is a refusal, nothing sent, unless it is a
+// *DeliveredError.
+func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string, rr *ReceiptRequest[PrivateReply]) (PrivateReply, error) {
 	if err := comment.ValidatePrivateReply(text); err != nil {
 		return PrivateReply{}, err
 	}
@@ -154,22 +183,23 @@ func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string
 		release()
 		return PrivateReply{}, err
 	}
-	out, err := a.storePrivateReply(ctx, ch, c, text, sent)
+	// The commenter has the DM: it is stored even when the caller has gone.
+	out, err := a.storePrivateReply(context.WithoutCancel(ctx), ch, c, text, sent, rr)
 	if err != nil {
-		// The commenter has the DM: the claims stay taken, so no second one
-		// follows; only our copy is missing.
+		// The claims stay taken, so no second DM follows; only our copy is
+		// missing.
 		a.log.Error("private reply not stored", zap.String("comment_id", c.ExternalID),
 			zap.String("recipient_id", sent.RecipientID), zap.String("external_id", sent.MessageID), zap.Error(err))
-		return PrivateReply{}, fmt.Errorf("store private reply: %w", err)
+		return PrivateReply{}, &DeliveredError{Err: fmt.Errorf("store private reply: %w", err)}
 	}
 	return out, nil
 }
 
 // storePrivateReply puts the DM in the commenter's conversation (the
 // contact is the recipient id Meta answered) and records the comment's new
-// status, in one transaction. The DM does not open the messaging window:
-// only the customer's own messages do.
-func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comment.Comment, text string, sent comment.PrivateSent) (PrivateReply, error) {
+// status, and the receipt of a keyed reply, in one transaction. The DM
+// does not open the messaging window: only the customer's own messages do.
+func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comment.Comment, text string, sent comment.PrivateSent, rr *ReceiptRequest[PrivateReply]) (PrivateReply, error) {
 	now := a.timestamp()
 	// A customer the page already knows keeps the name their profile gave;
 	// a new one is named as they signed the comment.
@@ -207,7 +237,7 @@ func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comme
 			return err
 		}
 		out = PrivateReply{Comment: updated, RecipientID: sent.RecipientID, ExternalID: sent.MessageID, Message: msg}
-		return nil
+		return addReceipt(ctx, tx, rr.receipt(a.log, ch.WorkspaceID, c.ExternalID, out, nil))
 	})
 	if err != nil {
 		a.metrics.send(string(ch.Kind), SendError)

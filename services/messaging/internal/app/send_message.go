@@ -8,16 +8,21 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // Every send follows one path: load the workspace's conversation and its
 // platform's transport, check the messaging window, let the platform take
-// it, then store what was delivered as sent by a user. Nothing is stored
-// when the platform does not take it, and nothing goes to the outbox: the
-// developer's own replies are never webhook events.
+// it, then store what was delivered as sent by a user, with the receipt of
+// the answer when the send carries an idempotency key (rr). Nothing is
+// stored when the platform does not take it, and nothing goes to the
+// outbox: the developer's own replies are never webhook events.
+//
+// An error is a refusal, nothing delivered, unless it is a
+// *DeliveredError.
 
 // SendMessage sends a text, with quick replies or buttons.
-func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundText) (conversation.Message, error) {
+func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundText, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return conversation.Message{}, err
 	}
@@ -29,15 +34,16 @@ func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID strin
 	if err := a.observeSend(s, err); err != nil {
 		return conversation.Message{}, err
 	}
-	return a.storeSent(ctx, s, conversation.TypeText, o.Text, o.Metadata(), sent)
+	msg := a.sentMessage(s, conversation.TypeText, o.Text, o.Metadata(), sent)
+	return msg, a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msg.ID, msg, nil), msg)
 }
 
 // SendImage sends the image, then the text (when there is one) as a
 // separate message, and returns the stored messages in that order. The text
 // is checked against the platform's rules before the image goes out; when
 // the platform still refuses the text after the image went out, the image
-// stays stored and the error is returned.
-func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundImage) ([]conversation.Message, error) {
+// is stored and a *DeliveredError says what did not go.
+func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundImage, rr *ReceiptRequest[[]conversation.Message]) ([]conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -54,22 +60,29 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 	if err := a.observeSend(s, err); err != nil {
 		return nil, err
 	}
-	image, err := a.storeSent(ctx, s, conversation.TypeImage, o.ImageURL, map[string]any{"image_url": o.ImageURL}, sent)
-	if err != nil || o.Text == "" {
-		return []conversation.Message{image}, err
+	msgs := []conversation.Message{a.sentMessage(s, conversation.TypeImage, o.ImageURL, map[string]any{"image_url": o.ImageURL}, sent)}
+	// The image and the text are stored together, with the answer to
+	// both, so that a key never answers half of them.
+	var textFailed error
+	if o.Text != "" {
+		sent, err := s.transport.SendText(ctx, s.target, conversation.OutboundText{Text: o.Text})
+		if textFailed = a.observeSend(s, err); textFailed == nil {
+			msgs = append(msgs, a.sentMessage(s, conversation.TypeText, o.Text, map[string]any{}, sent))
+		}
 	}
-	sent, err = s.transport.SendText(ctx, s.target, conversation.OutboundText{Text: o.Text})
-	if err := a.observeSend(s, err); err != nil {
-		return []conversation.Message{image}, err
+	if err := a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msgs[0].ID, msgs, textFailed), msgs...); err != nil {
+		return msgs, err
 	}
-	text, err := a.storeSent(ctx, s, conversation.TypeText, o.Text, map[string]any{}, sent)
-	return []conversation.Message{image, text}, err
+	if textFailed != nil {
+		return msgs, &DeliveredError{Err: textFailed}
+	}
+	return msgs, nil
 }
 
 // SendCarousel sends a row of cards, stored as one carousel message. On
 // platforms that send a carousel as several messages, the first one's id is
 // the message's external_id and all of them are in metadata.external_ids.
-func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundCarousel) (conversation.Message, error) {
+func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundCarousel, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return conversation.Message{}, err
 	}
@@ -92,7 +105,8 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 		}
 		md["external_ids"] = ids
 	}
-	return a.storeSent(ctx, s, conversation.TypeCarousel, "", md, sents[0])
+	msg := a.sentMessage(s, conversation.TypeCarousel, "", md, sents[0])
+	return msg, a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msg.ID, msg, nil), msg)
 }
 
 // SendTyping shows the customer a typing indicator; nothing is stored.
@@ -153,22 +167,35 @@ func (a *App) observeSend(s send, err error) error {
 	return err
 }
 
-// storeSent stores a delivered message as sent by a user.
-func (a *App) storeSent(ctx context.Context, s send, typ, content string, metadata map[string]any, sent conversation.Sent) (conversation.Message, error) {
+// sentMessage is a message the platform took, as it is stored: sent by a
+// user, at the time it went.
+func (a *App) sentMessage(s send, typ, content string, metadata map[string]any, sent conversation.Sent) conversation.Message {
 	conv := s.target.Conversation
-	msg := conversation.Message{
+	return conversation.Message{
 		ID: a.newID(), WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
 		Sender: conversation.SenderUser, Type: typ, Content: content,
 		Metadata: metadata, ExternalID: sent.ExternalID, CreatedAt: a.timestamp(),
 	}
-	if err := a.inbox.AddSent(ctx, msg); err != nil {
-		// The customer has the message; only our copy is missing. Say so
-		// in the log, where an operator can find the platform's id.
-		a.log.Error("sent message not stored", zap.String("conversation_id", conv.ID),
-			zap.String("platform", s.platform), zap.String("external_id", sent.ExternalID), zap.Error(err))
+}
+
+// storeSent stores delivered messages, with the send's receipt when not
+// nil. The customer has them: they are stored even when the caller has
+// gone, and a failure is a *DeliveredError.
+func (a *App) storeSent(ctx context.Context, s send, rec *receipt.Receipt, msgs ...conversation.Message) error {
+	if err := a.inbox.AddSent(context.WithoutCancel(ctx), msgs, rec); err != nil {
+		// Only our copy is missing. Say so in the log, where an operator
+		// can find the platform's ids.
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.ExternalID
+		}
+		a.log.Error("sent message not stored", zap.String("conversation_id", s.target.Conversation.ID),
+			zap.String("platform", s.platform), zap.Strings("external_ids", ids), zap.Error(err))
 		a.metrics.send(s.platform, SendError)
-		return conversation.Message{}, fmt.Errorf("store sent message: %w", err)
+		return &DeliveredError{Err: fmt.Errorf("store sent message: %w", err)}
 	}
-	a.metrics.send(s.platform, SendSent)
-	return msg, nil
+	for range msgs {
+		a.metrics.send(s.platform, SendSent)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
 )
 
 // Config is every setting of the messaging service.
@@ -39,6 +40,12 @@ type Config struct {
 	PrivateReplyDailyCap int `env:"PRIVATE_REPLY_DAILY_CAP" envDefault:"200"`
 	// PlatformTimeout bounds one call to a platform's API.
 	PlatformTimeout time.Duration `env:"PLATFORM_TIMEOUT" envDefault:"15s"`
+	// IdempotencyTTL is how long a send's Idempotency-Key answers
+	// repeats, from its first request.
+	IdempotencyTTL time.Duration `env:"IDEMPOTENCY_TTL" envDefault:"24h"`
+	// IdempotencyStuckAfter is when a keyed send still running counts as
+	// broken (its process died): its key is taken over and a repeat sends.
+	IdempotencyStuckAfter time.Duration `env:"IDEMPOTENCY_STUCK_AFTER" envDefault:"5m"`
 
 	// OutboxPollInterval is how often the relay looks for events left
 	// unpublished (after a crash or a NATS outage); it is also woken right
@@ -109,6 +116,15 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateWebchat(); err != nil {
 		return err
+	}
+	if c.IdempotencyTTL <= 0 {
+		return fmt.Errorf("IDEMPOTENCY_TTL: must be positive, got %s", c.IdempotencyTTL)
+	}
+	// A send lives at most as long as its request (rpc.HandlerTimeout):
+	// a key taken over sooner could send a second time.
+	if c.IdempotencyStuckAfter <= rpc.HandlerTimeout || c.IdempotencyStuckAfter > c.IdempotencyTTL {
+		return fmt.Errorf("IDEMPOTENCY_STUCK_AFTER: %s must be over a request's longest run (%s) and at most IDEMPOTENCY_TTL (%s)",
+			c.IdempotencyStuckAfter, rpc.HandlerTimeout, c.IdempotencyTTL)
 	}
 	for name, d := range map[string]time.Duration{
 		"MESSAGING_WINDOW":       c.MessagingWindow,

@@ -55,3 +55,27 @@ func TestWebchatBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestIdempotencySettings: the send routes' keys last IDEMPOTENCY_TTL and
+// are taken over after IDEMPOTENCY_STUCK_AFTER, the flow-runner's names
+// and defaults; a key taken over while its send may still run, or after
+// it expired, is refused.
+func TestIdempotencySettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.IdempotencyTTL != 24*time.Hour || cfg.IdempotencyStuckAfter != 5*time.Minute {
+		t.Fatalf("defaults = %s, %s", cfg.IdempotencyTTL, cfg.IdempotencyStuckAfter)
+	}
+	for name, env := range map[string]map[string]string{
+		"no TTL":                      {"IDEMPOTENCY_TTL": "0s"},
+		"stuck within a request":      {"IDEMPOTENCY_STUCK_AFTER": "20s"},
+		"stuck after the key expired": {"IDEMPOTENCY_TTL": "1m", "IDEMPOTENCY_STUCK_AFTER": "2m"},
+	} {
+		if _, err := pkgconfig.LoadFrom[config.Config](env); err == nil {
+			t.Errorf("%s: loaded, want an error", name)
+		}
+	}
+}

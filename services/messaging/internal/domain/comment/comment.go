@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // Status is where a comment stands in being answered (specification §3,
@@ -257,4 +258,7 @@ type Tx interface {
 	AddComment(ctx context.Context, c Comment) (bool, error)
 	// Update is Store.Update inside this transaction.
 	Update(ctx context.Context, id string, fn func(*Comment) error) (Comment, error)
+	// AddReceipt stores the idempotency receipt of the reply this
+	// transaction records.
+	AddReceipt(ctx context.Context, r receipt.Receipt) error
 }

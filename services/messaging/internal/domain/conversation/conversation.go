@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
 // Contact is a customer as one channel knows them.
@@ -148,9 +149,10 @@ type Store interface {
 	Get(ctx context.Context, workspaceID, id string) (Conversation, error)
 	ListConversations(ctx context.Context, q ConversationQuery) ([]Conversation, error)
 	ListMessages(ctx context.Context, q MessageQuery) ([]Message, error)
-	// AddSent stores a message sent to the customer and moves the
-	// conversation's last_message_at.
-	AddSent(ctx context.Context, m Message) error
+	// AddSent stores messages sent to the customer in one of its
+	// conversations and moves the conversation's last_message_at, and,
+	// when rec is not nil, the send's idempotency receipt, together.
+	AddSent(ctx context.Context, msgs []Message, rec *receipt.Receipt) error
 	// FindContact returns the channel's contact whose platform id is
 	// senderID, or ErrContactNotFound.
 	FindContact(ctx context.Context, channelID, senderID string) (Contact, error)

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 )
 
@@ -68,56 +71,81 @@ func (h *Handlers) getComment(c echo.Context) error {
 // POST /v1/comments/:id/reply {text}: a public reply under the comment.
 // 200 {"ok": true, "external_id": the reply's platform id, "comment": C}.
 func (h *Handlers) replyToComment(c echo.Context) error {
-	text, err := decodeCommentReply(c)
+	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
 	}
-	cm, replyID, err := h.app.ReplyToComment(c.Request().Context(), workspaceOf(c), c.Param("id"), text)
+	text, raw, err := decodeCommentReply(c)
 	if err != nil {
-		return commentHTTP(err)
+		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "external_id": replyID, "comment": toCommentJSON(cm)})
+	id := c.Param("id")
+	ans := sendAnswer[app.PublicReply]{
+		status: http.StatusOK,
+		json: func(r app.PublicReply) any {
+			return map[string]any{"ok": true, "external_id": r.ExternalID, "comment": toCommentJSON(r.Comment)}
+		},
+		ref:    func(app.PublicReply) string { return id },
+		toHTTP: commentHTTP,
+	}
+	return serveSend(h, c, h.opts.SendKeys.Comments, key, raw, ans,
+		func(ctx context.Context, rr *app.ReceiptRequest[app.PublicReply]) (app.PublicReply, error) {
+			return h.app.ReplyToComment(ctx, workspaceOf(c), id, text, rr)
+		})
 }
 
 // POST /v1/comments/:id/private-reply {text}: a DM to the commenter.
 // 200 {"ok": true, "recipient_id", "external_id": the DM's platform id,
 // "conversation_id": the commenter's conversation, "comment": C}.
 func (h *Handlers) privateReplyToComment(c echo.Context) error {
-	text, err := decodeCommentReply(c)
+	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
 	}
-	r, err := h.app.SendPrivateReply(c.Request().Context(), workspaceOf(c), c.Param("id"), text)
+	text, raw, err := decodeCommentReply(c)
 	if err != nil {
-		return commentHTTP(err)
+		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{
-		"ok": true, "recipient_id": r.RecipientID, "external_id": r.ExternalID,
-		"conversation_id": r.Message.ConversationID, "comment": toCommentJSON(r.Comment),
-	})
+	id := c.Param("id")
+	ans := sendAnswer[app.PrivateReply]{
+		status: http.StatusOK,
+		json: func(r app.PrivateReply) any {
+			return map[string]any{
+				"ok": true, "recipient_id": r.RecipientID, "external_id": r.ExternalID,
+				"conversation_id": r.Message.ConversationID, "comment": toCommentJSON(r.Comment),
+			}
+		},
+		ref:    func(app.PrivateReply) string { return id },
+		toHTTP: commentHTTP,
+	}
+	return serveSend(h, c, h.opts.SendKeys.Comments, key, raw, ans,
+		func(ctx context.Context, rr *app.ReceiptRequest[app.PrivateReply]) (app.PrivateReply, error) {
+			return h.app.SendPrivateReply(ctx, workspaceOf(c), id, text, rr)
+		})
 }
 
-// decodeCommentReply reads {text}. A tag field is refused before anything
-// else, as on every send (specification §1).
-func decodeCommentReply(c echo.Context) (string, error) {
+// decodeCommentReply reads {text}, and returns the body raw, as the
+// idempotency key's fingerprint takes it. A tag field is refused before
+// anything else, as on every send (specification §1).
+func decodeCommentReply(c echo.Context) (string, []byte, error) {
 	raw, err := readBody(c)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) == nil {
 		if _, ok := fields["tag"]; ok {
-			return "", errTagUnsupported
+			return "", nil, errTagUnsupported
 		}
 	}
 	var req commentReplyRequest
 	if err := httpx.DecodeJSON(bytes.NewReader(raw), &req); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if req.Text == nil {
-		return "", errs.InvalidRequest("text is required")
+		return "", nil, errs.InvalidRequest("text is required")
 	}
-	return *req.Text, nil
+	return *req.Text, raw, nil
 }
 
 // commentHTTP maps the comment rules' errors to their codes; the rest as

@@ -14,7 +14,8 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 )
 
-// Options are the ingress secrets the handlers check.
+// Options are the ingress secrets the handlers check, and what the
+// routes hold across instances.
 type Options struct {
 	// MetaAppSecret verifies X-Hub-Signature-256 (META_APP_SECRET).
 	MetaAppSecret string
@@ -25,6 +26,9 @@ type Options struct {
 	MetaProfiles MetaProfiles
 	// Webchat serves the website widget; nil leaves its routes out.
 	Webchat *WebchatOptions
+	// SendKeys hold the send routes' Idempotency-Keys; a keyed send
+	// without them is 503.
+	SendKeys SendKeys
 }
 
 // Handlers serves every route of the service.

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
@@ -51,63 +54,99 @@ type typingRequest struct {
 
 // POST /v1/messages
 func (h *Handlers) sendMessage(c echo.Context) error {
+	key, err := idempotency.KeyFromRequest(c.Request())
+	if err != nil {
+		return err
+	}
 	var req sendMessageRequest
-	if err := decodeSend(c, &req); err != nil {
+	raw, err := decodeSend(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Text == nil {
 		return errs.InvalidRequest("text is required")
 	}
 	out := conversation.OutboundText{Text: *req.Text, QuickReplies: req.QuickReplies, Buttons: toButtons(req.Buttons)}
-	msg, err := h.app.SendMessage(c.Request().Context(), workspaceOf(c), req.ConversationID, out)
-	if err != nil {
-		return toHTTP(err)
-	}
-	return c.JSON(http.StatusCreated, map[string]any{"message": toMessageJSON(msg)})
+	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
+		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
+			return h.app.SendMessage(ctx, workspaceOf(c), req.ConversationID, out, rr)
+		})
+}
+
+// messageAnswer is the answer of a send that stores one message:
+// 201 {"message": M}.
+var messageAnswer = sendAnswer[conversation.Message]{
+	status: http.StatusCreated,
+	json:   func(m conversation.Message) any { return map[string]any{"message": toMessageJSON(m)} },
+	ref:    func(m conversation.Message) string { return m.ID },
+	toHTTP: toHTTP,
 }
 
 // POST /v1/image: the image, then the text as a separate message. The
 // answer's message is the image; messages lists every message sent.
 func (h *Handlers) sendImage(c echo.Context) error {
-	var req imageRequest
-	if err := decodeSend(c, &req); err != nil {
+	key, err := idempotency.KeyFromRequest(c.Request())
+	if err != nil {
 		return err
 	}
-	msgs, err := h.app.SendImage(c.Request().Context(), workspaceOf(c), req.ConversationID,
-		conversation.OutboundImage{ImageURL: req.ImageURL, Text: req.Text})
+	var req imageRequest
+	raw, err := decodeSend(c, &req)
 	if err != nil {
-		// When only the text failed, the image went out and is stored; the
-		// error says what did not.
-		return toHTTP(err)
+		return err
 	}
-	all := make([]messageJSON, len(msgs))
-	for i, m := range msgs {
-		all[i] = toMessageJSON(m)
-	}
-	return c.JSON(http.StatusCreated, map[string]any{"message": all[0], "messages": all})
+	out := conversation.OutboundImage{ImageURL: req.ImageURL, Text: req.Text}
+	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, imageAnswer,
+		func(ctx context.Context, rr *app.ReceiptRequest[[]conversation.Message]) ([]conversation.Message, error) {
+			return h.app.SendImage(ctx, workspaceOf(c), req.ConversationID, out, rr)
+		})
+}
+
+// imageAnswer is the answer of POST /v1/image: 201 {"message": the image,
+// "messages": all}. When only the text failed, the image went out and is
+// stored; the error says what did not.
+var imageAnswer = sendAnswer[[]conversation.Message]{
+	status: http.StatusCreated,
+	json: func(msgs []conversation.Message) any {
+		all := make([]messageJSON, len(msgs))
+		for i, m := range msgs {
+			all[i] = toMessageJSON(m)
+		}
+		return map[string]any{"message": all[0], "messages": all}
+	},
+	ref: func(msgs []conversation.Message) string {
+		if len(msgs) == 0 {
+			return ""
+		}
+		return msgs[0].ID
+	},
+	toHTTP: toHTTP,
 }
 
 // POST /v1/carousel
 func (h *Handlers) sendCarousel(c echo.Context) error {
+	key, err := idempotency.KeyFromRequest(c.Request())
+	if err != nil {
+		return err
+	}
 	var req carouselRequest
-	if err := decodeSend(c, &req); err != nil {
+	raw, err := decodeSend(c, &req)
+	if err != nil {
 		return err
 	}
 	out := conversation.OutboundCarousel{Ratio: req.Ratio, Elements: make([]conversation.Card, len(req.Elements))}
 	for i, e := range req.Elements {
 		out.Elements[i] = conversation.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: toButtons(e.Buttons)}
 	}
-	msg, err := h.app.SendCarousel(c.Request().Context(), workspaceOf(c), req.ConversationID, out)
-	if err != nil {
-		return toHTTP(err)
-	}
-	return c.JSON(http.StatusCreated, map[string]any{"message": toMessageJSON(msg)})
+	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
+		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
+			return h.app.SendCarousel(ctx, workspaceOf(c), req.ConversationID, out, rr)
+		})
 }
 
 // POST /v1/typing
 func (h *Handlers) sendTyping(c echo.Context) error {
 	var req typingRequest
-	if err := decodeSend(c, &req); err != nil {
+	if _, err := decodeSend(c, &req); err != nil {
 		return err
 	}
 	if err := h.app.SendTyping(c.Request().Context(), workspaceOf(c), req.ConversationID); err != nil {
@@ -124,26 +163,27 @@ func (r *imageRequest) conversation() string       { return r.ConversationID }
 func (r *carouselRequest) conversation() string    { return r.ConversationID }
 func (r *typingRequest) conversation() string      { return r.ConversationID }
 
-// decodeSend reads a send's body into req. A tag field is refused before
+// decodeSend reads a send's body into req and returns it raw, as the
+// idempotency key's fingerprint takes it. A tag field is refused before
 // anything else, whatever the rest holds (specification §1).
-func decodeSend(c echo.Context, req sendRequest) error {
+func decodeSend(c echo.Context, req sendRequest) ([]byte, error) {
 	raw, err := readBody(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) == nil {
 		if _, ok := fields["tag"]; ok {
-			return errTagUnsupported
+			return nil, errTagUnsupported
 		}
 	}
 	if err := httpx.DecodeJSON(bytes.NewReader(raw), req); err != nil {
-		return err
+		return nil, err
 	}
 	if req.conversation() == "" {
-		return errs.InvalidRequest("conversation_id is required")
+		return nil, errs.InvalidRequest("conversation_id is required")
 	}
-	return nil
+	return raw, nil
 }
 
 func toButtons(in []buttonJSON) []conversation.Button {
