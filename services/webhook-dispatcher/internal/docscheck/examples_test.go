@@ -59,6 +59,27 @@ func TestDocsExamplesVerifyWhatTheDispatcherSends(t *testing.T) {
 	}
 }
 
+// TestWebhooksGuideShowsEachExampleVerbatim keeps docs/webhooks.md and the
+// tested files one text: each example appears whole in a code block of
+// its language.
+func TestWebhooksGuideShowsEachExampleVerbatim(t *testing.T) {
+	root := repoRoot(t)
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "webhooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, fence := range map[string]string{"verify.go": "go", "verify.py": "python", "verify.js": "js"} {
+		src, err := os.ReadFile(filepath.Join(root, "docs", "examples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block := "```" + fence + "\n" + strings.TrimRight(string(src), "\n") + "\n```\n"
+		if !strings.Contains(string(guide), block) {
+			t.Errorf("docs/webhooks.md does not show docs/examples/%s verbatim in a ```%s block", file, fence)
+		}
+	}
+}
+
 func checkExample(t *testing.T, rx *runningExample) {
 	now := time.Now()
 	message := messageEnvelope(t, now)

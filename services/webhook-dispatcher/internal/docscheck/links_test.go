@@ -145,38 +145,61 @@ var (
 // autolinks and the bare URLs GitHub would turn into links.
 func links(src string) []link {
 	var out []link
-	for _, pl := range proseLines(src) {
-		line, i := pl.text, pl.index
-		text := withoutCodeSpans(line)
-		add := func(target string) { out = append(out, link{line: i + 1, target: target}) }
-		for _, m := range inlineLink.FindAllStringSubmatch(text, -1) {
-			add(m[1])
-		}
-		text = inlineLink.ReplaceAllString(text, "")
-		if m := referenceDef.FindStringSubmatch(text); m != nil {
-			add(m[1])
-			continue
-		}
-		for _, m := range htmlAttribute.FindAllStringSubmatch(text, -1) {
-			add(m[1])
-		}
-		text = htmlAttribute.ReplaceAllString(text, "")
-		for _, m := range autolink.FindAllStringSubmatch(text, -1) {
-			add(m[1])
-		}
-		text = autolink.ReplaceAllString(text, "")
-		for _, m := range bareURL.FindAllString(text, -1) {
-			if strings.HasPrefix(strings.ToLower(m), "www.") {
-				m = "http://" + m
+	for _, para := range paragraphs(src) {
+		// Code spans may run over a line break inside a paragraph.
+		text := withoutCodeSpans(para.text)
+		for n, line := range strings.Split(text, "\n") {
+			add := func(target string) { out = append(out, link{line: para.index + n + 1, target: target}) }
+			for _, m := range inlineLink.FindAllStringSubmatch(line, -1) {
+				add(m[1])
 			}
-			add(strings.TrimRight(m, ".,;:!?'\"*_"))
+			line = inlineLink.ReplaceAllString(line, "")
+			if m := referenceDef.FindStringSubmatch(line); m != nil {
+				add(m[1])
+				continue
+			}
+			for _, m := range htmlAttribute.FindAllStringSubmatch(line, -1) {
+				add(m[1])
+			}
+			line = htmlAttribute.ReplaceAllString(line, "")
+			for _, m := range autolink.FindAllStringSubmatch(line, -1) {
+				add(m[1])
+			}
+			line = autolink.ReplaceAllString(line, "")
+			for _, m := range bareURL.FindAllString(line, -1) {
+				if strings.HasPrefix(strings.ToLower(m), "www.") {
+					m = "http://" + m
+				}
+				add(strings.TrimRight(m, ".,;:!?'\"*_"))
+			}
 		}
 	}
 	return out
 }
 
-// withoutCodeSpans drops the code spans of a line: a run of n backticks up
-// to the next run of exactly n (an unclosed run is text).
+// paragraphs joins the prose lines of a document into runs of consecutive
+// lines, broken at blank lines and fences; index is the first line's.
+func paragraphs(src string) []proseLine {
+	var out []proseLine
+	prev := -2
+	for _, pl := range proseLines(src) {
+		switch {
+		case strings.TrimSpace(pl.text) == "":
+			prev = -2
+			continue
+		case pl.index == prev+1 && len(out) > 0:
+			out[len(out)-1].text += "\n" + pl.text
+		default:
+			out = append(out, pl)
+		}
+		prev = pl.index
+	}
+	return out
+}
+
+// withoutCodeSpans drops the code spans of a text: a run of n backticks up
+// to the next run of exactly n (an unclosed run is text), keeping the line
+// breaks inside them so that line numbers stay true.
 func withoutCodeSpans(line string) string {
 	var b strings.Builder
 	for i := 0; i < len(line); {
@@ -210,6 +233,7 @@ func withoutCodeSpans(line string) string {
 			i += n
 			continue
 		}
+		b.WriteString(strings.Repeat("\n", strings.Count(line[i:end], "\n")))
 		i = end
 	}
 	return b.String()
@@ -318,6 +342,7 @@ func TestHeadingAnchorsAreGitHubs(t *testing.T) {
 
 func TestLinksSkipCodeAndFindEveryKind(t *testing.T) {
 	src := "See [a](a.md#x) and ![i](img/p.png \"t\") and `[no](code.md)` and https://example.com/x.\n" +
+		"a span `over\nhttps://two.example/lines` ends\n\n" +
 		"```sh\ncurl https://api.example.com [no](fenced.md)\n```\n" +
 		"[ref]: ../deploy/k8s/\n<a href=\"b.md\">b</a> <https://c.example>\n"
 	var got []string
