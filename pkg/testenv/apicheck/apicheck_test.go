@@ -70,6 +70,7 @@ paths:
             text/event-stream:
               schema: {type: string}
   /open:
+    servers: [{url: /v1}]
     get:
       security: []
       responses:
@@ -382,6 +383,26 @@ func TestUndocumentedRouteFailsWhenServed(t *testing.T) {
 	}
 }
 
+// A path with servers of its own is served under those only: /open is
+// under /v1, not under the deprecated base.
+func TestPathServedUnderItsOwnServersOnly(t *testing.T) {
+	var served atomic.Bool
+	served.Store(true)
+	rec, client, base := newChecked(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Deprecation", "@1789689600")
+		if served.Load() {
+			writeJSON(w, http.StatusOK, `{}`)
+			return
+		}
+		writeJSON(w, http.StatusNotFound, `{"code": "not_found", "message": "no such route"}`)
+	})
+	do(t, client, http.MethodGet, base+"/v1/open", "", "")
+	do(t, client, http.MethodGet, base+"/api/v1/open", "", "")
+	served.Store(false)
+	do(t, client, http.MethodGet, base+"/api/v1/open", "", "")
+	wantFailures(t, rec, "GET /api/v1/open → 200: served, but the document has no such operation…under [/v1] only")
+}
+
 func TestHeadIsCheckedAsGetWithoutABody(t *testing.T) {
 	rec, client, base := newChecked(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -392,13 +413,17 @@ func TestHeadIsCheckedAsGetWithoutABody(t *testing.T) {
 }
 
 func TestConcurrentRequestsAreValidatedIndependently(t *testing.T) {
-	rec, client, base := newChecked(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/bad") {
 			writeJSON(w, http.StatusOK, `{"id": 1}`)
 			return
 		}
 		writeJSON(w, http.StatusOK, `{"id": "t", "size": 1}`)
-	})
+	}))
+	t.Cleanup(srv.Close)
+	rec := &recorder{TB: t}
+	c := NewWith(rec, testDoc(t))
+	client, base := c.Client(), srv.URL
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -412,6 +437,9 @@ func TestConcurrentRequestsAreValidatedIndependently(t *testing.T) {
 	wg.Wait()
 	if n := len(rec.failures()); n != 5 {
 		t.Fatalf("%d failures, want 5: %q", n, rec.failures())
+	}
+	if n := c.Exchanges(); n != 20 {
+		t.Fatalf("%d exchanges checked, want 20", n)
 	}
 }
 

@@ -50,16 +50,19 @@ func (d *Document) DocumentedRoutes() []Route {
 	return sortRoutes(out)
 }
 
-// EchoRoutes returns the routes e serves under BasePath. Catch-alls that
-// only answer 404 (echo registers them for a group's middleware) are not
-// routes, and neither are methods outside HTTP's standard set.
+// EchoRoutes returns the routes e serves under BasePath. Catch-alls (echo
+// registers some for a group's middleware, and a server may route by
+// prefix) are not operations, and neither are methods outside HTTP's
+// standard set.
 func EchoRoutes(e *echo.Echo) []Route {
 	var out []Route
 	for _, r := range e.Routes() {
 		if !standardMethod(r.Method) || strings.HasSuffix(r.Path, "*") {
 			continue
 		}
-		if _, _, ok := apiPath(r.Path); !ok || strings.HasPrefix(r.Path, LegacyBasePath) {
+		// The base itself is a group's catch-all (echo's Any("")), not an
+		// operation.
+		if rest, _, ok := apiPath(r.Path); !ok || rest == "" || strings.HasPrefix(r.Path, LegacyBasePath) {
 			continue
 		}
 		out = append(out, normalise(r.Method, r.Path))
@@ -142,4 +145,22 @@ func sortRoutes(rs []Route) []Route {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Method, b.Method))
 	})
 	return slices.Compact(rs)
+}
+
+// CheckServiceRoutes fails t unless the /v1 routes service serves on e are
+// exactly the document's operations under the path segments those routes
+// use (a service owns whole segments: the gateway routes by the first one).
+// A route added without documentation fails it, and so does a documented
+// operation the service stopped serving.
+func CheckServiceRoutes(t testing.TB, service string, e *echo.Echo) {
+	t.Helper()
+	doc, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := EchoRoutes(e)
+	if len(served) == 0 {
+		t.Fatalf("%s serves no route under %s", service, BasePath)
+	}
+	CheckRoutes(t, service, served, OfSegments(doc.DocumentedRoutes(), Segments(served)))
 }

@@ -9,8 +9,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -37,6 +39,9 @@ func (m Mismatch) String() string {
 type Checker struct {
 	t   testing.TB
 	doc *Document
+
+	// exchanges counts the requests validated with their responses.
+	exchanges atomic.Int64
 
 	mu         sync.Mutex
 	mismatches []Mismatch
@@ -66,6 +71,10 @@ func NewWith(t testing.TB, doc *Document) *Checker {
 	})
 	return c
 }
+
+// Exchanges is how many requests have been validated with their
+// responses: a test can tell it checked something.
+func (c *Checker) Exchanges() int { return int(c.exchanges.Load()) }
 
 // Mismatches returns the mismatches found so far.
 func (c *Checker) Mismatches() []Mismatch {
@@ -120,7 +129,11 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		sent.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req = sent
 	}
-	ex := tr.check.exchange(req, rest, body)
+	base := BasePath
+	if legacyBase {
+		base = LegacyBasePath
+	}
+	ex := tr.check.exchange(req, base, rest, body)
 
 	resp, err := tr.base.RoundTrip(req)
 	if err != nil {
@@ -138,9 +151,9 @@ type exchange struct {
 	requestErr   error
 }
 
-// exchange matches req (whose path without the base is rest) to its
-// operation and validates it; the verdict waits for the response.
-func (c *Checker) exchange(req *http.Request, rest string, body []byte) *exchange {
+// exchange matches req (whose path is base then rest) to its operation and
+// validates it; the verdict waits for the response.
+func (c *Checker) exchange(req *http.Request, base, rest string, body []byte) *exchange {
 	ex := &exchange{method: req.Method, path: req.URL.Path}
 	probe := req.Clone(context.Background())
 	probe.URL.Path, probe.URL.RawPath = rest, ""
@@ -151,6 +164,9 @@ func (c *Checker) exchange(req *http.Request, rest string, body []byte) *exchang
 	probe.Body = io.NopCloser(bytes.NewReader(body))
 	probe.ContentLength = int64(len(body))
 	route, params, err := c.doc.find(probe)
+	if err == nil && !servedUnder(route, base) {
+		err = fmt.Errorf("the document serves %s %s under %v only", route.Method, route.Path, serverURLs(route))
+	}
 	if err != nil {
 		ex.routeErr = err
 		return ex
@@ -167,6 +183,31 @@ func (c *Checker) exchange(req *http.Request, rest string, body []byte) *exchang
 	}
 	ex.requestErr = openapi3filter.ValidateRequest(context.Background(), ex.input)
 	return ex
+}
+
+// servedUnder says whether the operation of route is served under base:
+// under every server of the document unless its path or operation names
+// its own servers (GET /openapi.json is under /v1 only).
+func servedUnder(route *routers.Route, base string) bool {
+	urls := serverURLs(route)
+	return urls == nil || slices.Contains(urls, base)
+}
+
+// serverURLs are the operation's own servers, or its path's; nil when it
+// has none and the document's apply.
+func serverURLs(route *routers.Route) []string {
+	servers := route.PathItem.Servers
+	if route.Operation.Servers != nil && len(*route.Operation.Servers) > 0 {
+		servers = *route.Operation.Servers
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = strings.TrimSuffix(s.URL, "/")
+	}
+	return urls
 }
 
 // bearerPresent satisfies a bearer scheme with any "Bearer <token>": which
@@ -186,6 +227,7 @@ func bearerPresent(_ context.Context, in *openapi3filter.AuthenticationInput) er
 // validateResponse judges the exchange once resp has come, and leaves resp
 // readable by the caller.
 func (c *Checker) validateResponse(ex *exchange, resp *http.Response, legacyBase bool) {
+	c.exchanges.Add(1)
 	fail := func(format string, args ...any) {
 		c.report(Mismatch{Method: ex.method, Path: ex.path, Status: resp.StatusCode, Reason: fmt.Sprintf(format, args...)})
 	}

@@ -19,11 +19,12 @@ import (
 // must match.
 const HeaderEvent = "X-Service-Event"
 
-// CheckWebhook fails the test if the delivery a receiver got is not what
+// CheckWebhook (counted in Exchanges) fails the test if the delivery a receiver got is not what
 // the document's webhook for its event describes: the X-Service-* headers
 // (the signature's value is Verify's business, its presence the
 // document's) and the JSON body.
 func (c *Checker) CheckWebhook(got receiver.Request) {
+	c.exchanges.Add(1)
 	if err := c.doc.ValidateWebhook(got.Header, got.Body); err != nil {
 		c.report(Mismatch{Method: got.Method, Path: "webhook " + got.Event(), Reason: err.Error()})
 	}
