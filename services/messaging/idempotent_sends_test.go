@@ -558,3 +558,56 @@ func TestRetryAfterTheClientGaveUp(t *testing.T) {
 		t.Fatalf("Telegram received %d sends, want 1", n)
 	}
 }
+
+// A send that reached the customer and then failed keeps its answer for
+// the key: an image whose text Telegram refused (the image is stored), and
+// a Telegram carousel refused after its first card went out. A repeat is
+// that answer again, and nothing is sent twice.
+func TestSendThatReachedTheCustomerKeepsItsAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ws := uuid.NewString()
+	ch := h.telegramChannel(ws, "external")
+	conv := h.customerConversation(ws, ch, 515151)
+	sends := func() int { return telegramSends(h, nil) }
+
+	for _, tc := range []struct {
+		name, path, body, failMethod string
+	}{
+		{
+			name: "image whose text was refused", path: "/v1/image", failMethod: "sendMessage",
+			body: jsonBody(map[string]any{"conversation_id": conv.ID, "image_url": "https://cdn.example/a.png", "text": "Our jacket"}),
+		},
+		{
+			name: "carousel refused after its first card", path: "/v1/carousel", failMethod: "sendPhoto",
+			body: jsonBody(map[string]any{"conversation_id": conv.ID, "elements": []map[string]any{
+				{"title": "Gift card"}, // sendMessage: a card without an image
+				{"title": "Jacket", "image_url": "https://cdn.example/j.png"},
+			}}),
+		},
+	} {
+		before := sends()
+		h.tg.FailNext(tc.failMethod, 400, "Bad Request: wrong file identifier/HTTP URL specified")
+		first := h.mustKeyed(ws, tc.path, tc.name, tc.body)
+		wantCode(t, first, http.StatusBadGateway, "platform_error", tc.name)
+		if sends() != before+2 {
+			t.Fatalf("%s: %d platform calls, want 2", tc.name, sends()-before)
+		}
+		wantReplay(t, h.mustKeyed(ws, tc.path, tc.name, tc.body), first, tc.name+", repeated")
+		h.flushKeys()
+		wantReplay(t, h.mustKeyed(ws, tc.path, tc.name, tc.body), first, tc.name+", repeated after a Redis flush")
+		if sends() != before+2 {
+			t.Fatalf("%s: the repeats sent %d more", tc.name, sends()-before-2)
+		}
+	}
+	// The image went out and is stored; the half-sent carousel is not.
+	var types []string
+	for _, m := range h.messages(ws, conv.ID, "").Messages {
+		if m.Sender == "user" {
+			types = append(types, m.Type)
+		}
+	}
+	if len(types) != 1 || types[0] != "image" {
+		t.Fatalf("stored sends = %v, want the image", types)
+	}
+}

@@ -251,6 +251,11 @@ func (s *ConversationStore) AddSent(ctx context.Context, msgs []conversation.Mes
 	})
 }
 
+// AddReceipt stores a send's idempotency receipt alone.
+func (s *ConversationStore) AddReceipt(ctx context.Context, rec receipt.Receipt) error {
+	return s.receipts.insert(ctx, s.db, rec)
+}
+
 // FindContact returns the channel's contact with the platform id senderID.
 func (s *ConversationStore) FindContact(ctx context.Context, channelID, senderID string) (conversation.Contact, error) {
 	if !validID(channelID) {

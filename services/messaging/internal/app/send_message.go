@@ -95,6 +95,13 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 		err = fmt.Errorf("%s transport sent no message for a carousel", s.platform)
 	}
 	if err := a.observeSend(s, err); err != nil {
+		var partly *conversation.PartlySentError
+		if errors.As(err, &partly) {
+			// The customer has the first cards: nothing is stored (the
+			// carousel is not), but a key keeps this answer, so that a
+			// repeat does not send them again.
+			return conversation.Message{}, a.keepFailure(ctx, rr.receipt(a.log, workspaceID, "", conversation.Message{}, err), err)
+		}
 		return conversation.Message{}, err
 	}
 	md := o.Metadata()
@@ -198,4 +205,17 @@ func (a *App) storeSent(ctx context.Context, s send, rec *receipt.Receipt, msgs 
 		a.metrics.send(s.platform, SendSent)
 	}
 	return nil
+}
+
+// keepFailure stores the receipt (when not nil) of a send that failed
+// after part of it was delivered, and returns its error as the
+// *DeliveredError it is.
+func (a *App) keepFailure(ctx context.Context, rec *receipt.Receipt, failed error) error {
+	if rec != nil {
+		if err := a.inbox.AddReceipt(context.WithoutCancel(ctx), *rec); err != nil {
+			// The key's Redis answer still holds it.
+			a.log.Error("idempotency receipt not stored", zap.String("workspace_id", rec.WorkspaceID), zap.Error(err))
+		}
+	}
+	return &DeliveredError{Err: failed}
 }

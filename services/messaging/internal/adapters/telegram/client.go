@@ -135,6 +135,7 @@ func (c *Client) SendCarousel(ctx context.Context, to conversation.Target, o con
 				if errors.As(err, &pe) {
 					pe.Description = fmt.Sprintf("card %d of %d was refused after %d were delivered: %s", i+1, len(o.Elements), len(sent), pe.Description)
 				}
+				return nil, &conversation.PartlySentError{Sent: sent, Err: err}
 			}
 			return nil, err
 		}

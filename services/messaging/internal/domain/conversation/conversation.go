@@ -153,6 +153,9 @@ type Store interface {
 	// conversations and moves the conversation's last_message_at, and,
 	// when rec is not nil, the send's idempotency receipt, together.
 	AddSent(ctx context.Context, msgs []Message, rec *receipt.Receipt) error
+	// AddReceipt stores the idempotency receipt of a keyed send that
+	// stored no message: it failed after part of it was delivered.
+	AddReceipt(ctx context.Context, rec receipt.Receipt) error
 	// FindContact returns the channel's contact whose platform id is
 	// senderID, or ErrContactNotFound.
 	FindContact(ctx context.Context, channelID, senderID string) (Contact, error)

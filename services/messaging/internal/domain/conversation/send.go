@@ -272,14 +272,16 @@ type Sent struct {
 // returns a *FieldError for input this platform cannot take (Instagram and
 // buttons), ErrOutsideWindow when the platform itself refuses for its
 // messaging window, and a *PlatformError when the platform refuses otherwise
-// or cannot be reached; nothing was delivered in any of those cases.
+// or cannot be reached; nothing was delivered in any of those cases. Only a
+// *PartlySentError says some of a send was.
 type Transport interface {
 	// SendText delivers o to the customer of to.Conversation.
 	SendText(ctx context.Context, to Target, o OutboundText) (Sent, error)
 	// SendImage delivers the image at the https URL imageURL.
 	SendImage(ctx context.Context, to Target, imageURL string) (Sent, error)
 	// SendCarousel delivers the cards; platforms without a carousel send
-	// several messages, the first one's id first.
+	// several messages, the first one's id first, and a failure after the
+	// first of them is a *PartlySentError.
 	SendCarousel(ctx context.Context, to Target, c OutboundCarousel) ([]Sent, error)
 	// SendTyping shows the customer a typing indicator.
 	SendTyping(ctx context.Context, to Target) error
@@ -304,6 +306,18 @@ type PlatformError struct {
 func (e *PlatformError) Error() string {
 	return fmt.Sprintf("%s refused the message: %s", e.Platform, e.Description)
 }
+
+// PartlySentError is a send of several platform messages (a carousel on
+// Telegram, one message per card) that failed after the first of them were
+// delivered: the customer has Sent. Err says what failed (a
+// *PlatformError, usually).
+type PartlySentError struct {
+	Sent []Sent
+	Err  error
+}
+
+func (e *PartlySentError) Error() string { return e.Err.Error() }
+func (e *PartlySentError) Unwrap() error { return e.Err }
 
 // ErrOutsideWindow is a send to a Messenger or Instagram customer whose last
 // message is older than the messaging window (specification §1): nothing
