@@ -171,6 +171,7 @@ cat <<MSG
   Parley is up.
 
   Gateway:            $gateway_url
+  API reference:      $gateway_url/docs
   Demo API key:       $api_key
   Webchat widget:     $webchat
   Telegram ingress:   $ingress

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/parleyhq/parley/pkg/openapi"
+)
+
+// TestAPIReferenceInTheBrowser opens the gateway's API reference (/docs) in
+// headless Chromium, on a wide screen and on a phone's, and waits until Redoc
+// has drawn every operation and webhook of the OpenAPI document. Every
+// request the page made must have gone to the gateway and been answered
+// without error, and the page must have run without a script error or a
+// refusal by its Content-Security-Policy.
+//
+// It saves reference-<width>.png (one screen, scrolled to POST /v1/messages)
+// and reference-<width>-full.png (the whole page) in
+// REFERENCE_SCREENSHOTS=DIR, or else in the test's artifact directory (go
+// test -artifacts keeps it); docs/img/reference-1440.png and -360.png are
+// the one-screen pictures.
+func TestAPIReferenceInTheBrowser(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := startSuite(t)
+	gateway, err := url.Parse(s.gatewayURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles, shown := documentTitles(t, "post", "/messages")
+
+	b := newBrowser(t)
+	var (
+		mu       sync.Mutex
+		requests []string // "<url>" of every request the page made
+		failures []string // answers >= 400 and requests that failed
+	)
+	note := func(list *[]string, s string) { mu.Lock(); *list = append(*list, s); mu.Unlock() }
+	go func() {
+		for ev, err := range chromedp.Events(b.ctx, network.RequestWillBeSent) {
+			if err != nil {
+				return
+			}
+			note(&requests, ev.Request.URL)
+		}
+	}()
+	go func() {
+		for ev, err := range chromedp.Events(b.ctx, network.ResponseReceived) {
+			if err != nil {
+				return
+			}
+			if ev.Response.Status >= 400 {
+				note(&failures, fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL))
+			}
+		}
+	}()
+	go func() {
+		for ev, err := range chromedp.Events(b.ctx, network.LoadingFailed) {
+			if err != nil {
+				return
+			}
+			note(&failures, fmt.Sprintf("request %s failed: %s %s", ev.RequestID, ev.ErrorText, ev.BlockedReason))
+		}
+	}()
+	// The page's own record of what its policy refused, beside the console.
+	b.run(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.refused = [];
+document.addEventListener('securitypolicyviolation', e => window.refused.push(e.violatedDirective + ' ' + e.blockedURI));`,
+		})
+		return err
+	}))
+
+	dir := os.Getenv("REFERENCE_SCREENSHOTS")
+	if dir == "" {
+		dir = t.ArtifactDir()
+	}
+	wanted, _ := json.Marshal(titles)
+	for _, width := range []int64{1440, 360} {
+		b.run(t, chromedp.EmulateViewport(width, 900), chromedp.Navigate(s.gatewayURL+"/docs"))
+		// Drawn: every title is on the page.
+		drawn := runFor(t, b, chromedp.Poll[bool](fmt.Sprintf(
+			`%s.every(title => document.body.innerText.includes(title))`, wanted)))
+		if !drawn {
+			t.Fatalf("at %d px the page never showed all of %s", width, wanted)
+		}
+		// The screen of one operation, with its samples beside it, once the
+		// menu has followed the scroll and its transitions have ended.
+		b.run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`document.querySelector('[data-section-id$="operation/%s"]').scrollIntoView()`, shown)))
+		runFor(t, b, chromedp.Poll[bool](fmt.Sprintf(
+			`document.querySelector('li[data-item-id$="operation/%s"] > label.active') !== null &&
+			document.getAnimations().every(a => a.playState !== 'running')`, shown)))
+		if refused := runFor(t, b, chromedp.Evaluate[[]string](`window.refused`)); len(refused) > 0 {
+			t.Errorf("at %d px the Content-Security-Policy refused: %v", width, refused)
+		}
+		for name, shot := range map[string]chromedp.Action[[]byte]{
+			fmt.Sprintf("reference-%d.png", width):      chromedp.CaptureScreenshot(),
+			fmt.Sprintf("reference-%d-full.png", width): chromedp.FullScreenshot(100),
+		} {
+			file := filepath.Join(dir, name)
+			if err := os.WriteFile(file, runFor(t, b, shot), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", file)
+		}
+	}
+
+	b.checkConsole(t)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range failures {
+		t.Errorf("the page's %s", f)
+	}
+	if len(requests) == 0 {
+		t.Fatal("no request seen")
+	}
+	for _, r := range requests {
+		if origin, ok := requestOrigin(r); ok && origin != gateway.Scheme+"://"+gateway.Host {
+			t.Errorf("the page asked %s, beyond the gateway (%s)", r, s.gatewayURL)
+		}
+	}
+	for _, want := range []string{"/docs", "/v1/openapi.json"} {
+		if !slices.ContainsFunc(requests, func(r string) bool { u, _ := url.Parse(r); return u.Path == want }) {
+			t.Errorf("the page never asked for %s; it asked for %v", want, requests)
+		}
+	}
+}
+
+// requestOrigin is where a request went: a data: address goes nowhere, a
+// blob: address (Redoc's search worker) is its page's.
+func requestOrigin(address string) (string, bool) {
+	if strings.HasPrefix(address, "data:") {
+		return "", false
+	}
+	address = strings.TrimPrefix(address, "blob:")
+	u, err := url.Parse(address)
+	if err != nil {
+		return address, true
+	}
+	return u.Scheme + "://" + u.Host, true
+}
+
+// documentTitles are the summaries of the OpenAPI document's operations and
+// webhooks, which Redoc shows as their titles, and the operationId of the
+// operation at method and path.
+func documentTitles(t *testing.T, method, path string) (titles []string, operationID string) {
+	t.Helper()
+	type pathItems map[string]map[string]json.RawMessage
+	var doc struct {
+		Paths    pathItems `json:"paths"`
+		Webhooks pathItems `json:"webhooks"`
+	}
+	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+	for _, items := range []pathItems{doc.Paths, doc.Webhooks} {
+		for p, item := range items {
+			for m, raw := range item {
+				if !slices.Contains(methods, m) {
+					continue // the path item's own fields: parameters, summary, …
+				}
+				var op struct {
+					Summary string `json:"summary"`
+				}
+				if err := json.Unmarshal(raw, &op); err != nil {
+					t.Fatalf("%s %s: %v", m, p, err)
+				}
+				if op.Summary != "" && !slices.Contains(titles, op.Summary) {
+					titles = append(titles, op.Summary)
+				}
+			}
+		}
+	}
+	var shown struct {
+		OperationID string `json:"operationId"`
+	}
+	if raw, ok := doc.Paths[path][method]; ok {
+		if err := json.Unmarshal(raw, &shown); err != nil {
+			t.Fatal(err)
+		}
+	}
+	operationID = shown.OperationID
+	if len(titles) == 0 || operationID == "" {
+		t.Fatalf("the OpenAPI document has no operation with a summary, or no operationId for %s %s", method, path)
+	}
+	slices.Sort(titles)
+	return titles, operationID
+}
+
+// requireChromium skips a browser test where Chromium is not installed, and
+// fails it under CI, which must run it.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing; scripts/deps.sh installs it", chromiumPath)
+		}
+		t.Skipf("%s is missing (apt-get install chromium); skipping the browser test", chromiumPath)
+	}
+}
