@@ -1,0 +1,833 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/service"
+)
+
+// k8sDir is deploy/k8s, from e2e/.
+const k8sDir = "../deploy/k8s"
+
+// httpShutdownBound is how long httpx.Serve waits for the requests in
+// flight once a service is told to stop.
+const httpShutdownBound = 10 * time.Second
+
+// measuredPeak is the most resident memory a service may reach under load
+// by the README's benchmarks (every service under 150 MB); memory limits
+// must be above it.
+var measuredPeak = resource.MustParse("150Mi")
+
+// k8sService is what the manifests must hold for one service.
+type k8sService struct {
+	name    string
+	port    int32
+	addrVar string // the listen address setting, ":<port>"
+	// rpcBound is how long the rpc server's stop may wait for a request
+	// in flight that the manifests must let finish.
+	rpcBound time.Duration
+}
+
+var k8sServices = []k8sService{
+	{name: "gateway", port: 8080, addrVar: "GATEWAY_ADDR", rpcBound: rpc.StopGrace},
+	{name: "messaging", port: 8081, addrVar: "MESSAGING_ADDR", rpcBound: rpc.StopGrace},
+	{name: "webhook-dispatcher", port: 8082, addrVar: "DISPATCHER_ADDR", rpcBound: rpc.StopGrace},
+	// A synchronous run may take the whole LongHandlerTimeout.
+	{name: "flow-runner", port: 8083, addrVar: "FLOW_RUNNER_ADDR", rpcBound: rpc.LongHandlerTimeout},
+}
+
+// The shutdown steps (pkg/service App) a service's wiring registers, read
+// from its sources so that a worker added later counts: the rpc servers, the
+// workers and consumers registered at the top level of its run (one that
+// is registered on an error path only never runs beside the others), and
+// the connections it opens.
+var (
+	rpcServerCall  = regexp.MustCompile(`svc\.RPCServer\(`)
+	workerCall     = regexp.MustCompile(`(?m)^\tsvc\.(Go|OnStop)\(`)
+	connectionCall = regexp.MustCompile(`service\.(Postgres|Redis|NATS)\(`)
+)
+
+// shutdownBound is s's longest shutdown, every step at its bound, from
+// SIGTERM to exit: HTTP requests in flight, each rpc server's wait (and its
+// step's second, App.Close), each worker (service.StepGrace) and each
+// connection's close (service.CloseGrace).
+func (s k8sService) shutdownBound(t *testing.T) time.Duration {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "services", s.name, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpcs, workers, conns int
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rpcs += len(rpcServerCall.FindAll(src, -1))
+		workers += len(workerCall.FindAll(src, -1))
+		conns += len(connectionCall.FindAll(src, -1))
+	}
+	if conns == 0 {
+		t.Fatalf("%s: no connections found in its sources; has its wiring moved?", s.name)
+	}
+	return httpShutdownBound + time.Duration(rpcs)*(s.rpcBound+time.Second) +
+		time.Duration(workers)*service.StepGrace + time.Duration(conns)*service.CloseGrace
+}
+
+// rendered is one kustomization built and decoded into typed objects.
+type rendered struct {
+	namespaces  []corev1.Namespace
+	deployments []appsv1.Deployment
+	services    []corev1.Service
+	hpas        []autoscalingv2.HorizontalPodAutoscaler
+	pdbs        []policyv1.PodDisruptionBudget
+	configMaps  map[string]corev1.ConfigMap
+	secrets     map[string]corev1.Secret
+	jobs        []batchv1.Job
+}
+
+// renderK8s builds dir (under deploy/k8s) with the kustomize API, as
+// `kubectl apply -k` would, and decodes every object strictly into its
+// Kubernetes type: an unknown kind or field fails the test.
+func renderK8s(t *testing.T, dir string) rendered {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(k8sDir, dir))
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	r := rendered{configMaps: map[string]corev1.ConfigMap{}, secrets: map[string]corev1.Secret{}}
+	for _, res := range resources.Resources() {
+		doc, err := res.AsYAML()
+		if err != nil {
+			t.Fatalf("%s: %v", res.CurId(), err)
+		}
+		kind := res.GetKind()
+		var decodeErr error
+		switch kind {
+		case "Namespace":
+			decodeErr = decodeInto(doc, &r.namespaces)
+		case "Deployment":
+			decodeErr = decodeInto(doc, &r.deployments)
+		case "Service":
+			decodeErr = decodeInto(doc, &r.services)
+		case "HorizontalPodAutoscaler":
+			decodeErr = decodeInto(doc, &r.hpas)
+		case "PodDisruptionBudget":
+			decodeErr = decodeInto(doc, &r.pdbs)
+		case "Job":
+			decodeErr = decodeInto(doc, &r.jobs)
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if decodeErr = yaml.UnmarshalStrict(doc, &cm); decodeErr == nil {
+				r.configMaps[cm.Name] = cm
+			}
+		case "Secret":
+			var s corev1.Secret
+			if decodeErr = yaml.UnmarshalStrict(doc, &s); decodeErr == nil {
+				r.secrets[s.Name] = s
+			}
+		default:
+			decodeErr = fmt.Errorf("kind %s is not one this test knows", kind)
+		}
+		if decodeErr != nil {
+			t.Errorf("%s %s: %v", kind, res.GetName(), decodeErr)
+		}
+	}
+	return r
+}
+
+// decodeInto decodes doc strictly into a new T and appends it to list.
+func decodeInto[T any](doc []byte, list *[]T) error {
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
+	return nil
+}
+
+func (r rendered) deployment(name string) *appsv1.Deployment {
+	for i := range r.deployments {
+		if r.deployments[i].Name == name {
+			return &r.deployments[i]
+		}
+	}
+	return nil
+}
+
+// hpaFor returns the autoscaler whose target is the Deployment name.
+func (r rendered) hpaFor(name string) *autoscalingv2.HorizontalPodAutoscaler {
+	for i := range r.hpas {
+		if ref := r.hpas[i].Spec.ScaleTargetRef; ref.Kind == "Deployment" && ref.Name == name {
+			return &r.hpas[i]
+		}
+	}
+	return nil
+}
+
+// minReplicas is the fewest pods d runs: its autoscaler's minimum, or its
+// replicas (1 when unset).
+func (r rendered) minReplicas(d appsv1.Deployment) int32 {
+	if h := r.hpaFor(d.Name); h != nil && h.Spec.MinReplicas != nil {
+		return *h.Spec.MinReplicas
+	}
+	if d.Spec.Replicas != nil {
+		return *d.Spec.Replicas
+	}
+	return 1
+}
+
+func TestK8sBase(t *testing.T) {
+	t.Parallel()
+	r := renderK8s(t, "base")
+	checkK8sRendering(t, r)
+	for _, s := range k8sServices {
+		d := r.deployment(s.name)
+		if d == nil {
+			continue // checkK8sRendering said so
+		}
+		// Horizontally scaled: at least two pods, so a budget and spread.
+		if r.minReplicas(*d) < 2 {
+			t.Errorf("%s runs %d pods at the least, want 2 or more", s.name, r.minReplicas(*d))
+		}
+	}
+	for _, name := range []string{"webhook-dispatcher", "flow-runner"} {
+		if r.hpaFor(name) == nil {
+			t.Errorf("no HorizontalPodAutoscaler for %s", name)
+		}
+	}
+	// The base's Secrets hold placeholders, never values.
+	for name, s := range r.secrets {
+		for key, v := range s.Data {
+			if !strings.Contains(string(v), "CHANGE-ME") {
+				t.Errorf("base Secret %s: %s = %q is not a placeholder (CHANGE-ME)", name, key, v)
+			}
+		}
+	}
+	checkParleyctlOverrides(t, r)
+}
+
+func TestK8sLocalOverlay(t *testing.T) {
+	t.Parallel()
+	r := renderK8s(t, "overlays/local")
+	checkK8sRendering(t, r)
+	for _, s := range k8sServices {
+		d := r.deployment(s.name)
+		if d == nil {
+			continue
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+			t.Errorf("local %s replicas = %v, want 1", s.name, d.Spec.Replicas)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "parley-"+s.name+":local" {
+			t.Errorf("local %s image = %q, want parley-%s:local", s.name, img, s.name)
+		}
+	}
+	if len(r.hpas) != 0 {
+		t.Errorf("local overlay keeps %d autoscalers, want none", len(r.hpas))
+	}
+	for name, s := range r.secrets {
+		for key, v := range s.Data {
+			if strings.Contains(string(v), "CHANGE-ME") {
+				t.Errorf("local Secret %s: %s is still the base's placeholder", name, key)
+			}
+		}
+	}
+	// PostgreSQL, Redis and NATS run in the overlay, under the names the
+	// local settings give.
+	for _, name := range []string{"postgres", "redis", "nats"} {
+		if r.deployment(name) == nil {
+			t.Errorf("local overlay has no %s Deployment", name)
+		}
+	}
+	for _, j := range r.jobs {
+		checkPodEnv(t, r, "Job "+j.Name, j.Spec.Template.Spec, "parleyctl")
+		checkNATSCreds(t, r, "Job "+j.Name, j.Spec.Template.Spec)
+	}
+	if len(r.jobs) != 1 || r.jobs[0].Spec.Template.Spec.Containers[0].Image != "parley-parleyctl:local" {
+		t.Errorf("local overlay should have the one parleyctl-demo Job with parley-parleyctl:local, got %d Jobs", len(r.jobs))
+	}
+}
+
+// TestK8sLocalNATSCredentials starts a NATS server from the local overlay's
+// nats.conf and connects to it as the services do (natsx.Connect, with
+// NATS_CREDS naming the overlay's credentials file), then uses JetStream:
+// the overlay's credentials really open its NATS.
+func TestK8sLocalNATSCredentials(t *testing.T) {
+	t.Parallel()
+	r := renderK8s(t, "overlays/local")
+	conf, ok := r.configMaps[generatedName(t, r.configMapNames(), "nats-local")].Data["nats.conf"]
+	if !ok {
+		t.Fatal("the local overlay's nats-local ConfigMap has no nats.conf")
+	}
+	creds, ok := r.secrets["parley-nats-creds"].Data["nats.creds"]
+	if !ok {
+		t.Fatal("the local overlay's parley-nats-creds has no nats.creds")
+	}
+	dir := t.TempDir()
+	confPath, credsPath := filepath.Join(dir, "nats.conf"), filepath.Join(dir, "nats.creds")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(credsPath, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := natsserver.ProcessConfigFile(confPath)
+	if err != nil {
+		t.Fatalf("nats.conf: %v", err)
+	}
+	// Any free port, no monitoring port, the store in the test's directory.
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir = filepath.Join(dir, "jetstream")
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := natsserver.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := config.Connections{NATSURL: srv.ClientURL(), NATSSecurity: config.NATSSecurity{NATSCreds: credsPath}}
+	nc, err := natsx.Connect(ctx, conn, "k8s-test", zap.NewNop())
+	if err != nil {
+		t.Fatalf("connect with the overlay's credentials: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
+		t.Fatalf("JetStream for the overlay's account: %v", err)
+	}
+
+	// Without them, the same NATS refuses the connection.
+	conn.NATSCreds = ""
+	if nc, err := natsx.Connect(ctx, conn, "k8s-test", zap.NewNop()); err == nil {
+		nc.Close()
+		t.Fatal("the overlay's NATS let a client in without credentials")
+	}
+}
+
+func (r rendered) configMapNames() []string {
+	names := make([]string, 0, len(r.configMaps))
+	for n := range r.configMaps {
+		names = append(names, n)
+	}
+	return names
+}
+
+// generatedName finds the generated name (base-<hash>) of base among names.
+func generatedName(t *testing.T, names []string, base string) string {
+	t.Helper()
+	hashed := regexp.MustCompile("^" + regexp.QuoteMeta(base) + "-[a-z0-9]{10}$")
+	for _, n := range names {
+		if n == base || hashed.MatchString(n) {
+			return n
+		}
+	}
+	t.Fatalf("no %s among %v", base, names)
+	return ""
+}
+
+// checkK8sRendering holds what every rendering must: the four services
+// each as a Deployment and a Service that fit together, with probes,
+// resources, a grace period that covers their shutdown, a hardened security
+// context, settings that exist and that they read, and NATS credentials
+// mounted where NATS_CREDS points; autoscalers and disruption budgets that
+// reach what they name.
+func checkK8sRendering(t *testing.T, r rendered) {
+	t.Helper()
+	if len(r.namespaces) != 1 || r.namespaces[0].Name != "parley" {
+		t.Errorf("namespaces = %d, want the one named parley", len(r.namespaces))
+	}
+	checkLabelsAndNamespace(t, r)
+	for _, s := range k8sServices {
+		d := r.deployment(s.name)
+		if d == nil {
+			t.Errorf("no Deployment %s", s.name)
+			continue
+		}
+		checkServiceDeployment(t, r, s, *d)
+	}
+	for _, d := range r.deployments {
+		checkPodEnv(t, r, "Deployment "+d.Name, d.Spec.Template.Spec, d.Name)
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+				t.Errorf("Deployment %s container %s: requests (cpu, memory) and a memory limit are all needed", d.Name, c.Name)
+			}
+		}
+		sel, err := metav1LabelSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("Deployment %s: its selector does not select its own pods (%v)", d.Name, err)
+		}
+	}
+	checkServices(t, r)
+	checkHPAs(t, r)
+	checkPDBs(t, r)
+}
+
+// checkLabelsAndNamespace: every object in the parley namespace, every
+// object and pod labelled part-of parley, and every workload named.
+func checkLabelsAndNamespace(t *testing.T, r rendered) {
+	t.Helper()
+	type object struct {
+		kind, name, namespace string
+		labels                map[string]string
+	}
+	var objects []object
+	for _, d := range r.deployments {
+		objects = append(objects, object{"Deployment", d.Name, d.Namespace, d.Labels},
+			object{"pod of Deployment", d.Name, d.Namespace, d.Spec.Template.Labels})
+	}
+	for _, s := range r.services {
+		objects = append(objects, object{"Service", s.Name, s.Namespace, s.Labels})
+	}
+	for _, h := range r.hpas {
+		objects = append(objects, object{"HorizontalPodAutoscaler", h.Name, h.Namespace, h.Labels})
+	}
+	for _, p := range r.pdbs {
+		objects = append(objects, object{"PodDisruptionBudget", p.Name, p.Namespace, p.Labels})
+	}
+	for _, c := range r.configMaps {
+		objects = append(objects, object{"ConfigMap", c.Name, c.Namespace, c.Labels})
+	}
+	for _, s := range r.secrets {
+		objects = append(objects, object{"Secret", s.Name, s.Namespace, s.Labels})
+	}
+	for _, j := range r.jobs {
+		objects = append(objects, object{"Job", j.Name, j.Namespace, j.Labels},
+			object{"pod of Job", j.Name, j.Namespace, j.Spec.Template.Labels})
+	}
+	for _, o := range objects {
+		if o.namespace != "parley" {
+			t.Errorf("%s %s is in namespace %q, want parley", o.kind, o.name, o.namespace)
+		}
+		if o.labels["app.kubernetes.io/part-of"] != "parley" {
+			t.Errorf("%s %s lacks app.kubernetes.io/part-of: parley", o.kind, o.name)
+		}
+		isWorkload := o.kind != "ConfigMap" && o.kind != "Secret"
+		if isWorkload && o.labels["app.kubernetes.io/name"] == "" {
+			t.Errorf("%s %s lacks app.kubernetes.io/name", o.kind, o.name)
+		}
+	}
+}
+
+// checkServiceDeployment holds what one of Parley's services needs.
+func checkServiceDeployment(t *testing.T, r rendered, s k8sService, d appsv1.Deployment) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Errorf("%s: %d containers, want 1", s.name, len(pod.Containers))
+		return
+	}
+	c := pod.Containers[0]
+	if !strings.HasPrefix(c.Image, "parley-"+s.name+":") || strings.HasSuffix(c.Image, ":latest") {
+		t.Errorf("%s image = %q, want parley-%s:<a version> (the kustomize images entry sets it)", s.name, c.Image, s.name)
+	}
+
+	// The port the service listens on is the one the container declares.
+	if !hasPort(c, intstr.FromInt32(s.port)) || !hasPort(c, intstr.FromString("http")) || portNumber(c, intstr.FromString("http")) != s.port {
+		t.Errorf("%s: container ports %v, want http: %d", s.name, c.Ports, s.port)
+	}
+	if addr := envValue(c, s.addrVar); addr != fmt.Sprintf(":%d", s.port) {
+		t.Errorf("%s: %s = %q, want \":%d\" (the declared port, all interfaces)", s.name, s.addrVar, addr, s.port)
+	}
+
+	// Probes: alive on /healthz, ready on /readyz, on a declared port.
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+		path  string
+	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}, {"startup", c.StartupProbe, "/healthz"}} {
+		switch {
+		case p.probe == nil || p.probe.HTTPGet == nil:
+			t.Errorf("%s: no HTTP %s probe", s.name, p.what)
+		case p.probe.HTTPGet.Path != p.path:
+			t.Errorf("%s: %s probe on %s, want %s", s.name, p.what, p.probe.HTTPGet.Path, p.path)
+		case !hasPort(c, p.probe.HTTPGet.Port):
+			t.Errorf("%s: %s probe on port %s, which the container does not declare", s.name, p.what, p.probe.HTTPGet.Port.String())
+		}
+	}
+
+	// Resources: requests, and limits above what the benchmarks measured.
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[name], c.Resources.Limits[name]
+		if req.IsZero() || lim.IsZero() || req.Cmp(lim) > 0 {
+			t.Errorf("%s: %s request %s, limit %s: want both, the request at most the limit", s.name, name, req.String(), lim.String())
+		}
+	}
+	if lim := c.Resources.Limits[corev1.ResourceMemory]; lim.Cmp(measuredPeak) < 0 {
+		t.Errorf("%s: memory limit %s is under the %s the benchmarks allow for", s.name, lim.String(), measuredPeak.String())
+	}
+
+	// The grace period covers the preStop pause and the whole shutdown.
+	var pause time.Duration
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+		t.Errorf("%s: no preStop sleep before SIGTERM", s.name)
+	} else {
+		pause = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	}
+	bound := s.shutdownBound(t)
+	grace := 30 * time.Second // Kubernetes' default
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	}
+	if grace < pause+bound {
+		t.Errorf("%s: terminationGracePeriodSeconds = %s, want at least %s (preStop %s + shutdown %s)",
+			s.name, grace, pause+bound, pause, bound)
+	}
+
+	// Non-root (the distroless :nonroot user), read-only, no capabilities,
+	// no escalation.
+	psc, sc := pod.SecurityContext, c.SecurityContext
+	switch {
+	case psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532:
+		t.Errorf("%s: the pod must run as non-root user 65532, the images' user", s.name)
+	case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("%s: the pod has no RuntimeDefault seccomp profile", s.name)
+	case sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Errorf("%s: the container may escalate privileges", s.name)
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Errorf("%s: the root filesystem is writable", s.name)
+	case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0:
+		t.Errorf("%s: capabilities %v, want all dropped and none added", s.name, sc.Capabilities)
+	}
+
+	checkNATSCreds(t, r, s.name, pod)
+}
+
+// checkNATSCreds: NATS_CREDS names a file inside a mounted Secret that has
+// it, and no other way to authenticate to NATS is set beside it.
+func checkNATSCreds(t *testing.T, r rendered, what string, pod corev1.PodSpec) {
+	t.Helper()
+	c := pod.Containers[0]
+	creds := envValue(c, "NATS_CREDS")
+	if creds == "" {
+		t.Errorf("%s: NATS_CREDS is not set", what)
+		return
+	}
+	for _, other := range []string{"NATS_USER", "NATS_PASSWORD", "NATS_TOKEN"} {
+		if hasEnv(c, other) {
+			t.Errorf("%s: %s beside NATS_CREDS (the service refuses more than one way)", what, other)
+		}
+	}
+	dir, file := path.Split(creds)
+	for _, m := range c.VolumeMounts {
+		if path.Clean(m.MountPath) != path.Clean(dir) {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			if v.Secret == nil {
+				t.Errorf("%s: NATS_CREDS %s is mounted from volume %s, which is not a Secret", what, creds, v.Name)
+				return
+			}
+			key := file
+			for _, item := range v.Secret.Items {
+				if item.Path == file {
+					key = item.Key
+				}
+			}
+			s, ok := r.secrets[v.Secret.SecretName]
+			if !ok {
+				t.Errorf("%s: NATS_CREDS is mounted from Secret %s, which is not in the rendering", what, v.Secret.SecretName)
+			} else if len(s.Data[key]) == 0 {
+				t.Errorf("%s: Secret %s has no %s for NATS_CREDS %s", what, s.Name, key, creds)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: nothing is mounted at %s, where NATS_CREDS %s points", what, dir, creds)
+}
+
+// checkPodEnv: every variable taken from a ConfigMap or Secret names one in
+// the rendering, and a key it has; and every variable set is one the
+// program reads (a misspelt name is silently ignored otherwise).
+func checkPodEnv(t *testing.T, r rendered, what string, pod corev1.PodSpec, program string) {
+	t.Helper()
+	reads := settingsRead(t, program)
+	for _, c := range pod.Containers {
+		var set []string
+		for _, e := range c.Env {
+			set = append(set, e.Name)
+			if e.ValueFrom == nil {
+				continue
+			}
+			switch ref := e.ValueFrom; {
+			case ref.SecretKeyRef != nil:
+				s, ok := r.secrets[ref.SecretKeyRef.Name]
+				if !ok {
+					t.Errorf("%s: %s from Secret %s, which is not in the rendering", what, e.Name, ref.SecretKeyRef.Name)
+				} else if _, ok := s.Data[ref.SecretKeyRef.Key]; !ok {
+					t.Errorf("%s: %s from Secret %s key %s, which it does not have", what, e.Name, s.Name, ref.SecretKeyRef.Key)
+				}
+			case ref.ConfigMapKeyRef != nil:
+				m, ok := r.configMaps[ref.ConfigMapKeyRef.Name]
+				if !ok {
+					t.Errorf("%s: %s from ConfigMap %s, which is not in the rendering", what, e.Name, ref.ConfigMapKeyRef.Name)
+				} else if _, ok := m.Data[ref.ConfigMapKeyRef.Key]; !ok {
+					t.Errorf("%s: %s from ConfigMap %s key %s, which it does not have", what, e.Name, m.Name, ref.ConfigMapKeyRef.Key)
+				}
+			}
+		}
+		for _, from := range c.EnvFrom {
+			switch {
+			case from.ConfigMapRef != nil:
+				m, ok := r.configMaps[from.ConfigMapRef.Name]
+				if !ok {
+					t.Errorf("%s: settings from ConfigMap %s, which is not in the rendering", what, from.ConfigMapRef.Name)
+				}
+				for k := range m.Data {
+					set = append(set, k)
+				}
+			case from.SecretRef != nil:
+				s, ok := r.secrets[from.SecretRef.Name]
+				if !ok {
+					t.Errorf("%s: settings from Secret %s, which is not in the rendering", what, from.SecretRef.Name)
+				}
+				for k := range s.Data {
+					set = append(set, k)
+				}
+			}
+		}
+		if reads == nil {
+			continue // not one of Parley's programs
+		}
+		for _, name := range set {
+			if !reads[name] {
+				t.Errorf("%s: %s is set, but %s does not read it", what, name, program)
+			}
+		}
+	}
+}
+
+// settingVar finds the variables a program reads: its config's env tags,
+// and logging's os.Getenv calls.
+var settingVar = regexp.MustCompile(`env:"([A-Z0-9_]+)"|os\.Getenv\("([A-Z0-9_]+)"\)`)
+
+// settingsRead returns the environment variables program (a directory of
+// services/) reads, from the sources of its config, the shared one and
+// logging; nil for a program that is not Parley's.
+func settingsRead(t *testing.T, program string) map[string]bool {
+	t.Helper()
+	own := filepath.Join("..", "services", program, "internal", "config", "config.go")
+	if _, err := os.Stat(own); err != nil {
+		return nil
+	}
+	shared, err := filepath.Glob(filepath.Join("..", "pkg", "logging", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]bool{}
+	for _, file := range append([]string{own, filepath.Join("..", "pkg", "config", "config.go")}, shared...) {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range settingVar.FindAllStringSubmatch(string(src), -1) {
+			reads[m[1]+m[2]] = true
+		}
+	}
+	return reads
+}
+
+// checkServices: every Service selects the pods of a Deployment, on ports
+// their container declares.
+func checkServices(t *testing.T, r rendered) {
+	t.Helper()
+	for _, s := range r.services {
+		if len(s.Spec.Selector) == 0 {
+			t.Errorf("Service %s selects nothing", s.Name)
+			continue
+		}
+		var target *appsv1.Deployment
+		for i, d := range r.deployments {
+			if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+				target = &r.deployments[i]
+			}
+		}
+		if target == nil {
+			t.Errorf("Service %s selects %v, which no Deployment's pods carry", s.Name, s.Spec.Selector)
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if !hasPort(target.Spec.Template.Spec.Containers[0], p.TargetPort) {
+				t.Errorf("Service %s port %s: target %s is not a port of Deployment %s", s.Name, p.Name, p.TargetPort.String(), target.Name)
+			}
+		}
+	}
+	for _, svc := range k8sServices {
+		found := false
+		for _, s := range r.services {
+			found = found || s.Name == svc.name
+		}
+		if !found {
+			t.Errorf("no Service %s", svc.name)
+		}
+	}
+}
+
+// checkHPAs: every autoscaler targets an existing Deployment that leaves
+// its replica count to it and requests the CPU its utilization is a share
+// of.
+func checkHPAs(t *testing.T, r rendered) {
+	t.Helper()
+	for _, h := range r.hpas {
+		ref := h.Spec.ScaleTargetRef
+		d := r.deployment(ref.Name)
+		if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || d == nil {
+			t.Errorf("HorizontalPodAutoscaler %s targets %s %s %s, which is not a Deployment here", h.Name, ref.APIVersion, ref.Kind, ref.Name)
+			continue
+		}
+		if d.Spec.Replicas != nil {
+			t.Errorf("Deployment %s sets replicas, which every apply would reset under its autoscaler", d.Name)
+		}
+		if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 1 || h.Spec.MaxReplicas <= *h.Spec.MinReplicas {
+			t.Errorf("HorizontalPodAutoscaler %s: min %v, max %d", h.Name, h.Spec.MinReplicas, h.Spec.MaxReplicas)
+		}
+		cpu := false
+		for _, m := range h.Spec.Metrics {
+			cpu = cpu || (m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && m.Resource.Name == corev1.ResourceCPU)
+		}
+		if !cpu {
+			t.Errorf("HorizontalPodAutoscaler %s does not scale on CPU", h.Name)
+		}
+	}
+}
+
+// checkPDBs: every budget selects an existing Deployment's pods, and every
+// Deployment that runs more than one pod has one.
+func checkPDBs(t *testing.T, r rendered) {
+	t.Helper()
+	covered := map[string]bool{}
+	for _, p := range r.pdbs {
+		sel, err := metav1LabelSelector(p.Spec.Selector)
+		if err != nil {
+			t.Errorf("PodDisruptionBudget %s: %v", p.Name, err)
+			continue
+		}
+		selects := false
+		for _, d := range r.deployments {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				covered[d.Name], selects = true, true
+			}
+		}
+		if !selects {
+			t.Errorf("PodDisruptionBudget %s selects no Deployment's pods", p.Name)
+		}
+	}
+	for _, d := range r.deployments {
+		if n := r.minReplicas(d); n > 1 && !covered[d.Name] {
+			t.Errorf("Deployment %s runs %d pods and has no PodDisruptionBudget", d.Name, n)
+		}
+		if n := r.minReplicas(d); n == 1 && covered[d.Name] {
+			t.Errorf("Deployment %s runs one pod under a PodDisruptionBudget, which would only block draining its node", d.Name)
+		}
+	}
+}
+
+// checkParleyctlOverrides: the pod overrides `kubectl run` is given for
+// parleyctl (see the README) decode into a Pod and mount the base's NATS
+// credentials where NATS_CREDS points.
+func checkParleyctlOverrides(t *testing.T, r rendered) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(k8sDir, "parleyctl-overrides.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
+		t.Fatalf("parleyctl-overrides.json: %v", err)
+	}
+	if !json.Valid(raw) {
+		t.Fatal("parleyctl-overrides.json is not JSON")
+	}
+	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != "parleyctl" {
+		t.Fatal("parleyctl-overrides.json: want the one container parleyctl (kubectl run's name for it)")
+	}
+	checkPodEnv(t, r, "parleyctl-overrides.json", pod.Spec, "parleyctl")
+	checkNATSCreds(t, r, "parleyctl-overrides.json", pod.Spec)
+}
+
+func metav1LabelSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
+	if sel == nil {
+		return nil, fmt.Errorf("no selector")
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
+
+func hasPort(c corev1.Container, port intstr.IntOrString) bool {
+	return portNumber(c, port) != 0
+}
+
+// portNumber resolves port (a number or a name) against the container's
+// declared ports; 0 when it declares no such port.
+func portNumber(c corev1.Container, port intstr.IntOrString) int32 {
+	for _, p := range c.Ports {
+		if (port.Type == intstr.String && p.Name == port.StrVal) || (port.Type == intstr.Int && p.ContainerPort == port.IntVal) {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func hasEnv(c corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
