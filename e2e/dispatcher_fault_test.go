@@ -59,7 +59,7 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		"DISPATCHER_WEBHOOK_CONCURRENCY=" + strconv.Itoa(concurrency),
 	}
 	s := startSuite(t, tuning...) // its dispatcher is instance A
-	rcv := receiver.New(t, nil)
+	rcv := receiver.New(t, nil, checkDeliveries(t))
 	ws, key := s.developer(t)
 	secret := s.saveWebhook(t, key, rcv.URL)
 	b := s.startDispatcher(t)

@@ -54,9 +54,9 @@ func isolationEndToEnd(t *testing.T, instances int) {
 		dispatchers = append(dispatchers, s.startDispatcher(t))
 	}
 	// The broken receiver holds every request (up to 30 s) until Release.
-	broken := receiver.New(t, receiver.Status(http.StatusOK))
+	broken := receiver.New(t, receiver.Status(http.StatusOK), checkDeliveries(t))
 	broken.Hold()
-	healthy := receiver.New(t, receiver.Status(http.StatusOK))
+	healthy := receiver.New(t, receiver.Status(http.StatusOK), checkDeliveries(t))
 	bad, badKey := s.developer(t)
 	good, goodKey := s.developer(t)
 	badSecret := s.saveWebhook(t, badKey, broken.URL)

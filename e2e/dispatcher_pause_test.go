@@ -22,7 +22,7 @@ func TestWebhookPauseAndResaveEndToEnd(t *testing.T) {
 		"WEBHOOK_PAUSE_AFTER=3",
 		"WEBHOOK_RETRY_DELAYS=10ms,10ms,10ms",
 	)
-	rcv := receiver.New(t, nil)
+	rcv := receiver.New(t, nil, checkDeliveries(t))
 	rcv.SetStatus(http.StatusServiceUnavailable)
 	ws, key := s.developer(t)
 	oldSecret := s.saveWebhook(t, key, rcv.URL)

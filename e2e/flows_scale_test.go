@@ -744,9 +744,10 @@ type flowResult struct {
 	Output    map[string]any `json:"output"`
 }
 
-// flowClient sends the tests' requests; its timeout only bounds a request
-// nobody answers, as a test abandons those it does not wait for.
-var flowClient = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+// flowClient sends the tests' requests, checked against the OpenAPI
+// document (gateways); its timeout only bounds a request nobody answers,
+// as a test abandons those it does not wait for.
+var flowClient = &http.Client{Timeout: 60 * time.Second, Transport: gateways.Transport(&http.Transport{MaxIdleConnsPerHost: 32})}
 
 // postFlow POSTs body to path on the gateway at baseURL with key and
 // headers (name, value pairs) and reads the whole answer.

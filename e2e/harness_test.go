@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
@@ -26,7 +27,16 @@ var binDir string
 
 var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner", "parleyctl"}
 
+// gateways validates every request a test sends to one of its suite's
+// gateways, and every answer, against the OpenAPI document (see
+// pkg/testenv/apicheck): a mismatch fails the test whose gateway it was.
+// TestMain puts it under http.DefaultClient; a test's own client to the
+// gateway goes through gateways.Transport too (benchmarks' clients do
+// not: the check would be measured with the gateway).
+var gateways apicheck.Hosts
+
 func TestMain(m *testing.M) {
+	http.DefaultClient.Transport = gateways.Transport(nil)
 	dir, err := os.MkdirTemp("", "parley-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,6 +72,8 @@ type suite struct {
 	// procs are the suite's own processes, by service name, for a test
 	// that stops one of them (proc.kill).
 	procs map[string]*proc
+	// check validates the traffic to the suite's gateways (gateways).
+	check *apicheck.Checker
 }
 
 // startSuite runs gateway, messaging, webhook-dispatcher and flow-runner in
@@ -88,6 +100,7 @@ func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []st
 		flowRunnerURL: fmt.Sprintf("http://127.0.0.1:%d", port[3]),
 		own:           map[string][]string{},
 		procs:         map[string]*proc{},
+		check:         apicheck.New(t),
 	}
 	s.environ = append(append(os.Environ(), env.Environ()...),
 		fmt.Sprintf("GATEWAY_ADDR=127.0.0.1:%d", port[0]),
@@ -99,6 +112,9 @@ func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []st
 		"LOG_LEVEL=warn",
 	)
 	s.environ = append(s.environ, extra...)
+	t.Cleanup(func() {
+		t.Logf("apicheck: %d requests to the gateway validated against the OpenAPI document", s.check.Exchanges())
+	})
 	for i, name := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
 		if own != nil {
 			s.own[name] = own(name, env)
@@ -140,6 +156,9 @@ func (s *suite) startExtra(t testing.TB, name, addrVar string, extra ...string) 
 // its output is logged if t failed.
 func (s *suite) launch(t testing.TB, name, addr string, environ []string) *proc {
 	t.Helper()
+	if name == "gateway" {
+		gateways.Watch(t, addr, s.check)
+	}
 	p := &proc{name: name, addr: addr, out: &lockedBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name))
 	p.cmd.Env = environ
@@ -274,7 +293,14 @@ func (s *suite) api(t testing.TB, key, method, path string, body any) (int, http
 // newReceiver is the developer's webhook endpoint: it records every
 // request and answers 204, as a receiver that has nothing to say does.
 func newReceiver(t *testing.T, opts ...receiver.Option) *receiver.Receiver {
-	return receiver.New(t, receiver.Status(http.StatusNoContent), opts...)
+	return receiver.New(t, receiver.Status(http.StatusNoContent), append([]receiver.Option{checkDeliveries(t)}, opts...)...)
+}
+
+// checkDeliveries fails t for each request a receiver gets that is not a
+// delivery as the OpenAPI document's webhooks describe it. A test's own
+// receiver.OnRequest, given after it, replaces it.
+func checkDeliveries(t testing.TB) receiver.Option {
+	return receiver.OnRequest(apicheck.New(t).CheckWebhook)
 }
 
 // customerEvent is a message.received or postback.received envelope as
