@@ -22,13 +22,6 @@ var allowedOutside = []string{
 	"https://developers.facebook.com/docs/instagram-platform",
 }
 
-// readmeStillOutside are README.md's own links outside the repository that
-// are waiting for the README's edit (the lead's): docs/flows.md now says
-// what they pointed at. Drop an entry when the README's link goes.
-var readmeStillOutside = []string{
-	"https://expr-lang.org",
-}
-
 // TestDocsLinksStayInsideTheRepository reads README.md and every docs/*.md:
 // each relative link must name a file or directory of the repository, and
 // its #anchor, when it has one, a heading (or an <a id>) of that Markdown
@@ -86,7 +79,7 @@ func TestDocsLinksStayInsideTheRepository(t *testing.T) {
 				continue
 			}
 			if u.Scheme != "" || strings.HasPrefix(l.target, "//") {
-				if !hasPrefix(l.target, allowedOutside) && !(rel == "README.md" && hasPrefix(l.target, readmeStillOutside)) {
+				if !hasPrefix(l.target, allowedOutside) {
 					t.Errorf("%s: links outside the repository", where)
 				}
 				continue
