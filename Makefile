@@ -64,6 +64,7 @@ lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, G
 	@cd proto && $(TOOLS)/buf lint
 	@# The Dockerfiles build each service on its own module; so must we.
 	@for s in $(SERVICES) parleyctl; do (cd services/$$s && GOWORK=off go build -o /dev/null .) || exit 1; done
+	@out=$$(cd e2e && go test -count=1 -run '^TestK8s' . 2>&1) || { echo "deploy/k8s: kustomize build or its checks failed:"; echo "$$out"; exit 1; }
 	@echo "lint: clean"
 
 proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## regenerate pkg/gen from proto/
