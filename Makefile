@@ -13,7 +13,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 
 GO_TEST_FLAGS ?= -count=1 -race -timeout 15m
 
-.PHONY: help run test build bench bench-e2e lint proto proto-check tidy deps compose-check clean
+.PHONY: help run test build bench bench-e2e lint proto proto-check tidy deps compose-check k8s-check clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -64,7 +64,6 @@ lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, G
 	@cd proto && $(TOOLS)/buf lint
 	@# The Dockerfiles build each service on its own module; so must we.
 	@for s in $(SERVICES) parleyctl; do (cd services/$$s && GOWORK=off go build -o /dev/null .) || exit 1; done
-	@out=$$(cd e2e && go test -count=1 -run '^TestK8s' . 2>&1) || { echo "deploy/k8s: kustomize build or its checks failed:"; echo "$$out"; exit 1; }
 	@echo "lint: clean"
 
 proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## regenerate pkg/gen from proto/
@@ -90,6 +89,9 @@ tidy: ## go mod tidy in every module, then go work sync
 
 deps: ## make sure PostgreSQL, Redis and NATS are up (starting or installing them)
 	@scripts/deps.sh
+
+k8s-check: ## render deploy/k8s (base and local overlay) with the kustomize API and check every object (also part of make test)
+	@cd e2e && go test -count=1 -run '^TestK8s' .
 
 compose-check: ## validate docker-compose.yml: `docker compose config`, or compose-go (its loader) without the plugin
 	@if docker compose version >/dev/null 2>&1; then \
