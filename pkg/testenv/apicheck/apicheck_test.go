@@ -463,6 +463,16 @@ func TestWebhookDeliveries(t *testing.T) {
 	c.CheckWebhook(delivery("thing.made", sig, `{"event": "thing.made", "data": {}}`))
 	c.CheckWebhook(delivery("thing.lost", sig, `{"event": "thing.lost", "data": {"id": "t1"}}`))
 	wantFailures(t, rec, "X-Service-Signature", "id", `no webhook in the document for X-Service-Event "thing.lost"`)
+
+	// Three thing.made deliveries have been validated; of WebhookChecksPerEvent
+	// more bad ones, those up to the limit fail and the last three pass.
+	before := len(rec.failures())
+	for range WebhookChecksPerEvent {
+		c.CheckWebhook(delivery("thing.made", "", `{}`))
+	}
+	if got, want := len(rec.failures())-before, WebhookChecksPerEvent-3; got != want {
+		t.Fatalf("%d more failures, want %d", got, want)
+	}
 }
 
 func TestCompareRoutesReportsUndocumentedAndUnserved(t *testing.T) {

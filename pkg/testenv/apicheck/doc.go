@@ -35,7 +35,9 @@
 //   - An answer under /api/v1 must carry the Deprecation header.
 //
 // CheckWebhook validates a delivery a test receiver got (its X-Service-*
-// headers and JSON body) against the document's webhooks.
+// headers and JSON body) against the document's webhook for its event;
+// each event's first WebhookChecksPerEvent deliveries are, so that a test
+// of thousands of deliveries does not spend its CPU validating them.
 //
 // # Route coverage
 //

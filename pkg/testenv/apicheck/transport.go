@@ -45,6 +45,8 @@ type Checker struct {
 
 	mu         sync.Mutex
 	mismatches []Mismatch
+	// webhooks counts the deliveries seen by event (CheckWebhook).
+	webhooks map[string]int
 	// ended is set when the test has finished: a request still on its way
 	// from a goroutine the test left behind is validated but no longer
 	// reported, since a finished test cannot fail.
