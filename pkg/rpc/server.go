@@ -38,16 +38,23 @@ type EndpointOption func(*endpoint)
 
 type endpoint struct {
 	timeout time.Duration
+	// long: the timeout was given, so Stop waits it out (WithHandlerTimeout).
+	long bool
 }
 
 // WithHandlerTimeout bounds the endpoint's requests by d instead of
-// HandlerTimeout.
+// HandlerTimeout. An endpoint given a timeout of its own is one whose
+// requests need it (a synchronous flow run may work for a minute), so Stop
+// also waits up to d for requests in flight instead of StopGrace when d is
+// longer: stopping an instance, for a rollout or a scale-down, lets its runs
+// finish instead of cancelling them.
 func WithHandlerTimeout(d time.Duration) EndpointOption {
-	return func(e *endpoint) { e.timeout = d }
+	return func(e *endpoint) { e.timeout, e.long = d, true }
 }
 
-// StopGrace bounds how long Stop waits for the requests in flight; those
-// still running then are cancelled.
+// StopGrace bounds how long Stop waits for the requests in flight, unless an
+// endpoint's own timeout is longer (WithHandlerTimeout); those still running
+// then are cancelled.
 const StopGrace = 10 * time.Second
 
 // Server is a service's NATS micro service.
@@ -60,6 +67,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	grace  time.Duration // StopGrace; shorter in tests
+	// longest is the longest timeout given to an endpoint with
+	// WithHandlerTimeout; Stop waits for it when it is longer than grace.
+	longest time.Duration
 
 	// StreamIdle and StreamBeat; shorter in tests.
 	streamIdle, streamBeat time.Duration
@@ -115,6 +125,11 @@ func (s *Server) Handle(name string, h http.Handler, opts ...EndpointOption) err
 	ep := endpoint{timeout: HandlerTimeout}
 	for _, o := range opts {
 		o(&ep)
+	}
+	if ep.long {
+		s.mu.Lock()
+		s.longest = max(s.longest, ep.timeout)
+		s.mu.Unlock()
 	}
 	err := s.group.AddEndpoint(name, micro.HandlerFunc(func(req micro.Request) {
 		if !s.begin() {
@@ -233,14 +248,23 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 	s.reply(msg, out, in.GetRequestId())
 }
 
+// StopWait is how long Stop waits for the requests in flight: StopGrace, or
+// the longest timeout of an endpoint given one with WithHandlerTimeout.
+func (s *Server) StopWait() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.grace, s.longest)
+}
+
 // Stop deregisters the service, so no further request reaches this
-// instance, and waits up to StopGrace for the requests in flight to be
+// instance, and waits up to StopWait for the requests in flight to be
 // answered (those already handed over by NATS while it waits are served
 // too). Requests still running then are cancelled and Stop says how many.
 // Stop returns when nothing will start any more; it may be called again.
 func (s *Server) Stop() error {
 	err := s.svc.Stop()
-	timer := time.NewTimer(s.grace)
+	wait := s.StopWait()
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
@@ -263,7 +287,7 @@ func (s *Server) Stop() error {
 			left := s.inflight
 			s.mu.Unlock()
 			s.cancel()
-			return errors.Join(err, fmt.Errorf("%d requests still running after %s were cancelled", left, s.grace))
+			return errors.Join(err, fmt.Errorf("%d requests still running after %s were cancelled", left, wait))
 		}
 	}
 }

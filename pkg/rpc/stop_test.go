@@ -25,7 +25,7 @@ type stopHarness struct {
 	answered atomic.Bool   // the handler wrote its answer
 }
 
-func newStopHarness(t *testing.T, h func(s *stopHarness, w http.ResponseWriter, r *http.Request)) *stopHarness {
+func newStopHarness(t *testing.T, h func(s *stopHarness, w http.ResponseWriter, r *http.Request), opts ...EndpointOption) *stopHarness {
 	t.Helper()
 	env := testenv.New(t)
 	s := &stopHarness{entered: make(chan struct{}, 1), release: make(chan struct{})}
@@ -34,7 +34,7 @@ func newStopHarness(t *testing.T, h func(s *stopHarness, w http.ResponseWriter, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(EndpointAPI, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })); err != nil {
+	if err := srv.Handle(EndpointAPI, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) }), opts...); err != nil {
 		t.Fatal(err)
 	}
 	s.srv, s.client = srv, NewClient(env.NATS(t), env.RPCPrefix)
@@ -144,5 +144,46 @@ func TestRefusalIsServiceUnavailable(t *testing.T) {
 	}
 	if resp.GetStatus() != http.StatusServiceUnavailable || retryAfter != "1" || !strings.Contains(string(resp.GetBody()), errs.CodeServiceUnavailable) {
 		t.Fatalf("refusal = %d, Retry-After %q, %s; want 503 service_unavailable with Retry-After", resp.GetStatus(), retryAfter, resp.GetBody())
+	}
+}
+
+// An endpoint with a timeout of its own longer than the grace (a flow run)
+// is waited for up to that timeout: a request under way past the grace is
+// answered, not cancelled, and Stop reports nothing left.
+func TestStopWaitsForALongEndpointPastTheGrace(t *testing.T) {
+	t.Parallel()
+	s := newStopHarness(t, func(s *stopHarness, w http.ResponseWriter, r *http.Request) {
+		s.entered <- struct{}{}
+		select {
+		case <-s.release:
+			s.answered.Store(true)
+			w.WriteHeader(http.StatusNoContent)
+		case <-r.Context().Done():
+			w.WriteHeader(http.StatusGatewayTimeout)
+		}
+	}, WithHandlerTimeout(time.Minute))
+	s.srv.grace = 50 * time.Millisecond
+	if got := s.srv.StopWait(); got != time.Minute {
+		t.Fatalf("StopWait = %s, want the endpoint's minute", got)
+	}
+	answer := s.call()
+	<-s.entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.srv.Stop() }()
+	// Past the grace, ten times over, the request is still being waited for.
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while the long request was still running", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(s.release)
+	if err := <-answer; err != nil {
+		t.Fatalf("the long request got %v, want its answer", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop = %v, want nothing cancelled", err)
+	}
+	if !s.answered.Load() {
+		t.Fatal("the long request was not answered")
 	}
 }

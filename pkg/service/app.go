@@ -25,7 +25,8 @@ import (
 )
 
 // Bounds of the shutdown steps, so a stuck one cannot hold the process
-// for ever. HTTP waits ten seconds (httpx.Serve) and rpc rpc.StopGrace.
+// for ever. HTTP waits ten seconds (httpx.Serve) and each rpc server its
+// StopWait (rpc.StopGrace, or its longest endpoint's own timeout).
 const (
 	// StepGrace bounds each step registered with OnStop or Go.
 	StepGrace = 15 * time.Second
@@ -246,7 +247,7 @@ func (a *App) Close() {
 		for _, srv := range a.rpcs {
 			a.run(step{done: "rpc server stopped", stops: []func(context.Context) error{
 				func(context.Context) error { return srv.Stop() },
-			}}, rpc.StopGrace+time.Second)
+			}}, srv.StopWait()+time.Second)
 		}
 		for i := len(a.steps) - 1; i >= 0; i-- {
 			a.run(a.steps[i], StepGrace)
