@@ -611,3 +611,48 @@ func TestSendThatReachedTheCustomerKeepsItsAnswer(t *testing.T) {
 		t.Fatalf("stored sends = %v, want the image", types)
 	}
 }
+
+// A send refused because the 24-hour window closed leaves its key free:
+// once the customer writes again, the same key sends.
+func TestClosedWindowLeavesTheKeyFree(t *testing.T) {
+	t.Parallel()
+	graph := newMetaGraph(t)
+	h := newHarness(t, withMeta(graph), withWindow(time.Hour))
+	ws := uuid.NewString()
+	h.metaChannel(ws, "messenger", testPageID, "external")
+	h.sendMeta(notification("page", testPageID, textEvent(testPageID, testPSID, "m_old", "hello", time.Now().Add(-2*time.Hour))))
+	convs := h.conversations(ws, "").Conversations
+	if len(convs) != 1 {
+		t.Fatalf("conversations = %+v", convs)
+	}
+	body := jsonBody(map[string]any{"conversation_id": convs[0].ID, "text": "Still there?"})
+	wantCode(t, h.mustKeyed(ws, "/v1/messages", "window-1", body), http.StatusConflict, "outside_messaging_window", "a send outside the window")
+	if n := len(graph.sends()); n != 0 {
+		t.Fatalf("meta got %d sends", n)
+	}
+
+	h.sendMeta(notification("page", testPageID, textEvent(testPageID, testPSID, "m_new", "yes!", time.Now())))
+	first := h.mustKeyed(ws, "/v1/messages", "window-1", body)
+	wantSuccess(t, first, "the same key once the customer wrote again")
+	wantReplay(t, h.mustKeyed(ws, "/v1/messages", "window-1", body), first, "a repeat")
+	if n := len(graph.sends()); n != 1 {
+		t.Fatalf("meta got %d sends, want 1", n)
+	}
+}
+
+// A private reply refused by its rules (the comment already has one)
+// leaves its key free for another comment.
+func TestPrivateReplyRuleLeavesTheKeyFree(t *testing.T) {
+	t.Parallel()
+	g := newMetaGraph(t)
+	h := newCommentHarness(t, g)
+	ws := uuid.NewString()
+	answered := commentTarget(h, g, ws, "private-reply")
+	wantSuccess(t, h.mustKeyed(ws, answered.path, "", answered.body("Hi!")), "the comment's private reply")
+	wantCode(t, h.mustKeyed(ws, answered.path, "dm-2", answered.body("Hi again")), http.StatusConflict, "private_reply_used", "a second one")
+	next := commentTarget(h, g, ws, "private-reply")
+	wantSuccess(t, h.mustKeyed(ws, next.path, "dm-2", next.body("Hi again")), "the key on another comment")
+	if n := len(g.sends()); n != 2 {
+		t.Fatalf("meta got %d private replies, want 2", n)
+	}
+}

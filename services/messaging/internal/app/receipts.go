@@ -16,8 +16,9 @@ type ReceiptRequest[T any] struct {
 	Fingerprint string
 	// Render is the answer the caller gives for the send's result, or,
 	// when err is not nil, for a send that failed after the customer
-	// received part of it (result is then what was delivered): its HTTP
-	// status and JSON body (nil when too large to replay).
+	// received part of it (err is the *DeliveredError the use case
+	// returns, result what was delivered): its HTTP status and JSON body
+	// (nil when too large to replay).
 	Render func(result T, err error) (status int, body []byte, renderErr error)
 }
 

@@ -63,20 +63,19 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 	msgs := []conversation.Message{a.sentMessage(s, conversation.TypeImage, o.ImageURL, map[string]any{"image_url": o.ImageURL}, sent)}
 	// The image and the text are stored together, with the answer to
 	// both, so that a key never answers half of them.
-	var textFailed error
+	var failed error
 	if o.Text != "" {
 		sent, err := s.transport.SendText(ctx, s.target, conversation.OutboundText{Text: o.Text})
-		if textFailed = a.observeSend(s, err); textFailed == nil {
+		if err := a.observeSend(s, err); err != nil {
+			failed = &DeliveredError{Err: err}
+		} else {
 			msgs = append(msgs, a.sentMessage(s, conversation.TypeText, o.Text, map[string]any{}, sent))
 		}
 	}
-	if err := a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msgs[0].ID, msgs, textFailed), msgs...); err != nil {
+	if err := a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msgs[0].ID, msgs, failed), msgs...); err != nil {
 		return msgs, err
 	}
-	if textFailed != nil {
-		return msgs, &DeliveredError{Err: textFailed}
-	}
-	return msgs, nil
+	return msgs, failed
 }
 
 // SendCarousel sends a row of cards, stored as one carousel message. On
@@ -100,7 +99,8 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 			// The customer has the first cards: nothing is stored (the
 			// carousel is not), but a key keeps this answer, so that a
 			// repeat does not send them again.
-			return conversation.Message{}, a.keepFailure(ctx, rr.receipt(a.log, workspaceID, "", conversation.Message{}, err), err)
+			failed := &DeliveredError{Err: err}
+			return conversation.Message{}, a.keepFailure(ctx, rr.receipt(a.log, workspaceID, "", conversation.Message{}, failed), failed)
 		}
 		return conversation.Message{}, err
 	}
@@ -208,14 +208,14 @@ func (a *App) storeSent(ctx context.Context, s send, rec *receipt.Receipt, msgs 
 }
 
 // keepFailure stores the receipt (when not nil) of a send that failed
-// after part of it was delivered, and returns its error as the
-// *DeliveredError it is.
-func (a *App) keepFailure(ctx context.Context, rec *receipt.Receipt, failed error) error {
+// after part of it was delivered and stored nothing, and returns its
+// error.
+func (a *App) keepFailure(ctx context.Context, rec *receipt.Receipt, failed *DeliveredError) error {
 	if rec != nil {
 		if err := a.inbox.AddReceipt(context.WithoutCancel(ctx), *rec); err != nil {
 			// The key's Redis answer still holds it.
 			a.log.Error("idempotency receipt not stored", zap.String("workspace_id", rec.WorkspaceID), zap.Error(err))
 		}
 	}
-	return &DeliveredError{Err: failed}
+	return failed
 }

@@ -45,9 +45,10 @@ type sendAnswer[T any] struct {
 }
 
 // render is the answer as sent and kept for repeats: the result's JSON, or
-// the error's as EchoHandler writes it, but a delivered send that could
-// not be stored is 500 internal_error that says so rather than an answer
-// inviting a retry (a repeat answers it again and sends nothing).
+// the error's as EchoHandler writes it; but a send that reached the
+// customer and then failed for a reason of ours (its messages could not be
+// stored) is 500 internal_error saying so, rather than an answer inviting
+// a retry (a repeat answers it again and sends nothing).
 func (a sendAnswer[T]) render(result T, err error) (int, []byte, error) {
 	if err == nil {
 		body, merr := json.Marshal(a.json(result))
@@ -57,7 +58,7 @@ func (a sendAnswer[T]) render(result T, err error) (int, []byte, error) {
 	var delivered *app.DeliveredError
 	if _, mapped := errs.As(a.toHTTP(err)); !mapped && errors.As(err, &delivered) {
 		e = errs.New(http.StatusInternalServerError, errs.CodeInternal,
-			"the platform took the send but it could not be stored; it is not sent again for this Idempotency-Key")
+			"the send reached the customer but could not be recorded; it is not sent again for this Idempotency-Key")
 	}
 	body, merr := json.Marshal(e.Body())
 	return e.Status, body, merr
