@@ -695,10 +695,24 @@ func TestWebhookEvents(t *testing.T) {
 				t.Errorf("webhook %s: %s not a required header", name, h)
 			}
 		}
-		envelope := op.RequestBody.Value.Content.Get("application/json").Schema.Value
-		if got := envelope.Properties["event"].Value.Const; got != name {
+		body := op.RequestBody.Value.Content.Get("application/json")
+		if got := body.Schema.Value.Properties["event"].Value.Const; got != name {
 			t.Errorf("webhook %s: envelope event is %v", name, got)
 		}
+		// Each event's body is also a WebhookEnvelope, what a delivery's
+		// payload holds.
+		if err := doc.Components.Schemas["WebhookEnvelope"].Value.VisitJSON(body.Example, strict...); err != nil {
+			t.Errorf("webhook %s: its example is no WebhookEnvelope: %v", name, err)
+		}
+	}
+	payload := doc.Components.Schemas["Delivery"].Value.Properties["payload"].Value
+	example := doc.Paths.Find("/webhook/test").Post.Responses.Status(200).Value.Content.Get("application/json").Example
+	var envelope any
+	if err := json.Unmarshal([]byte(example.(map[string]any)["delivery"].(map[string]any)["payload"].(string)), &envelope); err != nil {
+		t.Fatal(err)
+	}
+	if err := payload.ContentSchema.Value.VisitJSON(envelope, strict...); err != nil {
+		t.Errorf("the test delivery's payload is not its contentSchema: %v", err)
 	}
 	slices.Sort(kinds)
 	slices.Sort(webhooks)
