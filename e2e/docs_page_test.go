@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,8 +18,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-
-	"github.com/parleyhq/parley/pkg/openapi"
 )
 
 // TestAPIReferenceInTheBrowser opens the gateway's API reference (/docs) in
@@ -40,7 +40,18 @@ func TestAPIReferenceInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	titles, shown := documentTitles(t, "post", "/messages")
+	// The document the page shows, as any client gets it: without a key,
+	// then 304 for its ETag (http.DefaultClient checks both answers against
+	// the document). The gateway's unit tests hold it to pkg/openapi's
+	// bytes; here it is the one whose titles the page must show.
+	doc := getDocument(t, s.gatewayURL, "")
+	if doc.StatusCode != http.StatusOK || doc.Header.Get("Content-Type") != "application/json" || doc.Header.Get("ETag") == "" {
+		t.Fatalf("GET /v1/openapi.json = %d, Content-Type %q, ETag %q", doc.StatusCode, doc.Header.Get("Content-Type"), doc.Header.Get("ETag"))
+	}
+	if again := getDocument(t, s.gatewayURL, doc.Header.Get("ETag")); again.StatusCode != http.StatusNotModified || len(again.body) != 0 {
+		t.Fatalf("GET /v1/openapi.json with its ETag = %d, %d bytes; want 304", again.StatusCode, len(again.body))
+	}
+	titles, shown := documentTitles(t, doc.body, "post", "/messages")
 
 	b := newBrowser(t)
 	var (
@@ -145,6 +156,33 @@ document.addEventListener('securitypolicyviolation', e => window.refused.push(e.
 	}
 }
 
+type documentAnswer struct {
+	*http.Response
+	body []byte
+}
+
+// getDocument GETs /v1/openapi.json, with If-None-Match: etag unless "".
+func getDocument(t *testing.T, gatewayURL, etag string) documentAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, gatewayURL+"/v1/openapi.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return documentAnswer{resp, body}
+}
+
 // requestOrigin is where a request went: a data: address goes nowhere, a
 // blob: address (Redoc's search worker) is its page's.
 func requestOrigin(address string) (string, bool) {
@@ -159,17 +197,17 @@ func requestOrigin(address string) (string, bool) {
 	return u.Scheme + "://" + u.Host, true
 }
 
-// documentTitles are the summaries of the OpenAPI document's operations and
+// documentTitles are the summaries of an OpenAPI document's operations and
 // webhooks, which Redoc shows as their titles, and the operationId of the
 // operation at method and path.
-func documentTitles(t *testing.T, method, path string) (titles []string, operationID string) {
+func documentTitles(t *testing.T, document []byte, method, path string) (titles []string, operationID string) {
 	t.Helper()
 	type pathItems map[string]map[string]json.RawMessage
 	var doc struct {
 		Paths    pathItems `json:"paths"`
 		Webhooks pathItems `json:"webhooks"`
 	}
-	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
+	if err := json.Unmarshal(document, &doc); err != nil {
 		t.Fatal(err)
 	}
 	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
