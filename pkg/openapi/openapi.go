@@ -5,6 +5,7 @@
 package openapi
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -21,16 +22,77 @@ var document []byte
 func YAML() []byte { return document }
 
 var documentJSON = sync.OnceValue(func() []byte {
-	var tree any
-	if err := yaml.Unmarshal(document, &tree); err != nil {
+	var root yaml.Node
+	if err := yaml.Unmarshal(document, &root); err != nil {
 		panic(fmt.Sprintf("openapi: embedded openapi.yaml is not YAML: %v", err))
 	}
-	out, err := json.Marshal(tree)
-	if err != nil {
+	var out bytes.Buffer
+	if err := writeJSON(&out, &root); err != nil {
 		panic(fmt.Sprintf("openapi: embedded openapi.yaml has no JSON form: %v", err))
 	}
-	return out
+	return out.Bytes()
 })
+
+// writeJSON writes n as JSON with its mappings' keys in the order written
+// (openapi, info, servers, … as in the YAML), not sorted as encoding/json
+// sorts a map's, so the served document reads like the file.
+func writeJSON(out *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return fmt.Errorf("line %d: want one document, got %d", n.Line, len(n.Content))
+		}
+		return writeJSON(out, n.Content[0])
+	case yaml.AliasNode:
+		return writeJSON(out, n.Alias)
+	case yaml.MappingNode:
+		out.WriteByte('{')
+		for i := 0; i < len(n.Content); i += 2 {
+			key, value := n.Content[i], n.Content[i+1]
+			if key.Kind != yaml.ScalarNode || key.Tag == "!!merge" {
+				return fmt.Errorf("line %d: only plain keys have a JSON form", key.Line)
+			}
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			k, err := json.Marshal(key.Value)
+			if err != nil {
+				return err
+			}
+			out.Write(k)
+			out.WriteByte(':')
+			if err := writeJSON(out, value); err != nil {
+				return err
+			}
+		}
+		out.WriteByte('}')
+		return nil
+	case yaml.SequenceNode:
+		out.WriteByte('[')
+		for i, item := range n.Content {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			if err := writeJSON(out, item); err != nil {
+				return err
+			}
+		}
+		out.WriteByte(']')
+		return nil
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		out.Write(b)
+		return nil
+	}
+	return fmt.Errorf("line %d: a YAML node of kind %v has no JSON form", n.Line, n.Kind)
+}
 
 // JSON returns the document converted to JSON, converted once on first use.
 // The slice is shared: do not modify it. The embedded document is checked by

@@ -74,6 +74,9 @@ func TestJSONIsTheSameDocument(t *testing.T) {
 	if !reflect.DeepEqual(fromYAML, fromJSON) {
 		t.Fatal("JSON() differs from the YAML document")
 	}
+	if !bytes.HasPrefix(JSON(), []byte(`{"openapi":"3.1.0","info":{"title":`)) {
+		t.Errorf("JSON() does not keep the YAML's order of keys: %.60s…", JSON())
+	}
 	if !bytes.Equal(JSON(), JSON()) || &JSON()[0] != &JSON()[0] {
 		t.Fatal("JSON() is converted more than once")
 	}
@@ -763,5 +766,34 @@ func TestRunEvents(t *testing.T) {
 	}
 	if parsed < 5 {
 		t.Errorf("the example stream has %d events", parsed)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		yaml, want string
+	}{
+		{"b: 1\na: [x, 2.5, true, null, '3']\n", `{"b":1,"a":["x",2.5,true,null,"3"]}`},
+		{"t: 2026-11-22T10:00:00Z\nv: 3.1.0\n", `{"t":"2026-11-22T10:00:00Z","v":"3.1.0"}`},
+		{"a: &x {k: v}\nb: *x\n", `{"a":{"k":"v"},"b":{"k":"v"}}`},
+		{"s: |+\n  line\n\n", `{"s":"line\n\n"}`},
+		{"<<: {k: v}\n", ""},
+		{"? [a]\n: 1\n", ""},
+	} {
+		var root yaml.Node
+		if err := yaml.Unmarshal([]byte(tt.yaml), &root); err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		var out bytes.Buffer
+		err := writeJSON(&out, &root)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("%q: converted to %s, want an error", tt.yaml, out.String())
+		case tt.want != "" && err != nil:
+			t.Errorf("%q: %v", tt.yaml, err)
+		case tt.want != "" && out.String() != tt.want:
+			t.Errorf("%q: got %s, want %s", tt.yaml, out.String(), tt.want)
+		}
 	}
 }
