@@ -507,9 +507,10 @@ func TestCompareRoutesReportsUndocumentedAndUnserved(t *testing.T) {
 		"documents POST /v1/stream, which test server does not serve")
 }
 
-// The embedded document loads, routes and has the error schema the
-// checker compares unknown routes' errors with.
-func TestEmbeddedDocumentLoads(t *testing.T) {
+// The embedded document loads and has the error schema the checker
+// compares unknown routes' errors with; checked against it, a wrong answer
+// fails and a right one passes.
+func TestEmbeddedDocument(t *testing.T) {
 	doc, err := Load()
 	if err != nil {
 		t.Fatal(err)
@@ -517,6 +518,26 @@ func TestEmbeddedDocumentLoads(t *testing.T) {
 	if len(doc.DocumentedRoutes()) == 0 {
 		t.Fatal("the document has no operations")
 	}
+	if s := doc.schema(ErrorSchema); s == nil {
+		t.Fatalf("the document has no %s schema", ErrorSchema)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/me":
+			writeJSON(w, http.StatusOK, `{"workspace": 1}`)
+		case "/v1/channels": // a 401 without its WWW-Authenticate
+			writeJSON(w, http.StatusUnauthorized, `{"code": "unauthorized", "message": "unknown or revoked API key"}`)
+		default:
+			writeJSON(w, http.StatusNotFound, `{"code": "not_found", "message": "no such route"}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	rec := &recorder{TB: t}
+	client := NewWith(rec, doc).Client()
+	do(t, client, http.MethodGet, srv.URL+"/v1/me", "k", "")
+	do(t, client, http.MethodGet, srv.URL+"/v1/channels", "k", "")
+	do(t, client, http.MethodGet, srv.URL+"/v1/nothing-here", "k", "")
+	wantFailures(t, rec, "GET /v1/me → 200…RateLimit-Limit", "GET /v1/channels → 401…WWW-Authenticate")
 }
 
 // Each watched host's mismatches fail the test that watches it, whichever
