@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
@@ -22,16 +24,17 @@ import (
 
 // TestAPIReferenceInTheBrowser opens the gateway's API reference (/docs) in
 // headless Chromium, on a wide screen and on a phone's, and waits until Redoc
-// has drawn every operation and webhook of the OpenAPI document. Every
+// has drawn the title of every operation and webhook of the OpenAPI document
+// the gateway serves; it follows the link of POST /v1/messages, and on the
+// wide screen searches for it (Redoc's search runs in a worker). Every
 // request the page made must have gone to the gateway and been answered
 // without error, and the page must have run without a script error or a
 // refusal by its Content-Security-Policy.
 //
-// It saves reference-<width>.png (one screen, scrolled to POST /v1/messages)
-// and reference-<width>-full.png (the whole page) in
-// REFERENCE_SCREENSHOTS=DIR, or else in the test's artifact directory (go
-// test -artifacts keeps it); docs/img/reference-1440.png and -360.png are
-// the one-screen pictures.
+// It saves reference-<width>.png (the screen of POST /v1/messages) and
+// reference-<width>-full.png (the whole page) in REFERENCE_SCREENSHOTS=DIR,
+// or else in the test's artifact directory (go test -artifacts keeps it);
+// docs/img/reference-1440.png and -360.png are the one-screen pictures.
 func TestAPIReferenceInTheBrowser(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -108,30 +111,44 @@ document.addEventListener('securitypolicyviolation', e => window.refused.push(e.
 	for _, width := range []int64{1440, 360} {
 		b.run(t, chromedp.EmulateViewport(width, 900), chromedp.Navigate(s.gatewayURL+"/docs"))
 		// Drawn: every title is on the page.
-		drawn := runFor(t, b, chromedp.Poll[bool](fmt.Sprintf(
-			`%s.every(title => document.body.innerText.includes(title))`, wanted)))
-		if !drawn {
-			t.Fatalf("at %d px the page never showed all of %s", width, wanted)
-		}
-		// The screen of one operation, with its samples beside it, once the
-		// menu has followed the scroll and its transitions have ended.
+		waitPage(t, b, fmt.Sprintf("at %d px every title of the document shown", width),
+			fmt.Sprintf(`%s.every(title => document.body.innerText.includes(title))`, wanted),
+			fmt.Sprintf(`%s.filter(title => !document.body.innerText.includes(title))`, wanted))
+		// The screen of one operation, with its samples beside it, reached
+		// by its link as a reader would (Redoc follows the address's
+		// fragment), once the menu shows it and its transitions have ended.
 		b.run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
-			`document.querySelector('[data-section-id$="operation/%s"]').scrollIntoView()`, shown)))
-		runFor(t, b, chromedp.Poll[bool](fmt.Sprintf(
-			`document.querySelector('li[data-item-id$="operation/%s"] > label.active') !== null &&
-			document.getAnimations().every(a => a.playState !== 'running')`, shown)))
+			`location.hash = document.querySelector('[data-section-id$="operation/%s"]').dataset.sectionId`, shown.OperationID)))
+		waitPage(t, b, fmt.Sprintf("at %d px the menu on %s", width, shown.OperationID),
+			fmt.Sprintf(`document.querySelector('li[data-item-id$="operation/%s"] > label.active') !== null &&
+				document.getAnimations().every(a => a.playState !== 'running')`, shown.OperationID),
+			`({active: [...document.querySelectorAll('li[data-item-id] > label.active')].map(l => l.parentElement.dataset.itemId),
+				running: document.getAnimations().filter(a => a.playState === 'running').length})`)
 		if refused := runFor(t, b, chromedp.Evaluate[[]string](`window.refused`)); len(refused) > 0 {
 			t.Errorf("at %d px the Content-Security-Policy refused: %v", width, refused)
 		}
-		for name, shot := range map[string]chromedp.Action[[]byte]{
-			fmt.Sprintf("reference-%d.png", width):      chromedp.CaptureScreenshot(),
-			fmt.Sprintf("reference-%d-full.png", width): chromedp.FullScreenshot(100),
+		for _, shot := range []struct {
+			name    string
+			capture chromedp.Action[[]byte]
+		}{
+			{fmt.Sprintf("reference-%d.png", width), chromedp.CaptureScreenshot()},
+			{fmt.Sprintf("reference-%d-full.png", width), chromedp.FullScreenshot(100)},
 		} {
-			file := filepath.Join(dir, name)
-			if err := os.WriteFile(file, runFor(t, b, shot), 0o644); err != nil {
+			file := filepath.Join(dir, shot.name)
+			if err := os.WriteFile(file, runFor(t, b, shot.capture), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("screenshot: %s", file)
+		}
+		if width == 1440 {
+			// Search runs in Redoc's worker, which the policy must let start:
+			// the longest word of the title finds the operation.
+			words := strings.FieldsFunc(shown.Summary, func(r rune) bool { return !unicode.IsLetter(r) })
+			term := slices.MaxFunc(words, func(a, b string) int { return len(a) - len(b) })
+			b.run(t, chromedp.SendKeys(chromedp.CSS(`input[aria-label="Search"]`), term))
+			waitPage(t, b, fmt.Sprintf("searching %q finds %q", term, shown.Summary),
+				fmt.Sprintf(`[...document.querySelectorAll('[data-role="search:results"] li')].some(r => r.getAttribute('aria-label') === %q)`, shown.Summary),
+				`[...document.querySelectorAll('[data-role="search:results"] li')].map(r => r.getAttribute('aria-label'))`)
 		}
 	}
 
@@ -153,6 +170,19 @@ document.addEventListener('securitypolicyviolation', e => window.refused.push(e.
 		if !slices.ContainsFunc(requests, func(r string) bool { u, _ := url.Parse(r); return u.Path == want }) {
 			t.Errorf("the page never asked for %s; it asked for %v", want, requests)
 		}
+	}
+}
+
+// waitPage waits up to 30 s until predicate, a script, is true on the page;
+// if it never is, it fails t with what, and what diagnosis, another script,
+// finds.
+func waitPage(t *testing.T, b *browser, what, predicate, diagnosis string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate)); err != nil {
+		found := runFor(t, b, chromedp.Evaluate[any](diagnosis))
+		t.Fatalf("never %s (%v): %v", what, err, found)
 	}
 }
 
@@ -197,10 +227,16 @@ func requestOrigin(address string) (string, bool) {
 	return u.Scheme + "://" + u.Host, true
 }
 
+// operation is what the page shows of one operation.
+type operation struct {
+	OperationID string `json:"operationId"`
+	Summary     string `json:"summary"`
+}
+
 // documentTitles are the summaries of an OpenAPI document's operations and
-// webhooks, which Redoc shows as their titles, and the operationId of the
-// operation at method and path.
-func documentTitles(t *testing.T, document []byte, method, path string) (titles []string, operationID string) {
+// webhooks, which Redoc shows as their titles, and the operation at method
+// and path.
+func documentTitles(t *testing.T, document []byte, method, path string) (titles []string, shown operation) {
 	t.Helper()
 	type pathItems map[string]map[string]json.RawMessage
 	var doc struct {
@@ -217,9 +253,7 @@ func documentTitles(t *testing.T, document []byte, method, path string) (titles 
 				if !slices.Contains(methods, m) {
 					continue // the path item's own fields: parameters, summary, …
 				}
-				var op struct {
-					Summary string `json:"summary"`
-				}
+				var op operation
 				if err := json.Unmarshal(raw, &op); err != nil {
 					t.Fatalf("%s %s: %v", m, p, err)
 				}
@@ -229,20 +263,16 @@ func documentTitles(t *testing.T, document []byte, method, path string) (titles 
 			}
 		}
 	}
-	var shown struct {
-		OperationID string `json:"operationId"`
-	}
 	if raw, ok := doc.Paths[path][method]; ok {
 		if err := json.Unmarshal(raw, &shown); err != nil {
 			t.Fatal(err)
 		}
 	}
-	operationID = shown.OperationID
-	if len(titles) == 0 || operationID == "" {
-		t.Fatalf("the OpenAPI document has no operation with a summary, or no operationId for %s %s", method, path)
+	if len(titles) == 0 || shown.OperationID == "" || shown.Summary == "" {
+		t.Fatalf("the OpenAPI document has no operation with a summary, or no operationId and summary for %s %s", method, path)
 	}
 	slices.Sort(titles)
-	return titles, operationID
+	return titles, shown
 }
 
 // requireChromium skips a browser test where Chromium is not installed, and
