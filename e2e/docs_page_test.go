@@ -274,15 +274,3 @@ func documentTitles(t *testing.T, document []byte, method, path string) (titles 
 	slices.Sort(titles)
 	return titles, shown
 }
-
-// requireChromium skips a browser test where Chromium is not installed, and
-// fails it under CI, which must run it.
-func requireChromium(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing; scripts/deps.sh installs it", chromiumPath)
-		}
-		t.Skipf("%s is missing (apt-get install chromium); skipping the browser test", chromiumPath)
-	}
-}

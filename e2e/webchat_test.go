@@ -31,6 +31,18 @@ import (
 // chromiumPath is Debian's chromium package (scripts/deps.sh installs it).
 const chromiumPath = "/usr/bin/chromium"
 
+// requireChromium skips a browser test where Chromium is not installed, and
+// fails it under CI, which must run it.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing; scripts/deps.sh installs it", chromiumPath)
+		}
+		t.Skipf("%s is missing (apt-get install chromium); skipping the browser test", chromiumPath)
+	}
+}
+
 // TestWebchatInTheBrowser plays a visitor in headless Chromium against the
 // built binaries: the widget page served by messaging, the developer's
 // webhook and answers through the gateway. The visitor writes, the
@@ -43,12 +55,7 @@ const chromiumPath = "/usr/bin/chromium"
 // (webchat-*.png), to look at what a visitor sees.
 func TestWebchatInTheBrowser(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing; scripts/deps.sh installs it", chromiumPath)
-		}
-		t.Skipf("%s is missing (apt-get install chromium); skipping the browser test", chromiumPath)
-	}
+	requireChromium(t)
 	images := httptest.NewTLSServer(http.HandlerFunc(serveProductImage))
 	t.Cleanup(images.Close)
 	// Three new sessions a minute from one address: the visitor's, the
