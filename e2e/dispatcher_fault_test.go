@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -59,7 +60,14 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		"DISPATCHER_WEBHOOK_CONCURRENCY=" + strconv.Itoa(concurrency),
 	}
 	s := startSuite(t, tuning...) // its dispatcher is instance A
-	rcv := receiver.New(t, nil, checkDeliveries(t))
+	// Each answer takes 10 ms, as a receiver doing some work would: the two
+	// instances then deliver at most 6,400 a second, so thousands of events
+	// are still waiting at each kill however fast the machine (answered at
+	// once, a fast machine delivered all 10,000 before the first kill).
+	rcv := receiver.New(t, func(_ int, w http.ResponseWriter) {
+		time.Sleep(10 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	}, checkDeliveries(t))
 	ws, key := s.developer(t)
 	secret := s.saveWebhook(t, key, rcv.URL)
 	b := s.startDispatcher(t)

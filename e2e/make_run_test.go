@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +107,18 @@ func startMakeRun(t *testing.T) *makeRun {
 	// The banner names the demo flows parleyctl demo published.
 	if !demoFlowLine.MatchString(r.out.String()) || !demoAIFlowLine.MatchString(r.out.String()) {
 		t.Fatalf("make run's banner names no demo flow or no demo AI flow:\n%s", r.out.String())
+	}
+	// The API's description and its reference page, without a key.
+	gateway := fmt.Sprintf("http://127.0.0.1:%d", p[0])
+	for path, wantType := range map[string]string{"/v1/openapi.json": "application/json", "/docs": "text/html"} {
+		resp, err := http.Get(gateway + path)
+		if err != nil {
+			t.Fatalf("GET %s on make run's gateway: %v", path, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), wantType) {
+			t.Fatalf("GET %s on make run's gateway = %d %q, want 200 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), wantType)
+		}
 	}
 	return r
 }
