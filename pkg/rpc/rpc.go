@@ -24,6 +24,7 @@ const (
 	ServiceMessaging  = "messaging"
 	ServiceDispatcher = "webhook-dispatcher"
 	ServiceFlowRunner = "flow-runner"
+	ServiceConsole    = "console"
 )
 
 // Subject is the NATS subject of one endpoint of a service.
