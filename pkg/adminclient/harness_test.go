@@ -1,0 +1,109 @@
+package adminclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+// received is one request as a fake service's handler saw it.
+type received struct {
+	service     string
+	endpoint    string
+	method      string
+	path        string
+	query       string
+	body        []byte
+	contentType string
+	workspaceID string
+	flowsAPI    bool
+}
+
+// answer is what a fake service answers a route with.
+type answer struct {
+	status int
+	body   string
+}
+
+// services stands in for the gateway, messaging, the dispatcher and the
+// flow-runner on real NATS, through pkg/rpc's server: each answers
+// "SERVICE METHOD path" from a table and records what it received.
+type services struct {
+	mu       sync.Mutex
+	answers  map[string]answer
+	requests []received
+}
+
+// newClient starts the fake services under a prefix of the test's own and
+// returns a client of them.
+func newClient(t *testing.T, answers map[string]answer) (*adminclient.Client, *services) {
+	t.Helper()
+	env := testenv.New(t)
+	s := &services{answers: answers}
+	for _, service := range []string{rpc.ServiceGateway, rpc.ServiceMessaging, rpc.ServiceDispatcher, rpc.ServiceFlowRunner} {
+		srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, service, "1.0.0", env.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Stop() })
+		for _, endpoint := range []string{rpc.EndpointAdmin, rpc.EndpointAPI} {
+			if err := srv.Handle(endpoint, s.handler(service, endpoint)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix)), s
+}
+
+func (s *services) handler(service, endpoint string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.requests = append(s.requests, received{
+			service: service, endpoint: endpoint, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+			body: body, contentType: r.Header.Get("Content-Type"),
+			workspaceID: rpc.WorkspaceID(r.Context()), flowsAPI: rpc.HasFeature(r.Context(), adminclient.FeatureFlowsAPI),
+		})
+		a, ok := s.answers[service+" "+r.Method+" "+r.URL.Path]
+		s.mu.Unlock()
+		if !ok {
+			a = answer{http.StatusNotFound, `{"code":"not_found","message":"no such route"}`}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.status)
+		_, _ = io.WriteString(w, a.body)
+	})
+}
+
+// last returns the last request received.
+func (s *services) last(t *testing.T) received {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) == 0 {
+		t.Fatal("no request reached the services")
+	}
+	return s.requests[len(s.requests)-1]
+}
+
+// bodyOf decodes a request body into a map, nil for none.
+func bodyOf(t *testing.T, r received) map[string]any {
+	t.Helper()
+	if len(r.body) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("request body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+var ctx = context.Background()
