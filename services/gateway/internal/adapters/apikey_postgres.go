@@ -34,6 +34,7 @@ type apiKeyRow struct {
 	DisplayPrefix string     `gorm:"column:display_prefix"`
 	CreatedAt     time.Time  `gorm:"column:created_at"`
 	RevokedAt     *time.Time `gorm:"column:revoked_at"`
+	LastUsedAt    *time.Time `gorm:"column:last_used_at"`
 }
 
 func (apiKeyRow) TableName() string { return Schema + ".api_keys" }
@@ -41,14 +42,14 @@ func (apiKeyRow) TableName() string { return Schema + ".api_keys" }
 func toAPIKeyRow(k account.APIKey) apiKeyRow {
 	return apiKeyRow{
 		ID: k.ID, WorkspaceID: k.WorkspaceID, Name: k.Name, KeyHash: k.Hash,
-		DisplayPrefix: k.Prefix, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcPtr(k.RevokedAt),
+		DisplayPrefix: k.Prefix, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcPtr(k.RevokedAt), LastUsedAt: utcPtr(k.LastUsedAt),
 	}
 }
 
 func (r apiKeyRow) toDomain() account.APIKey {
 	return account.APIKey{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Hash: r.KeyHash,
-		Prefix: r.DisplayPrefix, CreatedAt: r.CreatedAt.UTC(), RevokedAt: utcPtr(r.RevokedAt),
+		Prefix: r.DisplayPrefix, CreatedAt: r.CreatedAt.UTC(), RevokedAt: utcPtr(r.RevokedAt), LastUsedAt: utcPtr(r.LastUsedAt),
 	}
 }
 
@@ -96,25 +97,58 @@ type credentialRow struct {
 	Workspace workspaceRow `gorm:"embedded;embeddedPrefix:w_"`
 }
 
-const findCredential = `SELECT
+// findCredential reads a key and its workspace and, in the same statement,
+// records the key's use when it is active and its stored last use is
+// missing or stale: most authentications write nothing, and the row is
+// locked only for the one a minute that does. The main SELECT sees the
+// table as it was before the CTE's UPDATE, so the new time comes from the
+// UPDATE's RETURNING. Parameters: the hash, the time of use, the time
+// before which a stored use is stale, the hash again.
+const findCredential = `WITH used AS (
+	UPDATE ` + Schema + `.api_keys SET last_used_at = ?
+	WHERE key_hash = ? AND revoked_at IS NULL AND (last_used_at IS NULL OR last_used_at < ?)
+	RETURNING id, last_used_at
+)
+SELECT
 	k.id AS k_id, k.workspace_id AS k_workspace_id, k.name AS k_name, k.key_hash AS k_key_hash,
 	k.display_prefix AS k_display_prefix, k.created_at AS k_created_at, k.revoked_at AS k_revoked_at,
+	COALESCE(u.last_used_at, k.last_used_at) AS k_last_used_at,
 	w.id AS w_id, w.name AS w_name, w.slug AS w_slug, w.plan_name AS w_plan_name, w.modules AS w_modules,
 	w.ai_used AS w_ai_used, w.ai_limit AS w_ai_limit, w.rate_per_minute AS w_rate_per_minute,
 	w.features AS w_features, w.created_at AS w_created_at, w.updated_at AS w_updated_at
 FROM ` + Schema + `.api_keys k JOIN ` + Schema + `.workspaces w ON w.id = k.workspace_id
+LEFT JOIN used u ON u.id = k.id
 WHERE k.key_hash = ?`
 
 // FindCredential implements account.KeyStore.
-func (s *KeyStore) FindCredential(ctx context.Context, hash string) (account.APIKey, account.Workspace, error) {
+func (s *KeyStore) FindCredential(ctx context.Context, hash string, usedAt time.Time) (account.APIKey, account.Workspace, error) {
+	usedAt = usedAt.UTC()
+	stale := usedAt.Add(-account.LastUsedResolution)
 	var rows []credentialRow
-	if err := s.db.WithContext(ctx).Raw(findCredential, hash).Scan(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(findCredential, usedAt, hash, stale, hash).Scan(&rows).Error; err != nil {
 		return account.APIKey{}, account.Workspace{}, fmt.Errorf("find api key: %w", err)
 	}
 	if len(rows) == 0 {
 		return account.APIKey{}, account.Workspace{}, account.ErrAPIKeyNotFound
 	}
 	return rows[0].Key.toDomain(), rows[0].Workspace.toDomain(), nil
+}
+
+// ListByWorkspace implements account.KeyStore.
+func (s *KeyStore) ListByWorkspace(ctx context.Context, workspaceID string) ([]account.APIKey, error) {
+	if uuid.Validate(workspaceID) != nil {
+		return []account.APIKey{}, nil
+	}
+	var rows []apiKeyRow
+	// Version 7 ids order keys created in the same microsecond.
+	if err := s.db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]account.APIKey, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, nil
 }
 
 // Update implements account.KeyStore.

@@ -26,7 +26,9 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 	}
 	// Keys cascade with their workspaces: a key without one is as good
 	// as unknown (ErrAPIKeyNotFound covers that race with a deletion).
-	k, w, err := a.keys.FindCredential(ctx, account.HashKey(key))
+	// The read also records the key's last use, at most once a
+	// LastUsedResolution, so the operators' key list shows it.
+	k, w, err := a.keys.FindCredential(ctx, account.HashKey(key), a.now())
 	if errors.Is(err, account.ErrAPIKeyNotFound) {
 		return account.Workspace{}, account.ErrUnknownKey
 	}

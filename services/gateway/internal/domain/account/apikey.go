@@ -44,7 +44,15 @@ type APIKey struct {
 	Prefix    string
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	// LastUsedAt is when the key last authenticated a request, to within
+	// LastUsedResolution; nil if it never has.
+	LastUsedAt *time.Time
 }
+
+// LastUsedResolution is how far behind a key's LastUsedAt may be. An
+// authentication records its time only when the stored one is older than
+// this, so a busy key costs one write a minute rather than one a request.
+const LastUsedResolution = time.Minute
 
 // GenerateKey returns a new plaintext key read from random (crypto/rand.Reader
 // in production).
@@ -186,9 +194,15 @@ type KeyStore interface {
 	FindByHash(ctx context.Context, hash string) (APIKey, error)
 	// FindCredential returns the key with this hash, revoked or not, and
 	// its workspace, read together: every API request authenticates, so
-	// this is one round trip, not two. ErrAPIKeyNotFound if there is no
+	// this is one round trip, not two. In the same statement it records
+	// usedAt as an active key's LastUsedAt when the stored one is missing
+	// or older than LastUsedResolution before usedAt; the key returned
+	// carries what is stored after that. ErrAPIKeyNotFound if there is no
 	// such key (or its workspace has just been deleted).
-	FindCredential(ctx context.Context, hash string) (APIKey, Workspace, error)
+	FindCredential(ctx context.Context, hash string, usedAt time.Time) (APIKey, Workspace, error)
+	// ListByWorkspace returns a workspace's keys, revoked ones included,
+	// oldest first.
+	ListByWorkspace(ctx context.Context, workspaceID string) ([]APIKey, error)
 	// Update loads a key, lets change edit it and saves the result,
 	// atomically; ErrAPIKeyNotFound if there is none.
 	Update(ctx context.Context, id string, change func(*APIKey) error) (APIKey, error)

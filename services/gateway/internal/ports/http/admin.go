@@ -29,6 +29,7 @@ func (a *Admin) Mount(e *echo.Echo) {
 	e.PUT("/admin/workspaces/:id/features/:feature", a.setFeature)
 	e.POST("/admin/workspaces/:id/ai-units", a.useAIUnits)
 	e.POST("/admin/workspaces/:id/api-keys", a.createAPIKey)
+	e.GET("/admin/workspaces/:id/api-keys", a.listAPIKeys)
 	e.DELETE("/admin/api-keys/:id", a.revokeAPIKey)
 }
 
@@ -156,6 +157,34 @@ func (a *Admin) createAPIKey(c echo.Context) error {
 		status = http.StatusOK
 	}
 	return c.JSON(status, map[string]string{"id": k.ID, "key": k.Key})
+}
+
+// apiKeyDTO is a key as the operators' list shows it: never the key or its
+// hash, only the prefix that tells keys apart. last_used_at is when it last
+// authenticated a request, to within a minute; null if never. revoked_at
+// is null while the key is active.
+type apiKeyDTO struct {
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	Prefix     string  `json:"prefix"`
+	CreatedAt  string  `json:"created_at"`
+	LastUsedAt *string `json:"last_used_at"`
+	RevokedAt  *string `json:"revoked_at"`
+}
+
+func (a *Admin) listAPIKeys(c echo.Context) error {
+	keys, err := a.app.ListAPIKeys(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return toHTTP(err)
+	}
+	out := make([]apiKeyDTO, len(keys))
+	for i, k := range keys {
+		out[i] = apiKeyDTO{
+			ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: httpx.Timestamp(k.CreatedAt),
+			LastUsedAt: httpx.OptionalTimestamp(k.LastUsedAt), RevokedAt: httpx.OptionalTimestamp(k.RevokedAt),
+		}
+	}
+	return c.JSON(http.StatusOK, map[string][]apiKeyDTO{"api_keys": out})
 }
 
 func (a *Admin) revokeAPIKey(c echo.Context) error {

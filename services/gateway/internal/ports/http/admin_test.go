@@ -255,3 +255,82 @@ func TestKeysAreStoredOnlyHashed(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminListsAPIKeys: GET /admin/workspaces/:id/api-keys lists a
+// workspace's keys oldest first, revoked ones included, with their prefix
+// and times and never the key; last_used_at follows authentication.
+func TestAdminListsAPIKeys(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.fakeService(t, "messaging", echoBack)
+	var wsA, wsB string
+	for name, ws := range map[string]*string{"A": &wsA, "B": &wsB} {
+		*ws = wsOf(t, h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces", map[string]any{"name": name}))["id"].(string)
+	}
+	k1 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", map[string]any{"name": "ci"})
+	k2 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsA+"/api-keys", nil)
+	k3 := h.mustAdmin(t, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+wsB+"/api-keys", map[string]any{"name": "b"})
+
+	list := func(ws string) []map[string]any {
+		t.Helper()
+		out := h.mustAdmin(t, http.StatusOK, http.MethodGet, "/admin/workspaces/"+ws+"/api-keys", nil)
+		raw, ok := out["api_keys"].([]any)
+		if !ok || len(out) != 1 {
+			t.Fatalf("list = %v", out)
+		}
+		keys := make([]map[string]any, len(raw))
+		for i, k := range raw {
+			keys[i] = k.(map[string]any)
+		}
+		return keys
+	}
+
+	keys := list(wsA)
+	if len(keys) != 2 || keys[0]["id"] != k1["id"] || keys[1]["id"] != k2["id"] {
+		t.Fatalf("keys of A = %v, want k1 then k2", keys)
+	}
+	for i, created := range []map[string]any{k1, k2} {
+		k := keys[i]
+		createdAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(k["created_at"]))
+		if len(k) != 6 || k["prefix"] != created["key"].(string)[:8] || err != nil || time.Since(createdAt) > time.Minute ||
+			k["last_used_at"] != nil || k["revoked_at"] != nil {
+			t.Errorf("listed key %d = %v", i, k)
+		}
+	}
+	if keys[0]["name"] != "ci" || keys[1]["name"] != "" {
+		t.Errorf("names = %q, %q", keys[0]["name"], keys[1]["name"])
+	}
+	if b := list(wsB); len(b) != 1 || b[0]["id"] != k3["id"] {
+		t.Fatalf("keys of B = %v", b)
+	}
+
+	// A request authenticated by k1 is its use; k2 stays unused.
+	if r := h.call(t, http.MethodGet, "/v1/channels", k1["key"].(string), nil, nil); r.status != http.StatusOK {
+		t.Fatalf("call with k1 = %d %s", r.status, r.body)
+	}
+	keys = list(wsA)
+	usedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(keys[0]["last_used_at"]))
+	if err != nil || time.Since(usedAt) > time.Minute || time.Since(usedAt) < 0 || keys[1]["last_used_at"] != nil {
+		t.Fatalf("after a use: %v (%v)", keys, err)
+	}
+	// Within the minute another use writes nothing: the time stays.
+	if r := h.call(t, http.MethodGet, "/v1/channels", k1["key"].(string), nil, nil); r.status != http.StatusOK {
+		t.Fatalf("second call with k1 = %d %s", r.status, r.body)
+	}
+	if again := list(wsA); again[0]["last_used_at"] != keys[0]["last_used_at"] {
+		t.Errorf("a use within the minute moved last_used_at: %v -> %v", keys[0]["last_used_at"], again[0]["last_used_at"])
+	}
+
+	revoked := h.mustAdmin(t, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+k2["id"].(string), nil)
+	if keys = list(wsA); keys[1]["revoked_at"] != revoked["revoked_at"] || keys[0]["revoked_at"] != nil {
+		t.Errorf("after revoking k2: %v", keys)
+	}
+
+	// An unknown or malformed workspace is not found, not an empty list.
+	for _, ws := range []string{"0193a3c4-0000-7000-8000-000000000000", "nope"} {
+		status, out := h.admin(t, http.MethodGet, "/admin/workspaces/"+ws+"/api-keys", nil)
+		if status != http.StatusNotFound || out["code"] != "workspace_not_found" {
+			t.Errorf("keys of %q = %d %v", ws, status, out)
+		}
+	}
+}
