@@ -3,23 +3,38 @@
 // workspace. It keeps only its own operators and sessions (the "console"
 // schema) and reaches every other service through their admin and API
 // endpoints over NATS, via pkg/adminclient, the same calls parleyctl makes.
+// parleyctl creates operators through the console's rpc "admin" endpoint.
 package main
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/console/internal/adapters"
+	"github.com/parleyhq/parley/services/console/internal/app"
 	consoleconfig "github.com/parleyhq/parley/services/console/internal/config"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+	"github.com/parleyhq/parley/services/console/internal/domain/session"
+	httpport "github.com/parleyhq/parley/services/console/internal/ports/http"
 	"github.com/parleyhq/parley/services/console/migrations"
 )
 
 const version = "1.0.0"
+
+// pruneEvery is how often expired sessions are deleted; each is refused
+// from the moment it expires, so this only keeps the table small.
+const pruneEvery = time.Minute
 
 func main() {
 	service.Main(rpc.ServiceConsole, run)
@@ -39,7 +54,57 @@ func run(ctx context.Context, log *zap.Logger) error {
 	}
 	defer svc.Close()
 
+	// adapters -> app -> ports
+	hasher, err := operator.NewHasher(operator.DefaultParams)
+	if err != nil {
+		return fmt.Errorf("password hasher: %w", err)
+	}
+	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
+	console := app.New(app.Deps{
+		Operators:  adapters.NewOperatorStore(svc.DB),
+		Sessions:   adapters.NewSessionStore(svc.DB),
+		Workspaces: adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
+		Hasher:     hasher,
+		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
+		NewID:      uuid.NewString,
+	})
+	svc.Go("session pruner", func(ctx context.Context) { pruneSessions(ctx, console, log) })
+
 	public := httpx.NewEcho(log)
 	svc.MountProbes(public)
+	pages, err := httpport.NewConsole(console, log, httpport.WithProxies(cfg.Proxies()))
+	if err != nil {
+		return err
+	}
+	pages.Mount(public)
+
+	admin := httpx.NewEcho(log)
+	httpport.NewAdmin(console).Mount(admin)
+	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
+	if err != nil {
+		return err
+	}
+	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
+		return fmt.Errorf("serve admin endpoint: %w", err)
+	}
 	return svc.Serve(ctx, public, cfg.Addr)
+}
+
+// pruneSessions deletes expired sessions every pruneEvery until ctx ends.
+func pruneSessions(ctx context.Context, a *app.App, log *zap.Logger) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := a.PruneSessions(ctx); err != nil {
+				log.Warn("prune sessions", zap.Error(err))
+			} else if n > 0 {
+				log.Debug("sessions pruned", zap.Int64("count", n))
+			}
+		}
+	}
 }

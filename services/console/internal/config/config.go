@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 )
 
 // Config is everything the console reads at start.
@@ -22,9 +23,23 @@ type Config struct {
 	// signs in again.
 	SessionMaxAge time.Duration `env:"CONSOLE_SESSION_MAX_AGE" envDefault:"168h"`
 	// LoginFailuresPerMinute is how many failed sign-ins one client address
-	// may have per minute; one account gets half of it (at least 1), so a
-	// password is not guessed from many addresses either.
+	// may have a minute before its sign-ins are refused unheard until the
+	// minute ends.
 	LoginFailuresPerMinute int `env:"CONSOLE_LOGIN_FAILURES_PER_MINUTE" envDefault:"10"`
+	// LoginAccountFailuresPerMinute is the same bound on one account (one
+	// email, known or not), so a password is not guessed from many
+	// addresses either.
+	LoginAccountFailuresPerMinute int `env:"CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE" envDefault:"5"`
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (addresses or CIDR ranges); empty: the connection's peer
+	// is the client, whatever the headers say.
+	TrustedProxies string `env:"TRUSTED_PROXIES"`
+}
+
+// Proxies parses TrustedProxies (checked by Validate).
+func (c Config) Proxies() httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.TrustedProxies)
+	return p
 }
 
 // Validate checks the settings.
@@ -43,6 +58,12 @@ func (c Config) Validate() error {
 	}
 	if c.LoginFailuresPerMinute < 1 {
 		return fmt.Errorf("CONSOLE_LOGIN_FAILURES_PER_MINUTE: %d must be at least 1", c.LoginFailuresPerMinute)
+	}
+	if c.LoginAccountFailuresPerMinute < 1 {
+		return fmt.Errorf("CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE: %d must be at least 1", c.LoginAccountFailuresPerMinute)
+	}
+	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ var commands = map[string]command{
 	"kb list":           {"--workspace ID", kbList},
 	"kb delete":         {"--id DOC_ID [--workspace ID]", kbDelete},
 	"deliveries replay": {"--workspace ID --since RFC3339 [--until RFC3339] [--event KIND]", deliveriesReplay},
+	"operator create":   {"--email E [--workspace ID] --password-stdin", operatorCreate},
 	"demo":              {"", demo},
 }
 

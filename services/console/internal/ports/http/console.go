@@ -1,0 +1,259 @@
+package http
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"go.uber.org/zap"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/services/console/internal/app"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+	"github.com/parleyhq/parley/services/console/internal/domain/session"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pageNames are the templates under templates/, each drawn inside layout.
+var pageNames = []string{"login", "workspaces", "workspace", "error"}
+
+// Console serves the pages operators use in a browser.
+type Console struct {
+	app     *app.App
+	log     *zap.Logger
+	proxies httpx.Proxies
+	pages   map[string]*template.Template
+	now     func() time.Time
+}
+
+// Option changes a Console.
+type Option func(*Console)
+
+// WithProxies trusts proxies' X-Forwarded-For for the client address the
+// sign-in limits count (TRUSTED_PROXIES).
+func WithProxies(p httpx.Proxies) Option { return func(c *Console) { c.proxies = p } }
+
+// NewConsole returns the pages, their templates parsed.
+func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
+	c := &Console{app: a, log: log, pages: map[string]*template.Template{}, now: time.Now}
+	for _, opt := range opts {
+		opt(c)
+	}
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(template.FuncMap{"join": strings.Join}).
+			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse page %s: %w", name, err)
+		}
+		c.pages[name] = t
+	}
+	return c, nil
+}
+
+// Mount adds the pages to e and makes e answer its errors as pages.
+func (c *Console) Mount(e *echo.Echo) {
+	e.HTTPErrorHandler = c.errorPage
+	e.Use(securityHeaders, middleware.BodyLimit("64K"))
+
+	static, _ := fs.Sub(staticFS, "static")
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheFor(time.Hour, http.FileServerFS(static)))))
+	e.GET("/login", c.loginForm)
+	e.POST("/login", c.login)
+	e.POST("/logout", c.logout, c.signedIn)
+	e.GET("/", c.home, c.signedIn)
+	e.GET("/workspaces", c.workspaceList, c.signedIn)
+	// Every page and action of a workspace is under /workspaces/:id, held
+	// to the operator's workspace by inWorkspace.
+	ws := e.Group("/workspaces/:id", c.signedIn, c.inWorkspace)
+	ws.GET("", c.workspacePage)
+}
+
+func cacheFor(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(d.Seconds())))
+		h.ServeHTTP(w, r)
+	})
+}
+
+const (
+	ctxOperator = "console.operator"
+	ctxToken    = "console.token"
+)
+
+func operatorOf(c echo.Context) operator.Operator {
+	o, _ := c.Get(ctxOperator).(operator.Operator)
+	return o
+}
+
+func tokenOf(c echo.Context) string {
+	t, _ := c.Get(ctxToken).(string)
+	return t
+}
+
+// csrfField and csrfHeader carry the anti-forgery token: the hidden field
+// of every form, the header for scripted requests.
+const (
+	csrfField  = "csrf_token"
+	csrfHeader = "X-CSRF-Token"
+)
+
+// signedIn admits requests with a live session and slides its expiry;
+// others are sent to the sign-in page and their cookie removed. A request
+// that changes something must also carry the session's CSRF token and come
+// from the console's own origin, or it is refused (403) unheard.
+func (c *Console) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ctx echo.Context) error {
+		r := ctx.Request()
+		var token string
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			token = ck.Value
+		}
+		op, _, err := c.app.Authenticate(r.Context(), token)
+		if errors.Is(err, session.ErrNotFound) {
+			if token != "" {
+				ctx.SetCookie(expired(r, sessionCookie))
+			}
+			return ctx.Redirect(http.StatusSeeOther, "/login")
+		}
+		if err != nil {
+			return err
+		}
+		if !safeMethod(r.Method) {
+			given := r.Header.Get(csrfHeader)
+			if given == "" {
+				given = ctx.FormValue(csrfField)
+			}
+			if !session.SameToken(given, session.CSRFToken(token)) || !sameOrigin(r) {
+				return errs.New(http.StatusForbidden, codeCSRF, "this form is out of date or came from another site: go back, reload the page and try again")
+			}
+		}
+		ctx.Set(ctxOperator, op)
+		ctx.Set(ctxToken, token)
+		return next(ctx)
+	}
+}
+
+// codeCSRF is a state-changing request without the session's token or
+// from another origin.
+const codeCSRF = "csrf_refused"
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// inWorkspace refuses a workspace the operator may not see with the same
+// 404 as one that does not exist, so ids of other workspaces are never
+// confirmed.
+func (c *Console) inWorkspace(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ctx echo.Context) error {
+		if !operatorOf(ctx).Sees(ctx.Param("id")) {
+			return toHTTP(app.ErrWorkspaceNotFound)
+		}
+		return next(ctx)
+	}
+}
+
+// view is what every page's template gets.
+type view struct {
+	Title    string
+	Operator *operator.Operator
+	// CSRF is the token the page's forms carry.
+	CSRF string
+	// Workspace is the workspace the page is about, for the navigation;
+	// empty outside one.
+	Workspace string
+	// Current names the navigation entry of this page.
+	Current string
+	// Status and Message report an error in words.
+	Status  int
+	Message string
+	Page    any
+}
+
+func (c *Console) view(ctx echo.Context, title string) view {
+	v := view{Title: title}
+	if tok := tokenOf(ctx); tok != "" {
+		op := operatorOf(ctx)
+		v.Operator = &op
+		v.CSRF = session.CSRFToken(tok)
+	}
+	return v
+}
+
+// render draws page into a buffer first, so a template failure is an error
+// page and never half a page.
+func (c *Console) render(ctx echo.Context, status int, name string, v view) error {
+	var b bytes.Buffer
+	if err := c.pages[name].Execute(&b, v); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	h := ctx.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	return ctx.HTMLBlob(status, b.Bytes())
+}
+
+// errorPage answers every error as a page that says in words what
+// happened; unknown errors are logged once with the request id, which the
+// page shows.
+func (c *Console) errorPage(err error, ctx echo.Context) {
+	if ctx.Response().Committed {
+		return
+	}
+	e := errs.FromEcho(err)
+	requestID := ctx.Response().Header().Get(echo.HeaderXRequestID)
+	if _, own := errs.As(err); e.Code == errs.CodeInternal || (!own && e.Status == http.StatusServiceUnavailable) {
+		c.log.Error("request failed", zap.Error(err), zap.String("request_id", requestID),
+			zap.String("method", ctx.Request().Method), zap.String("path", ctx.Request().URL.Path))
+	}
+	for k, vs := range e.Header {
+		for _, v := range vs {
+			ctx.Response().Header().Add(k, v)
+		}
+	}
+	v := c.view(ctx, http.StatusText(e.Status))
+	v.Status = e.Status
+	v.Message = describe(e, requestID)
+	if rerr := c.render(ctx, e.Status, "error", v); rerr != nil {
+		c.log.Error("render error page", zap.Error(rerr))
+		_ = ctx.String(e.Status, v.Message)
+	}
+}
+
+// describe says in words what an error means to the operator.
+func describe(e *errs.Error, requestID string) string {
+	switch {
+	case e.Code == errs.CodeInternal:
+		return "Something went wrong on the console's side. Try again; if it keeps happening, tell your platform operator request id " + requestID + "."
+	case e.Status == http.StatusNotFound && e.Code == errs.CodeNotFound:
+		return "There is no such page."
+	case e.Status == http.StatusServiceUnavailable:
+		return "A service the console needs did not answer (" + e.Message + "). Try again in a moment."
+	}
+	return sentence(e.Message)
+}
+
+// sentence starts msg with a capital and ends it with a full stop.
+func sentence(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}

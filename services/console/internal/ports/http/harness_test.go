@@ -1,0 +1,312 @@
+package http_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ratelimit"
+	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/services/console/internal/adapters"
+	"github.com/parleyhq/parley/services/console/internal/app"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+	"github.com/parleyhq/parley/services/console/internal/domain/session"
+	httpport "github.com/parleyhq/parley/services/console/internal/ports/http"
+	"github.com/parleyhq/parley/services/console/migrations"
+)
+
+// testParams keep argon2id cheap under -race; the domain's tests hold the
+// real parameters to their round trip.
+var testParams = operator.Params{Memory: 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+// password is every test operator's password.
+const password = "correct horse battery staple"
+
+type settings struct {
+	idleTTL, maxAge     time.Duration
+	perAddress, perAcct int
+	proxies             string
+	withoutGateway      bool
+}
+
+func defaults() settings {
+	return settings{idleTTL: time.Hour, maxAge: 24 * time.Hour, perAddress: 10, perAcct: 5}
+}
+
+// harness is the console wired as main wires it, on the test's own slice of
+// PostgreSQL, Redis and NATS: the pages behind httptest, the admin API on
+// the rpc "admin" endpoint, and a fake of the gateway's admin workspace
+// routes answering from a table.
+type harness struct {
+	env     *testenv.Env
+	url     string
+	gdb     *gorm.DB
+	app     *app.App
+	admin   *adminclient.Client
+	gateway *fakeGateway
+	routes  []*echo.Route
+}
+
+func newHarness(t *testing.T, s settings) *harness {
+	t.Helper()
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	log := env.Logger(t)
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
+	rdb := env.Redis(t)
+	nc := env.NATS(t)
+
+	gw := &fakeGateway{workspaces: map[string]adminclient.Workspace{}, refusals: map[string]*errs.Error{}}
+	if !s.withoutGateway {
+		gw.serve(t, env)
+	}
+	hasher, err := operator.NewHasher(testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	a := app.New(app.Deps{
+		Operators:  adapters.NewOperatorStore(gdb),
+		Sessions:   adapters.NewSessionStore(gdb),
+		Workspaces: adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
+		Hasher:     hasher,
+		Policy:     session.Policy{IdleTTL: s.idleTTL, MaxAge: s.maxAge},
+		NewID:      uuid.NewString,
+	})
+	proxies, err := httpx.ParseProxies(s.proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := httpx.NewEcho(log)
+	pages, err := httpport.NewConsole(a, log, httpport.WithProxies(proxies))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages.Mount(public)
+	srv := httptest.NewServer(public)
+	t.Cleanup(srv.Close)
+
+	adminEcho := httpx.NewEcho(log)
+	httpport.NewAdmin(a).Mount(adminEcho)
+	rs, err := rpc.NewServer(nc, env.RPCPrefix, rpc.ServiceConsole, "0.0.1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Stop() })
+	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, routes: public.Routes(),
+		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
+}
+
+// fakeGateway answers the gateway's admin workspace routes the console
+// reads, in the gateway's JSON.
+type fakeGateway struct {
+	mu         sync.Mutex
+	workspaces map[string]adminclient.Workspace
+	// refusals answer a workspace id with an error instead.
+	refusals map[string]*errs.Error
+}
+
+func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	e := httpx.NewEcho(env.Logger(t))
+	e.GET("/admin/workspaces/:id", func(c echo.Context) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if e, ok := g.refusals[c.Param("id")]; ok {
+			return e
+		}
+		w, ok := g.workspaces[c.Param("id")]
+		if !ok {
+			return errs.NotFound("workspace_not_found", "workspace not found")
+		}
+		return c.JSON(http.StatusOK, map[string]any{"workspace": w})
+	})
+	e.GET("/admin/workspaces", func(c echo.Context) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		out := []adminclient.Workspace{}
+		for _, w := range g.workspaces {
+			out = append(out, w)
+		}
+		return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
+	})
+	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceGateway, "0.0.1", env.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Stop() })
+	if err := rs.Handle(rpc.EndpointAdmin, e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workspace adds a workspace to the fake gateway and returns its id.
+func (h *harness) workspace(name string) string {
+	id := uuid.NewString()
+	h.gateway.mu.Lock()
+	defer h.gateway.mu.Unlock()
+	w := adminclient.Workspace{ID: id, Name: name, Slug: strings.ToLower(name), CreatedAt: "2026-11-24T04:00:00Z",
+		Plan:      adminclient.Plan{Name: "api", Modules: []string{"developer_api", "flows"}, AIUsed: 250, AILimit: 1000},
+		RateLimit: adminclient.RateLimit{PerMinute: 120}, Features: []string{"flows_api"}}
+	h.gateway.workspaces[id] = w
+	return id
+}
+
+// operator creates an operator with the test password; workspaceID empty
+// for a platform operator.
+func (h *harness) operator(t *testing.T, email, workspaceID string) {
+	t.Helper()
+	if _, err := h.app.CreateOperator(context.Background(), app.NewOperator{Email: email, Password: password, WorkspaceID: workspaceID}); err != nil {
+		t.Fatalf("create operator %s: %v", email, err)
+	}
+}
+
+// browser is one browser: its own cookies, redirects not followed, and
+// the console's own Origin on every post unless told otherwise.
+type browser struct {
+	t      *testing.T
+	h      *harness
+	client *http.Client
+	// forwardedFor, when set, is sent as X-Forwarded-For (a trusted proxy's
+	// client).
+	forwardedFor string
+}
+
+func (h *harness) browser(t *testing.T) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, h: h, client: &http.Client{
+		Jar:           jar,
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (r response) location() string { return r.header.Get("Location") }
+
+// setCookie returns the Set-Cookie of name in r, nil when there is none.
+func (r response) setCookie(name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// do sends one request; headers nil means the defaults (a post carries
+// the console's Origin).
+func (b *browser) do(method, path string, form url.Values, headers map[string]string) response {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.h.url+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if headers == nil && method != http.MethodGet {
+		headers = map[string]string{"Origin": b.h.url}
+	}
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if b.forwardedFor != "" {
+		req.Header.Set("X-Forwarded-For", b.forwardedFor)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+}
+
+func (b *browser) get(path string) response { return b.do(http.MethodGet, path, nil, nil) }
+
+var csrfInput = regexp.MustCompile(`name="csrf_token" value="([^"]*)"`)
+
+// csrf is the token in a page's forms.
+func csrf(t *testing.T, page response) string {
+	t.Helper()
+	m := csrfInput.FindStringSubmatch(page.body)
+	if m == nil || m[1] == "" {
+		t.Fatalf("no csrf_token in the page (%d): %s", page.status, page.body)
+	}
+	return m[1]
+}
+
+// signIn fills in and posts the sign-in form.
+func (b *browser) signIn(email, pw string) response {
+	b.t.Helper()
+	form := b.get("/login")
+	if form.status != http.StatusOK {
+		b.t.Fatalf("GET /login = %d", form.status)
+	}
+	return b.do(http.MethodPost, "/login", url.Values{"email": {email}, "password": {pw}, "csrf_token": {csrf(b.t, form)}}, nil)
+}
+
+// mustSignIn signs in and fails the test unless it succeeded.
+func (b *browser) mustSignIn(email string) {
+	b.t.Helper()
+	if r := b.signIn(email, password); r.status != http.StatusSeeOther || r.location() != "/" {
+		b.t.Fatalf("sign in %s = %d %q: %s", email, r.status, r.location(), r.body)
+	}
+}
+
+// sessionToken is the session cookie the browser holds.
+func (b *browser) sessionToken() string {
+	u, _ := url.Parse(b.h.url)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == "parley_console_session" {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// pageCSRF is the token of the forms on a signed-in page.
+func (b *browser) pageCSRF(path string) string {
+	b.t.Helper()
+	return csrf(b.t, b.get(path))
+}

@@ -1,0 +1,241 @@
+package http_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
+
+// TestSignInAndOut: the form, a sign-in that lands on the operator's
+// workspace, the page's security headers, and a sign-out that ends the
+// session on the server, not only in the browser.
+func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	ws := h.workspace("Acme")
+	h.operator(t, "ann@example.com", ws)
+	b := h.browser(t)
+
+	form := b.get("/login")
+	if form.status != http.StatusOK || !strings.Contains(form.body, `<label for="email">Email</label>`) || !strings.Contains(form.body, `<label for="password">Password</label>`) {
+		t.Fatalf("GET /login = %d: %s", form.status, form.body)
+	}
+	for header, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "same-origin",
+		"Cache-Control":           "no-store",
+	} {
+		if got := form.header.Get(header); got != want {
+			t.Errorf("%s = %q, want %q", header, got, want)
+		}
+	}
+
+	// Email in another case: one operator whatever the case.
+	in := b.signIn("Ann@Example.COM", password)
+	if in.status != http.StatusSeeOther || in.location() != "/" {
+		t.Fatalf("sign in = %d %q: %s", in.status, in.location(), in.body)
+	}
+	if home := b.get("/"); home.status != http.StatusSeeOther || home.location() != "/workspaces/"+ws {
+		t.Fatalf("GET / = %d %q", home.status, home.location())
+	}
+	page := b.get("/workspaces/" + ws)
+	if page.status != http.StatusOK {
+		t.Fatalf("workspace page = %d: %s", page.status, page.body)
+	}
+	for _, want := range []string{"<h1>Acme</h1>", "developer_api", "flows", "250</span> of 1000 used (25%)", "120</span> API requests a minute", "flows_api", "ann@example.com", `aria-current="page"`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("workspace page lacks %q", want)
+		}
+	}
+	if strings.Contains(page.body, `href="/workspaces"`) {
+		t.Error("a workspace operator's page links the list of every workspace")
+	}
+
+	token := b.sessionToken()
+	out := b.do(http.MethodPost, "/logout", url.Values{"csrf_token": {csrf(t, page)}}, nil)
+	if out.status != http.StatusSeeOther || out.location() != "/login" {
+		t.Fatalf("logout = %d %q: %s", out.status, out.location(), out.body)
+	}
+	if c := out.setCookie("parley_console_session"); c == nil || c.MaxAge >= 0 {
+		t.Fatalf("logout's session cookie = %v, want it removed", c)
+	}
+	if again := b.get("/workspaces/" + ws); again.status != http.StatusSeeOther || again.location() != "/login" {
+		t.Fatalf("after logout = %d %q", again.status, again.location())
+	}
+	// The token replayed by hand opens nothing: the session is gone.
+	if _, _, err := h.app.Authenticate(context.Background(), token); err == nil {
+		t.Fatal("the signed-out token still authenticates")
+	}
+	var n int64
+	h.gdb.Table("console.sessions").Count(&n)
+	if n != 0 {
+		t.Fatalf("%d sessions left after logout", n)
+	}
+}
+
+// TestSignInFailure: a wrong password and an unknown email get the same
+// words and status, and no session.
+func TestSignInFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", "")
+	b := h.browser(t)
+	var bodies []string
+	for _, tt := range []struct{ email, pw string }{
+		{"ann@example.com", "wrong password entirely"},
+		{"nobody@example.com", password},
+		{"", ""},
+		{"ann@example.com", strings.Repeat("x", 5000)},
+	} {
+		r := b.signIn(tt.email, tt.pw)
+		if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "The email or the password is wrong.") {
+			t.Fatalf("sign in %q = %d: %s", tt.email, r.status, r.body)
+		}
+		if r.setCookie("parley_console_session") != nil || b.sessionToken() != "" {
+			t.Fatal("a failed sign-in set a session cookie")
+		}
+		bodies = append(bodies, r.body)
+	}
+	if !strings.Contains(bodies[0], `value="ann@example.com"`) {
+		t.Error("the form does not keep the email typed")
+	}
+	if strings.Contains(bodies[0], "wrong password entirely") {
+		t.Error("the form shows the password back")
+	}
+}
+
+// TestSignInLimitPerAddress: an address with as many failures as its
+// limit is refused with Retry-After and a page that says when to retry,
+// even with the right password; another address is not.
+func TestSignInLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	s := defaults()
+	s.perAddress, s.perAcct, s.proxies = 3, 100, "127.0.0.1"
+	h := newHarness(t, s)
+	h.operator(t, "ann@example.com", "")
+	attacker := h.browser(t)
+	attacker.forwardedFor = "198.51.100.7"
+	for i := range 3 {
+		// Different accounts, so only the address's count can refuse.
+		if r := attacker.signIn("guess"+strconv.Itoa(i)+"@example.com", "wrong password"); r.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d = %d", i, r.status)
+		}
+	}
+	r := attacker.signIn("ann@example.com", password)
+	assertLimited(t, r)
+	if attacker.sessionToken() != "" {
+		t.Fatal("a refused address was signed in")
+	}
+	other := h.browser(t)
+	other.forwardedFor = "203.0.113.9"
+	other.mustSignIn("ann@example.com")
+}
+
+// TestSignInLimitPerAccount: an account with as many failures as its
+// limit, from any addresses, is refused from every address, even with the
+// right password; another account is not.
+func TestSignInLimitPerAccount(t *testing.T) {
+	t.Parallel()
+	s := defaults()
+	s.perAddress, s.perAcct, s.proxies = 100, 2, "127.0.0.1"
+	h := newHarness(t, s)
+	h.operator(t, "ann@example.com", "")
+	h.operator(t, "bo@example.com", "")
+	for i, addr := range []string{"198.51.100.1", "198.51.100.2"} {
+		b := h.browser(t)
+		b.forwardedFor = addr
+		if r := b.signIn("ANN@example.com", "wrong password"); r.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d = %d", i, r.status)
+		}
+	}
+	fresh := h.browser(t)
+	fresh.forwardedFor = "203.0.113.50"
+	assertLimited(t, fresh.signIn("ann@example.com", password))
+	fresh.mustSignIn("bo@example.com")
+}
+
+func assertLimited(t *testing.T, r response) {
+	t.Helper()
+	if r.status != http.StatusTooManyRequests {
+		t.Fatalf("sign-in at the limit = %d: %s", r.status, r.body)
+	}
+	secs, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || secs < 1 || secs > 60 {
+		t.Fatalf("Retry-After = %q", r.header.Get("Retry-After"))
+	}
+	if !strings.Contains(r.body, "Try again in "+strconv.Itoa(secs)+" seconds") {
+		t.Fatalf("the page does not say when to retry: %s", r.body)
+	}
+	if r.setCookie("parley_console_session") != nil {
+		t.Fatal("a refused sign-in set a session cookie")
+	}
+}
+
+// TestSessionExpiry: an idle session past its TTL is refused, its cookie
+// removed and its row deleted.
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	s := defaults()
+	s.idleTTL, s.maxAge = 500*time.Millisecond, time.Hour
+	h := newHarness(t, s)
+	ws := h.workspace("Acme")
+	h.operator(t, "ann@example.com", ws)
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	token := b.sessionToken()
+	// Waiting for the session to expire without touching it (a request
+	// would slide it): the store says when it is past its expiry.
+	wait.Until(t, 10*time.Second, "the session expires", func() bool {
+		var n int64
+		h.gdb.Table("console.sessions").Where("expires_at <= now()").Count(&n)
+		return n == 1
+	})
+	r := b.get("/workspaces/" + ws)
+	if r.status != http.StatusSeeOther || r.location() != "/login" {
+		t.Fatalf("an expired session = %d %q", r.status, r.location())
+	}
+	if c := r.setCookie("parley_console_session"); c == nil || c.MaxAge >= 0 {
+		t.Fatalf("cookie of an expired session = %v, want it removed", c)
+	}
+	var n int64
+	h.gdb.Table("console.sessions").Count(&n)
+	if n != 0 {
+		t.Fatalf("%d sessions left, want the expired one pruned", n)
+	}
+	if _, _, err := h.app.Authenticate(context.Background(), token); err == nil {
+		t.Fatal("the expired token authenticates")
+	}
+}
+
+// TestPruneSessions: the pruner deletes expired sessions and keeps live
+// ones.
+func TestPruneSessions(t *testing.T) {
+	t.Parallel()
+	s := defaults()
+	s.idleTTL, s.maxAge = 300*time.Millisecond, time.Hour
+	h := newHarness(t, s)
+	h.operator(t, "ann@example.com", "")
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	wait.Until(t, 10*time.Second, "the session expires", func() bool {
+		var n int64
+		h.gdb.Table("console.sessions").Where("expires_at <= now()").Count(&n)
+		return n == 1
+	})
+	live := h.browser(t)
+	live.mustSignIn("ann@example.com")
+	n, err := h.app.PruneSessions(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	if r := live.get("/"); r.status != http.StatusSeeOther || r.location() != "/workspaces" {
+		t.Fatalf("the live session after pruning = %d %q", r.status, r.location())
+	}
+}
