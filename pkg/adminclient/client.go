@@ -13,8 +13,6 @@ package adminclient
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -23,10 +21,14 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 )
 
-// Caller sends one request to a service endpoint and decodes a 2xx JSON
-// answer into out (nil to ignore it); any other answer is an *errs.Error.
-// *rpc.Client implements it; tests give a fake.
+// Caller calls a service endpoint; *rpc.Client implements it, tests give
+// a fake. CallJSON sends in as JSON (nil for no body); CallRaw sends a
+// request the caller built, for a body that must go byte for byte (a flow
+// document) or a request that carries more than a workspace (its
+// features). Both decode a 2xx answer into out (nil to ignore it) and
+// return any other answer as an *errs.Error.
 type Caller interface {
+	CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error
 	CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error
 }
 
@@ -49,52 +51,28 @@ type Client struct {
 // production).
 func New(call Caller) *Client { return &Client{call: call} }
 
-// request is one call to a service endpoint.
-type request struct {
-	service  string
-	endpoint string
-	// workspaceID and features say whom an API endpoint answers, as the
-	// gateway would have authenticated them; admin endpoints take none.
-	workspaceID string
-	features    []string
-	method      string
-	path        string
-	query       url.Values
-	// body is encoded as JSON unless it is nil; raw goes as is.
-	body any
-	raw  []byte
-}
-
-// do sends r and decodes a 2xx answer into out.
-func (c *Client) do(ctx context.Context, r request, out any) error {
-	req := &rpcv1.Request{
-		WorkspaceId: r.workspaceID,
-		Features:    r.features,
-		Method:      r.method,
-		Path:        r.path,
-		Body:        r.raw,
-	}
-	if len(r.query) > 0 {
-		req.RawQuery = r.query.Encode()
-	}
-	if r.body != nil {
-		body, err := json.Marshal(r.body)
-		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-		req.Body = body
-	}
-	return c.call.CallRaw(ctx, r.service, r.endpoint, req, out)
-}
-
-// admin calls a service's admin endpoint.
+// admin calls a service's admin endpoint; body nil sends none.
 func (c *Client) admin(ctx context.Context, service, method, path string, body, out any) error {
-	return c.do(ctx, request{service: service, endpoint: rpc.EndpointAdmin, method: method, path: path, body: body}, out)
+	return c.call.CallJSON(ctx, service, rpc.EndpointAdmin, "", method, path, body, out)
 }
 
 // get is admin for a GET with a query.
 func (c *Client) get(ctx context.Context, service, path string, query url.Values, out any) error {
-	return c.do(ctx, request{service: service, endpoint: rpc.EndpointAdmin, method: http.MethodGet, path: path, query: query}, out)
+	return c.admin(ctx, service, http.MethodGet, withQuery(path, query), nil, out)
+}
+
+// asWorkspace calls a service's API endpoint as the workspace, as the
+// gateway forwards a request it authenticated.
+func (c *Client) asWorkspace(ctx context.Context, service, workspaceID, method, path string, body, out any) error {
+	return c.call.CallJSON(ctx, service, rpc.EndpointAPI, workspaceID, method, path, body, out)
+}
+
+// withQuery appends query to path, when there is one.
+func withQuery(path string, query url.Values) string {
+	if len(query) == 0 {
+		return path
+	}
+	return path + "?" + query.Encode()
 }
 
 // segment escapes an id for a path.

@@ -76,7 +76,7 @@ func TestWorkspaceCalls(t *testing.T) {
 		t.Errorf("feature body = %v", body)
 	}
 	// Every admin call went to the admin endpoint, as no workspace.
-	for _, r := range s.requests {
+	for _, r := range s.all() {
 		if r.service != "gateway" || r.endpoint != "admin" || r.workspaceID != "" {
 			t.Errorf("request %+v", r)
 		}

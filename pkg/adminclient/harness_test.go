@@ -39,14 +39,22 @@ type services struct {
 	mu       sync.Mutex
 	answers  map[string]answer
 	requests []received
+	// queued answers a route from a list, one each call, before answers.
+	queued map[string][]answer
 }
 
 // newClient starts the fake services under a prefix of the test's own and
 // returns a client of them.
 func newClient(t *testing.T, answers map[string]answer) (*adminclient.Client, *services) {
 	t.Helper()
+	return newClientQueued(t, answers, nil)
+}
+
+// newClientQueued is newClient with routes answered from lists.
+func newClientQueued(t *testing.T, answers map[string]answer, queued map[string][]answer) (*adminclient.Client, *services) {
+	t.Helper()
 	env := testenv.New(t)
-	s := &services{answers: answers}
+	s := &services{answers: answers, queued: queued}
 	for _, service := range []string{rpc.ServiceGateway, rpc.ServiceMessaging, rpc.ServiceDispatcher, rpc.ServiceFlowRunner} {
 		srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, service, "1.0.0", env.Logger(t))
 		if err != nil {
@@ -71,7 +79,11 @@ func (s *services) handler(service, endpoint string) http.Handler {
 			body: body, contentType: r.Header.Get("Content-Type"),
 			workspaceID: rpc.WorkspaceID(r.Context()), flowsAPI: rpc.HasFeature(r.Context(), adminclient.FeatureFlowsAPI),
 		})
-		a, ok := s.answers[service+" "+r.Method+" "+r.URL.Path]
+		route := service + " " + r.Method + " " + r.URL.Path
+		a, ok := s.answers[route]
+		if list := s.queued[route]; len(list) > 0 {
+			a, ok, s.queued[route] = list[0], true, list[1:]
+		}
 		s.mu.Unlock()
 		if !ok {
 			a = answer{http.StatusNotFound, `{"code":"not_found","message":"no such route"}`}
@@ -91,6 +103,13 @@ func (s *services) last(t *testing.T) received {
 		t.Fatal("no request reached the services")
 	}
 	return s.requests[len(s.requests)-1]
+}
+
+// all returns every request received, in order.
+func (s *services) all() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.requests...)
 }
 
 // bodyOf decodes a request body into a map, nil for none.
