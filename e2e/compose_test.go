@@ -28,7 +28,7 @@ func TestComposeFileIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	for _, name := range []string{"postgres", "redis", "nats", "gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
+	for _, name := range []string{"postgres", "redis", "nats", "gateway", "messaging", "webhook-dispatcher", "flow-runner", "console"} {
 		svc, ok := project.Services[name]
 		if !ok {
 			// Profiled services are dropped unless enabled; the core ones never are.
@@ -68,6 +68,20 @@ func TestComposeFileIsValid(t *testing.T) {
 			if p.HostIP != "127.0.0.1" {
 				t.Errorf("%s publishes port %d on %q, want 127.0.0.1 only", name, p.Target, p.HostIP)
 			}
+		}
+	}
+	// parleyctl (the tools profile) creates console operators through the
+	// console's rpc endpoint, so it waits for every service the suite runs.
+	parleyctl, err := project.GetDisabledService("parleyctl")
+	if err != nil {
+		t.Fatalf("parleyctl: %v", err)
+	}
+	for name, svc := range project.Services {
+		if svc.Build == nil {
+			continue
+		}
+		if dep, ok := parleyctl.DependsOn[name]; !ok || dep.Condition != "service_healthy" {
+			t.Errorf("parleyctl does not wait for %s to be healthy", name)
 		}
 	}
 	nats := project.Services["nats"]

@@ -54,14 +54,19 @@ type k8sService struct {
 	// rpcBound is how long the rpc server's stop may wait for a request
 	// in flight that the manifests must let finish.
 	rpcBound time.Duration
+	// localNodePort is where the local overlay publishes a service people
+	// reach from outside the cluster (the API, platform ingress, the
+	// console) on every node; 0 for one that stays inside it.
+	localNodePort int32
 }
 
 var k8sServices = []k8sService{
-	{name: "gateway", port: 8080, addrVar: "GATEWAY_ADDR", rpcBound: rpc.StopGrace},
-	{name: "messaging", port: 8081, addrVar: "MESSAGING_ADDR", rpcBound: rpc.StopGrace},
+	{name: "gateway", port: 8080, addrVar: "GATEWAY_ADDR", rpcBound: rpc.StopGrace, localNodePort: 30080},
+	{name: "messaging", port: 8081, addrVar: "MESSAGING_ADDR", rpcBound: rpc.StopGrace, localNodePort: 30081},
 	{name: "webhook-dispatcher", port: 8082, addrVar: "DISPATCHER_ADDR", rpcBound: rpc.StopGrace},
 	// A synchronous run may take the whole LongHandlerTimeout.
 	{name: "flow-runner", port: 8083, addrVar: "FLOW_RUNNER_ADDR", rpcBound: rpc.LongHandlerTimeout},
+	{name: "console", port: 8084, addrVar: "CONSOLE_ADDR", rpcBound: rpc.StopGrace, localNodePort: 30084},
 }
 
 // The shutdown steps (pkg/service App) a service's wiring registers, read
@@ -223,6 +228,13 @@ func TestK8sBase(t *testing.T) {
 			t.Errorf("%s runs %d pods at the least, want 2 or more", s.name, r.minReplicas(*d))
 		}
 	}
+	// How a service is reached from outside depends on the cluster: the
+	// base leaves every one inside it, and an overlay exposes them.
+	for _, s := range r.services {
+		if s.Spec.Type != "" && s.Spec.Type != corev1.ServiceTypeClusterIP {
+			t.Errorf("base Service %s is %s, want ClusterIP (exposing it is an overlay's)", s.Name, s.Spec.Type)
+		}
+	}
 	for _, name := range []string{"webhook-dispatcher", "flow-runner"} {
 		if r.hpaFor(name) == nil {
 			t.Errorf("no HorizontalPodAutoscaler for %s", name)
@@ -254,6 +266,7 @@ func TestK8sLocalOverlay(t *testing.T) {
 		if img := d.Spec.Template.Spec.Containers[0].Image; img != "parley-"+s.name+":local" {
 			t.Errorf("local %s image = %q, want parley-%s:local", s.name, img, s.name)
 		}
+		checkLocalNodePort(t, r, s)
 	}
 	if len(r.hpas) != 0 {
 		t.Errorf("local overlay keeps %d autoscalers, want none", len(r.hpas))
@@ -367,7 +380,7 @@ func generatedName(t *testing.T, names []string, base string) string {
 	return ""
 }
 
-// checkK8sRendering holds what every rendering must: the four services
+// checkK8sRendering holds what every rendering must: the five services
 // each as a Deployment and a Service that fit together, with probes,
 // resources, a grace period that covers their shutdown, a hardened security
 // context, settings that exist and that they read, and NATS credentials
@@ -767,6 +780,30 @@ func checkPDBs(t *testing.T, r rendered) {
 			t.Errorf("Deployment %s runs one pod under a PodDisruptionBudget, which would only block draining its node", d.Name)
 		}
 	}
+}
+
+// checkLocalNodePort: in the local overlay, a service people reach from
+// outside is a NodePort Service on s.localNodePort, forwarding to its http
+// port; the others stay ClusterIP.
+func checkLocalNodePort(t *testing.T, r rendered, s k8sService) {
+	t.Helper()
+	for _, svc := range r.services {
+		if svc.Name != s.name {
+			continue
+		}
+		if s.localNodePort == 0 {
+			if svc.Spec.Type != "" && svc.Spec.Type != corev1.ServiceTypeClusterIP {
+				t.Errorf("local Service %s is %s, want ClusterIP: it serves the cluster only", svc.Name, svc.Spec.Type)
+			}
+			return
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || len(svc.Spec.Ports) != 1 ||
+			svc.Spec.Ports[0].NodePort != s.localNodePort || svc.Spec.Ports[0].Port != s.port {
+			t.Errorf("local Service %s: type %s, ports %+v; want NodePort %d to port %d", svc.Name, svc.Spec.Type, svc.Spec.Ports, s.localNodePort, s.port)
+		}
+		return
+	}
+	// A missing Service is checkServices' to report.
 }
 
 // checkParleyctlOverrides: the pod overrides `kubectl run` is given for
