@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 # Every module of go.work; `go test ./...` at the root does not cross modules.
 MODULES  := $(shell go list -m -f '{{.Dir}}' 2>/dev/null)
-SERVICES := gateway messaging webhook-dispatcher flow-runner
+SERVICES := gateway messaging webhook-dispatcher flow-runner console
 BIN      := $(CURDIR)/bin
 TOOLS    := $(BIN)/tools
 
@@ -18,7 +18,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout 15m
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: build ## bring the whole suite up on this machine with a demo workspace, on 127.0.0.1 (Ctrl-C stops it)
+run: build ## bring the whole suite up on this machine with a demo workspace and console login, on 127.0.0.1 (Ctrl-C stops it)
 	@# exec: run.sh is make's own child, so the SIGTERM make hands on reaches it.
 	@exec scripts/run.sh
 
