@@ -167,7 +167,7 @@ type Replay struct {
 const maxReplayCalls = 10_000
 
 // ErrReplayUnfinished is a replay still queueing after maxReplayCalls.
-var ErrReplayUnfinished = errors.New("replay still queueing")
+var ErrReplayUnfinished = errors.New("still queueing")
 
 // Replay queues the selected events for delivery again, continuing with the
 // dispatcher's cursor until all are queued, and returns the replay with

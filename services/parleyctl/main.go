@@ -1,7 +1,8 @@
 // Command parleyctl is the operator CLI (ARCHITECTURE.md §7): it creates
 // workspaces, API keys and channels, publishes and deactivates flows,
 // re-saves webhooks, replays webhook deliveries and seeds the demo
-// workspace by calling the services' admin endpoints over NATS.
+// workspace by calling the services' admin endpoints over NATS, through
+// pkg/adminclient.
 package main
 
 import (

@@ -1,7 +1,8 @@
 // Package cli implements parleyctl's commands (ARCHITECTURE.md §7). Each
-// command is a thin client of a service's "admin" endpoint over NATS: the
-// service that owns the data validates and stores it. Results are JSON on
-// stdout; failures are one line on stderr and a non-zero exit.
+// command is a thin client of a service's "admin" endpoint over NATS,
+// called through pkg/adminclient: the service that owns the data validates
+// and stores it. Results are JSON on stdout; failures are one line on
+// stderr and a non-zero exit.
 package cli
 
 import (
@@ -14,17 +15,13 @@ import (
 	"sort"
 	"strings"
 
-	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/services/parleyctl/internal/config"
 )
 
-// Caller calls a service endpoint with JSON; *rpc.Client implements it.
-// CallRaw sends a request the CLI built, for a body that must go byte for
-// byte (a flow document) or a request that carries more than a workspace.
-type Caller interface {
-	CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error
-	CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error
-}
+// Caller calls a service endpoint; *rpc.Client implements it. Every call
+// goes through pkg/adminclient, the one client of the operators' calls.
+type Caller = adminclient.Caller
 
 // UsageError is a mistake in the command line; main exits 2 for it.
 type UsageError struct{ msg string }
@@ -40,14 +37,16 @@ func usagef(format string, args ...any) error {
 
 // CLI runs commands against the services.
 type CLI struct {
-	cfg    config.Config
-	call   Caller
+	cfg  config.Config
+	call Caller
+	// api is the commands' client of the services, over call.
+	api    *adminclient.Client
 	stdout io.Writer
 }
 
 // New returns a CLI writing results to stdout.
 func New(cfg config.Config, call Caller, stdout io.Writer) *CLI {
-	return &CLI{cfg: cfg, call: call, stdout: stdout}
+	return &CLI{cfg: cfg, call: call, api: adminclient.New(call), stdout: stdout}
 }
 
 type command struct {
@@ -154,6 +153,21 @@ func (c *CLI) print(v any) error {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printAnswer prints a service's answer as parleyctl always has: the JSON
+// object the service sent, its keys sorted, rather than in the order of
+// the struct adminclient decoded it into.
+func (c *CLI) printAnswer(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var answer any
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return err
+	}
+	return c.print(answer)
 }
 
 // flags is a flag set that reports mistakes as usage errors and checks

@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 
-	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/adminclient"
 )
 
-// workspace is the gateway's admin view of a workspace (only what the CLI
-// itself reads; everything else is printed as received).
+// workspace is what demo prints of the demo workspace.
 type workspace struct {
 	ID   string `json:"id"`
 	Slug string `json:"slug"`
@@ -20,47 +17,52 @@ func workspaceCreate(ctx context.Context, c *CLI, args []string) error {
 	name := f.String("name", "", "workspace name")
 	slug := f.String("slug", "", "URL-safe short name")
 	modules := f.String("modules", "developer_api", "comma-separated plan modules")
-	aiLimit := f.Int("ai-limit", 0, "AI replies allowed by the plan")
+	aiLimit := f.Int64("ai-limit", 0, "AI replies allowed by the plan")
 	rate := f.Int("rate-per-minute", 0, "API requests per minute")
 	if err := f.parse(args, "name"); err != nil {
 		return err
 	}
-	body := map[string]any{"name": *name, "modules": splitList(*modules)}
-	if *slug != "" {
-		body["slug"] = *slug
-	}
+	nw := adminclient.NewWorkspace{Name: *name, Slug: *slug, Modules: splitList(*modules)}
 	if f.set("ai-limit") {
-		body["ai_limit"] = *aiLimit
+		nw.AILimit = aiLimit
 	}
 	if f.set("rate-per-minute") {
-		body["rate_per_minute"] = *rate
+		nw.RatePerMinute = rate
 	}
-	return c.admin(ctx, rpc.ServiceGateway, http.MethodPost, "/admin/workspaces", body)
+	w, err := c.api.CreateWorkspace(ctx, nw)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"workspace": w})
 }
 
 func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("workspace update")
 	id := f.String("workspace", "", "workspace id")
 	modules := f.String("modules", "", "comma-separated plan modules")
-	aiLimit := f.Int("ai-limit", 0, "AI replies allowed by the plan")
+	aiLimit := f.Int64("ai-limit", 0, "AI replies allowed by the plan")
 	rate := f.Int("rate-per-minute", 0, "API requests per minute")
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	body := map[string]any{}
+	var ch adminclient.WorkspaceChanges
 	if f.set("modules") {
-		body["modules"] = splitList(*modules)
+		ch.Modules = splitList(*modules)
 	}
 	if f.set("ai-limit") {
-		body["ai_limit"] = *aiLimit
+		ch.AILimit = aiLimit
 	}
 	if f.set("rate-per-minute") {
-		body["rate_per_minute"] = *rate
+		ch.RatePerMinute = rate
 	}
-	if len(body) == 0 {
+	if ch.Modules == nil && ch.AILimit == nil && ch.RatePerMinute == nil {
 		return usagef("workspace update: nothing to change; give --modules, --ai-limit or --rate-per-minute")
 	}
-	return c.admin(ctx, rpc.ServiceGateway, http.MethodPatch, "/admin/workspaces/"+url.PathEscape(*id), body)
+	w, err := c.api.UpdateWorkspace(ctx, *id, ch)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"workspace": w})
 }
 
 func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
@@ -75,8 +77,11 @@ func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
 	if *on == *off {
 		return usagef("workspace feature: give exactly one of --on and --off")
 	}
-	path := "/admin/workspaces/" + url.PathEscape(*id) + "/features/" + url.PathEscape(*feature)
-	return c.admin(ctx, rpc.ServiceGateway, http.MethodPut, path, map[string]bool{"on": *on})
+	w, err := c.api.SetFeature(ctx, *id, *feature, *on)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"workspace": w})
 }
 
 func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
@@ -86,8 +91,11 @@ func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	path := "/admin/workspaces/" + url.PathEscape(*id) + "/api-keys"
-	return c.admin(ctx, rpc.ServiceGateway, http.MethodPost, path, map[string]string{"name": *name})
+	k, err := c.api.CreateAPIKey(ctx, *id, adminclient.NewAPIKey{Name: *name})
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(k)
 }
 
 func apikeyRevoke(ctx context.Context, c *CLI, args []string) error {
@@ -96,7 +104,11 @@ func apikeyRevoke(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
-	return c.admin(ctx, rpc.ServiceGateway, http.MethodDelete, "/admin/api-keys/"+url.PathEscape(*id), nil)
+	k, err := c.api.RevokeAPIKey(ctx, *id)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(k)
 }
 
 func channelCreate(ctx context.Context, c *CLI, args []string) error {
@@ -111,11 +123,14 @@ func channelCreate(ctx context.Context, c *CLI, args []string) error {
 	}
 	// The channel belongs to a workspace the gateway owns: check it exists
 	// so a typo fails here instead of creating an orphan channel.
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodGet, "/admin/workspaces/"+url.PathEscape(*wsID), nil, nil); err != nil {
+	if _, err := c.api.GetWorkspace(ctx, *wsID); err != nil {
 		return err
 	}
-	body := map[string]string{"workspace_id": *wsID, "kind": *kind, "external_id": *externalID, "token": *token, "secret": *secret}
-	return c.admin(ctx, rpc.ServiceMessaging, http.MethodPost, "/admin/channels", body)
+	ch, err := c.api.CreateChannel(ctx, adminclient.NewChannel{WorkspaceID: *wsID, Kind: *kind, ExternalID: *externalID, Token: *token, Secret: *secret})
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"channel": ch})
 }
 
 func channelSetMode(ctx context.Context, c *CLI, args []string) error {
@@ -125,7 +140,11 @@ func channelSetMode(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "channel", "mode"); err != nil {
 		return err
 	}
-	return c.admin(ctx, rpc.ServiceMessaging, http.MethodPatch, "/admin/channels/"+url.PathEscape(*id), map[string]string{"ai_mode": *mode})
+	ch, err := c.api.SetChannelAIMode(ctx, *id, *mode)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"channel": ch})
 }
 
 func webhookResave(ctx context.Context, c *CLI, args []string) error {
@@ -134,14 +153,9 @@ func webhookResave(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	return c.admin(ctx, rpc.ServiceDispatcher, http.MethodPost, "/admin/webhooks/"+url.PathEscape(*wsID)+"/resave", nil)
-}
-
-// admin calls a service's admin endpoint and prints its answer as it came.
-func (c *CLI) admin(ctx context.Context, service, method, path string, body any) error {
-	var out map[string]any
-	if err := c.call.CallJSON(ctx, service, rpc.EndpointAdmin, "", method, path, body, &out); err != nil {
+	saved, err := c.api.ResaveWebhook(ctx, *wsID)
+	if err != nil {
 		return err
 	}
-	return c.print(out)
+	return c.printAnswer(saved)
 }

@@ -8,11 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 
-	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
-	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/adminclient"
 )
 
 // Demo workspace identity; `demo` finds it by slug, so running it again
@@ -24,11 +21,10 @@ const (
 	demoWebchat     = "parley_demo_site"
 )
 
-var demoModules = []string{"developer_api", "flows", "flow_ai", "flow_script"}
+var demoModules = []string{adminclient.ModuleDeveloperAPI, adminclient.ModuleFlows, adminclient.ModuleFlowAI, adminclient.ModuleFlowScript}
 
-// featureFlowsAPI opens the headless flow routes for a workspace (the
-// gateway's account.Features).
-const featureFlowsAPI = "flows_api"
+// demoAILimit is the demo plan's AI replies.
+const demoAILimit = 1000
 
 // demoFlowTemplate is the demo flow: a question, an http call, a condition
 // and an end. $HEALTH_URL and $REVISION are filled in by demoFlow.
@@ -51,6 +47,7 @@ var demoDocument []byte
 
 const demoDocumentTitle = "Demo shop policy"
 
+// channel is what demo prints of a demo channel.
 type channel struct {
 	ID         string `json:"id"`
 	Kind       string `json:"kind"`
@@ -58,6 +55,10 @@ type channel struct {
 	AIMode     string `json:"ai_mode"`
 	Status     string `json:"status"`
 	Secret     string `json:"secret"`
+}
+
+func demoChannel(ch adminclient.Channel) channel {
+	return channel{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status, Secret: ch.Secret}
 }
 
 // demo seeds the demo workspace with the flows_api feature on, its fixed
@@ -72,33 +73,28 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	var key struct {
-		ID  string `json:"id"`
-		Key string `json:"key"`
-	}
-	path := "/admin/workspaces/" + url.PathEscape(ws.ID) + "/api-keys"
-	body := map[string]string{"name": "demo", "key": c.cfg.DemoAPIKey}
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, path, body, &key); err != nil {
+	key, err := c.api.CreateAPIKey(ctx, ws.ID, adminclient.NewAPIKey{Name: "demo", Key: c.cfg.DemoAPIKey})
+	if err != nil {
 		return fmt.Errorf("demo api key: %w", err)
 	}
-	existing, err := c.demoChannels(ctx, ws.ID)
+	existing, err := c.api.ListChannels(ctx, ws.ID)
 	if err != nil {
-		return err
+		return fmt.Errorf("list demo channels: %w", err)
 	}
-	telegram, err := c.ensureDemoChannel(ctx, existing, map[string]string{
-		"workspace_id": ws.ID,
-		"kind":         "telegram",
-		"external_id":  demoTelegramBot,
-		"token":        c.cfg.DemoTelegramToken,
-		"secret":       c.cfg.DemoTelegramSecret,
+	telegram, err := c.ensureDemoChannel(ctx, existing, adminclient.NewChannel{
+		WorkspaceID: ws.ID,
+		Kind:        adminclient.KindTelegram,
+		ExternalID:  demoTelegramBot,
+		Token:       c.cfg.DemoTelegramToken,
+		Secret:      c.cfg.DemoTelegramSecret,
 	})
 	if err != nil {
 		return err
 	}
-	webchat, err := c.ensureDemoChannel(ctx, existing, map[string]string{
-		"workspace_id": ws.ID,
-		"kind":         "webchat",
-		"external_id":  demoWebchat,
+	webchat, err := c.ensureDemoChannel(ctx, existing, adminclient.NewChannel{
+		WorkspaceID: ws.ID,
+		Kind:        adminclient.KindWebchat,
+		ExternalID:  demoWebchat,
 	})
 	if err != nil {
 		return err
@@ -106,9 +102,11 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err := c.ensureDemoFeature(ctx, ws.ID); err != nil {
 		return err
 	}
-	listed, err := c.demoFlows(ctx, ws.ID)
+	// The flow-runner's admin routes list no flows; its API endpoint lists
+	// the workspace's active API flows, with flows_api just switched on.
+	listed, err := c.api.ListFlows(ctx, ws.ID)
 	if err != nil {
-		return err
+		return fmt.Errorf("list demo flows: %w", err)
 	}
 	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
 	if err != nil {
@@ -150,50 +148,34 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 }
 
 func (c *CLI) ensureDemoWorkspace(ctx context.Context) (workspace, error) {
-	var found struct {
-		Workspaces []workspace `json:"workspaces"`
-	}
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodGet, "/admin/workspaces?slug="+demoSlug, nil, &found); err != nil {
+	found, ok, err := c.api.FindWorkspaceBySlug(ctx, demoSlug)
+	if err != nil {
 		return workspace{}, fmt.Errorf("find demo workspace: %w", err)
 	}
-	if len(found.Workspaces) > 0 {
-		return found.Workspaces[0], nil
+	if ok {
+		return workspace{ID: found.ID, Slug: found.Slug}, nil
 	}
-	var created struct {
-		Workspace workspace `json:"workspace"`
-	}
-	body := map[string]any{"name": demoName, "slug": demoSlug, "modules": demoModules, "ai_limit": 1000}
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost, "/admin/workspaces", body, &created); err != nil {
+	aiLimit := int64(demoAILimit)
+	created, err := c.api.CreateWorkspace(ctx, adminclient.NewWorkspace{Name: demoName, Slug: demoSlug, Modules: demoModules, AILimit: &aiLimit})
+	if err != nil {
 		return workspace{}, fmt.Errorf("create demo workspace: %w", err)
 	}
-	return created.Workspace, nil
+	return workspace{ID: created.ID, Slug: created.Slug}, nil
 }
 
-func (c *CLI) demoChannels(ctx context.Context, workspaceID string) ([]channel, error) {
-	var list struct {
-		Channels []channel `json:"channels"`
-	}
-	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodGet, "/admin/channels?workspace_id="+url.QueryEscape(workspaceID), nil, &list); err != nil {
-		return nil, fmt.Errorf("list demo channels: %w", err)
-	}
-	return list.Channels, nil
-}
-
-// ensureDemoChannel returns the channel of the body's kind and external_id
+// ensureDemoChannel returns the channel of want's kind and external id
 // among existing, creating it when missing.
-func (c *CLI) ensureDemoChannel(ctx context.Context, existing []channel, body map[string]string) (channel, error) {
+func (c *CLI) ensureDemoChannel(ctx context.Context, existing []adminclient.Channel, want adminclient.NewChannel) (channel, error) {
 	for _, ch := range existing {
-		if ch.Kind == body["kind"] && ch.ExternalID == body["external_id"] {
-			return ch, nil
+		if ch.Kind == want.Kind && ch.ExternalID == want.ExternalID {
+			return demoChannel(ch), nil
 		}
 	}
-	var created struct {
-		Channel channel `json:"channel"`
+	created, err := c.api.CreateChannel(ctx, want)
+	if err != nil {
+		return channel{}, fmt.Errorf("create demo %s channel: %w", want.Kind, err)
 	}
-	if err := c.call.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels", body, &created); err != nil {
-		return channel{}, fmt.Errorf("create demo %s channel: %w", body["kind"], err)
-	}
-	return created.Channel, nil
+	return demoChannel(created), nil
 }
 
 // demoFlow is the demo flow's document for this configuration: its http
@@ -238,41 +220,17 @@ type demoFlowSummary struct {
 
 // ensureDemoFeature switches flows_api on for the demo workspace.
 func (c *CLI) ensureDemoFeature(ctx context.Context, workspaceID string) error {
-	path := "/admin/workspaces/" + url.PathEscape(workspaceID) + "/features/" + featureFlowsAPI
-	if err := c.call.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPut, path, map[string]bool{"on": true}, nil); err != nil {
+	if _, err := c.api.SetFeature(ctx, workspaceID, adminclient.FeatureFlowsAPI, true); err != nil {
 		return fmt.Errorf("demo flows_api feature: %w", err)
 	}
 	return nil
-}
-
-// listedFlow is a flow as the flow-runner's GET /v1/flows lists it.
-type listedFlow struct {
-	ID               string `json:"id"`
-	Name             string `json:"name"`
-	Description      string `json:"description"`
-	PublishedVersion int    `json:"published_version"`
-}
-
-// demoFlows lists the demo workspace's flows. The flow-runner's admin
-// routes do not list flows; its api route lists the workspace's active api
-// flows, as the gateway would forward the demo key's GET /v1/flows with the
-// feature just switched on.
-func (c *CLI) demoFlows(ctx context.Context, workspaceID string) ([]listedFlow, error) {
-	var list struct {
-		Flows []listedFlow `json:"flows"`
-	}
-	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{featureFlowsAPI}}
-	if err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &list); err != nil {
-		return nil, fmt.Errorf("list demo flows: %w", err)
-	}
-	return list.Flows, nil
 }
 
 // ensureDemoFlow makes sure the demo flow doc (named name, described by
 // description) is published as this parleyctl and configuration describe
 // it, given the workspace's flows as listed: created when missing, a new
 // version when the one found differs, left alone otherwise.
-func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []listedFlow, doc []byte, name, description string) (demoFlowSummary, error) {
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []adminclient.Flow, doc []byte, name, description string) (demoFlowSummary, error) {
 	flowID := ""
 	for _, f := range listed {
 		if f.Name != name {
@@ -284,7 +242,7 @@ func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []l
 		flowID = f.ID
 		break
 	}
-	published, err := c.publishFlow(ctx, "/admin/workspaces/"+url.PathEscape(workspaceID)+"/flows", flowID, doc)
+	published, err := c.api.PublishFlow(ctx, workspaceID, flowID, doc)
 	if err != nil {
 		return demoFlowSummary{}, fmt.Errorf("publish demo flow %q: %w", name, err)
 	}
@@ -294,24 +252,18 @@ func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []l
 // ensureDemoDocument adds the demo shop's policy to the demo workspace's
 // knowledge base unless a document of its title is there.
 func (c *CLI) ensureDemoDocument(ctx context.Context, workspaceID string) (addedDocument, error) {
-	path := "/admin/workspaces/" + url.PathEscape(workspaceID) + "/kb/documents"
-	var list struct {
-		Documents []addedDocument `json:"documents"`
-	}
-	if err := c.call.CallJSON(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, "", http.MethodGet, path, nil, &list); err != nil {
+	docs, err := c.api.ListDocuments(ctx, workspaceID)
+	if err != nil {
 		return addedDocument{}, fmt.Errorf("list demo documents: %w", err)
 	}
-	for _, d := range list.Documents {
+	for _, d := range docs {
 		if d.Title == demoDocumentTitle {
-			return d, nil
+			return added(d), nil
 		}
 	}
-	var added struct {
-		Document addedDocument `json:"document"`
-	}
-	body := map[string]string{"title": demoDocumentTitle, "markdown": string(demoDocument)}
-	if err := c.call.CallJSON(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, "", http.MethodPost, path, body, &added); err != nil {
+	d, err := c.api.AddDocument(ctx, workspaceID, demoDocumentTitle, string(demoDocument))
+	if err != nil {
 		return addedDocument{}, fmt.Errorf("add demo document: %w", err)
 	}
-	return added.Document, nil
+	return added(d), nil
 }

@@ -5,12 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
-
-	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
-	"github.com/parleyhq/parley/pkg/rpc"
 )
 
 // flowPublish sends a flow document to the flow-runner, which validates it
@@ -29,30 +24,11 @@ func flowPublish(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "/admin/workspaces/" + url.PathEscape(*wsID) + "/flows"
-	out, err := c.publishFlow(ctx, path, *flowID, doc)
+	out, err := c.api.PublishFlow(ctx, *wsID, *flowID, doc)
 	if err != nil {
 		return err
 	}
 	return c.print(out)
-}
-
-// publishFlow calls the flow-runner's publish route; flowID "" publishes a
-// new flow.
-func (c *CLI) publishFlow(ctx context.Context, path, flowID string, doc []byte) (publishedFlow, error) {
-	req := &rpcv1.Request{Method: http.MethodPost, Path: path, Body: doc}
-	if flowID != "" {
-		req.RawQuery = url.Values{"flow_id": {flowID}}.Encode()
-	}
-	var out publishedFlow
-	err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, req, &out)
-	return out, err
-}
-
-// publishedFlow is the flow-runner's answer to a publish.
-type publishedFlow struct {
-	ID               string `json:"id"`
-	PublishedVersion int    `json:"published_version"`
 }
 
 // readFlowFile reads a flow document and checks that it is JSON, so that a
@@ -97,5 +73,9 @@ func flowDeactivate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "flow"); err != nil {
 		return err
 	}
-	return c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPost, "/admin/flows/"+url.PathEscape(*id)+"/deactivate", nil)
+	out, err := c.api.DeactivateFlow(ctx, *id)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(out)
 }

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/adminclient"
 )
 
 // kbAdd sends a Markdown document to the flow-runner, which splits it into
@@ -30,15 +28,11 @@ func kbAdd(ctx context.Context, c *CLI, args []string) error {
 	if !utf8.Valid(markdown) {
 		return fmt.Errorf("kb add: %s is not UTF-8 text; save it as UTF-8 and add it again", *file)
 	}
-	var out struct {
-		Document addedDocument `json:"document"`
-	}
-	path := "/admin/workspaces/" + url.PathEscape(*wsID) + "/kb/documents"
-	body := map[string]string{"title": *title, "markdown": string(markdown)}
-	if err := c.call.CallJSON(ctx, rpc.ServiceFlowRunner, rpc.EndpointAdmin, "", http.MethodPost, path, body, &out); err != nil {
+	d, err := c.api.AddDocument(ctx, *wsID, *title, string(markdown))
+	if err != nil {
 		return err
 	}
-	return c.print(out.Document)
+	return c.print(added(d))
 }
 
 // addedDocument is what kb add prints of the flow-runner's answer.
@@ -48,13 +42,21 @@ type addedDocument struct {
 	Passages int    `json:"passages"`
 }
 
+func added(d adminclient.KnowledgeDocument) addedDocument {
+	return addedDocument{ID: d.ID, Title: d.Title, Passages: d.Passages}
+}
+
 func kbList(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("kb list")
 	wsID := f.String("workspace", "", "workspace id")
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	return c.admin(ctx, rpc.ServiceFlowRunner, http.MethodGet, "/admin/workspaces/"+url.PathEscape(*wsID)+"/kb/documents", nil)
+	docs, err := c.api.ListDocuments(ctx, *wsID)
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(map[string]any{"documents": docs})
 }
 
 // kbDelete deletes a document; with --workspace only if it is that
@@ -66,9 +68,9 @@ func kbDelete(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
-	path := "/admin/kb/documents/" + url.PathEscape(*id)
-	if *wsID != "" {
-		path += "?" + url.Values{"workspace": {*wsID}}.Encode()
+	out, err := c.api.DeleteDocument(ctx, *id, *wsID)
+	if err != nil {
+		return err
 	}
-	return c.admin(ctx, rpc.ServiceFlowRunner, http.MethodDelete, path, nil)
+	return c.printAnswer(out)
 }
