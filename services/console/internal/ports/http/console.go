@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -54,7 +56,7 @@ func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
 		opt(c)
 	}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(template.FuncMap{"join": strings.Join}).
+		t, err := template.New("layout.html").Funcs(template.FuncMap{"day": day}).
 			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse page %s: %w", name, err)
@@ -246,12 +248,22 @@ func describe(e *errs.Error, requestID string) string {
 	return sentence(e.Message)
 }
 
+// day is the date of an RFC 3339 timestamp (2026-11-24), or the
+// timestamp as it came when it is not one.
+func day(timestamp string) string {
+	if t, err := time.Parse(time.RFC3339Nano, timestamp); err == nil {
+		return t.UTC().Format(time.DateOnly)
+	}
+	return timestamp
+}
+
 // sentence starts msg with a capital and ends it with a full stop.
 func sentence(msg string) string {
 	if msg == "" {
 		return ""
 	}
-	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	first, size := utf8.DecodeRuneInString(msg)
+	msg = string(unicode.ToUpper(first)) + msg[size:]
 	if !strings.HasSuffix(msg, ".") {
 		msg += "."
 	}

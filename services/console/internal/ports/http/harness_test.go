@@ -310,3 +310,9 @@ func (b *browser) pageCSRF(path string) string {
 	b.t.Helper()
 	return csrf(b.t, b.get(path))
 }
+
+// authenticated reports whether token opens a session.
+func authenticated(h *harness, token string) bool {
+	_, _, err := h.app.Authenticate(context.Background(), token)
+	return err == nil
+}

@@ -27,7 +27,7 @@ func TestSignInAndOut(t *testing.T) {
 		t.Fatalf("GET /login = %d: %s", form.status, form.body)
 	}
 	for header, want := range map[string]string{
-		"Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 		"X-Content-Type-Options":  "nosniff",
 		"Referrer-Policy":         "same-origin",
 		"Cache-Control":           "no-store",

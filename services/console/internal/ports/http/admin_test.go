@@ -1,0 +1,81 @@
+package http_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+// TestCreateOperator: POST /admin/operators over NATS, through
+// pkg/adminclient as parleyctl calls it: 201 with the operator (never its
+// password or hash), 409 for a taken email in any case, 400 for a bad
+// email, a short password or a workspace the gateway does not know.
+func TestCreateOperator(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	ws := h.workspace("Acme")
+	ctx := context.Background()
+
+	platform, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "Root@Example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if platform.ID == "" || platform.Email != "Root@Example.com" || platform.WorkspaceID != nil {
+		t.Fatalf("platform operator = %+v", platform)
+	}
+	scoped, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "ann@example.com", Password: password, WorkspaceID: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scoped.WorkspaceID == nil || *scoped.WorkspaceID != ws {
+		t.Fatalf("workspace operator = %+v", scoped)
+	}
+	var hash string
+	h.gdb.Raw("SELECT password_hash FROM console.operators WHERE id = ?", scoped.ID).Scan(&hash)
+	if !strings.HasPrefix(hash, "$argon2id$v=19$m=") || strings.Contains(hash, password) {
+		t.Fatalf("stored hash = %q, want argon2id in PHC form", hash)
+	}
+
+	tests := []struct {
+		name       string
+		give       adminclient.NewOperator
+		wantStatus int
+		wantCode   string
+		wantIn     string
+	}{
+		{"email taken in another case", adminclient.NewOperator{Email: "ROOT@example.COM", Password: password}, http.StatusConflict, "operator_exists", "exists"},
+		{"no email", adminclient.NewOperator{Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"not an email", adminclient.NewOperator{Email: "ann", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"a display name", adminclient.NewOperator{Email: "Ann <ann2@example.com>", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"two addresses", adminclient.NewOperator{Email: "a@example.com, b@example.com", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"password of 11", adminclient.NewOperator{Email: "cy@example.com", Password: "elevenchars"}, http.StatusBadRequest, errs.CodeInvalidRequest, "at least 12"},
+		{"password too long", adminclient.NewOperator{Email: "cy@example.com", Password: strings.Repeat("x", 257)}, http.StatusBadRequest, errs.CodeInvalidRequest, "at most 256"},
+		{"a workspace that does not exist", adminclient.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: uuid.NewString()}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
+		{"a workspace id that is no id", adminclient.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: "acme"}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
+	}
+	for _, tt := range tests {
+		_, err := h.admin.CreateOperator(ctx, tt.give)
+		e, ok := adminclient.AsError(err)
+		if !ok || e.Status != tt.wantStatus || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantIn) {
+			t.Errorf("%s: err = %v, want %d %s mentioning %q", tt.name, err, tt.wantStatus, tt.wantCode, tt.wantIn)
+		}
+	}
+	var n int64
+	h.gdb.Table("console.operators").Count(&n)
+	if n != 2 {
+		t.Fatalf("%d operators stored, want the 2 accepted", n)
+	}
+	// Exactly 12 characters is enough, counted as characters, not bytes.
+	if _, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "dee@example.com", Password: "twelve chars"}); err != nil {
+		t.Fatalf("a 12-character password: %v", err)
+	}
+	if _, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "eve@example.com", Password: "ééééééééééé"}); err == nil {
+		t.Fatal("11 characters in 22 bytes were accepted")
+	}
+}

@@ -1,0 +1,200 @@
+package http_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestCookieFlags: HttpOnly, SameSite=Lax and Path=/ always; Secure unless
+// the console is reached on loopback, decided from the Host and the peer.
+func TestCookieFlags(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", "")
+	tests := []struct {
+		name       string
+		host       string
+		wantSecure bool
+	}{
+		{"loopback address", "", false},
+		{"localhost", "localhost:8084", false},
+		{"a public name through a proxy on this machine", "console.example.com", true},
+		{"a LAN address", "192.0.2.10:8084", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := h.browser(t)
+			headers := map[string]string{}
+			origin := h.url
+			if tt.host != "" {
+				headers["Host"] = tt.host
+				origin = "https://" + tt.host
+			}
+			form := b.do(http.MethodGet, "/login", nil, headers)
+			login := form.setCookie("parley_console_login")
+			assertCookie(t, login, tt.wantSecure)
+			headers["Origin"] = origin
+			// The jar of a browser at 127.0.0.1 keeps the login cookie
+			// whatever Host was sent; send it by hand to be sure.
+			headers["Cookie"] = "parley_console_login=" + login.Value
+			in := b.do(http.MethodPost, "/login", url.Values{"email": {"ann@example.com"}, "password": {password}, "csrf_token": {csrf(t, form)}}, headers)
+			if in.status != http.StatusSeeOther {
+				t.Fatalf("sign in = %d: %s", in.status, in.body)
+			}
+			assertCookie(t, in.setCookie("parley_console_session"), tt.wantSecure)
+		})
+	}
+}
+
+func assertCookie(t *testing.T, c *http.Cookie, wantSecure bool) {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no cookie set")
+	}
+	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Secure != wantSecure || c.Value == "" {
+		t.Fatalf("cookie %s: HttpOnly %v SameSite %v Path %q Secure %v, want HttpOnly, Lax, /, Secure %v", c.Name, c.HttpOnly, c.SameSite, c.Path, c.Secure, wantSecure)
+	}
+}
+
+// TestCSRFRefused: a post without the session's token, with a wrong one,
+// or from another origin is refused (403) and changes nothing; the right
+// token from the console's own page passes, as a field or as the header.
+func TestCSRFRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", "")
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	token := b.pageCSRF("/workspaces")
+	tests := []struct {
+		name    string
+		form    url.Values
+		headers map[string]string
+	}{
+		{"no token", url.Values{}, nil},
+		{"empty token", url.Values{"csrf_token": {""}}, nil},
+		{"wrong token", url.Values{"csrf_token": {strings.Repeat("A", len(token))}}, nil},
+		{"another session's token", url.Values{"csrf_token": {otherSessionToken(t, h)}}, nil},
+		{"cross-origin Origin", url.Values{"csrf_token": {token}}, map[string]string{"Origin": "https://evil.example"}},
+		{"same host, other port", url.Values{"csrf_token": {token}}, map[string]string{"Origin": h.url + "1"}},
+		{"null Origin", url.Values{"csrf_token": {token}}, map[string]string{"Origin": "null"}},
+		{"cross-origin Referer", url.Values{"csrf_token": {token}}, map[string]string{"Referer": "https://evil.example/page"}},
+		{"neither Origin nor Referer", url.Values{"csrf_token": {token}}, map[string]string{}},
+		{"wrong header token", url.Values{}, map[string]string{"Origin": h.url, "X-CSRF-Token": "nope"}},
+	}
+	for _, tt := range tests {
+		r := b.do(http.MethodPost, "/logout", tt.form, tt.headers)
+		if r.status != http.StatusForbidden || !strings.Contains(r.body, "out of date or came from another site") {
+			t.Fatalf("%s: logout = %d: %s", tt.name, r.status, r.body)
+		}
+		if still := b.get("/workspaces"); still.status != http.StatusOK {
+			t.Fatalf("%s: the refused logout ended the session (%d)", tt.name, still.status)
+		}
+	}
+	// The same page's own Referer, without Origin, passes.
+	ok := b.do(http.MethodPost, "/logout", url.Values{"csrf_token": {token}}, map[string]string{"Referer": h.url + "/workspaces"})
+	if ok.status != http.StatusSeeOther {
+		t.Fatalf("logout with the token and a same-origin Referer = %d: %s", ok.status, ok.body)
+	}
+	// A script's header instead of the field.
+	b2 := h.browser(t)
+	b2.mustSignIn("ann@example.com")
+	hdr := b2.do(http.MethodPost, "/logout", nil, map[string]string{"Origin": h.url, "X-CSRF-Token": b2.pageCSRF("/workspaces")})
+	if hdr.status != http.StatusSeeOther {
+		t.Fatalf("logout with X-CSRF-Token = %d: %s", hdr.status, hdr.body)
+	}
+}
+
+func otherSessionToken(t *testing.T, h *harness) string {
+	t.Helper()
+	other := h.browser(t)
+	other.mustSignIn("ann@example.com")
+	return other.pageCSRF("/workspaces")
+}
+
+// TestLoginCSRFRefused: the sign-in form must echo its pre-session token
+// and come from the console's origin, or no password is checked.
+func TestLoginCSRFRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", "")
+	creds := url.Values{"email": {"ann@example.com"}, "password": {password}}
+	with := func(token string) url.Values {
+		v := url.Values{}
+		for k, vs := range creds {
+			v[k] = vs
+		}
+		v.Set("csrf_token", token)
+		return v
+	}
+
+	// No form fetched: no cookie, and a made-up token.
+	b := h.browser(t)
+	if r := b.do(http.MethodPost, "/login", with("forged"), nil); r.status != http.StatusForbidden {
+		t.Fatalf("sign in without the form's cookie = %d", r.status)
+	}
+	// A token, but not the cookie's.
+	form := b.get("/login")
+	if r := b.do(http.MethodPost, "/login", with("forged"), nil); r.status != http.StatusForbidden {
+		t.Fatalf("sign in with a token not the form's = %d", r.status)
+	}
+	// The form's token posted from another site.
+	form = b.get("/login")
+	if r := b.do(http.MethodPost, "/login", with(csrf(t, form)), map[string]string{"Origin": "https://evil.example"}); r.status != http.StatusForbidden {
+		t.Fatalf("cross-origin sign in = %d", r.status)
+	}
+	if b.sessionToken() != "" {
+		t.Fatal("a refused sign-in set a session")
+	}
+	// The refusal drew a fresh form, which works.
+	form = b.get("/login")
+	if r := b.do(http.MethodPost, "/login", with(csrf(t, form)), nil); r.status != http.StatusSeeOther {
+		t.Fatalf("sign in with the form's token = %d: %s", r.status, r.body)
+	}
+}
+
+// TestNoSessionFixation: signing in always starts a new session with a new
+// token, and ends the one the browser held before.
+func TestNoSessionFixation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", "")
+	h.operator(t, "bo@example.com", "")
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	first := b.sessionToken()
+	// Signed in, /login goes home; a sign-in form opened before (here
+	// fetched by another tab's cookie) still posts, with the session's
+	// cookie along.
+	if r := b.get("/login"); r.status != http.StatusSeeOther || r.location() != "/" {
+		t.Fatalf("GET /login signed in = %d %q", r.status, r.location())
+	}
+	tab := h.browser(t)
+	form := tab.get("/login")
+	u, _ := url.Parse(h.url)
+	b.client.Jar.SetCookies(u, []*http.Cookie{form.setCookie("parley_console_login")})
+	again := b.do(http.MethodPost, "/login", url.Values{"email": {"bo@example.com"}, "password": {password}, "csrf_token": {csrf(t, form)}}, nil)
+	if again.status != http.StatusSeeOther {
+		t.Fatalf("second sign-in = %d: %s", again.status, again.body)
+	}
+	second := b.sessionToken()
+	if second == "" || second == first {
+		t.Fatalf("sign-in kept the session token %q", first)
+	}
+	if r := authenticated(h, first); r {
+		t.Fatal("the session held before signing in again still opens")
+	}
+	if who := b.get("/workspaces"); !strings.Contains(who.body, "bo@example.com") {
+		t.Fatal("the new session is not bo's")
+	}
+
+	// A token planted in the browser (an attacker's) is not adopted.
+	planted := h.browser(t)
+	planted.client.Jar.SetCookies(u, []*http.Cookie{{Name: "parley_console_session", Value: "attacker-chosen-token", Path: "/"}})
+	planted.mustSignIn("ann@example.com")
+	if got := planted.sessionToken(); got == "attacker-chosen-token" || !authenticated(h, got) {
+		t.Fatalf("session token after sign-in = %q", got)
+	}
+}
