@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
+
+// TestRunServesAndStops starts the console as main does, from the
+// environment, on a fresh database it migrates itself: an operator is
+// created through its admin endpoint over NATS, signs in through the
+// pages, sees the gateway's absence in words; then the console stops. Not
+// parallel: it sets process environment variables.
+func TestRunServesAndStops(t *testing.T) {
+	env := testenv.New(t)
+	for _, kv := range env.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	addr := ports.FreeAddr(t)
+	t.Setenv("CONSOLE_ADDR", addr)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, env.Logger(t)) }()
+
+	base := "http://" + addr
+	wait.For(t, 20*time.Second, "console ready", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+
+	admin := adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))
+	const pw = "correct horse battery staple"
+	if _, err := admin.CreateOperator(ctx, adminclient.NewOperator{Email: "root@example.com", Password: pw}); err != nil {
+		t.Fatal(err)
+	}
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form := get(t, browser, base+"/login")
+	token := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(form)
+	if token == nil {
+		t.Fatalf("no sign-in form: %s", form)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(url.Values{
+		"email": {"root@example.com"}, "password": {pw}, "csrf_token": {token[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in = %d", resp.StatusCode)
+	}
+	// No gateway runs here: the list says so in words.
+	if page := get(t, browser, base+"/workspaces"); !strings.Contains(page, "gateway is not running") {
+		t.Fatalf("workspaces without a gateway: %s", page)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}
+
+func get(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
