@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,20 @@ var sandboxOnce = sync.OnceValue(func() error {
 	return nil
 })
 
+// consoleOnce builds the console into binDir unless TestMain has: make run
+// starts it beside the other services.
+var consoleOnce = sync.OnceValue(func() error {
+	if _, err := os.Stat(filepath.Join(binDir, "console")); err == nil {
+		return nil
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "console"), ".")
+	cmd.Dir = filepath.Join("..", "services", "console")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build console: %v\n%s", err, out)
+	}
+	return nil
+})
+
 // makeRun is `make run` started in its own process group, with this test's
 // binaries, database, key prefix, streams and ports.
 type makeRun struct {
@@ -45,11 +61,20 @@ type makeRun struct {
 
 func startMakeRun(t *testing.T) *makeRun {
 	t.Helper()
+	return startMakeRunIn(t, testenv.New(t))
+}
+
+// startMakeRunIn is startMakeRun on env's database, key prefix and streams,
+// for a test that runs make run again on what an earlier one left.
+func startMakeRunIn(t *testing.T, env *testenv.Env) *makeRun {
+	t.Helper()
 	if err := sandboxOnce(); err != nil {
 		t.Fatal(err)
 	}
-	env := testenv.New(t)
-	p := ports.Free(t, 6)
+	if err := consoleOnce(); err != nil {
+		t.Fatal(err)
+	}
+	p := ports.Free(t, 7)
 	// The test's own settings only: nothing from a developer's shell may
 	// point make run elsewhere, and a make running this test must not lend
 	// its jobserver to the inner one.
@@ -73,6 +98,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		fmt.Sprintf("FLOW_RUNNER_ADDR=127.0.0.1:%d", p[3]),
 		fmt.Sprintf("TELEGRAM_SANDBOX_ADDR=127.0.0.1:%d", p[4]),
 		fmt.Sprintf("LLM_SANDBOX_ADDR=127.0.0.1:%d", p[5]),
+		fmt.Sprintf("CONSOLE_ADDR=127.0.0.1:%d", p[6]),
 	)
 	// -o build: the binaries are this test's, already built.
 	r := &makeRun{cmd: exec.Command("make", "--no-print-directory", "-o", "build", "run"), out: &lockedBuffer{}, exited: make(chan struct{})}
@@ -120,7 +146,90 @@ func startMakeRun(t *testing.T) *makeRun {
 			t.Fatalf("GET %s on make run's gateway = %d %q, want 200 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), wantType)
 		}
 	}
+	checkMakeRunConsole(t, r, fmt.Sprintf("http://127.0.0.1:%d", p[6]))
 	return r
+}
+
+var (
+	consoleLine      = regexp.MustCompile(`(?m)^  Console: +(\S+)$`)
+	consoleLoginLine = regexp.MustCompile(`(?m)^  Console sign-in: +(\S+) / (\S+) \(the demo workspace; local use only\)$`)
+	csrfField        = regexp.MustCompile(`<input type="hidden" name="csrf_token" value="([^"]+)">`)
+)
+
+// checkMakeRunConsole: the banner names the console at console and the demo
+// operator's sign-in; the console answers its probe and its sign-in page,
+// and that sign-in opens the demo workspace's page.
+func checkMakeRunConsole(t *testing.T, r *makeRun, console string) {
+	t.Helper()
+	out := r.out.String()
+	if m := consoleLine.FindStringSubmatch(out); m == nil || m[1] != console {
+		t.Fatalf("make run's banner does not name the console at %s:\n%s", console, out)
+	}
+	login := consoleLoginLine.FindStringSubmatch(out)
+	if login == nil {
+		t.Fatalf("make run's banner has no console sign-in marked for local use only:\n%s", out)
+	}
+	email, password := login[1], login[2]
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each redirect is checked, not followed.
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, want int) (*http.Response, string) {
+		t.Helper()
+		resp, err := client.Get(console + path)
+		if err != nil {
+			t.Fatalf("GET %s on make run's console: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s on make run's console = %d, want %d:\n%s", path, resp.StatusCode, want, body)
+		}
+		return resp, string(body)
+	}
+	get("/healthz", http.StatusOK)
+	resp, page := get("/login", http.StatusOK)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /login on make run's console: Content-Type %q, want text/html", resp.Header.Get("Content-Type"))
+	}
+	token := csrfField.FindStringSubmatch(page)
+	if token == nil {
+		t.Fatalf("the console's sign-in page has no csrf_token field:\n%s", page)
+	}
+
+	// Signing in as the banner says goes home, and home is the demo
+	// workspace's page.
+	form := url.Values{"csrf_token": {token[1]}, "email": {email}, "password": {password}}
+	req, err := http.NewRequest(http.MethodPost, console+"/login", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", console)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatalf("POST /login on make run's console: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("signing in to make run's console as %s = %d to %q, want 303 to /", email, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, _ = get("/", http.StatusSeeOther)
+	home := resp.Header.Get("Location")
+	if !strings.HasPrefix(home, "/workspaces/") {
+		t.Fatalf("the demo operator's home is %q, want a workspace's page", home)
+	}
+	_, page = get(home, http.StatusOK)
+	if id := strings.TrimPrefix(home, "/workspaces/"); !strings.Contains(page, "<code>"+id+"</code>") || !strings.Contains(page, "Demo workspace") {
+		t.Fatalf("the demo operator's home %s is not the demo workspace's page:\n%s", home, page)
+	}
 }
 
 var demoFlowLine = regexp.MustCompile(`(?m)^  Demo flow: +[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -147,6 +256,34 @@ func (r *makeRun) lifecycle(t *testing.T, service string) (msgs, levels []string
 	return msgs, levels
 }
 
+// stop sends sig to make, or to its whole process group, and waits for make
+// run to end.
+func (r *makeRun) stop(t *testing.T, sig syscall.Signal, group bool) {
+	t.Helper()
+	target := r.cmd.Process.Pid
+	if group {
+		target = -target
+	}
+	if err := syscall.Kill(target, sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("make run still running 90 s after %s", sig)
+	}
+}
+
+// make run again on what an earlier one left: the demo operator exists
+// (operator_exists is not a failure), and the sign-in the banner prints
+// still opens the demo workspace (startMakeRunIn checks both runs).
+func TestMakeRunAgainKeepsTheDemoOperator(t *testing.T) {
+	env := testenv.New(t)
+	first := startMakeRunIn(t, env)
+	first.stop(t, syscall.SIGTERM, true)
+	startMakeRunIn(t, env)
+}
+
 // Ctrl-C on make run, a SIGTERM to it, or either signal to make alone: each
 // service finishes its orderly shutdown and logs every step of it, the
 // prefixers pass on its last lines, and nothing of make run is left.
@@ -164,23 +301,12 @@ func TestMakeRunStopsCleanly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := startMakeRun(t)
+			r.stop(t, tt.sig, tt.group)
 			pid := r.cmd.Process.Pid
-			target := pid
-			if tt.group {
-				target = -pid
-			}
-			if err := syscall.Kill(target, tt.sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-r.exited:
-			case <-time.After(90 * time.Second):
-				t.Fatalf("make run still running 90 s after %s", tt.sig)
-			}
 
 			// The order of pkg/service, each step done in time.
 			steps := []string{"stopping", "http server stopped", "rpc server stopped", "nats drained", "postgres closed", "stopped"}
-			for _, s := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
+			for _, s := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner", "console"} {
 				msgs, levels := r.lifecycle(t, s)
 				from := slices.Index(msgs, "stopping")
 				if from < 0 {

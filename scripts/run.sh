@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: the whole suite on this machine. Makes sure PostgreSQL, Redis and
 # NATS are up, runs the services (each applies its own migrations at start)
-# with prefixed logs, seeds the demo workspace, prints how to reach it, and
-# stops everything on Ctrl-C, SIGTERM, or a signal to `make` itself. Expects
-# `make build` to have filled bin/ (or PARLEY_BIN, another directory of the
-# same binaries).
+# with prefixed logs, seeds the demo workspace and a console sign-in for it,
+# prints how to reach them, and stops everything on Ctrl-C, SIGTERM, or a
+# signal to `make` itself. Expects `make build` to have filled bin/ (or
+# PARLEY_BIN, another directory of the same binaries).
 #
 # Stopping: each service gets one SIGTERM and is waited for while it shuts
 # down in order (pkg/service); its log prefixer outlives it and ends when the
@@ -14,8 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${PARLEY_BIN:-bin}
-SERVICES=(gateway messaging webhook-dispatcher flow-runner)
-declare -A PORTS=([gateway]=8080 [messaging]=8081 [webhook-dispatcher]=8082 [flow-runner]=8083)
+SERVICES=(gateway messaging webhook-dispatcher flow-runner console)
+declare -A PORTS=([gateway]=8080 [messaging]=8081 [webhook-dispatcher]=8082 [flow-runner]=8083 [console]=8084)
+
+# The console's demo operator, a sign-in to the demo workspace. Published
+# here like the demo API key: for local use only.
+DEMO_OPERATOR_EMAIL=demo@parley.local
+DEMO_OPERATOR_PASSWORD=parley-demo-local-only
 
 # Local development defaults; anything already in the environment wins.
 # Loopback only: this setup has a published demo API key and lets webhooks
@@ -28,7 +33,8 @@ export GATEWAY_ADDR=${GATEWAY_ADDR:-127.0.0.1:${PORTS[gateway]}}
 export MESSAGING_ADDR=${MESSAGING_ADDR:-127.0.0.1:${PORTS[messaging]}}
 export DISPATCHER_ADDR=${DISPATCHER_ADDR:-127.0.0.1:${PORTS[webhook-dispatcher]}}
 export FLOW_RUNNER_ADDR=${FLOW_RUNNER_ADDR:-127.0.0.1:${PORTS[flow-runner]}}
-declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR [flow-runner]=$FLOW_RUNNER_ADDR)
+export CONSOLE_ADDR=${CONSOLE_ADDR:-127.0.0.1:${PORTS[console]}}
+declare -A ADDRS=([gateway]=$GATEWAY_ADDR [messaging]=$MESSAGING_ADDR [webhook-dispatcher]=$DISPATCHER_ADDR [flow-runner]=$FLOW_RUNNER_ADDR [console]=$CONSOLE_ADDR)
 
 for s in "${SERVICES[@]}" parleyctl telegram-sandbox llm-sandbox; do
   [ -x "$BIN/$s" ] || { echo "$BIN/$s is missing: run make build" >&2; exit 1; }
@@ -120,6 +126,12 @@ port_of() { # addr -> port
   echo "${1##*:}"
 }
 
+local_url() { # addr -> the URL a browser on this machine opens
+  local host=${1%:*}
+  case $host in "" | 0.0.0.0 | "[::]") host=localhost ;; esac
+  echo "http://$host:$(port_of "$1")"
+}
+
 # Without a real bot (DEMO_TELEGRAM_TOKEN and TELEGRAM_API_BASE unset), the
 # Telegram sandbox plays the Bot API and prints what the bot would send.
 if [ -z "${TELEGRAM_API_BASE:-}" ] && [ -z "${DEMO_TELEGRAM_TOKEN:-}" ]; then
@@ -165,6 +177,19 @@ secret=$(sed -n 's/.*"secret_token": "\(.*\)".*/\1/p' <<<"$demo")
 webchat=$(sed -n 's/.*"webchat_url": "\(.*\)".*/\1/p' <<<"$demo")
 flow_id=$(sed -n 's/.*"flow_id": "\(.*\)".*/\1/p' <<<"$demo")
 ai_flow_id=$(sed -n 's/.*"ai_flow_id": "\(.*\)".*/\1/p' <<<"$demo")
+workspace_id=$(sed -n '/"workspace": {/,/}/s/.*"id": "\(.*\)".*/\1/p' <<<"$demo")
+[ -n "$workspace_id" ] || { echo "parleyctl demo printed no workspace id:" >&2; echo "$demo" >&2; exit 1; }
+
+# The demo operator, created once: a later make run finds it (409
+# operator_exists) and keeps it as it is.
+if ! created=$(printf '%s' "$DEMO_OPERATOR_PASSWORD" |
+  "$BIN/parleyctl" operator create --email "$DEMO_OPERATOR_EMAIL" --workspace "$workspace_id" --password-stdin 2>&1); then
+  case $created in
+    *operator_exists*) ;;
+    *) echo "could not create the console's demo operator: $created" >&2; exit 1 ;;
+  esac
+fi
+console_url=$(local_url "$CONSOLE_ADDR")
 
 cat <<MSG
 
@@ -180,11 +205,13 @@ cat <<MSG
   Demo flow:          $flow_id
   Demo AI flow:       $ai_flow_id
   LLM provider:       $LLM_BASE_URL
+  Console:            $console_url
+  Console sign-in:    $DEMO_OPERATOR_EMAIL / $DEMO_OPERATOR_PASSWORD (the demo workspace; local use only)
 
   Try:  curl -s -H "Authorization: Bearer $api_key" $gateway_url/v1/me
-        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
+        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \\
           -d '{"input":{}}' $gateway_url/v1/flows/$flow_id/invoke
-        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
+        curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \\
           -d '{"input":{"question":"How many days do I have to return an item?"}}' $gateway_url/v1/flows/$ai_flow_id/invoke
   The README's "Getting started" and "Headless flows: a walkthrough" go on from there.
   Ctrl-C stops everything.
