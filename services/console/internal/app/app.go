@@ -34,6 +34,7 @@ type App struct {
 	operators  operator.Store
 	sessions   session.Store
 	workspaces Workspaces
+	webhooks   Webhooks
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -46,6 +47,7 @@ type Deps struct {
 	Operators  operator.Store
 	Sessions   session.Store
 	Workspaces Workspaces
+	Webhooks   Webhooks
 	Limiter    SignInLimiter
 	Hasher     *operator.Hasher
 	Policy     session.Policy
@@ -61,7 +63,7 @@ func New(d Deps) *App {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, limiter: d.Limiter,
+	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
 		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now}
 }
 

@@ -31,7 +31,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // pageNames are the templates under templates/, each drawn inside layout.
-var pageNames = []string{"login", "workspaces", "workspace", "error"}
+var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery"}
 
 // Console serves the pages operators use in a browser.
 type Console struct {
@@ -82,6 +82,7 @@ func (c *Console) Mount(e *echo.Echo) {
 	// to the operator's workspace by inWorkspace.
 	ws := e.Group("/workspaces/:id", c.signedIn, c.inWorkspace)
 	ws.GET("", c.workspacePage)
+	c.mountWebhook(ws)
 }
 
 func cacheFor(d time.Duration, h http.Handler) http.Handler {

@@ -62,6 +62,9 @@ type harness struct {
 	admin   *adminclient.Client
 	gateway *fakeGateway
 	routes  []*echo.Route
+
+	// dispatcher is the fake webhook dispatcher (webhook_test.go).
+	dispatcher *fakeDispatcher
 }
 
 func newHarness(t *testing.T, s settings) *harness {
@@ -76,6 +79,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	if !s.withoutGateway {
 		gw.serve(t, env)
 	}
+	dispatcher := serveDispatcher(t, env)
 	hasher, err := operator.NewHasher(testParams)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +89,7 @@ func newHarness(t *testing.T, s settings) *harness {
 		Operators:  adapters.NewOperatorStore(gdb),
 		Sessions:   adapters.NewSessionStore(gdb),
 		Workspaces: adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		Webhooks:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: s.idleTTL, MaxAge: s.maxAge},
@@ -113,7 +118,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, routes: public.Routes(),
+	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, routes: public.Routes(),
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
 }
 

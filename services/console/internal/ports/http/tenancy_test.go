@@ -50,8 +50,10 @@ func TestWorkspaceOperatorSeesOnlyItsWorkspace(t *testing.T) {
 		if pages[0] != pages[1] || pages[1] != pages[2] {
 			t.Fatalf("%s %s: another workspace's page differs from a missing one's:\n%s\n---\n%s", route.Method, route.Path, pages[0], pages[1])
 		}
-		if route.Method == http.MethodGet {
-			if r := b.get(strings.Replace(route.Path, ":id", own, 1)); r.status != http.StatusOK {
+		// A page of one item (a delivery, a run) names an item that is not
+		// there, which is its own 404; its pages' tests read real ones.
+		if ownPath := strings.Replace(route.Path, ":id", own, 1); route.Method == http.MethodGet && !strings.Contains(ownPath, ":") {
+			if r := b.get(ownPath); r.status != http.StatusOK {
 				t.Fatalf("GET %s of its own workspace = %d", route.Path, r.status)
 			}
 		}

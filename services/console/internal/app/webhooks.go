@@ -1,0 +1,287 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+)
+
+// Webhooks reaches a workspace's webhook, its delivery log and replays in
+// the webhook dispatcher; *adminclient.Client implements it.
+type Webhooks interface {
+	GetWebhook(ctx context.Context, workspaceID string) (adminclient.Webhook, error)
+	SaveWebhook(ctx context.Context, workspaceID, webhookURL string) (adminclient.SavedWebhook, error)
+	SendTestEvent(ctx context.Context, workspaceID string) (adminclient.Delivery, error)
+	ResaveWebhook(ctx context.Context, workspaceID string) (adminclient.SavedWebhook, error)
+	ListDeliveries(ctx context.Context, workspaceID string, f adminclient.DeliveryFilter) (adminclient.DeliveryPage, error)
+	Replay(ctx context.Context, r adminclient.ReplayRequest) (adminclient.Replay, error)
+}
+
+// ErrDeliveryNotFound is a delivery the workspace's log does not hold (any
+// more: the log is purged after its retention).
+var ErrDeliveryNotFound = errors.New("no such delivery in the log")
+
+// ErrTestEventNotReplayable: test events are sent from the console or the
+// API, never stored in the event stream, so a replay cannot find them.
+var ErrTestEventNotReplayable = errors.New("test events are not kept in the event stream, so they cannot be replayed: send a new test event instead")
+
+// WebhookState is a workspace's webhook as the webhook page shows it.
+type WebhookState struct {
+	// Webhook is nil when none is saved.
+	Webhook *adminclient.Webhook
+	// PausedAt is when a paused webhook was paused: the dispatcher changes
+	// a paused webhook only when pausing it, so its updated_at says when.
+	PausedAt string
+	// LastFailure is the newest failed customer delivery of a paused
+	// webhook, the reason it paused; nil when the log no longer has one.
+	LastFailure *adminclient.Delivery
+}
+
+// Paused reports whether the webhook is saved and paused.
+func (s WebhookState) Paused() bool {
+	return s.Webhook != nil && s.Webhook.Status == webhookPaused
+}
+
+const (
+	webhookPaused = "paused"
+	codeNoWebhook = "webhook_not_found"
+	// failuresScanned bounds how many failed deliveries the page reads
+	// looking for the newest one that was not a test event.
+	failuresScanned = 20
+)
+
+// Webhook returns the workspace's webhook and, when it is paused, why.
+func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID string) (WebhookState, error) {
+	if !op.Sees(workspaceID) {
+		return WebhookState{}, ErrWorkspaceNotFound
+	}
+	w, err := a.webhooks.GetWebhook(ctx, workspaceID)
+	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoWebhook {
+		return WebhookState{}, nil
+	}
+	if err != nil {
+		return WebhookState{}, fmt.Errorf("get webhook of %s: %w", workspaceID, err)
+	}
+	state := WebhookState{Webhook: &w}
+	if !state.Paused() {
+		return state, nil
+	}
+	state.PausedAt = w.UpdatedAt
+	// Test events neither pause nor count, so the reason is the newest
+	// failed customer event.
+	page, err := a.webhooks.ListDeliveries(ctx, workspaceID, adminclient.DeliveryFilter{Status: adminclient.DeliveryFailed, Limit: failuresScanned})
+	if err != nil {
+		return WebhookState{}, fmt.Errorf("read failed deliveries of %s: %w", workspaceID, err)
+	}
+	for _, d := range page.Deliveries {
+		if d.Event != adminclient.EventTest {
+			state.LastFailure = &d
+			break
+		}
+	}
+	return state, nil
+}
+
+// SaveWebhook saves the workspace's webhook URL; the answer carries the new
+// secret, shown once.
+func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, webhookURL string) (adminclient.SavedWebhook, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.SavedWebhook{}, ErrWorkspaceNotFound
+	}
+	return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
+}
+
+// TestResult is a test event's delivery and how long the console waited
+// for it: the one attempt, its signing and recording, and the call.
+type TestResult struct {
+	Delivery adminclient.Delivery
+	Took     time.Duration
+}
+
+// SendTestEvent sends a test event to the workspace's webhook and returns
+// how its one attempt ended.
+func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspaceID string) (TestResult, error) {
+	if !op.Sees(workspaceID) {
+		return TestResult{}, ErrWorkspaceNotFound
+	}
+	start := a.now()
+	d, err := a.webhooks.SendTestEvent(ctx, workspaceID)
+	if err != nil {
+		return TestResult{}, err
+	}
+	return TestResult{Delivery: d, Took: a.now().Sub(start)}, nil
+}
+
+// Resaved is an operator's re-save: the webhook with its new secret and,
+// when it had been paused, the period its events were skipped, which the
+// page offers to replay.
+type Resaved struct {
+	Saved adminclient.SavedWebhook
+	// PausedAt and ResumedAt bound the skipped period; PausedAt is empty
+	// when the webhook was not paused.
+	PausedAt  string
+	ResumedAt string
+}
+
+// ResaveWebhook saves the workspace's webhook again as an operator: a new
+// secret, and a paused webhook active again. The pause's time is read
+// first, since the re-save moves it.
+func (a *App) ResaveWebhook(ctx context.Context, op operator.Operator, workspaceID string) (Resaved, error) {
+	state, err := a.Webhook(ctx, op, workspaceID)
+	if err != nil {
+		return Resaved{}, err
+	}
+	saved, err := a.webhooks.ResaveWebhook(ctx, workspaceID)
+	if err != nil {
+		return Resaved{}, err
+	}
+	out := Resaved{Saved: saved}
+	if state.Paused() {
+		out.PausedAt, out.ResumedAt = state.PausedAt, saved.Webhook.UpdatedAt
+	}
+	return out, nil
+}
+
+// DeliveryQuery selects a page of the delivery log: Status and Event as
+// the dispatcher filters them, deliveries created from From (inclusive)
+// to To (exclusive), the page starting at Before (the older link's
+// cursor). Zero fields do not filter.
+type DeliveryQuery struct {
+	Status string
+	Event  string
+	From   time.Time
+	To     time.Time
+	Before string
+}
+
+// DeliveryList is a page of the log and the cursor of the older page,
+// empty on the last.
+type DeliveryList struct {
+	Deliveries []adminclient.Delivery
+	Older      string
+}
+
+// Deliveries returns a page of the workspace's delivery log. The
+// dispatcher pages by a "before" cursor only, so To is the first page's
+// cursor and From ends the walk: deliveries older than From are cut
+// from the page and there is no older page.
+func (a *App) Deliveries(ctx context.Context, op operator.Operator, workspaceID string, q DeliveryQuery) (DeliveryList, error) {
+	if !op.Sees(workspaceID) {
+		return DeliveryList{}, ErrWorkspaceNotFound
+	}
+	f := adminclient.DeliveryFilter{Status: q.Status, Event: q.Event, Before: q.Before}
+	if f.Before == "" && !q.To.IsZero() {
+		f.Before = q.To.UTC().Format(time.RFC3339Nano)
+	}
+	page, err := a.webhooks.ListDeliveries(ctx, workspaceID, f)
+	if err != nil {
+		return DeliveryList{}, err
+	}
+	out := DeliveryList{Deliveries: page.Deliveries}
+	if page.NextBefore != nil {
+		out.Older = *page.NextBefore
+	}
+	if q.From.IsZero() {
+		return out, nil
+	}
+	for i, d := range page.Deliveries {
+		created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
+		if err == nil && created.Before(q.From) {
+			out.Deliveries, out.Older = page.Deliveries[:i], ""
+			break
+		}
+	}
+	return out, nil
+}
+
+// deliveryPages bounds the walk of the log for a delivery whose time is not
+// known.
+const deliveryPages = 10
+
+// Delivery finds one delivery of the workspace's log. The dispatcher
+// answers pages, not single deliveries: at, its created_at as the list
+// links it, reads the page that starts with it (deliveries sharing a
+// created_at are never split across pages); without it the newest pages
+// are searched.
+func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id, at string) (adminclient.Delivery, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.Delivery{}, ErrWorkspaceNotFound
+	}
+	f := adminclient.DeliveryFilter{}
+	pages := deliveryPages
+	if created, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		// before is exclusive and the log keeps microseconds.
+		f.Before = created.Add(time.Microsecond).UTC().Format(time.RFC3339Nano)
+		f.Limit, pages = 1, 1
+	}
+	for range pages {
+		page, err := a.webhooks.ListDeliveries(ctx, workspaceID, f)
+		if err != nil {
+			return adminclient.Delivery{}, err
+		}
+		for _, d := range page.Deliveries {
+			if d.ID == id {
+				return d, nil
+			}
+		}
+		if page.NextBefore == nil {
+			break
+		}
+		f.Before = *page.NextBefore
+	}
+	return adminclient.Delivery{}, ErrDeliveryNotFound
+}
+
+// ReplayRange queues the workspace's events stored in [since, until) (until
+// zero: up to the last), of kind event ("" for all), for delivery again.
+func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID string, since, until time.Time, event string) (adminclient.Replay, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.Replay{}, ErrWorkspaceNotFound
+	}
+	req := adminclient.ReplayRequest{WorkspaceID: workspaceID, Since: since.UTC().Format(time.RFC3339Nano), Event: event}
+	if !until.IsZero() {
+		req.Until = until.UTC().Format(time.RFC3339Nano)
+	}
+	return a.webhooks.Replay(ctx, req)
+}
+
+// replayMargin widens a single delivery's replay window on both sides,
+// for clocks of the service that made the event, the event stream and
+// the dispatcher that differ a little.
+const replayMargin = time.Second
+
+// ReplayDelivery queues one delivery's event for delivery again. Replays
+// select events by when the event stream stored them, not by id, so the
+// window is from the event's own time (in its envelope) to when the
+// dispatcher recorded the delivery, a little wider on each side, of the
+// delivery's kind: other events of that kind stored in the same window go
+// again too, under their own ids, which receivers deduplicate. The
+// returned window is the one replayed.
+func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id, at string) (adminclient.Replay, error) {
+	d, err := a.Delivery(ctx, op, workspaceID, id, at)
+	if err != nil {
+		return adminclient.Replay{}, err
+	}
+	if d.Event == adminclient.EventTest {
+		return adminclient.Replay{}, ErrTestEventNotReplayable
+	}
+	recorded, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
+	if err != nil {
+		return adminclient.Replay{}, fmt.Errorf("delivery %s: created_at %q: %w", d.ID, d.CreatedAt, err)
+	}
+	since := recorded
+	var envelope struct {
+		CreatedAt string `json:"created_at"`
+	}
+	if json.Unmarshal([]byte(d.Payload), &envelope) == nil {
+		if made, err := time.Parse(time.RFC3339Nano, envelope.CreatedAt); err == nil && made.Before(since) {
+			since = made
+		}
+	}
+	return a.ReplayRange(ctx, op, workspaceID, since.Add(-replayMargin), recorded.Add(replayMargin), d.Event)
+}

@@ -1,0 +1,338 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/services/console/internal/app"
+)
+
+// mountWebhook adds the webhook page and the delivery log to a workspace's
+// group. Every action is a plain form post whose answer is the page again
+// with its result: a secret is shown once, so it is never put in a URL
+// or a redirect.
+func (c *Console) mountWebhook(ws *echo.Group) {
+	ws.GET("/webhook", c.webhookPage)
+	ws.POST("/webhook", c.saveWebhook)
+	ws.POST("/webhook/test", c.testWebhook)
+	ws.POST("/webhook/resave", c.resaveWebhook)
+	ws.GET("/deliveries", c.deliveriesPage)
+	ws.POST("/deliveries/replay", c.replayDeliveries)
+	ws.GET("/deliveries/:deliveryId", c.deliveryPage)
+	ws.POST("/deliveries/:deliveryId/replay", c.replayDelivery)
+}
+
+// Codes of the console's own refusals on these pages.
+const (
+	codeDeliveryNotFound = "delivery_not_found"
+	codeNotReplayable    = "not_replayable"
+)
+
+// webhookView is the webhook page's data: the webhook's state and the
+// result of the action just taken, if any.
+type webhookView struct {
+	State app.WebhookState
+	// URL is the URL field's value.
+	URL string
+	// Saved is a save's or re-save's answer: the secret, shown this once.
+	Saved *adminclient.SavedWebhook
+	// Resaved offers to replay what was skipped while the webhook was
+	// paused.
+	Resaved *app.Resaved
+	Test    *app.TestResult
+}
+
+// TestMillis is the test event's round trip in whole milliseconds.
+func (w webhookView) TestMillis() int64 { return w.Test.Took.Milliseconds() }
+
+func (c *Console) webhookView(ctx echo.Context) (view, webhookView, error) {
+	id := ctx.Param("id")
+	v := c.view(ctx, "Webhook")
+	v.Workspace, v.Current = id, "webhook"
+	state, err := c.app.Webhook(ctx.Request().Context(), operatorOf(ctx), id)
+	wv := webhookView{State: state}
+	if state.Webhook != nil {
+		wv.URL = state.Webhook.URL
+	}
+	return v, wv, err
+}
+
+// webhookPage shows the webhook's URL and status and, when paused, why.
+func (c *Console) webhookPage(ctx echo.Context) error {
+	v, wv, err := c.webhookView(ctx)
+	if err != nil {
+		return c.serviceError(ctx, "webhook", v, webhookError(err))
+	}
+	v.Page = wv
+	return c.render(ctx, http.StatusOK, "webhook", v)
+}
+
+// saveWebhook saves the URL and shows the new secret once; a refused URL
+// is shown with the dispatcher's reason, the field keeping what was typed.
+func (c *Console) saveWebhook(ctx echo.Context) error {
+	op, id := operatorOf(ctx), ctx.Param("id")
+	typed := strings.TrimSpace(ctx.FormValue("url"))
+	saved, saveErr := c.app.SaveWebhook(ctx.Request().Context(), op, id, typed)
+	v, wv, err := c.webhookView(ctx)
+	if saveErr != nil {
+		wv.URL = typed
+		v.Page = wv
+		return c.serviceError(ctx, "webhook", v, webhookError(saveErr))
+	}
+	if err != nil {
+		return c.serviceError(ctx, "webhook", v, webhookError(err))
+	}
+	wv.Saved = &saved
+	v.Page = wv
+	return c.render(ctx, http.StatusOK, "webhook", v)
+}
+
+// testWebhook sends the test event and shows how its one attempt ended.
+func (c *Console) testWebhook(ctx echo.Context) error {
+	result, testErr := c.app.SendTestEvent(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
+	v, wv, err := c.webhookView(ctx)
+	if testErr == nil {
+		testErr = err
+	}
+	if testErr != nil {
+		v.Page = wv
+		return c.serviceError(ctx, "webhook", v, webhookError(testErr))
+	}
+	wv.Test = &result
+	v.Page = wv
+	return c.render(ctx, http.StatusOK, "webhook", v)
+}
+
+// resaveWebhook saves the webhook again as an operator (a new secret,
+// shown once; a paused webhook resumes) and offers to replay the paused
+// period.
+func (c *Console) resaveWebhook(ctx echo.Context) error {
+	resaved, resaveErr := c.app.ResaveWebhook(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
+	v, wv, err := c.webhookView(ctx)
+	if resaveErr == nil {
+		resaveErr = err
+	}
+	if resaveErr != nil {
+		v.Page = wv
+		return c.serviceError(ctx, "webhook", v, webhookError(resaveErr))
+	}
+	wv.Saved, wv.Resaved = &resaved.Saved, &resaved
+	v.Page = wv
+	return c.render(ctx, http.StatusOK, "webhook", v)
+}
+
+// deliveriesView is the delivery log page's data.
+type deliveriesView struct {
+	// Status, Event, From and To are the filters as the form sent them.
+	Status, Event, From, To string
+	List                    app.DeliveryList
+	// OlderURL is the next page's link, with the filters; empty on the last.
+	OlderURL string
+	// Replayed is the result of a replay just queued.
+	Replayed *adminclient.Replay
+	// Listed is false when the log could not be read (an error is shown).
+	Listed bool
+}
+
+// Statuses and Events are the filters' choices.
+func (deliveriesView) Statuses() []string {
+	return []string{adminclient.DeliveryPending, adminclient.DeliveryDelivered, adminclient.DeliveryFailed, adminclient.DeliverySkipped}
+}
+
+func (deliveriesView) Events() []string { return append(replayEvents(), adminclient.EventTest) }
+
+// ReplayEvents are the kinds a replay selects: test events are not in the
+// event stream.
+func (deliveriesView) ReplayEvents() []string { return replayEvents() }
+
+func replayEvents() []string {
+	return []string{adminclient.EventMessageReceived, adminclient.EventPostbackReceived, adminclient.EventCommentReceived}
+}
+
+// deliveriesPage lists the delivery log, newest first, as the GET form's
+// filters select.
+func (c *Console) deliveriesPage(ctx echo.Context) error {
+	v, dv := c.deliveriesView(ctx)
+	return c.listDeliveries(ctx, v, dv)
+}
+
+func (c *Console) deliveriesView(ctx echo.Context) (view, deliveriesView) {
+	v := c.view(ctx, "Delivery log")
+	v.Workspace, v.Current = ctx.Param("id"), "deliveries"
+	return v, deliveriesView{Status: ctx.QueryParam("status"), Event: ctx.QueryParam("event"),
+		From: ctx.QueryParam("from"), To: ctx.QueryParam("to")}
+}
+
+// listDeliveries reads the page dv's filters select into dv and draws it.
+func (c *Console) listDeliveries(ctx echo.Context, v view, dv deliveriesView) error {
+	q := app.DeliveryQuery{Status: dv.Status, Event: dv.Event, Before: ctx.QueryParam("before")}
+	var err error
+	if q.From, err = formTime("from", dv.From); err == nil {
+		q.To, err = formTime("to", dv.To)
+	}
+	if err == nil {
+		dv.List, err = c.app.Deliveries(ctx.Request().Context(), operatorOf(ctx), v.Workspace, q)
+	}
+	if err != nil {
+		v.Page = dv
+		return c.serviceError(ctx, "deliveries", v, webhookError(err))
+	}
+	dv.Listed = true
+	if dv.List.Older != "" {
+		older := url.Values{"before": {dv.List.Older}}
+		for name, value := range map[string]string{"status": dv.Status, "event": dv.Event, "from": dv.From, "to": dv.To} {
+			if value != "" {
+				older.Set(name, value)
+			}
+		}
+		dv.OlderURL = "/workspaces/" + url.PathEscape(v.Workspace) + "/deliveries?" + older.Encode()
+	}
+	v.Page = dv
+	return c.render(ctx, http.StatusOK, "deliveries", v)
+}
+
+// replayDeliveries replays a time range, optionally of one kind, and shows
+// how many events were queued above the log. since and until come from
+// the log's form (datetime-local, UTC) or the webhook page's offer (exact
+// times).
+func (c *Console) replayDeliveries(ctx echo.Context) error {
+	v, dv := c.deliveriesView(ctx)
+	dv.Status, dv.Event, dv.From, dv.To = "", "", "", ""
+	since, err := formTime("since", ctx.FormValue("since"))
+	if err == nil && since.IsZero() {
+		err = errs.InvalidRequest("since is required: the time the replay starts from")
+	}
+	var until time.Time
+	if err == nil {
+		until, err = formTime("until", ctx.FormValue("until"))
+	}
+	var replayed adminclient.Replay
+	if err == nil {
+		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, since, until, ctx.FormValue("event"))
+	}
+	if err != nil {
+		// The log is still shown under the refusal.
+		dv.List, _ = c.app.Deliveries(ctx.Request().Context(), operatorOf(ctx), v.Workspace, app.DeliveryQuery{})
+		dv.Listed = true
+		v.Page = dv
+		return c.serviceError(ctx, "deliveries", v, webhookError(err))
+	}
+	dv.Replayed = &replayed
+	return c.listDeliveries(ctx, v, dv)
+}
+
+// deliveryView is a delivery's page.
+type deliveryView struct {
+	Delivery adminclient.Delivery
+	// Payload is the signed body, indented when it is JSON.
+	Payload  string
+	Replayed *adminclient.Replay
+}
+
+// Replayable reports whether the event is in the event stream (a test
+// event is not).
+func (d deliveryView) Replayable() bool { return d.Delivery.Event != adminclient.EventTest }
+
+func (c *Console) findDelivery(ctx echo.Context) (view, deliveryView, error) {
+	v := c.view(ctx, "Delivery")
+	v.Workspace, v.Current = ctx.Param("id"), "deliveries"
+	d, err := c.app.Delivery(ctx.Request().Context(), operatorOf(ctx), v.Workspace, ctx.Param("deliveryId"), atParam(ctx))
+	return v, deliveryView{Delivery: d, Payload: prettyPayload(d.Payload)}, err
+}
+
+// atParam is the delivery's created_at the log links it with, which finds
+// it in one read.
+func atParam(ctx echo.Context) string {
+	if at := ctx.QueryParam("at"); at != "" {
+		return at
+	}
+	return ctx.FormValue("at")
+}
+
+// deliveryPage shows one delivery: its outcome, attempts and signed body.
+func (c *Console) deliveryPage(ctx echo.Context) error {
+	v, dv, err := c.findDelivery(ctx)
+	if err != nil {
+		return c.serviceError(ctx, "delivery", v, webhookError(err))
+	}
+	v.Page = dv
+	return c.render(ctx, http.StatusOK, "delivery", v)
+}
+
+// replayDelivery replays one delivery's event and shows how many events
+// its window queued.
+func (c *Console) replayDelivery(ctx echo.Context) error {
+	v, dv, err := c.findDelivery(ctx)
+	if err != nil {
+		return c.serviceError(ctx, "delivery", v, webhookError(err))
+	}
+	v.Page = dv
+	replayed, err := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), v.Workspace, dv.Delivery.ID, dv.Delivery.CreatedAt)
+	if err != nil {
+		return c.serviceError(ctx, "delivery", v, webhookError(err))
+	}
+	dv.Replayed = &replayed
+	v.Page = dv
+	return c.render(ctx, http.StatusOK, "delivery", v)
+}
+
+// Forms' time layouts: a datetime-local input's, with and without seconds,
+// read as UTC, and the exact times the console writes itself.
+var formTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"}
+
+// formTime reads a form's time; empty is the zero time.
+func formTime(field, value string) (time.Time, error) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range formTimeLayouts {
+		if t, err := time.Parse(layout, value); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errs.InvalidRequest("%s must be a date and time (UTC) like 2026-11-24T10:00", field)
+}
+
+// prettyPayload pretty-prints a JSON body; anything else is shown as it is.
+func prettyPayload(body string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(body), "", "  ") != nil {
+		return body
+	}
+	return b.String()
+}
+
+// webhookError words the console's own refusals on these pages and adds
+// what to do to the dispatcher's.
+func webhookError(err error) error {
+	switch {
+	case errors.Is(err, app.ErrDeliveryNotFound):
+		return errs.NotFound(codeDeliveryNotFound, "this workspace's delivery log has no such delivery (the log keeps deliveries 14 days)")
+	case errors.Is(err, app.ErrTestEventNotReplayable):
+		return errs.New(http.StatusConflict, codeNotReplayable, app.ErrTestEventNotReplayable.Error())
+	}
+	e, ok := errs.As(err)
+	if !ok {
+		return err
+	}
+	advice := map[string]string{
+		"webhook_not_found": "save a webhook URL on the webhook page first",
+		"webhook_paused":    "the webhook is paused: save it again on the webhook page, then replay",
+	}[e.Code]
+	if advice == "" {
+		return err
+	}
+	out := *e
+	out.Message = advice + " (" + e.Message + ")"
+	return &out
+}
