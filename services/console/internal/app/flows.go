@@ -1,0 +1,215 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+)
+
+// FlowRunner is the flow-runner's flow, run and knowledge-base calls;
+// *adminclient.Client implements it.
+type FlowRunner interface {
+	ListFlows(ctx context.Context, workspaceID string) ([]adminclient.Flow, error)
+	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error)
+	DeactivateFlow(ctx context.Context, flowID string) (adminclient.DeactivatedFlow, error)
+	GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (adminclient.Trace, error)
+	AddDocument(ctx context.Context, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error)
+	ListDocuments(ctx context.Context, workspaceID string) ([]adminclient.KnowledgeDocument, error)
+	DeleteDocument(ctx context.Context, documentID, workspaceID string) (adminclient.DeletedDocument, error)
+}
+
+// ErrFlowNotFound is a flow the workspace's list does not hold: unknown,
+// another workspace's, deactivated, or not started through the API.
+var ErrFlowNotFound = errors.New("no such flow")
+
+// Flows lists the workspace's active API flows.
+func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.Flow, error) {
+	if !op.Sees(workspaceID) {
+		return nil, ErrWorkspaceNotFound
+	}
+	flows, err := a.flows.ListFlows(ctx, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("list flows: %w", err)
+	}
+	return flows, nil
+}
+
+// Flow returns one of the workspace's flows. The flow-runner has no route
+// for one flow, so it is found in the list.
+func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.Flow, error) {
+	flows, err := a.Flows(ctx, op, workspaceID)
+	if err != nil {
+		return adminclient.Flow{}, err
+	}
+	for _, f := range flows {
+		if f.ID == flowID {
+			return f, nil
+		}
+	}
+	return adminclient.Flow{}, ErrFlowNotFound
+}
+
+// PublishFlow publishes document as a new flow of the workspace, or with
+// flowID as a new version of that flow. A document the flow-runner refuses
+// is a *FlowRefusedError saying which node and field.
+func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.PublishedFlow{}, ErrWorkspaceNotFound
+	}
+	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
+	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
+		return adminclient.PublishedFlow{}, &FlowRefusedError{Problem: ParseFlowProblem(e.Message)}
+	}
+	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound && flowID != "" {
+		// The flow-runner publishes a version only to the workspace's own
+		// flow; any other is flow_not_found.
+		return adminclient.PublishedFlow{}, ErrFlowNotFound
+	}
+	if err != nil {
+		return adminclient.PublishedFlow{}, fmt.Errorf("publish flow: %w", err)
+	}
+	return published, nil
+}
+
+// DeactivateFlow deactivates one of the workspace's flows. The
+// flow-runner's route takes any flow id, so the flow is first found in the
+// workspace's list: an operator can never deactivate another workspace's.
+func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.Flow, error) {
+	f, err := a.Flow(ctx, op, workspaceID, flowID)
+	if err != nil {
+		return adminclient.Flow{}, err
+	}
+	if _, err := a.flows.DeactivateFlow(ctx, f.ID); err != nil {
+		return adminclient.Flow{}, fmt.Errorf("deactivate flow: %w", err)
+	}
+	return f, nil
+}
+
+// RunTrace returns a run of the workspace's flow with its nodes' steps.
+func (a *App) RunTrace(ctx context.Context, op operator.Operator, workspaceID, flowID, runID string) (adminclient.Trace, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.Trace{}, ErrWorkspaceNotFound
+	}
+	t, err := a.flows.GetRunTrace(ctx, workspaceID, flowID, runID)
+	if err != nil {
+		return adminclient.Trace{}, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	return t, nil
+}
+
+// FlowProblem is what the flow-runner said was wrong with a document: the
+// node (by id, or by its place in "nodes" when its id was the problem),
+// the field, and why. NodeIndex is -1 when no place was named.
+type FlowProblem struct {
+	NodeID    string
+	NodeIndex int
+	Field     string
+	Reason    string
+}
+
+// FlowRefusedError is a flow document the flow-runner refused.
+type FlowRefusedError struct {
+	Problem FlowProblem
+}
+
+func (e *FlowRefusedError) Error() string {
+	return "flow refused: " + e.Problem.Reason
+}
+
+// nodeIndexField is a field naming a node by its place: "nodes[3]",
+// "nodes[3].id".
+var nodeIndexField = regexp.MustCompile(`^nodes\[(\d+)\]`)
+
+// ParseFlowProblem reads the flow-runner's refusal, worded
+// `node "ID": field "F": reason` with the node and the field each left
+// out when they do not apply (ids and fields quoted as Go quotes them).
+// A message of another shape is all reason.
+func ParseFlowProblem(message string) FlowProblem {
+	p := FlowProblem{NodeIndex: -1}
+	rest := message
+	if id, after, ok := quotedPart(rest, "node "); ok {
+		p.NodeID, rest = id, after
+	}
+	if field, after, ok := quotedPart(rest, "field "); ok {
+		p.Field, rest = field, after
+	}
+	p.Reason = rest
+	if m := nodeIndexField.FindStringSubmatch(p.Field); m != nil {
+		if i, err := strconv.Atoi(m[1]); err == nil {
+			p.NodeIndex = i
+		}
+	}
+	return p
+}
+
+// quotedPart reads `label"value": ` off the front of s.
+func quotedPart(s, label string) (value, rest string, ok bool) {
+	if !strings.HasPrefix(s, label) {
+		return "", s, false
+	}
+	quoted, err := strconv.QuotedPrefix(s[len(label):])
+	if err != nil {
+		return "", s, false
+	}
+	after, found := strings.CutPrefix(s[len(label)+len(quoted):], ": ")
+	if !found {
+		return "", s, false
+	}
+	value, err = strconv.Unquote(quoted)
+	if err != nil {
+		return "", s, false
+	}
+	return value, after, true
+}
+
+// OutlinedNode is one entry of a flow document's "nodes" as submitted.
+type OutlinedNode struct {
+	Index int
+	ID    string
+	Type  string
+}
+
+// OutlineFlow lists the nodes of a submitted flow document, in order, as
+// far as it can be read: nil when it is not a JSON object with a "nodes"
+// array. Entries that are not objects, or lack a string id or type, are
+// listed with those left empty, so indexes stay the document's.
+func OutlineFlow(document []byte) []OutlinedNode {
+	var doc struct {
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	if err := json.Unmarshal(document, &doc); err != nil {
+		return nil
+	}
+	out := make([]OutlinedNode, 0, len(doc.Nodes))
+	for i, raw := range doc.Nodes {
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &fields)
+		out = append(out, OutlinedNode{Index: i, ID: stringField(fields, "id"), Type: stringField(fields, "type")})
+	}
+	return out
+}
+
+func stringField(fields map[string]json.RawMessage, name string) string {
+	var s string
+	if raw, ok := fields[name]; ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
+// Names reports whether the problem is about node n.
+func (p FlowProblem) Names(n OutlinedNode) bool {
+	if p.NodeIndex >= 0 {
+		return p.NodeIndex == n.Index
+	}
+	return p.NodeID != "" && p.NodeID == n.ID
+}

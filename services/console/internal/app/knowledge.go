@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+)
+
+// Documents lists the workspace's knowledge-base documents.
+func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.KnowledgeDocument, error) {
+	if !op.Sees(workspaceID) {
+		return nil, ErrWorkspaceNotFound
+	}
+	docs, err := a.flows.ListDocuments(ctx, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	return docs, nil
+}
+
+// AddDocument adds a Markdown document to the workspace's knowledge base.
+func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.KnowledgeDocument{}, ErrWorkspaceNotFound
+	}
+	d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
+	if err != nil {
+		return adminclient.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
+	}
+	return d, nil
+}
+
+// ErrDocumentNotFound is a document the workspace does not have.
+var ErrDocumentNotFound = fmt.Errorf("no such document")
+
+// DeleteDocument deletes one of the workspace's documents; the flow-runner
+// is given the workspace, so another workspace's document is not found.
+func (a *App) DeleteDocument(ctx context.Context, op operator.Operator, workspaceID, documentID string) error {
+	if !op.Sees(workspaceID) {
+		return ErrWorkspaceNotFound
+	}
+	_, err := a.flows.DeleteDocument(ctx, documentID, workspaceID)
+	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {
+		return ErrDocumentNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("delete document: %w", err)
+	}
+	return nil
+}

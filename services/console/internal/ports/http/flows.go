@@ -1,0 +1,365 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/services/console/internal/app"
+)
+
+// maxFlowDocument is the largest flow document the flow-runner takes.
+const maxFlowDocument = 1 << 20
+
+// codeFlowNotFound is a flow the workspace's list does not hold.
+const codeFlowNotFound = "flow_not_found"
+
+// mountFlows adds the flow and run pages to a workspace's group.
+func (c *Console) mountFlows(ws *echo.Group) {
+	ws.GET("/flows", c.flowsPage)
+	ws.POST("/flows", c.publishNewFlow)
+	ws.GET("/flows/:flowId", c.flowPage)
+	ws.POST("/flows/:flowId/versions", c.publishFlowVersion)
+	ws.GET("/flows/:flowId/deactivate", c.deactivateFlowForm)
+	ws.POST("/flows/:flowId/deactivate", c.deactivateFlow)
+	ws.GET("/flows/:flowId/runs", c.findRun)
+	ws.GET("/flows/:flowId/runs/:runId", c.runPage)
+}
+
+// flowsView is the flows template's data: the list, one flow's page, or
+// the confirmation of a deactivation, by which of List, Flow and Confirm
+// is set.
+type flowsView struct {
+	Base  string
+	Flash string
+	// List is the workspace's flows on the list page.
+	List []adminclient.Flow
+	// Flow is the flow of its own page or of the deactivation's
+	// confirmation.
+	Flow    *adminclient.Flow
+	Confirm bool
+	Publish publishForm
+	// RunID is what was typed in the run form; RunMessage says what was
+	// wrong with it.
+	RunID      string
+	RunMessage string
+}
+
+// publishForm is the publish form with what was submitted and, when the
+// flow-runner refused it, where.
+type publishForm struct {
+	Action   string
+	Document string
+	Problem  *app.FlowProblem
+	// Nodes are the submitted document's nodes, the refused one Flagged.
+	Nodes []outlinedNode
+}
+
+type outlinedNode struct {
+	app.OutlinedNode
+	Flagged bool
+}
+
+// Where says in words where the problem is.
+func (f publishForm) Where() string {
+	p := f.Problem
+	var parts []string
+	switch {
+	case p.NodeID != "":
+		parts = append(parts, "node "+strconv.Quote(p.NodeID))
+	case p.NodeIndex >= 0:
+		parts = append(parts, "node number "+strconv.Itoa(p.NodeIndex+1))
+	}
+	if p.Field != "" {
+		parts = append(parts, "field "+p.Field)
+	}
+	if len(parts) == 0 {
+		return "the document"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func workspaceBase(ctx echo.Context) string { return "/workspaces/" + ctx.Param("id") }
+
+func flowPath(ctx echo.Context, flowID string) string {
+	return workspaceBase(ctx) + "/flows/" + url.PathEscape(flowID)
+}
+
+func (c *Console) flowsView(ctx echo.Context, title string) view {
+	v := c.view(ctx, title)
+	v.Workspace, v.Current = ctx.Param("id"), "flows"
+	return v
+}
+
+// flowsPage lists the workspace's flows with the form publishing a new one.
+func (c *Console) flowsPage(ctx echo.Context) error {
+	return c.drawFlows(ctx, http.StatusOK, "", flowsView{Flash: flowsFlash(ctx)})
+}
+
+// drawFlows draws the list with fv's form and message.
+func (c *Console) drawFlows(ctx echo.Context, status int, message string, fv flowsView) error {
+	v := c.flowsView(ctx, "Flows")
+	fv.Base = workspaceBase(ctx)
+	fv.Publish.Action = fv.Base + "/flows"
+	flows, err := c.app.Flows(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
+	fv.List = flows
+	if fv.List == nil {
+		fv.List = []adminclient.Flow{}
+	}
+	v.Page = fv
+	if err != nil {
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	v.Status, v.Message = status, message
+	return c.render(ctx, status, "flows", v)
+}
+
+// flowPage shows a flow: its published version, the form publishing a new
+// version, the run form and the way to deactivate it.
+func (c *Console) flowPage(ctx echo.Context) error {
+	return c.drawFlow(ctx, http.StatusOK, "", flowsView{Flash: flowsFlash(ctx)})
+}
+
+func (c *Console) drawFlow(ctx echo.Context, status int, message string, fv flowsView) error {
+	v := c.flowsView(ctx, "Flow")
+	f, err := c.app.Flow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
+	if err != nil {
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	fv.Base = workspaceBase(ctx)
+	fv.Flow = &f
+	fv.Publish.Action = flowPath(ctx, f.ID) + "/versions"
+	v.Title, v.Page = f.Name, fv
+	v.Status, v.Message = status, message
+	return c.render(ctx, status, "flows", v)
+}
+
+// publishNewFlow publishes the submitted document as a new flow.
+func (c *Console) publishNewFlow(ctx echo.Context) error {
+	return c.publish(ctx, "")
+}
+
+// publishFlowVersion publishes the submitted document as the flow's next
+// version.
+func (c *Console) publishFlowVersion(ctx echo.Context) error {
+	return c.publish(ctx, ctx.Param("flowId"))
+}
+
+// publish sends the document from the textarea, or from the chosen file
+// when there is one, and goes to the flow's page; a refusal redraws the
+// form with the text kept and the node that caused it marked.
+func (c *Console) publish(ctx echo.Context, flowID string) error {
+	redraw := c.drawFlows
+	if flowID != "" {
+		redraw = c.drawFlow
+	}
+	document, err := submittedText(ctx, "document", "file", maxFlowDocument)
+	if err != nil {
+		return redraw(ctx, http.StatusBadRequest, err.Error(), flowsView{})
+	}
+	fv := flowsView{Publish: publishForm{Document: document}}
+	if strings.TrimSpace(document) == "" {
+		return redraw(ctx, http.StatusBadRequest, "Paste a flow's JSON document into the box, or choose a file with one, then publish.", fv)
+	}
+	published, err := c.app.PublishFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), flowID, []byte(document))
+	var refused *app.FlowRefusedError
+	if errors.As(err, &refused) {
+		p := refused.Problem
+		fv.Publish.Problem = &p
+		for _, n := range app.OutlineFlow([]byte(document)) {
+			fv.Publish.Nodes = append(fv.Publish.Nodes, outlinedNode{OutlinedNode: n, Flagged: p.Names(n)})
+		}
+		return redraw(ctx, http.StatusBadRequest, "The flow-runner refused this document: fix it where marked below and publish again.", fv)
+	}
+	if e, ok := errs.As(err); ok {
+		return redraw(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), fv)
+	}
+	if err != nil {
+		return c.flowsError(ctx, "flows", c.flowsView(ctx, "Flows"), err)
+	}
+	return ctx.Redirect(http.StatusSeeOther, flowPath(ctx, published.ID)+"?done=published&version="+strconv.Itoa(published.PublishedVersion))
+}
+
+// submittedText is the text of the form's file field when a file was
+// chosen, else of its text field; at most limit bytes, and UTF-8.
+func submittedText(ctx echo.Context, textField, fileField string, limit int64) (string, error) {
+	text := ctx.FormValue(textField)
+	fh, err := ctx.FormFile(fileField)
+	if err != nil {
+		// No file chosen (or a form that cannot carry one): the text.
+		return text, nil
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return text, errors.New("The chosen file could not be read. Choose it again, or paste its text.")
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return text, errors.New("The chosen file could not be read. Choose it again, or paste its text.")
+	}
+	if int64(len(raw)) > limit {
+		return text, errors.New("The chosen file is larger than " + strconv.FormatInt(limit>>10, 10) + " KiB.")
+	}
+	if len(raw) == 0 {
+		return text, nil
+	}
+	s := string(raw)
+	if !utf8.ValidString(s) {
+		return text, errors.New("The chosen file is not UTF-8 text. Save it as UTF-8 and choose it again.")
+	}
+	return s, nil
+}
+
+// deactivateFlowForm asks to confirm a deactivation.
+func (c *Console) deactivateFlowForm(ctx echo.Context) error {
+	v := c.flowsView(ctx, "Deactivate flow")
+	f, err := c.app.Flow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
+	if err != nil {
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	v.Page = flowsView{Base: workspaceBase(ctx), Flow: &f, Confirm: true}
+	return c.render(ctx, http.StatusOK, "flows", v)
+}
+
+// deactivateFlow deactivates the flow and goes back to the list.
+func (c *Console) deactivateFlow(ctx echo.Context) error {
+	_, err := c.app.DeactivateFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
+	if e, ok := errs.As(err); ok {
+		return c.drawFlow(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), flowsView{})
+	}
+	if err != nil {
+		return c.flowsError(ctx, "flows", c.flowsView(ctx, "Flows"), err)
+	}
+	return ctx.Redirect(http.StatusSeeOther, workspaceBase(ctx)+"/flows?done=deactivated")
+}
+
+// findRun takes the run id of the flow page's form to the run's page: the
+// flow-runner lists no runs, so a run is opened by the id its invoke
+// answered.
+func (c *Console) findRun(ctx echo.Context) error {
+	runID := strings.TrimSpace(ctx.QueryParam("run_id"))
+	if runID == "" {
+		return c.drawFlow(ctx, http.StatusBadRequest, "", flowsView{RunMessage: "Type the run id an invoke answered (run_id), then open it."})
+	}
+	return ctx.Redirect(http.StatusSeeOther, flowPath(ctx, ctx.Param("flowId"))+"/runs/"+url.PathEscape(runID))
+}
+
+// runView is the run template's data.
+type runView struct {
+	FlowPath    string
+	Run         adminclient.Run
+	Vars        string
+	Output      string
+	Nodes       []nodeRunRow
+	TotalTokens int
+	TotalCost   string
+	TotalMS     int64
+}
+
+// nodeRunRow is one node's step, its input and output as indented JSON.
+type nodeRunRow struct {
+	adminclient.NodeRun
+	Status string
+	Cost   string
+	In     string
+	Out    string
+}
+
+// runPage shows a run's trace: each node's type, status, time, tokens,
+// cost, input and output.
+func (c *Console) runPage(ctx echo.Context) error {
+	v := c.flowsView(ctx, "Run")
+	flowID, runID := ctx.Param("flowId"), ctx.Param("runId")
+	t, err := c.app.RunTrace(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), flowID, runID)
+	if err != nil {
+		return c.flowsError(ctx, "run", v, err)
+	}
+	rv := runView{FlowPath: flowPath(ctx, flowID), Run: t.Run, Vars: indentJSON(t.Run.Vars), Output: indentJSON(t.Run.Output)}
+	var cost float64
+	for _, n := range t.NodeRuns {
+		status := "completed"
+		if n.Error != "" {
+			status = "failed"
+		}
+		rv.Nodes = append(rv.Nodes, nodeRunRow{NodeRun: n, Status: status, Cost: dollars(n.CostUSD), In: indentJSON(n.Input), Out: indentJSON(n.Output)})
+		rv.TotalTokens += n.Tokens
+		rv.TotalMS += n.DurationMS
+		cost += n.CostUSD
+	}
+	rv.TotalCost = dollars(cost)
+	v.Title = "Run " + t.Run.ID
+	v.Page = rv
+	return c.render(ctx, http.StatusOK, "run", v)
+}
+
+// indentJSON is v as indented JSON, for a <pre>.
+func indentJSON(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// dollars writes a cost in US dollars with the digits it has (costs of AI
+// calls are fractions of a cent).
+func dollars(usd float64) string {
+	return "$" + strconv.FormatFloat(usd, 'f', -1, 64)
+}
+
+// flowsFlash says what the action that redirected here did.
+func flowsFlash(ctx echo.Context) string {
+	switch ctx.QueryParam("done") {
+	case "published":
+		if n, err := strconv.Atoi(ctx.QueryParam("version")); err == nil && n > 0 {
+			return "Published: version " + strconv.Itoa(n) + " is now the flow's published version."
+		}
+		return "Published."
+	case "deactivated":
+		return "The flow was deactivated: it is no longer invoked or listed."
+	}
+	return ""
+}
+
+// flowsError draws page with what went wrong: a flow that is not the
+// workspace's is the 404 page; a service's refusal is said in words on
+// the page, with what to do about it.
+func (c *Console) flowsError(ctx echo.Context, page string, v view, err error) error {
+	if errors.Is(err, app.ErrFlowNotFound) {
+		return errs.NotFound(codeFlowNotFound, "this workspace has no such active flow: it may have been deactivated, or its id is mistyped")
+	}
+	if e, ok := errs.As(err); ok && !errors.Is(err, app.ErrWorkspaceNotFound) {
+		v.Status = e.Status
+		v.Message = describe(e, requestIDOf(ctx)) + hintFor(e.Code)
+		return c.render(ctx, e.Status, page, v)
+	}
+	return c.serviceError(ctx, page, v, err)
+}
+
+// hintFor says what to do about a flow-runner's refusal, when its message
+// does not.
+func hintFor(code string) string {
+	switch code {
+	case "run_not_found":
+		return " Check the run id: it is the run_id the flow's invoke answered, for this flow."
+	case codeFlowNotFound:
+		return " It may have been deactivated; go back to the flows and reload."
+	case "document_not_found":
+		return " It may have been deleted already; reload the knowledge base."
+	}
+	return ""
+}
+
+func requestIDOf(ctx echo.Context) string {
+	return ctx.Response().Header().Get(echo.HeaderXRequestID)
+}
