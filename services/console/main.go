@@ -65,6 +65,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 		Sessions:   adapters.NewSessionStore(svc.DB),
 		Workspaces: adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 		Webhooks:   adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+		Flows:      adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},

@@ -35,6 +35,7 @@ type App struct {
 	sessions   session.Store
 	workspaces Workspaces
 	webhooks   Webhooks
+	flows      FlowRunner
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -48,6 +49,7 @@ type Deps struct {
 	Sessions   session.Store
 	Workspaces Workspaces
 	Webhooks   Webhooks
+	Flows      FlowRunner
 	Limiter    SignInLimiter
 	Hasher     *operator.Hasher
 	Policy     session.Policy
@@ -64,7 +66,8 @@ func New(d Deps) *App {
 		now = time.Now
 	}
 	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
-		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now}
+		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now,
+		flows: d.Flows}
 }
 
 // ErrWorkspaceNotFound is a workspace that does not exist or that the

@@ -31,7 +31,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // pageNames are the templates under templates/, each drawn inside layout.
-var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery"}
+var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery", "flows", "run", "kb"}
 
 // Console serves the pages operators use in a browser.
 type Console struct {
@@ -83,6 +83,8 @@ func (c *Console) Mount(e *echo.Echo) {
 	ws := e.Group("/workspaces/:id", c.signedIn, c.inWorkspace)
 	ws.GET("", c.workspacePage)
 	c.mountWebhook(ws)
+	c.mountFlows(ws)
+	c.mountKnowledge(ws)
 }
 
 func cacheFor(d time.Duration, h http.Handler) http.Handler {

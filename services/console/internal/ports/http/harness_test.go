@@ -44,6 +44,7 @@ type settings struct {
 	perAddress, perAcct int
 	proxies             string
 	withoutGateway      bool
+	withoutFlowRunner   bool
 }
 
 func defaults() settings {
@@ -65,6 +66,9 @@ type harness struct {
 
 	// dispatcher is the fake webhook dispatcher (webhook_test.go).
 	dispatcher *fakeDispatcher
+	// flows is the fake flow-runner (flowrunner_fake_test.go), nil
+	// withoutFlowRunner.
+	flows *fakeFlowRunner
 }
 
 func newHarness(t *testing.T, s settings) *harness {
@@ -80,6 +84,10 @@ func newHarness(t *testing.T, s settings) *harness {
 		gw.serve(t, env)
 	}
 	dispatcher := serveDispatcher(t, env)
+	var flows *fakeFlowRunner
+	if !s.withoutFlowRunner {
+		flows = serveFlowRunner(t, env)
+	}
 	hasher, err := operator.NewHasher(testParams)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +98,7 @@ func newHarness(t *testing.T, s settings) *harness {
 		Sessions:   adapters.NewSessionStore(gdb),
 		Workspaces: adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Webhooks:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		Flows:      adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: s.idleTTL, MaxAge: s.maxAge},
@@ -118,7 +127,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, routes: public.Routes(),
+	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, flows: flows, routes: public.Routes(),
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
 }
 
