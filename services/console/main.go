@@ -64,6 +64,8 @@ func run(ctx context.Context, log *zap.Logger) error {
 		Operators:  adapters.NewOperatorStore(svc.DB),
 		Sessions:   adapters.NewSessionStore(svc.DB),
 		Workspaces: adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+		APIKeys:    adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+		Channels:   adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 		Webhooks:   adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 		Flows:      adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),

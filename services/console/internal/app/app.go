@@ -34,8 +34,10 @@ type App struct {
 	operators  operator.Store
 	sessions   session.Store
 	workspaces Workspaces
-	webhooks   Webhooks
+	apiKeys    APIKeys
+	channels   Channels
 	flows      FlowRunner
+	webhooks   Webhooks
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -48,8 +50,10 @@ type Deps struct {
 	Operators  operator.Store
 	Sessions   session.Store
 	Workspaces Workspaces
-	Webhooks   Webhooks
+	APIKeys    APIKeys
+	Channels   Channels
 	Flows      FlowRunner
+	Webhooks   Webhooks
 	Limiter    SignInLimiter
 	Hasher     *operator.Hasher
 	Policy     session.Policy
@@ -67,6 +71,7 @@ func New(d Deps) *App {
 	}
 	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
 		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now,
+		apiKeys: d.APIKeys, channels: d.Channels,
 		flows: d.Flows}
 }
 

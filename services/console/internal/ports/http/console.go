@@ -31,7 +31,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // pageNames are the templates under templates/, each drawn inside layout.
-var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery", "flows", "run", "kb"}
+var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery", "flows", "run", "kb", "keys", "key_created", "channels"}
 
 // Console serves the pages operators use in a browser.
 type Console struct {
@@ -85,6 +85,7 @@ func (c *Console) Mount(e *echo.Echo) {
 	c.mountWebhook(ws)
 	c.mountFlows(ws)
 	c.mountKnowledge(ws)
+	c.mountKeysAndChannels(ws)
 }
 
 func cacheFor(d time.Duration, h http.Handler) http.Handler {

@@ -66,6 +66,8 @@ type harness struct {
 
 	// dispatcher is the fake webhook dispatcher (webhook_test.go).
 	dispatcher *fakeDispatcher
+	// messaging is the fake messaging's channels (keys_channels_fakes_test.go).
+	messaging *fakeMessaging
 	// flows is the fake flow-runner (flowrunner_fake_test.go), nil
 	// withoutFlowRunner.
 	flows *fakeFlowRunner
@@ -84,6 +86,7 @@ func newHarness(t *testing.T, s settings) *harness {
 		gw.serve(t, env)
 	}
 	dispatcher := serveDispatcher(t, env)
+	messaging := serveMessaging(t, env)
 	var flows *fakeFlowRunner
 	if !s.withoutFlowRunner {
 		flows = serveFlowRunner(t, env)
@@ -97,6 +100,8 @@ func newHarness(t *testing.T, s settings) *harness {
 		Operators:  adapters.NewOperatorStore(gdb),
 		Sessions:   adapters.NewSessionStore(gdb),
 		Workspaces: adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		APIKeys:    adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		Channels:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Webhooks:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Flows:      adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
 		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
@@ -127,7 +132,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, flows: flows, routes: public.Routes(),
+	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, messaging: messaging, flows: flows, routes: public.Routes(),
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
 }
 
@@ -138,6 +143,8 @@ type fakeGateway struct {
 	workspaces map[string]adminclient.Workspace
 	// refusals answer a workspace id with an error instead.
 	refusals map[string]*errs.Error
+	// keys are the workspaces' API keys (keys_channels_fakes_test.go).
+	keys fakeKeys
 }
 
 func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
@@ -164,6 +171,7 @@ func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
 	})
+	g.serveAPIKeys(e)
 	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceGateway, "0.0.1", env.Logger(t))
 	if err != nil {
 		t.Fatal(err)

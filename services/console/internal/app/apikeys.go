@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/services/console/internal/domain/operator"
+)
+
+// APIKeys are the gateway's admin calls on API keys; *adminclient.Client
+// implements it.
+type APIKeys interface {
+	ListAPIKeys(ctx context.Context, workspaceID string) ([]adminclient.APIKey, error)
+	CreateAPIKey(ctx context.Context, workspaceID string, k adminclient.NewAPIKey) (adminclient.CreatedAPIKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (adminclient.RevokedAPIKey, error)
+}
+
+var (
+	// ErrAPIKeyNotFound is a key that is not the workspace's: the gateway
+	// revokes a key by its id alone, so the console checks whose it is
+	// first and answers another workspace's key as one that does not exist.
+	ErrAPIKeyNotFound = errors.New("no such API key in this workspace")
+	// ErrKeyNameRequired is a key without a name: the list tells keys
+	// apart by name, so the console asks for one.
+	ErrKeyNameRequired = errors.New("name is required")
+)
+
+// APIKeys lists workspace id's keys, revoked ones included, oldest first.
+func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]adminclient.APIKey, error) {
+	if !op.Sees(id) {
+		return nil, ErrWorkspaceNotFound
+	}
+	keys, err := a.apiKeys.ListAPIKeys(ctx, id)
+	if err != nil {
+		return nil, workspaceError(id, "list API keys", err)
+	}
+	return keys, nil
+}
+
+// CreateAPIKey creates a key named name in workspace id and returns it
+// with its plaintext, which exists only in this answer.
+func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name string) (adminclient.CreatedAPIKey, error) {
+	if !op.Sees(id) {
+		return adminclient.CreatedAPIKey{}, ErrWorkspaceNotFound
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return adminclient.CreatedAPIKey{}, ErrKeyNameRequired
+	}
+	k, err := a.apiKeys.CreateAPIKey(ctx, id, adminclient.NewAPIKey{Name: name})
+	if err != nil {
+		return adminclient.CreatedAPIKey{}, workspaceError(id, "create API key", err)
+	}
+	return k, nil
+}
+
+// RevokeAPIKey revokes key keyID of workspace id at once, after checking
+// the key is that workspace's.
+func (a *App) RevokeAPIKey(ctx context.Context, op operator.Operator, id, keyID string) (adminclient.APIKey, error) {
+	keys, err := a.APIKeys(ctx, op, id)
+	if err != nil {
+		return adminclient.APIKey{}, err
+	}
+	for _, k := range keys {
+		if k.ID != keyID {
+			continue
+		}
+		revoked, err := a.apiKeys.RevokeAPIKey(ctx, keyID)
+		if e, ok := adminclient.AsError(err); ok && e.Status == 404 {
+			// Deleted with the workspace since the list was read.
+			return adminclient.APIKey{}, ErrAPIKeyNotFound
+		}
+		if err != nil {
+			return adminclient.APIKey{}, fmt.Errorf("revoke API key %s: %w", keyID, err)
+		}
+		k.RevokedAt = &revoked.RevokedAt
+		return k, nil
+	}
+	return adminclient.APIKey{}, ErrAPIKeyNotFound
+}
+
+// workspaceError is a service's answer about workspace id: its 404 (and
+// the 400 of an id that is no UUID, which names no workspace either) is
+// ErrWorkspaceNotFound, so a missing workspace is one answer everywhere.
+func workspaceError(id, doing string, err error) error {
+	if e, ok := adminclient.AsError(err); ok && (e.Code == "workspace_not_found" || (e.Status == 400 && e.Message == "workspace_id must be a workspace id (UUID)")) {
+		return ErrWorkspaceNotFound
+	}
+	return fmt.Errorf("%s of workspace %s: %w", doing, id, err)
+}

@@ -1,0 +1,212 @@
+package http_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv"
+)
+
+// fakeKeys is the fake gateway's API keys, in the gateway's JSON, with
+// the calls that reached them.
+type fakeKeys struct {
+	byWorkspace map[string][]adminclient.APIKey
+	// created are the names of the keys created, revoked the ids revoked.
+	created []string
+	revoked []string
+	// refusal, when set, answers every API key call.
+	refusal *errs.Error
+}
+
+// serveAPIKeys adds the gateway's admin API key routes to e; g.mu guards
+// the keys.
+func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
+	e.POST("/admin/workspaces/:id/api-keys", func(c echo.Context) error {
+		var in adminclient.NewAPIKey
+		if err := httpx.BindJSON(c, &in); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if err := g.keysRefusal(c.Param("id")); err != nil {
+			return err
+		}
+		g.keys.created = append(g.keys.created, in.Name)
+		if len(in.Name) > 100 {
+			return errs.InvalidRequest("name must be at most 100 characters")
+		}
+		raw := make([]byte, 16)
+		_, _ = rand.Read(raw)
+		plain := "pk_live_" + hex.EncodeToString(raw)
+		k := adminclient.APIKey{ID: uuid.NewString(), Name: in.Name, Prefix: plain[:12], CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		g.keys.byWorkspace[c.Param("id")] = append(g.keys.byWorkspace[c.Param("id")], k)
+		return c.JSON(http.StatusCreated, adminclient.CreatedAPIKey{ID: k.ID, Key: plain})
+	})
+	e.GET("/admin/workspaces/:id/api-keys", func(c echo.Context) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if err := g.keysRefusal(c.Param("id")); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"api_keys": append([]adminclient.APIKey{}, g.keys.byWorkspace[c.Param("id")]...)})
+	})
+	e.DELETE("/admin/api-keys/:id", func(c echo.Context) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.keys.refusal != nil {
+			return g.keys.refusal
+		}
+		for _, keys := range g.keys.byWorkspace {
+			for i := range keys {
+				if keys[i].ID != c.Param("id") {
+					continue
+				}
+				g.keys.revoked = append(g.keys.revoked, keys[i].ID)
+				if keys[i].RevokedAt == nil {
+					at := time.Now().UTC().Format(time.RFC3339)
+					keys[i].RevokedAt = &at
+				}
+				return c.JSON(http.StatusOK, adminclient.RevokedAPIKey{ID: keys[i].ID, RevokedAt: *keys[i].RevokedAt})
+			}
+		}
+		return errs.NotFound("api_key_not_found", "API key not found")
+	})
+}
+
+// keysRefusal is the gateway's answer before it touches workspace id's
+// keys: the refusal set, or 404 for a workspace it does not have.
+func (g *fakeGateway) keysRefusal(id string) error {
+	if g.keys.refusal != nil {
+		return g.keys.refusal
+	}
+	if _, ok := g.workspaces[id]; !ok {
+		return errs.NotFound("workspace_not_found", "workspace not found")
+	}
+	if g.keys.byWorkspace == nil {
+		g.keys.byWorkspace = map[string][]adminclient.APIKey{}
+	}
+	return nil
+}
+
+// apiKey adds a key to workspace id at the fake gateway and returns it.
+func (h *harness) apiKey(id string, k adminclient.APIKey) adminclient.APIKey {
+	h.gateway.mu.Lock()
+	defer h.gateway.mu.Unlock()
+	if h.gateway.keys.byWorkspace == nil {
+		h.gateway.keys.byWorkspace = map[string][]adminclient.APIKey{}
+	}
+	k.ID = uuid.NewString()
+	h.gateway.keys.byWorkspace[id] = append(h.gateway.keys.byWorkspace[id], k)
+	return k
+}
+
+// fakeMessaging answers messaging's admin channel routes the console
+// calls, in messaging's JSON, from a table, and records what reached it.
+type fakeMessaging struct {
+	mu       sync.Mutex
+	channels []adminclient.Channel
+	// created are the bodies of the creates, modes the ai_mode changes
+	// ("channel id=mode").
+	created []adminclient.NewChannel
+	modes   []string
+	// refusal, when set, answers every call; createRefusal only creates.
+	refusal       *errs.Error
+	createRefusal *errs.Error
+}
+
+func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
+	t.Helper()
+	m := &fakeMessaging{}
+	e := httpx.NewEcho(env.Logger(t))
+	e.POST("/admin/channels", func(c echo.Context) error {
+		var in adminclient.NewChannel
+		if err := httpx.BindJSON(c, &in); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.created = append(m.created, in)
+		if m.refusal != nil {
+			return m.refusal
+		}
+		if m.createRefusal != nil {
+			return m.createRefusal
+		}
+		ch := adminclient.Channel{ID: uuid.NewString(), WorkspaceID: in.WorkspaceID, Kind: in.Kind, ExternalID: in.ExternalID,
+			AIMode: adminclient.AIModeAuto, Status: "active", Secret: in.Secret, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		if ch.Secret == "" {
+			ch.Secret = "generated_secret_0123456789"
+		}
+		m.channels = append(m.channels, ch)
+		return c.JSON(http.StatusCreated, map[string]any{"channel": ch})
+	})
+	e.GET("/admin/channels", func(c echo.Context) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.refusal != nil {
+			return m.refusal
+		}
+		out := []adminclient.Channel{}
+		for _, ch := range m.channels {
+			if ch.WorkspaceID == c.QueryParam("workspace_id") {
+				out = append(out, ch)
+			}
+		}
+		return c.JSON(http.StatusOK, map[string]any{"channels": out})
+	})
+	e.PATCH("/admin/channels/:id", func(c echo.Context) error {
+		var in struct {
+			AIMode string `json:"ai_mode"`
+		}
+		if err := httpx.BindJSON(c, &in); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.modes = append(m.modes, c.Param("id")+"="+in.AIMode)
+		if m.refusal != nil {
+			return m.refusal
+		}
+		if in.AIMode != adminclient.AIModeAuto && in.AIMode != adminclient.AIModeSuggest && in.AIMode != adminclient.AIModeExternal {
+			return errs.InvalidRequest("ai_mode must be one of auto, suggest, external")
+		}
+		for i := range m.channels {
+			if m.channels[i].ID == c.Param("id") {
+				m.channels[i].AIMode = in.AIMode
+				return c.JSON(http.StatusOK, map[string]any{"channel": m.channels[i]})
+			}
+		}
+		return errs.NotFound("channel_not_found", "channel not found")
+	})
+	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceMessaging, "0.0.1", env.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Stop() })
+	if err := rs.Handle(rpc.EndpointAdmin, e); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// channel adds a channel of workspace id to the fake messaging and
+// returns it.
+func (m *fakeMessaging) channel(id, kind, externalID, mode string) adminclient.Channel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := adminclient.Channel{ID: uuid.NewString(), WorkspaceID: id, Kind: kind, ExternalID: externalID, AIMode: mode,
+		Status: "active", Secret: "secret_of_" + externalID, CreatedAt: "2026-11-24T04:00:00Z"}
+	m.channels = append(m.channels, ch)
+	return ch
+}
