@@ -107,8 +107,18 @@ func TestPublishFlow(t *testing.T) {
 		t.Fatalf("the version sent %q with query %q", c.body, c.query)
 	}
 
-	// Nothing to publish: said so, and nothing sent.
+	// Without the CSRF token, neither publish reaches the flow-runner.
 	calls := len(s.fr.received())
+	for _, path := range []string{base + "/flows", flowPath + "/versions"} {
+		if r := s.b.postMultipart(path, map[string]string{"document": doc}, nil); r.status != http.StatusForbidden {
+			t.Fatalf("publish without the CSRF token to %s = %d", path, r.status)
+		}
+	}
+	if got := len(s.fr.received()); got != calls {
+		t.Fatalf("a publish without the CSRF token reached the flow-runner: %+v", s.fr.received()[calls:])
+	}
+
+	// Nothing to publish: said so, and nothing sent.
 	r = s.b.postMultipart(base+"/flows", map[string]string{"csrf_token": s.csr, "document": "  \n"}, nil)
 	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "Paste a flow&#39;s JSON document") {
 		t.Fatalf("an empty document = %d: %s", r.status, r.body)

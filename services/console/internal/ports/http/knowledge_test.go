@@ -40,8 +40,16 @@ func TestKnowledgeBase(t *testing.T) {
 	}
 	assertDocumentSent(t, s, "FAQ", "# FAQ\n\nQ?")
 
-	// Without a title: said so, what was typed kept, nothing sent.
+	// Without the CSRF token: refused, nothing sent.
 	calls := len(s.fr.received())
+	if r := s.b.postMultipart(base+"/kb", map[string]string{"title": "FAQ", "markdown": "text"}, nil); r.status != http.StatusForbidden {
+		t.Fatalf("add without the CSRF token = %d", r.status)
+	}
+	if got := len(s.fr.received()); got != calls {
+		t.Fatalf("an add without the CSRF token reached the flow-runner: %+v", s.fr.received()[calls:])
+	}
+
+	// Without a title: said so, what was typed kept, nothing sent.
 	r = s.b.postMultipart(base+"/kb", map[string]string{"csrf_token": s.csr, "title": "  ", "markdown": "kept <text>"}, nil)
 	if r.status != http.StatusBadRequest {
 		t.Fatalf("no title = %d", r.status)
