@@ -46,6 +46,15 @@ func TestAPIKeysList(t *testing.T) {
 	if r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("Cache-Control = %q", r.header.Get("Cache-Control"))
 	}
+
+	// A platform operator on a workspace the gateway does not have: the
+	// missing workspace's 404, not an empty list.
+	h.operator(t, "root@example.com", "")
+	root := h.browser(t)
+	root.mustSignIn("root@example.com")
+	if r := root.get("/workspaces/22222222-2222-2222-2222-222222222222/keys"); r.status != http.StatusNotFound || !strings.Contains(r.body, "Workspace not found.") {
+		t.Fatalf("the keys of a missing workspace = %d: %s", r.status, r.body)
+	}
 }
 
 var shownKey = regexp.MustCompile(`<code id="new-key" class="secret"[^>]*>(pk_live_[0-9a-f]+)</code>`)
