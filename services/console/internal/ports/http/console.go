@@ -69,7 +69,11 @@ func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
 // Mount adds the pages to e and makes e answer its errors as pages.
 func (c *Console) Mount(e *echo.Echo) {
 	e.HTTPErrorHandler = c.errorPage
-	e.Use(securityHeaders, middleware.BodyLimit("64K"))
+	// The largest form is a flow document or a knowledge-base file: the
+	// flow-runner takes documents up to 1 MiB, and a form's encoding may
+	// triple them. Everything past sign-in is an operator's; before it,
+	// only the sign-in form is read.
+	e.Use(securityHeaders, middleware.BodyLimit("4M"))
 
 	static, _ := fs.Sub(staticFS, "static")
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheFor(time.Hour, http.FileServerFS(static)))))

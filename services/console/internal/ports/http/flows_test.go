@@ -107,6 +107,18 @@ func TestPublishFlow(t *testing.T) {
 		t.Fatalf("the version sent %q with query %q", c.body, c.query)
 	}
 
+	// A document near the flow-runner's 1 MiB, from a file, is not refused
+	// by the console's own body limit.
+	big := []byte(`{"name":"Order","description":"` + strings.Repeat("x", 900<<10) + `","nodes":[{"id":"start","type":"start"}]}`)
+	r = s.b.postMultipart(flowPath+"/versions", map[string]string{"csrf_token": s.csr},
+		&upload{field: "file", name: "big.json", content: big})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("publish a 900 KiB document = %d: %.300s", r.status, r.body)
+	}
+	if c := s.fr.lastCall(t, http.MethodPost, "/admin/workspaces/"+s.ws+"/flows"); len(c.body) != len(big) {
+		t.Fatalf("the flow-runner got %d bytes of a %d-byte document", len(c.body), len(big))
+	}
+
 	// Without the CSRF token, neither publish reaches the flow-runner.
 	calls := len(s.fr.received())
 	for _, path := range []string{base + "/flows", flowPath + "/versions"} {
