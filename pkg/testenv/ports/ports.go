@@ -9,8 +9,11 @@
 package ports
 
 import (
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +25,14 @@ func FreeAddr(t testing.TB) string {
 
 // Free returns n distinct ports that were free just now. They are held
 // open together while found, so the n are distinct.
+//
+// They are taken below the kernel's ephemeral range when it is known
+// (Linux: /proc/sys/net/ipv4/ip_local_port_range). A port the kernel hands
+// out for ":0" comes from that range, the same one every outgoing
+// connection takes its local port from: with many tests connecting at
+// once, such a port was seen taken by a client's connection between being
+// found and the server binding it ("address already in use"). Below the
+// range only a process that binds that very port can take it.
 func Free(t testing.TB, n int) []int {
 	t.Helper()
 	ports := make([]int, n)
@@ -31,8 +42,9 @@ func Free(t testing.TB, n int) []int {
 			_ = l.Close()
 		}
 	}()
+	low, high := belowEphemeral()
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenFree(low, high)
 		if err != nil {
 			t.Fatalf("ports: %v", err)
 		}
@@ -40,4 +52,37 @@ func Free(t testing.TB, n int) []int {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports
+}
+
+// listenFree listens on a random free port in [low, high], or on one the
+// kernel picks when the range is empty or every try found its port taken.
+func listenFree(low, high int) (net.Listener, error) {
+	if high > low {
+		for range 64 {
+			port := low + rand.IntN(high-low+1)
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+				return l, nil
+			}
+		}
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// belowEphemeral is the range of ports under the kernel's ephemeral range,
+// from 10000 (clear of the well-known and usual service ports); empty when
+// the ephemeral range is unknown or starts too low.
+func belowEphemeral() (low, high int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0, 0
+	}
+	start, err := strconv.Atoi(fields[0])
+	if err != nil || start <= 11000 {
+		return 0, 0
+	}
+	return 10000, start - 1
 }

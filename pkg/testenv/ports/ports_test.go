@@ -35,3 +35,18 @@ func TestFreeAddrCanBeListenedOn(t *testing.T) {
 	}
 	_ = l.Close()
 }
+
+// Found ports stay below the kernel's ephemeral range, where no outgoing
+// connection takes its local port, when that range is known.
+func TestFreeStaysBelowTheEphemeralRange(t *testing.T) {
+	t.Parallel()
+	low, high := belowEphemeral()
+	if high <= low {
+		t.Skip("the ephemeral port range is not known here")
+	}
+	for _, p := range Free(t, 20) {
+		if p < low || p > high {
+			t.Fatalf("port %d is outside [%d, %d]", p, low, high)
+		}
+	}
+}
