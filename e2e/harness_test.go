@@ -25,7 +25,7 @@ import (
 // binDir holds the binaries TestMain builds once for every test.
 var binDir string
 
-var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner", "parleyctl"}
+var binaries = []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner", "parleyctl", "console"}
 
 // gateways validates every request a test sends to one of its suite's
 // gateways, and every answer, against the OpenAPI document (see
@@ -149,6 +149,14 @@ func (s *suite) startExtra(t testing.TB, name, addrVar string, extra ...string) 
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", ports.Free(t, 1)[0])
 	return s.launch(t, name, addr, append(append(append([]string(nil), s.environ...), extra...), addrVar+"="+addr))
+}
+
+// startConsole starts the operator console beside the suite's services,
+// with the suite's environment (its database, key prefix and streams) on a
+// port of its own, waits until it serves /readyz, and returns its URL.
+func (s *suite) startConsole(t testing.TB) string {
+	t.Helper()
+	return "http://" + s.startExtra(t, "console", "CONSOLE_ADDR").addr
 }
 
 // launch starts binary name with environ, serving probes on addr; it is

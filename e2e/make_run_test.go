@@ -37,20 +37,6 @@ var sandboxOnce = sync.OnceValue(func() error {
 	return nil
 })
 
-// consoleOnce builds the console into binDir unless TestMain has: make run
-// starts it beside the other services.
-var consoleOnce = sync.OnceValue(func() error {
-	if _, err := os.Stat(filepath.Join(binDir, "console")); err == nil {
-		return nil
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "console"), ".")
-	cmd.Dir = filepath.Join("..", "services", "console")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build console: %v\n%s", err, out)
-	}
-	return nil
-})
-
 // makeRun is `make run` started in its own process group, with this test's
 // binaries, database, key prefix, streams and ports.
 type makeRun struct {
@@ -69,9 +55,6 @@ func startMakeRun(t *testing.T) *makeRun {
 func startMakeRunIn(t *testing.T, env *testenv.Env) *makeRun {
 	t.Helper()
 	if err := sandboxOnce(); err != nil {
-		t.Fatal(err)
-	}
-	if err := consoleOnce(); err != nil {
 		t.Fatal(err)
 	}
 	p := ports.Free(t, 7)
