@@ -35,6 +35,28 @@ func ParseProxies(list string) (Proxies, error) {
 	return out, nil
 }
 
+// Proxying is the TRUSTED_PROXIES setting, embedded in the configuration
+// of each service that counts or limits by client address (the gateway,
+// messaging, the console) and loaded with it by pkg/config.
+type Proxying struct {
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (addresses or CIDR ranges); empty: the connection's peer
+	// is the client, whatever the headers say.
+	TrustedProxies string `env:"TRUSTED_PROXIES"`
+}
+
+// Proxies parses TrustedProxies (checked by Validate).
+func (p Proxying) Proxies() Proxies {
+	proxies, _ := ParseProxies(p.TrustedProxies)
+	return proxies
+}
+
+// Validate checks TrustedProxies; a service's Validate calls it.
+func (p Proxying) Validate() error {
+	_, err := ParseProxies(p.TrustedProxies)
+	return err
+}
+
 func (p Proxies) trusts(a netip.Addr) bool {
 	for _, r := range p {
 		if r.Contains(a) {

@@ -13,6 +13,9 @@ import (
 // Config is everything the console reads at start.
 type Config struct {
 	config.Connections
+	// Proxying is TRUSTED_PROXIES, for the client address the per-address
+	// limits count.
+	httpx.Proxying
 
 	// Addr is where the console's pages and the probes listen.
 	Addr string `env:"CONSOLE_ADDR" envDefault:":8084"`
@@ -30,16 +33,13 @@ type Config struct {
 	// email, known or not), so a password is not guessed from many
 	// addresses either.
 	LoginAccountFailuresPerMinute int `env:"CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE" envDefault:"5"`
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
-	// the client (addresses or CIDR ranges); empty: the connection's peer
-	// is the client, whatever the headers say.
-	TrustedProxies string `env:"TRUSTED_PROXIES"`
-}
-
-// Proxies parses TrustedProxies (checked by Validate).
-func (c Config) Proxies() httpx.Proxies {
-	p, _ := httpx.ParseProxies(c.TrustedProxies)
-	return p
+	// InsecureCookies sends the session cookie without Secure over plain
+	// HTTP from any address, for a console tried out in docker compose:
+	// the browser reaches it through a published port, so the console
+	// sees the bridge's gateway, not loopback, and a Secure cookie would
+	// never come back over http://. Whoever can watch that traffic can
+	// take the session: never on for a console reached over a network.
+	InsecureCookies bool `env:"CONSOLE_INSECURE_COOKIES" envDefault:"false"`
 }
 
 // Validate checks the settings.
@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 	if c.LoginAccountFailuresPerMinute < 1 {
 		return fmt.Errorf("CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE: %d must be at least 1", c.LoginAccountFailuresPerMinute)
 	}
-	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+	if err := c.Proxying.Validate(); err != nil {
 		return err
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/console/internal/config"
 )
 
@@ -17,8 +18,10 @@ func TestLoad(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "defaults", env: map[string]string{}, want: config.Config{Addr: ":8084", SessionTTL: 12 * time.Hour, SessionMaxAge: 7 * 24 * time.Hour, LoginFailuresPerMinute: 10, LoginAccountFailuresPerMinute: 5}},
-		{name: "overrides", env: map[string]string{"CONSOLE_ADDR": "127.0.0.1:9000", "CONSOLE_SESSION_TTL": "30m", "CONSOLE_SESSION_MAX_AGE": "8h", "CONSOLE_LOGIN_FAILURES_PER_MINUTE": "3", "CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE": "2", "TRUSTED_PROXIES": "10.0.0.0/8"},
-			want: config.Config{Addr: "127.0.0.1:9000", SessionTTL: 30 * time.Minute, SessionMaxAge: 8 * time.Hour, LoginFailuresPerMinute: 3, LoginAccountFailuresPerMinute: 2, TrustedProxies: "10.0.0.0/8"}},
+		{name: "overrides", env: map[string]string{"CONSOLE_ADDR": "127.0.0.1:9000", "CONSOLE_SESSION_TTL": "30m", "CONSOLE_SESSION_MAX_AGE": "8h", "CONSOLE_LOGIN_FAILURES_PER_MINUTE": "3", "CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE": "2", "TRUSTED_PROXIES": "10.0.0.0/8", "CONSOLE_INSECURE_COOKIES": "true"},
+			want: config.Config{Addr: "127.0.0.1:9000", SessionTTL: 30 * time.Minute, SessionMaxAge: 8 * time.Hour, LoginFailuresPerMinute: 3, LoginAccountFailuresPerMinute: 2, Proxying: httpx.Proxying{TrustedProxies: "10.0.0.0/8"}, InsecureCookies: true}},
+		{name: "insecure cookies off", env: map[string]string{"CONSOLE_INSECURE_COOKIES": "false"}, want: config.Config{Addr: ":8084", SessionTTL: 12 * time.Hour, SessionMaxAge: 7 * 24 * time.Hour, LoginFailuresPerMinute: 10, LoginAccountFailuresPerMinute: 5}},
+		{name: "insecure cookies that are no boolean", env: map[string]string{"CONSOLE_INSECURE_COOKIES": "yes please"}, wantErr: true},
 		{name: "a TTL past the cap", env: map[string]string{"CONSOLE_SESSION_TTL": "200h"}, wantErr: true},
 		{name: "a TTL under a second", env: map[string]string{"CONSOLE_SESSION_TTL": "10ms"}, wantErr: true},
 		{name: "a TTL that is no duration", env: map[string]string{"CONSOLE_SESSION_TTL": "12"}, wantErr: true},

@@ -13,6 +13,9 @@ import (
 // Config is everything the gateway reads at start.
 type Config struct {
 	config.Connections
+	// Proxying is TRUSTED_PROXIES, for the client address the per-address
+	// limits count.
+	httpx.Proxying
 
 	// Addr is where the public API (/v1, /api/v1) and the probes listen.
 	Addr string `env:"GATEWAY_ADDR" envDefault:":8080"`
@@ -23,16 +26,6 @@ type Config struct {
 	// client address may have per minute before its requests are refused
 	// (429) without a key lookup.
 	AuthFailuresPerMinute int `env:"AUTH_FAILURES_PER_MINUTE" envDefault:"30"`
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
-	// the client (addresses or CIDR ranges); empty: the connection's peer
-	// is the client, whatever the headers say.
-	TrustedProxies string `env:"TRUSTED_PROXIES"`
-}
-
-// Proxies parses TrustedProxies (checked by Validate).
-func (c Config) Proxies() httpx.Proxies {
-	p, _ := httpx.ParseProxies(c.TrustedProxies)
-	return p
 }
 
 // Validate checks the settings.
@@ -49,7 +42,7 @@ func (c Config) Validate() error {
 	if c.AuthFailuresPerMinute < 1 {
 		return fmt.Errorf("AUTH_FAILURES_PER_MINUTE: %d must be at least 1", c.AuthFailuresPerMinute)
 	}
-	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+	if err := c.Proxying.Validate(); err != nil {
 		return err
 	}
 	return nil

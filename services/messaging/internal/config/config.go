@@ -17,6 +17,9 @@ import (
 // Config is every setting of the messaging service.
 type Config struct {
 	config.Connections
+	// Proxying is TRUSTED_PROXIES, for the client address the per-address
+	// limits count.
+	httpx.Proxying
 
 	// Addr is where platform ingress and the probes listen.
 	Addr string `env:"MESSAGING_ADDR" envDefault:":8081"`
@@ -89,10 +92,6 @@ type Config struct {
 	WebchatStreamsPerAddress int           `env:"WEBCHAT_STREAMS_PER_ADDRESS" envDefault:"50"`
 	WebchatStreamsPerChannel int           `env:"WEBCHAT_STREAMS_PER_CHANNEL" envDefault:"2000"`
 	WebchatStreamLease       time.Duration `env:"WEBCHAT_STREAM_LEASE" envDefault:"30s"`
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
-	// the client the per-address limits count (addresses or CIDR ranges);
-	// empty: the connection's peer, whatever the headers say.
-	TrustedProxies string `env:"TRUSTED_PROXIES"`
 	// WebchatFrameAncestors are the sites allowed to embed the widget, as
 	// CSP frame-ancestors sources ("*": any; "https://shop.example").
 	WebchatFrameAncestors string `env:"WEBCHAT_FRAME_ANCESTORS" envDefault:"*"`
@@ -169,7 +168,7 @@ func (c Config) validateWebchat() error {
 	if c.WebchatTokenTTL < time.Second {
 		return fmt.Errorf("WEBCHAT_TOKEN_TTL: must be at least 1s, got %s", c.WebchatTokenTTL)
 	}
-	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
+	if err := c.Proxying.Validate(); err != nil {
 		return err
 	}
 	// The value goes into a response header as one CSP directive.
@@ -177,10 +176,4 @@ func (c Config) validateWebchat() error {
 		return fmt.Errorf("WEBCHAT_FRAME_ANCESTORS: %q must be space-separated CSP sources", c.WebchatFrameAncestors)
 	}
 	return nil
-}
-
-// Proxies parses TrustedProxies (checked by Validate).
-func (c Config) Proxies() httpx.Proxies {
-	p, _ := httpx.ParseProxies(c.TrustedProxies)
-	return p
 }
