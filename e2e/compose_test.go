@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 )
@@ -70,6 +71,20 @@ func TestComposeFileIsValid(t *testing.T) {
 			}
 		}
 	}
+	// The browser reaches the console through a published port, from
+	// Docker's bridge, not loopback: without CONSOLE_INSECURE_COOKIES its
+	// Secure cookie never comes back over http:// and sign-in fails. With
+	// it, the port is published to this machine alone.
+	// TestInsecureCookiesOnlyInCompose keeps the setting out of deploy/.
+	console := project.Services["console"]
+	if v := console.Environment["CONSOLE_INSECURE_COOKIES"]; v == nil || *v != "true" {
+		t.Error("the console does not set CONSOLE_INSECURE_COOKIES=true: sign-in over http://localhost:8084 would fail")
+	}
+	for _, p := range console.Ports {
+		if p.HostIP != "127.0.0.1" {
+			t.Errorf("the console sends its cookie over plain HTTP but publishes port %d on %q, want 127.0.0.1 only", p.Target, p.HostIP)
+		}
+	}
 	// parleyctl (the tools profile) creates console operators through the
 	// console's rpc endpoint, so it waits for every service the suite runs.
 	parleyctl, err := project.GetDisabledService("parleyctl")
@@ -84,8 +99,44 @@ func TestComposeFileIsValid(t *testing.T) {
 			t.Errorf("parleyctl does not wait for %s to be healthy", name)
 		}
 	}
+	// Compose SIGKILLs after stop_grace_period (10 s unless set): each
+	// service gets at least its Kubernetes grace period, which
+	// TestK8sBase derives from its shutdown steps.
+	for _, d := range renderK8s(t, "base").deployments {
+		svc, ok := project.Services[d.Name]
+		want := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+		if !ok || want == nil {
+			continue
+		}
+		if svc.StopGracePeriod == nil || time.Duration(*svc.StopGracePeriod) < time.Duration(*want)*time.Second {
+			t.Errorf("%s: stop_grace_period %v, want at least %ds (its Kubernetes grace period)", d.Name, svc.StopGracePeriod, *want)
+		}
+	}
 	nats := project.Services["nats"]
 	if cmd := strings.Join(nats.Command, " "); !strings.Contains(cmd, "--user") || !strings.Contains(cmd, "--pass") {
 		t.Errorf("nats runs without authentication: %q", cmd)
+	}
+}
+
+// TestInsecureCookiesOnlyInCompose: nothing under deploy/ (the Kubernetes
+// manifests, the Dockerfiles) turns on CONSOLE_INSECURE_COOKIES, the
+// plain-HTTP session cookie of a local compose try-out.
+func TestInsecureCookiesOnlyInCompose(t *testing.T) {
+	t.Parallel()
+	err := filepath.WalkDir(filepath.Join("..", "deploy"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(body), "CONSOLE_INSECURE_COOKIES") {
+			t.Errorf("%s sets CONSOLE_INSECURE_COOKIES: only docker-compose.yml may", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

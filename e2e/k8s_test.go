@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
@@ -37,9 +40,10 @@ import (
 // k8sDir is deploy/k8s, from e2e/.
 const k8sDir = "../deploy/k8s"
 
-// httpShutdownBound is how long httpx.Serve waits for the requests in
-// flight once a service is told to stop.
-const httpShutdownBound = 10 * time.Second
+// longRequestsCall is a service serving with service.LongRequests: its
+// HTTP requests in flight get service.LongRequestGrace on shutdown,
+// others httpx.DefaultShutdownGrace.
+var longRequestsCall = regexp.MustCompile(`service\.LongRequests\(\)`)
 
 // measuredPeak is the most resident memory a service may reach under load
 // by the README's benchmarks (every service under 150 MB); memory limits
@@ -91,6 +95,7 @@ func (s k8sService) shutdownBound(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	var rpcs, workers, conns int
+	httpBound := httpx.DefaultShutdownGrace
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -102,11 +107,14 @@ func (s k8sService) shutdownBound(t *testing.T) time.Duration {
 		rpcs += len(rpcServerCall.FindAll(src, -1))
 		workers += len(workerCall.FindAll(src, -1))
 		conns += len(connectionCall.FindAll(src, -1))
+		if longRequestsCall.Match(src) {
+			httpBound = service.LongRequestGrace
+		}
 	}
 	if conns == 0 {
 		t.Fatalf("%s: no connections found in its sources; has its wiring moved?", s.name)
 	}
-	return httpShutdownBound + time.Duration(rpcs)*(s.rpcBound+time.Second) +
+	return httpBound + time.Duration(rpcs)*(s.rpcBound+time.Second) +
 		time.Duration(workers)*service.StepGrace + time.Duration(conns)*service.CloseGrace
 }
 
@@ -122,13 +130,20 @@ type rendered struct {
 	jobs        []batchv1.Job
 }
 
+// kustomizing serializes kustomize builds: kyaml keeps its OpenAPI schema
+// in package globals, initialised lazily without a lock, so two builds at
+// once (parallel tests) are a data race (kubernetes-sigs/kustomize#5805).
+var kustomizing sync.Mutex
+
 // renderK8s builds dir (under deploy/k8s) with the kustomize API, as
 // `kubectl apply -k` would, and decodes every object strictly into its
 // Kubernetes type: an unknown kind or field fails the test.
 func renderK8s(t *testing.T, dir string) rendered {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	kustomizing.Lock()
 	resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(k8sDir, dir))
+	kustomizing.Unlock()
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
@@ -658,9 +673,17 @@ func checkPodEnv(t *testing.T, r rendered, what string, pod corev1.PodSpec, prog
 // and logging's os.Getenv calls.
 var settingVar = regexp.MustCompile(`env:"([A-Z0-9_]+)"|os\.Getenv\("([A-Z0-9_]+)"\)`)
 
+// sharedSettings are the settings structs of pkg/ a service's config may
+// embed, and the file declaring each: a service reads their variables
+// only when its config embeds them.
+var sharedSettings = map[string]string{
+	"httpx.Proxying": "pkg/httpx/client.go",
+}
+
 // settingsRead returns the environment variables program (a directory of
-// services/) reads, from the sources of its config, the shared one and
-// logging; nil for a program that is not Parley's.
+// services/) reads, from the sources of its config, the shared one, the
+// settings of pkg/ it embeds (sharedSettings) and logging; nil for a
+// program that is not Parley's.
 func settingsRead(t *testing.T, program string) map[string]bool {
 	t.Helper()
 	own := filepath.Join("..", "services", program, "internal", "config", "config.go")
@@ -671,8 +694,18 @@ func settingsRead(t *testing.T, program string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := append([]string{own, filepath.Join("..", "pkg", "config", "config.go")}, shared...)
+	ownSrc, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for embedded, file := range sharedSettings {
+		if bytes.Contains(ownSrc, []byte("\t"+embedded+"\n")) {
+			files = append(files, filepath.Join("..", file))
+		}
+	}
 	reads := map[string]bool{}
-	for _, file := range append([]string{own, filepath.Join("..", "pkg", "config", "config.go")}, shared...) {
+	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
 		}

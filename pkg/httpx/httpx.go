@@ -6,6 +6,7 @@ package httpx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -97,9 +98,14 @@ func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks ...Check) {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 }
 
+// DefaultShutdownGrace is how long Serve waits for the requests in flight
+// once told to stop, unless the service waits longer (see Serve).
+const DefaultShutdownGrace = 10 * time.Second
+
 // Serve listens on addr until ctx ends, then stops taking requests and waits
-// up to ten seconds for those in flight.
-func Serve(ctx context.Context, e *echo.Echo, addr string) error {
+// up to grace for those in flight; the connections still open then are
+// closed.
+func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) error {
 	srv := &http.Server{
 		Addr:              addr,
 		Handler:           e,
@@ -113,10 +119,11 @@ func Serve(ctx context.Context, e *echo.Echo, addr string) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
+		srv.Close()
+		return fmt.Errorf("requests still in flight after %s were cut: %w", grace, err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -25,9 +25,16 @@ import (
 )
 
 // Bounds of the shutdown steps, so a stuck one cannot hold the process
-// for ever. HTTP waits ten seconds (httpx.Serve) and each rpc server its
-// StopWait (rpc.StopGrace, or its longest endpoint's own timeout).
+// for ever. HTTP waits httpx.DefaultShutdownGrace (LongRequestGrace for a
+// service that forwards long rpc calls, see LongRequests) and each rpc
+// server its StopWait (rpc.StopGrace, or its longest endpoint's own
+// timeout).
 const (
+	// LongRequestGrace is how long a service serving LongRequests waits
+	// for its HTTP requests in flight: the longest rpc call it may forward
+	// (a synchronous flow run, rpc.LongHandlerTimeout) and a margin for
+	// writing the answer.
+	LongRequestGrace = rpc.LongHandlerTimeout + 5*time.Second
 	// StepGrace bounds each step registered with OnStop or Go.
 	StepGrace = 15 * time.Second
 	// CloseGrace bounds closing each connection, the NATS drain among
@@ -216,10 +223,14 @@ func (a *App) Go(what string, run func(ctx context.Context)) {
 // Serve serves e on addr until ctx ends (SIGINT or SIGTERM, see Main), then
 // shuts the service down in order (see App) and returns. A listener that
 // fails is returned as the error, after the same shutdown.
-func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string) error {
+func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string, opts ...ServeOption) error {
+	grace := httpx.DefaultShutdownGrace
+	for _, o := range opts {
+		o(&grace)
+	}
 	a.log.Info("serving", zap.String("addr", addr))
 	errc := make(chan error, 1)
-	go func() { errc <- httpx.Serve(ctx, e, addr) }()
+	go func() { errc <- httpx.Serve(ctx, e, addr, grace) }()
 	var err error
 	select {
 	case err = <-errc:
@@ -237,6 +248,17 @@ func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string) error {
 	}
 	a.Close()
 	return err
+}
+
+// ServeOption changes how Serve serves.
+type ServeOption func(grace *time.Duration)
+
+// LongRequests makes Serve wait LongRequestGrace for the requests in
+// flight when it stops, instead of httpx.DefaultShutdownGrace: a service
+// whose requests wait on long rpc calls (the gateway forwarding flow
+// invokes) lets them finish on a rollout rather than cutting them.
+func LongRequests() ServeOption {
+	return func(grace *time.Duration) { *grace = LongRequestGrace }
 }
 
 // Close shuts down everything after HTTP, in order, logging each step and

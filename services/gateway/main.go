@@ -65,5 +65,7 @@ func run(ctx context.Context, log *zap.Logger) error {
 	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
 		return fmt.Errorf("serve admin endpoint: %w", err)
 	}
-	return svc.Serve(ctx, public, cfg.Addr)
+	// A flow invoke it forwards may take the whole rpc.LongHandlerTimeout:
+	// a rollout lets those in flight finish.
+	return svc.Serve(ctx, public, cfg.Addr, service.LongRequests())
 }
