@@ -2,9 +2,13 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // StopWithin is how long Background's Stop waits for a service to return.
@@ -44,6 +48,24 @@ func (b *Background) Early() {
 		b.t.Fatalf("%s returned early: %v", b.what, b.err)
 	default:
 	}
+}
+
+// WaitReady waits until base's /readyz answers 200 (the service's
+// connections work), failing the test at once when serve returns first.
+func (b *Background) WaitReady(base string, within time.Duration) {
+	b.t.Helper()
+	wait.For(b.t, within, b.what+" ready", func() error {
+		b.Early()
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // Stop cancels serve and waits for it to return, failing the test when it

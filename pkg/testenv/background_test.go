@@ -3,8 +3,11 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/pkg/testenv"
 )
@@ -46,5 +49,22 @@ func TestServeReportsAnError(t *testing.T) {
 	bg.Stop()
 	if !tb.failed.Load() {
 		t.Fatal("a serve error was not reported")
+	}
+}
+
+// WaitReady returns once /readyz answers 200, not before.
+func TestWaitReady(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	bg := testenv.Serve(t, "svc", func(ctx context.Context) error { <-ctx.Done(); return nil })
+	bg.WaitReady(srv.URL, 10*time.Second)
+	if calls.Load() != 3 {
+		t.Fatalf("ready after %d calls, want the third", calls.Load())
 	}
 }

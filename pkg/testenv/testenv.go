@@ -103,6 +103,16 @@ func (e *Env) Environ() []string {
 	}
 }
 
+// Setenv sets the environment of Environ for the rest of t, so a
+// service's run loads its configuration from it as main does. t must not
+// be parallel (testing.T.Setenv).
+func (e *Env) Setenv(t testing.TB) {
+	for _, kv := range e.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
 // Logger returns a logger that writes through t.
 func (e *Env) Logger(t testing.TB) *zap.Logger {
 	return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,7 +15,6 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
-	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // TestRunServesAndStops starts the console as main does, from the
@@ -26,35 +24,14 @@ import (
 // parallel: it sets process environment variables.
 func TestRunServesAndStops(t *testing.T) {
 	env := testenv.New(t)
-	for _, kv := range env.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	env.Setenv(t)
 	addr := ports.FreeAddr(t)
 	t.Setenv("CONSOLE_ADDR", addr)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, env.Logger(t)) }()
-
+	bg := testenv.Serve(t, "console", func(ctx context.Context) error { return run(ctx, env.Logger(t)) })
 	base := "http://" + addr
-	wait.For(t, 20*time.Second, "console ready", func() error {
-		select {
-		case err := <-done:
-			t.Fatalf("run returned early: %v", err)
-		default:
-		}
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
-		}
-		return nil
-	})
+	bg.WaitReady(base, 20*time.Second)
+	ctx := context.Background()
 
 	admin := adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))
 	const pw = "correct horse battery staple"
@@ -87,15 +64,7 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatalf("workspaces without a gateway: %s", page)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop")
-	}
+	bg.Stop()
 }
 
 func get(t *testing.T, c *http.Client, u string) string {

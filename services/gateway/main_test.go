@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
-	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // TestRunServesAndStops starts the gateway as main does, from the
@@ -22,36 +19,15 @@ func TestRunServesAndStops(t *testing.T) {
 	// A fresh, empty database (no testenv.Migrated), so run migrates it as
 	// in production.
 	env := testenv.New(t)
-	for _, kv := range env.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	env.Setenv(t)
 	addr := ports.FreeAddr(t)
 	t.Setenv("GATEWAY_ADDR", addr)
 	t.Setenv("RATE_LIMIT_PER_MINUTE", "2")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, env.Logger(t)) }()
-
+	bg := testenv.Serve(t, "gateway", func(ctx context.Context) error { return run(ctx, env.Logger(t)) })
 	base := "http://" + addr
-	wait.For(t, 20*time.Second, "gateway ready", func() error {
-		select {
-		case err := <-done:
-			t.Fatalf("run returned early: %v", err)
-		default:
-		}
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
-		}
-		return nil
-	})
+	bg.WaitReady(base, 20*time.Second)
+	ctx := context.Background()
 
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
 	var ws struct {
@@ -83,15 +59,7 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatalf("GET /v1/channels = %d %v, RateLimit-Limit %q", resp.StatusCode, body, resp.Header.Get("RateLimit-Limit"))
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not stop")
-	}
+	bg.Stop()
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("still serving after stop")
 	}

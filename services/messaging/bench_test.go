@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,10 +104,7 @@ func newBenchService(b *testing.B) *benchService {
 	b.Cleanup(bot.Close)
 	// Configured as main is, from the environment: every setting at its
 	// default but the test's own servers and the fake Bot API.
-	for _, kv := range env.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
+	env.Setenv(b)
 	b.Setenv("TELEGRAM_API_BASE", bot.URL)
 	cfg, err := config.Load[svcconfig.Config]()
 	if err != nil {

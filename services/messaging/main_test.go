@@ -26,30 +26,14 @@ func TestRunServesAndStops(t *testing.T) {
 	env := testenv.New(t)
 	_, tgURL := newTelegram(t)
 	addr := ports.FreeAddr(t)
-	for _, kv := range env.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	env.Setenv(t)
 	t.Setenv("MESSAGING_ADDR", addr)
 	t.Setenv("TELEGRAM_API_BASE", tgURL)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, env.Logger(t)) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-
+	bg := testenv.Serve(t, "messaging", func(ctx context.Context) error { return run(ctx, env.Logger(t)) })
 	base := "http://" + addr
-	wait.Until(t, 15*time.Second, "/readyz", func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	bg.WaitReady(base, 15*time.Second)
+	ctx := context.Background()
 	var ready struct {
 		Ready  bool
 		Checks map[string]string
@@ -107,16 +91,7 @@ func TestRunServesAndStops(t *testing.T) {
 		}
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not stop")
-	}
-	done <- nil // for the cleanup
+	bg.Stop()
 }
 
 func TestRunFailsFastOnBadConfig(t *testing.T) {

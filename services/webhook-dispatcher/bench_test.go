@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -407,10 +406,7 @@ func (c *benchCluster) saveWebhook(b *testing.B, ws, url string) {
 // (the receiver listens on loopback over plain http).
 func benchConfig(b *testing.B, env *testenv.Env) svcconfig.Config {
 	b.Helper()
-	for _, kv := range env.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
+	env.Setenv(b)
 	b.Setenv("DISPATCHER_ADDR", ports.FreeAddr(b))
 	b.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
 	cfg, err := config.Load[svcconfig.Config]()

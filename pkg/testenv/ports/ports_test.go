@@ -2,6 +2,7 @@ package ports
 
 import (
 	"net"
+	"os"
 	"testing"
 )
 
@@ -42,6 +43,9 @@ func TestFreeStaysBelowTheEphemeralRange(t *testing.T) {
 	t.Parallel()
 	low, high := belowEphemeral()
 	if high <= low {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the ephemeral port range is not known here (/proc/sys/net/ipv4/ip_local_port_range): CI runs on Linux, where it is")
+		}
 		t.Skip("the ephemeral port range is not known here")
 	}
 	for _, p := range Free(t, 20) {
