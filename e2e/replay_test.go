@@ -128,6 +128,7 @@ type replayOutput struct {
 		Since       string  `json:"since"`
 		Until       *string `json:"until"`
 		Event       *string `json:"event"`
+		DeliveryID  *string `json:"delivery_id"`
 		Queued      int     `json:"queued"`
 	} `json:"replay"`
 }
@@ -220,6 +221,21 @@ func TestReplayEndToEnd(t *testing.T) {
 	}
 	verifySignature(t, got[0], sh.secret)
 
+	// One delivery by its id: only that event goes again, not the
+	// messages stored around it.
+	sh.rcv.Forget()
+	one := first[2].Header.Get("X-Service-Delivery")
+	s.ctl(t, &out, "deliveries", "replay", "--workspace", sh.ws, "--delivery", one)
+	if out.Replay.Queued != 1 || out.Replay.DeliveryID == nil || *out.Replay.DeliveryID != one {
+		t.Fatalf("replay of one delivery output %+v", out)
+	}
+	sh.replayDrained(t)
+	got = sh.rcv.Wait(t, 1)
+	if len(got) != 1 || got[0].Header.Get("X-Service-Delivery") != one || !bytes.Equal(got[0].Body, bodies[one]) {
+		t.Fatalf("replay of %s sent %v", one, idsOf(got))
+	}
+	verifySignature(t, got[0], sh.secret)
+
 	// The receiver fails: one failed delivery pauses the webhook, and the
 	// next events are recorded as skipped.
 	sh.rcv.Forget()
@@ -287,7 +303,9 @@ func TestReplayEndToEnd(t *testing.T) {
 		{"until before since", []string{"--workspace", sh.ws, "--since", rfc(now), "--until", rfc(now.Add(-time.Hour))}, 2, "--until must be after --since"},
 		{"unparsable since", []string{"--workspace", sh.ws, "--since", "last tuesday"}, 2, "not an RFC 3339 time"},
 		{"unparsable until", []string{"--workspace", sh.ws, "--since", rfc(now), "--until", "2026-02-30T25:00:00Z"}, 2, "not an RFC 3339 time"},
-		{"missing since", []string{"--workspace", sh.ws}, 2, "--since is required"},
+		{"missing since", []string{"--workspace", sh.ws}, 2, "--since or --delivery is required"},
+		{"delivery and since", []string{"--workspace", sh.ws, "--delivery", one, "--since", rfc(now)}, 2, "not both"},
+		{"unknown delivery", []string{"--workspace", sh.ws, "--delivery", uuid.NewString()}, 1, "no delivery with this id"},
 		{"unknown workspace", []string{"--workspace", uuid.NewString(), "--since", rfc(now)}, 1, "workspace not found"},
 		{"unknown event kind", []string{"--workspace", sh.ws, "--since", rfc(now), "--event", "message.sent"}, 1, "event must be one of"},
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
@@ -73,6 +74,21 @@ func withQuery(path string, query url.Values) string {
 		return path
 	}
 	return path + "?" + query.Encode()
+}
+
+// pageQuery is the query of a paged list: each filter that is set, and
+// the limit when it is not 0 (the service's default).
+func pageQuery(filters map[string]string, limit int) url.Values {
+	query := url.Values{}
+	for name, value := range filters {
+		if value != "" {
+			query.Set(name, value)
+		}
+	}
+	if limit != 0 {
+		query.Set("limit", strconv.Itoa(limit))
+	}
+	return query
 }
 
 // segment escapes an id for a path.

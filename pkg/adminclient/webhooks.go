@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/parleyhq/parley/pkg/rpc"
 )
@@ -19,6 +17,21 @@ type Webhook struct {
 	Status    string `json:"status"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+}
+
+// WebhookStatus is a workspace's webhook as operators see it: the webhook
+// and the pause rule's state. It never carries the secret.
+type WebhookStatus struct {
+	ID     string `json:"id"`
+	URL    string `json:"url"`
+	Status string `json:"status"`
+	// ConsecutiveFailures counts failed deliveries since the last success
+	// or save; the webhook pauses when it reaches the dispatcher's limit.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// PausedAt is when the webhook was paused; nil unless it is paused.
+	PausedAt  *string `json:"paused_at"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt string  `json:"updated_at"`
 }
 
 // SavedWebhook is a saved webhook with its signing secret, which only a
@@ -40,6 +53,23 @@ type Delivery struct {
 	LastError      *string `json:"last_error"`
 	DeliveredAt    *string `json:"delivered_at"`
 	CreatedAt      string  `json:"created_at"`
+}
+
+// Attempt is one POST of a delivery to the webhook: ResponseStatus is nil
+// when the receiver gave no answer, Error nil when the attempt succeeded.
+type Attempt struct {
+	Number         int     `json:"number"`
+	StartedAt      string  `json:"started_at"`
+	DurationMS     float64 `json:"duration_ms"`
+	ResponseStatus *int    `json:"response_status"`
+	Error          *string `json:"error"`
+}
+
+// DeliveryDetail is one delivery with every attempt, oldest first, in
+// History (Attempts, of the Delivery, is their count).
+type DeliveryDetail struct {
+	Delivery
+	History []Attempt `json:"attempt_history"`
 }
 
 // Delivery statuses and event kinds, the delivery log's filters.
@@ -114,17 +144,32 @@ func (c *Client) ResaveWebhook(ctx context.Context, workspaceID string) (SavedWe
 	return out, err
 }
 
+// WebhookStatus returns the workspace's webhook as operators see it, with
+// its failure count and when it paused; 404 webhook_not_found when none is
+// saved.
+func (c *Client) WebhookStatus(ctx context.Context, workspaceID string) (WebhookStatus, error) {
+	var out struct {
+		Webhook WebhookStatus `json:"webhook"`
+	}
+	err := c.admin(ctx, rpc.ServiceDispatcher, http.MethodGet, "/admin/webhooks/"+segment(workspaceID), nil, &out)
+	return out.Webhook, err
+}
+
+// GetDelivery returns one delivery of the workspace's log with its
+// attempts; 404 delivery_not_found when the log does not hold it (purged
+// after its retention, or another workspace's).
+func (c *Client) GetDelivery(ctx context.Context, workspaceID, deliveryID string) (DeliveryDetail, error) {
+	var out struct {
+		Delivery DeliveryDetail `json:"delivery"`
+	}
+	err := c.admin(ctx, rpc.ServiceDispatcher, http.MethodGet,
+		"/admin/webhooks/"+segment(workspaceID)+"/deliveries/"+segment(deliveryID), nil, &out)
+	return out.Delivery, err
+}
+
 // ListDeliveries returns a page of the workspace's delivery log.
 func (c *Client) ListDeliveries(ctx context.Context, workspaceID string, f DeliveryFilter) (DeliveryPage, error) {
-	query := url.Values{}
-	for name, value := range map[string]string{"status": f.Status, "event": f.Event, "before": f.Before} {
-		if value != "" {
-			query.Set(name, value)
-		}
-	}
-	if f.Limit != 0 {
-		query.Set("limit", strconv.Itoa(f.Limit))
-	}
+	query := pageQuery(map[string]string{"status": f.Status, "event": f.Event, "before": f.Before}, f.Limit)
 	var out DeliveryPage
 	err := c.asWorkspace(ctx, rpc.ServiceDispatcher, workspaceID, http.MethodGet, withQuery("/v1/webhook/deliveries", query), nil, &out)
 	return out, err
@@ -133,12 +178,14 @@ func (c *Client) ListDeliveries(ctx context.Context, workspaceID string, f Deliv
 // ReplayRequest asks for a workspace's events to be delivered again: those
 // the event stream stored from Since up to Until (RFC 3339 times; Until
 // exclusive, "" for up to the last event), of kind Event ("" for all).
-// The times go as given.
+// The times go as given. With DeliveryID instead (and no Since, Until or
+// Event), only that delivery's event goes again.
 type ReplayRequest struct {
 	WorkspaceID string        `json:"workspace_id"`
-	Since       string        `json:"since"`
+	Since       string        `json:"since,omitempty"`
 	Until       string        `json:"until,omitempty"`
 	Event       string        `json:"event,omitempty"`
+	DeliveryID  string        `json:"delivery_id,omitempty"`
 	Resume      *ReplayCursor `json:"resume,omitempty"`
 }
 
@@ -151,13 +198,16 @@ type ReplayCursor struct {
 }
 
 // Replay is a replay as the dispatcher answers it: Queued is how many
-// events it queued for delivery under their original ids.
+// events it queued for delivery under their original ids. A replay of one
+// delivery carries its DeliveryID, and Since and Until are the window of
+// the stream searched for its event.
 type Replay struct {
 	ID          string  `json:"id"`
 	WorkspaceID string  `json:"workspace_id"`
 	Since       string  `json:"since"`
 	Until       *string `json:"until"`
 	Event       *string `json:"event"`
+	DeliveryID  *string `json:"delivery_id,omitempty"`
 	Queued      int     `json:"queued"`
 }
 
@@ -172,7 +222,10 @@ var ErrReplayUnfinished = errors.New("still queueing")
 // Replay queues the selected events for delivery again, continuing with the
 // dispatcher's cursor until all are queued, and returns the replay with
 // Queued the total. A paused webhook is refused (409 webhook_paused): save
-// it again first (ResaveWebhook). The dispatcher does not know workspaces;
+// it again first (ResaveWebhook). A replay of one delivery is also refused
+// for a delivery the log does not hold (404 delivery_not_found), a test
+// event's (409 test_event_not_replayable) and one whose event the stream
+// no longer keeps (404 event_not_in_stream). The dispatcher does not know workspaces;
 // check the workspace first (GetWorkspace) to tell a typo from a workspace
 // without a webhook.
 func (c *Client) Replay(ctx context.Context, r ReplayRequest) (Replay, error) {

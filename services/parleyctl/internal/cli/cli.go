@@ -69,7 +69,7 @@ var commands = map[string]command{
 	"kb add":            {"--workspace ID --title TITLE --file DOC.md", kbAdd},
 	"kb list":           {"--workspace ID", kbList},
 	"kb delete":         {"--id DOC_ID [--workspace ID]", kbDelete},
-	"deliveries replay": {"--workspace ID --since RFC3339 [--until RFC3339] [--event KIND]", deliveriesReplay},
+	"deliveries replay": {"--workspace ID (--since RFC3339 [--until RFC3339] [--event KIND] | --delivery ID)", deliveriesReplay},
 	"operator create":   {"--email E [--workspace ID] --password-stdin", operatorCreate},
 	"demo":              {"", demo},
 }

@@ -11,37 +11,25 @@ import (
 
 // deliveriesReplay asks the dispatcher to send a workspace's events again
 // (ARCHITECTURE.md §6a): the events the EVENTS stream stored in
-// [--since, --until), optionally of one kind, are queued for delivery under
-// their original ids. It prints {"replay": {id, workspace_id, since, until,
-// event, queued}} once every selected event is queued; the deliveries
-// themselves follow, and show in the delivery log.
+// [--since, --until), optionally of one kind, or with --delivery instead
+// the one event of that delivery, are queued for delivery under their
+// original ids. It prints {"replay": {id, workspace_id, since, until,
+// event, queued}} (and delivery_id for one delivery) once every selected
+// event is queued; the deliveries themselves follow, and show in the
+// delivery log.
 func deliveriesReplay(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("deliveries replay")
 	wsID := f.String("workspace", "", "workspace id")
 	since := f.String("since", "", "replay events stored at or after this RFC 3339 time")
 	until := f.String("until", "", "and before this RFC 3339 time (default: up to the last event)")
 	event := f.String("event", "", "only events of this kind: message.received, postback.received or comment.received")
-	if err := f.parse(args, "workspace", "since"); err != nil {
+	deliveryID := f.String("delivery", "", "replay only this delivery's event (an id from the delivery log), instead of --since")
+	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	from, err := time.Parse(time.RFC3339, *since)
+	req, err := replayRequest(f, *wsID, *since, *until, *event, *deliveryID)
 	if err != nil {
-		return usagef("deliveries replay: --since %q is not an RFC 3339 time like 2026-11-22T10:00:00Z", *since)
-	}
-	// The bounds go as typed; the dispatcher reads them as times.
-	req := adminclient.ReplayRequest{WorkspaceID: *wsID, Since: *since}
-	if f.set("until") {
-		to, err := time.Parse(time.RFC3339, *until)
-		if err != nil {
-			return usagef("deliveries replay: --until %q is not an RFC 3339 time like 2026-11-22T11:00:00Z", *until)
-		}
-		if !to.After(from) {
-			return usagef("deliveries replay: --until must be after --since")
-		}
-		req.Until = *until
-	}
-	if f.set("event") {
-		req.Event = *event
+		return err
 	}
 	// The workspace is the gateway's: a typo fails here, as not found,
 	// rather than as a workspace without a webhook.
@@ -56,4 +44,40 @@ func deliveriesReplay(ctx context.Context, c *CLI, args []string) error {
 		return err
 	}
 	return c.printAnswer(map[string]any{"replay": replay})
+}
+
+// replayRequest is the replay the flags ask for: of one delivery, or of a
+// time range; exactly one of --delivery and --since.
+func replayRequest(f *flags, wsID, since, until, event, deliveryID string) (adminclient.ReplayRequest, error) {
+	switch {
+	case f.set("delivery") && (f.set("since") || f.set("until") || f.set("event")):
+		return adminclient.ReplayRequest{}, usagef("deliveries replay: give --delivery or --since (with --until and --event), not both")
+	case f.set("delivery"):
+		if deliveryID == "" {
+			return adminclient.ReplayRequest{}, usagef("deliveries replay: --delivery needs a delivery id")
+		}
+		return adminclient.ReplayRequest{WorkspaceID: wsID, DeliveryID: deliveryID}, nil
+	case since == "":
+		return adminclient.ReplayRequest{}, usagef("deliveries replay: --since or --delivery is required")
+	}
+	from, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		return adminclient.ReplayRequest{}, usagef("deliveries replay: --since %q is not an RFC 3339 time like 2026-11-22T10:00:00Z", since)
+	}
+	// The bounds go as typed; the dispatcher reads them as times.
+	req := adminclient.ReplayRequest{WorkspaceID: wsID, Since: since}
+	if f.set("until") {
+		to, err := time.Parse(time.RFC3339, until)
+		if err != nil {
+			return adminclient.ReplayRequest{}, usagef("deliveries replay: --until %q is not an RFC 3339 time like 2026-11-22T11:00:00Z", until)
+		}
+		if !to.After(from) {
+			return adminclient.ReplayRequest{}, usagef("deliveries replay: --until must be after --since")
+		}
+		req.Until = until
+	}
+	if f.set("event") {
+		req.Event = event
+	}
+	return req, nil
 }

@@ -22,7 +22,10 @@ func TestDeliveriesReplayUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no since", base, "--since is required"},
+		{"no since", base, "--since or --delivery is required"},
+		{"delivery and since", append(base, "--delivery", "d1", "--since", "2026-11-22T10:00:00Z"), "give --delivery or --since"},
+		{"delivery and event", append(base, "--event", "message.received", "--delivery", "d1"), "not both"},
+		{"delivery empty", append(base, "--delivery", ""), "--delivery needs a delivery id"},
 		{"no workspace", []string{"deliveries", "replay", "--since", "2026-11-22T10:00:00Z"}, "--workspace is required"},
 		{"since unparsable", append(base, "--since", "yesterday"), `--since "yesterday" is not an RFC 3339 time`},
 		{"since without zone", append(base, "--since", "2026-11-22T10:00:00"), "--since"},
@@ -30,7 +33,7 @@ func TestDeliveriesReplayUsageErrors(t *testing.T) {
 		{"until before since", append(base, "--since", "2026-11-22T10:00:00Z", "--until", "2026-11-22T09:00:00Z"), "--until must be after --since"},
 		{"until equals since", append(base, "--since", "2026-11-22T10:00:00Z", "--until", "2026-11-22T10:00:00Z"), "--until must be after --since"},
 		{"stray argument", append(base, "--since", "2026-11-22T10:00:00Z", "now"), "unexpected argument"},
-		{"help", []string{"deliveries", "replay", "-h"}, "usage: parleyctl deliveries replay --workspace ID --since RFC3339"},
+		{"help", []string{"deliveries", "replay", "-h"}, "usage: parleyctl deliveries replay --workspace ID (--since RFC3339 [--until RFC3339] [--event KIND] | --delivery ID)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

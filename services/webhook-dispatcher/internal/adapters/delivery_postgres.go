@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -85,20 +84,13 @@ type attemptJSON struct {
 func deliveryToRow(d *delivery.Delivery) (deliveryRow, error) {
 	history := make([]attemptJSON, 0, len(d.History))
 	for _, a := range d.History {
-		h := attemptJSON{
-			Number:     a.Number,
-			StartedAt:  a.StartedAt.UTC(),
-			DurationMS: math.Round(float64(a.Duration)/float64(time.Microsecond)) / 1000,
-		}
-		if a.ResponseStatus != 0 {
-			s := a.ResponseStatus
-			h.ResponseStatus = &s
-		}
-		if a.Error != "" {
-			e := a.Error
-			h.Error = &e
-		}
-		history = append(history, h)
+		history = append(history, attemptJSON{
+			Number:         a.Number,
+			StartedAt:      a.StartedAt.UTC(),
+			DurationMS:     a.DurationMS(),
+			ResponseStatus: a.OptionalStatus(),
+			Error:          a.OptionalError(),
+		})
 	}
 	raw, err := json.Marshal(history)
 	if err != nil {
@@ -457,7 +449,7 @@ func countOn(batch []*job[*stateItem], hooks map[string]*countedWebhook, only []
 // loadWebhooks reads the webhooks of workspaces (sorted), locking them when
 // lock is set.
 func loadWebhooks(ctx context.Context, pool gorm.ConnPool, workspaces []string, lock bool) (map[string]*countedWebhook, error) {
-	q := `SELECT id::text, workspace_id::text, url, secret, status, consecutive_failures, created_at, updated_at
+	q := `SELECT id::text, workspace_id::text, url, secret, status, consecutive_failures, paused_at, created_at, updated_at
 		FROM ` + Schema + `.webhooks WHERE workspace_id = ANY($1::text[]::uuid[]) ORDER BY workspace_id`
 	if lock {
 		q += ` FOR UPDATE`
@@ -470,7 +462,7 @@ func loadWebhooks(ctx context.Context, pool gorm.ConnPool, workspaces []string, 
 	out := make(map[string]*countedWebhook, len(workspaces))
 	for rows.Next() {
 		var r webhookRow
-		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.URL, &r.Secret, &r.Status, &r.ConsecutiveFailures, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.URL, &r.Secret, &r.Status, &r.ConsecutiveFailures, &r.PausedAt, &r.CreatedAt, &r.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("load webhooks: %w", err)
 		}
 		out[r.WorkspaceID] = &countedWebhook{Webhook: r.toDomain()}
@@ -485,8 +477,8 @@ func loadWebhooks(ctx context.Context, pool gorm.ConnPool, workspaces []string, 
 func saveCounted(ctx context.Context, pool gorm.ConnPool, w *webhook.Webhook) error {
 	r := webhookToRow(w)
 	_, err := pool.ExecContext(ctx, `UPDATE `+Schema+`.webhooks
-		SET url = $2, secret = $3, status = $4, consecutive_failures = $5, updated_at = $6 WHERE id = $1`,
-		r.ID, r.URL, r.Secret, r.Status, r.ConsecutiveFailures, r.UpdatedAt)
+		SET url = $2, secret = $3, status = $4, consecutive_failures = $5, paused_at = $6, updated_at = $7 WHERE id = $1`,
+		r.ID, r.URL, r.Secret, r.Status, r.ConsecutiveFailures, r.PausedAt, r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("update webhook: %w", err)
 	}
@@ -515,6 +507,24 @@ func (s *DeliveryStore) List(ctx context.Context, workspaceID string, q delivery
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// Get implements delivery.Store.
+func (s *DeliveryStore) Get(ctx context.Context, workspaceID, id string) (*delivery.Delivery, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, delivery.ErrNotFound // no delivery has such an id
+	}
+	if _, err := uuid.Parse(workspaceID); err != nil {
+		return nil, delivery.ErrNotFound
+	}
+	var rows []deliveryRow
+	if err := s.db.WithContext(ctx).Where("id = ? AND workspace_id = ?", id, workspaceID).Limit(1).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("load delivery %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, delivery.ErrNotFound
+	}
+	return rows[0].toDomain()
 }
 
 // Purge implements delivery.Store.

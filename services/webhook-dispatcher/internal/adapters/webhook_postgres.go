@@ -37,6 +37,7 @@ type webhookRow struct {
 	Secret              string
 	Status              string
 	ConsecutiveFailures int
+	PausedAt            *time.Time
 	CreatedAt           time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt           time.Time `gorm:"autoUpdateTime:false"`
 }
@@ -51,13 +52,14 @@ func webhookToRow(w *webhook.Webhook) webhookRow {
 		Secret:              w.Secret,
 		Status:              string(w.Status),
 		ConsecutiveFailures: w.ConsecutiveFailures,
+		PausedAt:            w.PausedAt,
 		CreatedAt:           w.CreatedAt,
 		UpdatedAt:           w.UpdatedAt,
 	}
 }
 
 func (r webhookRow) toDomain() *webhook.Webhook {
-	return &webhook.Webhook{
+	w := &webhook.Webhook{
 		ID:                  r.ID,
 		WorkspaceID:         r.WorkspaceID,
 		URL:                 r.URL,
@@ -67,6 +69,11 @@ func (r webhookRow) toDomain() *webhook.Webhook {
 		CreatedAt:           r.CreatedAt.UTC(),
 		UpdatedAt:           r.UpdatedAt.UTC(),
 	}
+	if r.PausedAt != nil {
+		t := r.PausedAt.UTC()
+		w.PausedAt = &t
+	}
+	return w
 }
 
 // webhookRead is one Get waiting for its batch.
@@ -123,16 +130,17 @@ func (s *WebhookStore) Put(ctx context.Context, w *webhook.Webhook) (*webhook.We
 	in := webhookToRow(w)
 	var out webhookRow
 	err := s.db.WithContext(ctx).Raw(`
-		INSERT INTO `+Schema+`.webhooks (id, workspace_id, url, secret, status, consecutive_failures, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		INSERT INTO `+Schema+`.webhooks (id, workspace_id, url, secret, status, consecutive_failures, paused_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (workspace_id) DO UPDATE SET
 			url = EXCLUDED.url,
 			secret = EXCLUDED.secret,
 			status = EXCLUDED.status,
 			consecutive_failures = EXCLUDED.consecutive_failures,
+			paused_at = EXCLUDED.paused_at,
 			updated_at = EXCLUDED.updated_at
 		RETURNING *`,
-		in.ID, in.WorkspaceID, in.URL, in.Secret, in.Status, in.ConsecutiveFailures, in.CreatedAt, in.UpdatedAt,
+		in.ID, in.WorkspaceID, in.URL, in.Secret, in.Status, in.ConsecutiveFailures, in.PausedAt, in.CreatedAt, in.UpdatedAt,
 	).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("save webhook: %w", err)

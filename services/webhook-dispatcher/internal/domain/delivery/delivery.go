@@ -7,6 +7,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
@@ -46,6 +47,9 @@ var Events = []string{EventMessageReceived, EventPostbackReceived, EventCommentR
 // decode, or lacks what the envelope needs); consumers drop it.
 var ErrMalformedEvent = errors.New("malformed event")
 
+// ErrNotFound means the workspace's log has no delivery with that id.
+var ErrNotFound = errors.New("delivery not found")
+
 // SkippedPaused is last_error of a delivery skipped because the webhook was
 // paused.
 const SkippedPaused = "webhook paused; not sent"
@@ -59,6 +63,32 @@ type Attempt struct {
 	ResponseStatus int
 	// Error says why the attempt failed; empty on success.
 	Error string
+}
+
+// DurationMS is the attempt's duration in milliseconds to the microsecond,
+// as the log stores and shows it.
+func (a Attempt) DurationMS() float64 {
+	return math.Round(float64(a.Duration)/float64(time.Microsecond)) / 1000
+}
+
+// OptionalStatus is ResponseStatus for a field that is null when the
+// receiver gave no answer.
+func (a Attempt) OptionalStatus() *int {
+	if a.ResponseStatus == 0 {
+		return nil
+	}
+	s := a.ResponseStatus
+	return &s
+}
+
+// OptionalError is Error for a field that is null when the attempt
+// succeeded.
+func (a Attempt) OptionalError() *string {
+	if a.Error == "" {
+		return nil
+	}
+	e := a.Error
+	return &e
 }
 
 // Succeeded reports whether the receiver accepted the event (any 2xx).
@@ -199,6 +229,9 @@ type Store interface {
 	// List returns the deliveries of the workspace's log that q selects,
 	// newest first.
 	List(ctx context.Context, workspaceID string, q ListQuery) ([]*Delivery, error)
+	// Get returns the workspace's delivery with that id, with its
+	// history, or ErrNotFound (also for another workspace's delivery).
+	Get(ctx context.Context, workspaceID, id string) (*Delivery, error)
 	// Purge deletes up to limit deliveries created before cutoff and says
 	// how many went.
 	Purge(ctx context.Context, cutoff time.Time, limit int) (int64, error)

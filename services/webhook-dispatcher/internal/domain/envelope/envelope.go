@@ -164,6 +164,22 @@ func Render(ev *eventsv1.Event) ([]byte, error) {
 	return encode(envelope{ID: ev.GetId(), Event: ev.GetType(), CreatedAt: FormatTime(ev.GetCreatedAt().AsTime()), Data: data})
 }
 
+// CreatedAt reads the created_at of a rendered envelope (a stored
+// delivery's payload): when the event was made.
+func CreatedAt(body []byte) (time.Time, error) {
+	var e struct {
+		CreatedAt string `json:"created_at"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		return time.Time{}, fmt.Errorf("read envelope: %w", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read envelope created_at %q: %w", e.CreatedAt, err)
+	}
+	return t.UTC(), nil
+}
+
 // RenderTest returns the body of a test event (the dashboard's test button,
 // POST /v1/webhook/test).
 func RenderTest(id, workspaceID string, now time.Time) ([]byte, error) {

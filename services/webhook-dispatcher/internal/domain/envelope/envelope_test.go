@@ -166,3 +166,20 @@ func TestRenderIsDeterministic(t *testing.T) {
 		t.Fatal("two renders of one event differ")
 	}
 }
+
+func TestCreatedAtReadsARenderedEnvelope(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+	body, err := RenderTest("0b6a4e8a-7f57-4a5e-9d55-3f7a1ef0a001", "ws", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := CreatedAt(body); err != nil || !got.Equal(at) {
+		t.Fatalf("CreatedAt = %s, %v; want %s", got, err, at)
+	}
+	for _, bad := range []string{`not json`, `{}`, `{"created_at":"yesterday"}`} {
+		if _, err := CreatedAt([]byte(bad)); err == nil {
+			t.Errorf("CreatedAt(%s) = nil error", bad)
+		}
+	}
+}

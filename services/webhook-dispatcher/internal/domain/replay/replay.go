@@ -32,6 +32,15 @@ var Events = []string{delivery.EventMessageReceived, delivery.EventPostbackRecei
 // recorded as skipped again. Saving the webhook again comes first.
 var ErrWebhookPaused = errors.New("the webhook is paused; save it again (parleyctl webhook resave) before replaying")
 
+// ErrTestEventNotReplayable refuses the replay of a test event's delivery:
+// test events are sent straight to the webhook, never stored in the
+// stream.
+var ErrTestEventNotReplayable = errors.New("test events are never stored in the event stream, so they cannot be replayed: send a new test event instead")
+
+// ErrEventNotInStream means a delivery's event is no longer in the stream:
+// the stream keeps events for a limited time, and that has passed.
+var ErrEventNotInStream = errors.New("the event is no longer in the event stream (its retention has passed), so it cannot be replayed")
+
 // ErrBusy means another round of the same delivery is under way (the live
 // consumer or another replay); the replay request is tried again later.
 var ErrBusy = errors.New("delivery under way elsewhere")
@@ -82,6 +91,9 @@ type Cursor struct {
 type Replay struct {
 	ID string
 	Request
+	// DeliveryID is the one delivery whose event was queued, when the
+	// replay was of one delivery (DeliveryScan); empty for a range.
+	DeliveryID string
 	// Queued counts the replay requests this call queued.
 	Queued int
 	// Next, when set, continues the replay; nil once every selected event
@@ -97,6 +109,32 @@ type Scan struct {
 	End  uint64
 }
 
+// WindowMargin widens the stream window of one delivery's event on each
+// side, for the clocks of the service that made the event, the stream and
+// the dispatcher, which may differ a little.
+const WindowMargin = time.Minute
+
+// DeliveryScan is where the event of the delivery d lies in the stream, up
+// to sequence end: of d's workspace and kind, stored between the event's
+// making (its envelope's created_at, madeAt) and d's first recording (its
+// created_at), WindowMargin wider on each side. Other events of the kind
+// share the window; the replay takes only the one with d's id (Event.Is).
+// A test event's delivery is ErrTestEventNotReplayable.
+func DeliveryScan(d *delivery.Delivery, madeAt time.Time, end uint64) (Scan, error) {
+	if !slices.Contains(Events, d.Event) {
+		return Scan{}, ErrTestEventNotReplayable
+	}
+	from, to := madeAt, d.CreatedAt
+	if to.Before(from) {
+		from, to = to, from
+	}
+	until := to.Add(WindowMargin)
+	return Scan{
+		Request: Request{WorkspaceID: d.WorkspaceID, Since: from.Add(-WindowMargin), Until: &until, Event: d.Event},
+		End:     end,
+	}, nil
+}
+
 // Event is one stored customer event as the stream holds it.
 type Event struct {
 	// Seq is the event's stream sequence.
@@ -110,6 +148,10 @@ type Event struct {
 	// Data is the serialized event, unchanged.
 	Data []byte
 }
+
+// Is reports whether ev is the event of the delivery with that id (ids
+// compared as UUIDs, in any case).
+func (ev Event) Is(deliveryID string) bool { return strings.EqualFold(ev.ID, deliveryID) }
 
 // Source reads customer events back from the stream.
 type Source interface {

@@ -43,12 +43,15 @@ type Webhook struct {
 	// ConsecutiveFailures counts failed deliveries since the last success
 	// or save.
 	ConsecutiveFailures int
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// PausedAt is when the pause rule paused the webhook; nil unless it
+	// is paused.
+	PausedAt  *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // New returns the webhook a save of url produces: active, with a fresh
-// secret and no failures. Saving over an existing webhook keeps that
+// secret, no failures and not paused. Saving over an existing webhook keeps that
 // webhook's id and creation time (the store's concern); everything else is
 // this value.
 func New(workspaceID, url, secret string, now time.Time) *Webhook {
@@ -65,11 +68,12 @@ func New(workspaceID, url, secret string, now time.Time) *Webhook {
 
 // Resave is saving the webhook again without changing its URL (the
 // dashboard's "save again", parleyctl webhook resave): a new secret, active,
-// failures forgotten.
+// failures and pause forgotten.
 func (w *Webhook) Resave(secret string, now time.Time) {
 	w.Secret = secret
 	w.Status = StatusActive
 	w.ConsecutiveFailures = 0
+	w.PausedAt = nil
 	w.UpdatedAt = now
 }
 
@@ -78,8 +82,9 @@ func (w *Webhook) Active() bool { return w.Status == StatusActive }
 
 // RecordDelivery counts one finished delivery: a success clears the failure
 // count, a failure adds to it and pauses the webhook when it reaches
-// pauseAfter. It reports whether the webhook changed (so the store can skip
-// the write) and whether this failure paused it.
+// pauseAfter, noting when (PausedAt). It reports whether the webhook
+// changed (so the store can skip the write) and whether this failure
+// paused it.
 func (w *Webhook) RecordDelivery(delivered bool, pauseAfter int, now time.Time) (changed, paused bool) {
 	if delivered {
 		if w.ConsecutiveFailures == 0 {
@@ -91,6 +96,8 @@ func (w *Webhook) RecordDelivery(delivered bool, pauseAfter int, now time.Time) 
 	w.ConsecutiveFailures++
 	if w.Status == StatusActive && w.ConsecutiveFailures >= pauseAfter {
 		w.Status = StatusPaused
+		at := now
+		w.PausedAt = &at
 		w.UpdatedAt = now
 		return true, true
 	}

@@ -87,3 +87,51 @@ func TestNewSecret(t *testing.T) {
 		t.Fatalf("secret %q: want whsec_ and 32 random bytes", a)
 	}
 }
+
+func TestPausedAtIsWhenThePauseRuleFired(t *testing.T) {
+	t.Parallel()
+	pausedAt := t0.Add(time.Minute)
+	tests := []struct {
+		name string
+		give func(w *Webhook)
+		want *time.Time
+	}{
+		{"new", func(*Webhook) {}, nil},
+		{"failures below the threshold", func(w *Webhook) {
+			w.RecordDelivery(false, 3, t0)
+			w.RecordDelivery(false, 3, t0)
+		}, nil},
+		{"paused", func(w *Webhook) {
+			w.RecordDelivery(false, 2, t0)
+			w.RecordDelivery(false, 2, pausedAt)
+		}, &pausedAt},
+		{"failures while paused keep the time", func(w *Webhook) {
+			w.RecordDelivery(false, 1, pausedAt)
+			w.RecordDelivery(false, 1, pausedAt.Add(time.Hour))
+		}, &pausedAt},
+		{"re-saved", func(w *Webhook) {
+			w.RecordDelivery(false, 1, pausedAt)
+			w.Resave("whsec_new", pausedAt.Add(time.Hour))
+		}, nil},
+		{"paused again after a re-save", func(w *Webhook) {
+			w.RecordDelivery(false, 1, t0)
+			w.Resave("whsec_new", t0.Add(time.Second))
+			w.RecordDelivery(false, 1, pausedAt)
+		}, &pausedAt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := New("ws", "https://h.example.com", "whsec_x", t0)
+			tt.give(w)
+			switch {
+			case tt.want == nil && w.PausedAt != nil:
+				t.Fatalf("PausedAt = %s, want nil", w.PausedAt)
+			case tt.want != nil && (w.PausedAt == nil || !w.PausedAt.Equal(*tt.want)):
+				t.Fatalf("PausedAt = %v, want %s", w.PausedAt, tt.want)
+			case (w.PausedAt != nil) != (w.Status == StatusPaused):
+				t.Fatalf("PausedAt %v with status %s", w.PausedAt, w.Status)
+			}
+		})
+	}
+}

@@ -26,8 +26,12 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// CodeWebhookNotFound is the error code of a workspace without a webhook.
-const CodeWebhookNotFound = "webhook_not_found"
+// Error codes of the missing: a workspace without a webhook, a delivery
+// the workspace's log does not hold.
+const (
+	CodeWebhookNotFound  = "webhook_not_found"
+	CodeDeliveryNotFound = "delivery_not_found"
+)
 
 // App is what the handlers need of the use cases.
 type App interface {
@@ -37,6 +41,7 @@ type App interface {
 	ResaveWebhook(ctx context.Context, workspaceID string) (*webhook.Webhook, error)
 	SendTestEvent(ctx context.Context, workspaceID string) (*delivery.Delivery, error)
 	ListDeliveries(ctx context.Context, workspaceID string, q delivery.ListQuery) (app.DeliveryPage, error)
+	GetDelivery(ctx context.Context, workspaceID, id string) (*delivery.Delivery, error)
 }
 
 type handlers struct {
@@ -56,12 +61,56 @@ func NewAPI(app App, log *zap.Logger) *echo.Echo {
 	return e
 }
 
-// NewAdmin returns the router of the operator routes (parleyctl).
+// NewAdmin returns the router of the operator routes (parleyctl, the
+// console):
+//
+//	GET  /admin/webhooks/:workspace_id -> {"webhook": {..., consecutive_failures, paused_at}}
+//	GET  /admin/webhooks/:workspace_id/deliveries/:id -> {"delivery": {..., attempt_history}}
+//	POST /admin/webhooks/:workspace_id/resave -> {"webhook", "secret"}
 func NewAdmin(app App, log *zap.Logger) *echo.Echo {
 	h := &handlers{app: app}
 	e := httpx.NewEcho(log)
+	e.GET("/admin/webhooks/:workspace_id", h.adminGetWebhook)
+	e.GET("/admin/webhooks/:workspace_id/deliveries/:id", h.adminGetDelivery)
 	e.POST("/admin/webhooks/:workspace_id/resave", h.resaveWebhook)
 	return e
+}
+
+// workspaceParam is the :workspace_id of an operator route.
+func workspaceParam(c echo.Context) (string, error) {
+	ws := c.Param("workspace_id")
+	if _, err := uuid.Parse(ws); err != nil {
+		return "", errs.InvalidRequest("workspace_id must be a UUID")
+	}
+	return ws, nil
+}
+
+func (h *handlers) adminGetWebhook(c echo.Context) error {
+	ws, err := workspaceParam(c)
+	if err != nil {
+		return err
+	}
+	w, err := h.app.GetWebhook(c.Request().Context(), ws)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]adminWebhookDTO{"webhook": toAdminWebhookDTO(w)})
+}
+
+func (h *handlers) adminGetDelivery(c echo.Context) error {
+	ws, err := workspaceParam(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return errs.InvalidRequest("id must be a UUID")
+	}
+	d, err := h.app.GetDelivery(c.Request().Context(), ws, id)
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]deliveryDetailDTO{"delivery": toDeliveryDetailDTO(d)})
 }
 
 // workspace is the authenticated workspace; a request without one did not
@@ -196,9 +245,9 @@ func parseListQuery(c echo.Context) (delivery.ListQuery, error) {
 }
 
 func (h *handlers) resaveWebhook(c echo.Context) error {
-	ws := c.Param("workspace_id")
-	if _, err := uuid.Parse(ws); err != nil {
-		return errs.InvalidRequest("workspace_id must be a UUID")
+	ws, err := workspaceParam(c)
+	if err != nil {
+		return err
 	}
 	w, err := h.app.ResaveWebhook(c.Request().Context(), ws)
 	if err != nil {
@@ -214,6 +263,8 @@ func toHTTPError(err error) error {
 		return errs.InvalidRequest("%s", ue.Error())
 	case errors.Is(err, webhook.ErrNotFound):
 		return errs.NotFound(CodeWebhookNotFound, "no webhook is saved for this workspace")
+	case errors.Is(err, delivery.ErrNotFound):
+		return errs.NotFound(CodeDeliveryNotFound, "the workspace's delivery log has no delivery with this id (the log is purged after its retention)")
 	}
 	return err
 }

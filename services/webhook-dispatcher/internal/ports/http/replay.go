@@ -14,24 +14,37 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 )
 
-// CodeWebhookPaused refuses a replay to a paused webhook (409): the events
-// would only be recorded as skipped again; save the webhook again first.
-const CodeWebhookPaused = "webhook_paused"
+// Replay refusals: CodeWebhookPaused (409), the events would only be
+// recorded as skipped again, save the webhook again first;
+// CodeTestEventNotReplayable (409), a test event's delivery, never in the
+// stream; CodeEventNotInStream (404), a delivery whose event the stream no
+// longer holds (its retention passed).
+const (
+	CodeWebhookPaused          = "webhook_paused"
+	CodeTestEventNotReplayable = "test_event_not_replayable"
+	CodeEventNotInStream       = "event_not_in_stream"
+)
 
 // Replayer is what the replay route needs of the use cases.
 type Replayer interface {
 	StartReplay(ctx context.Context, req replay.Request, resume *replay.Cursor) (*replay.Replay, error)
+	ReplayDelivery(ctx context.Context, workspaceID, deliveryID string) (*replay.Replay, error)
 }
 
 // MountReplays adds the operator's replay route to the admin router:
 //
 //	POST /admin/replays {workspace_id, since, until?, event?, resume?}
-//	  -> 202 {"replay": {id, workspace_id, since, until, event, queued}, "next": null | {replay_id, from_seq, end_seq}}
+//	POST /admin/replays {workspace_id, delivery_id}
+//	  -> 202 {"replay": {id, workspace_id, since, until, event, delivery_id, queued}, "next": null | {replay_id, from_seq, end_seq}}
 //
 // since and until are RFC 3339 times (until exclusive). The events are
 // queued, not yet delivered, when it answers. "next" is set when one call
 // could not queue every selected event; sending the same request with
 // "resume": next queues the rest of the same replay.
+//
+// With delivery_id (and no since, until, event or resume) only that
+// delivery's event is queued, under its id; since and until answer the
+// window of the stream searched for it, and next is null.
 func MountReplays(e *echo.Echo, r Replayer) {
 	h := replayHandlers{r: r}
 	e.POST("/admin/replays", h.startReplay)
@@ -53,6 +66,7 @@ type startReplayRequest struct {
 	Until       *string    `json:"until"`
 	Event       *string    `json:"event"`
 	Resume      *cursorDTO `json:"resume"`
+	DeliveryID  *string    `json:"delivery_id"`
 }
 
 type replayDTO struct {
@@ -61,6 +75,7 @@ type replayDTO struct {
 	Since       string  `json:"since"`
 	Until       *string `json:"until"`
 	Event       *string `json:"event"`
+	DeliveryID  *string `json:"delivery_id"`
 	Queued      int     `json:"queued"`
 }
 
@@ -76,6 +91,9 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 	}
 	if _, err := uuid.Parse(in.WorkspaceID); err != nil {
 		return errs.InvalidRequest("workspace_id must be a UUID")
+	}
+	if in.DeliveryID != nil {
+		return h.replayDelivery(c, in)
 	}
 	req := replay.Request{WorkspaceID: in.WorkspaceID}
 	if in.Since == "" {
@@ -110,6 +128,25 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 	if err != nil {
 		return replayError(err)
 	}
+	return c.JSON(http.StatusAccepted, toStartReplayResponse(out))
+}
+
+// replayDelivery is the replay of one delivery's event.
+func (h replayHandlers) replayDelivery(c echo.Context, in startReplayRequest) error {
+	if _, err := uuid.Parse(*in.DeliveryID); err != nil {
+		return errs.InvalidRequest("delivery_id must be a UUID")
+	}
+	if in.Since != "" || in.Until != nil || in.Event != nil || in.Resume != nil {
+		return errs.InvalidRequest("delivery_id replays one delivery: give it without since, until, event or resume")
+	}
+	out, err := h.r.ReplayDelivery(c.Request().Context(), in.WorkspaceID, *in.DeliveryID)
+	if err != nil {
+		return replayError(err)
+	}
+	return c.JSON(http.StatusAccepted, toStartReplayResponse(out))
+}
+
+func toStartReplayResponse(out *replay.Replay) startReplayResponse {
 	resp := startReplayResponse{Replay: replayDTO{
 		ID:          out.ID,
 		WorkspaceID: out.WorkspaceID,
@@ -120,10 +157,13 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 	if out.Event != "" {
 		resp.Replay.Event = &out.Event
 	}
+	if out.DeliveryID != "" {
+		resp.Replay.DeliveryID = &out.DeliveryID
+	}
 	if out.Next != nil {
 		resp.Next = &cursorDTO{ReplayID: out.Next.ReplayID, FromSeq: out.Next.From, EndSeq: out.Next.End}
 	}
-	return c.JSON(http.StatusAccepted, resp)
+	return resp
 }
 
 func replayError(err error) error {
@@ -133,6 +173,10 @@ func replayError(err error) error {
 		return errs.InvalidRequest("%s", fe.Error())
 	case errors.Is(err, replay.ErrWebhookPaused):
 		return errs.New(http.StatusConflict, CodeWebhookPaused, err.Error())
+	case errors.Is(err, replay.ErrTestEventNotReplayable):
+		return errs.New(http.StatusConflict, CodeTestEventNotReplayable, err.Error())
+	case errors.Is(err, replay.ErrEventNotInStream):
+		return errs.NotFound(CodeEventNotInStream, err.Error())
 	}
 	return toHTTPError(err)
 }

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
+)
+
+// publishSeq publishes ev and returns its stream sequence.
+func (h *harness) publishSeq(ev *eventsv1.Event) uint64 {
+	h.t.Helper()
+	ack, err := h.js.Publish(context.Background(), h.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()),
+		mustMarshal(h.t, ev), jetstream.WithMsgID(ev.GetId()))
+	if err != nil {
+		h.t.Fatalf("publish: %v", err)
+	}
+	return ack.Sequence
+}
+
+// An operator reads the webhook with the pause rule's state: the failure
+// count, and paused_at, null until the rule pauses it and again once it is
+// saved anew. The secret is never in the answer.
+func TestAdminWebhookShowsThePause(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) { c.PauseAfter = 2 }, nil)
+	rcv := receiver.New(t, receiver.Status(http.StatusInternalServerError))
+	ws := uuid.NewString()
+	path := "/admin/webhooks/" + ws
+
+	h.wantError("", http.MethodGet, path, nil, http.StatusNotFound, "webhook_not_found", "no webhook")
+	h.wantError("", http.MethodGet, "/admin/webhooks/nope", nil, http.StatusBadRequest, "invalid_request", "workspace_id")
+	secret := h.saveWebhook(ws, rcv.URL)
+
+	w := h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
+	if w["status"] != "active" || w["consecutive_failures"] != 0.0 || w["paused_at"] != nil || w["url"] != rcv.URL {
+		t.Fatalf("saved webhook %v", w)
+	}
+	if _, ok := w["paused_at"]; !ok {
+		t.Fatal("paused_at is missing, want null")
+	}
+	if _, ok := w["secret"]; ok || bytes.Contains([]byte(fmt.Sprint(w)), []byte(secret)) {
+		t.Fatalf("the answer shows the secret: %v", w)
+	}
+
+	before := time.Now().UTC()
+	first, second := messageEvent(ws, false), messageEvent(ws, false)
+	h.publish(first)
+	h.waitDelivery(ws, first.GetId())
+	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
+	if w["status"] != "active" || w["consecutive_failures"] != 1.0 || w["paused_at"] != nil {
+		t.Fatalf("after one failure %v", w)
+	}
+	h.publish(second)
+	h.waitDelivery(ws, second.GetId())
+	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
+	pausedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(w["paused_at"]))
+	if w["status"] != "paused" || w["consecutive_failures"] != 2.0 || err != nil || pausedAt.Before(before) || pausedAt.After(time.Now()) {
+		t.Fatalf("after the pause %v", w)
+	}
+
+	h.doJSON("", http.MethodPost, path+"/resave", nil, http.StatusOK)
+	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
+	if w["status"] != "active" || w["consecutive_failures"] != 0.0 || w["paused_at"] != nil {
+		t.Fatalf("after the re-save %v", w)
+	}
+}
+
+// An operator reads one delivery with every attempt; another workspace's
+// delivery is missing, a malformed id a bad request.
+func TestAdminDeliveryShowsItsAttempts(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := receiver.New(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	ev := messageEvent(ws, true)
+	h.publish(ev)
+	logged := h.waitDelivery(ws, ev.GetId())
+	hits := rcv.Wait(t, 2)
+
+	d := h.doJSON("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/"+ev.GetId(), nil, http.StatusOK)["delivery"].(map[string]any)
+	for _, field := range []string{"id", "event", "payload", "status", "attempts", "response_status", "last_error", "delivered_at", "created_at"} {
+		if fmt.Sprint(d[field]) != fmt.Sprint(logged[field]) {
+			t.Errorf("%s = %v, the log says %v", field, d[field], logged[field])
+		}
+	}
+	if d["payload"] != string(hits[1].Body) {
+		t.Errorf("payload %v, the receiver got %s", d["payload"], hits[1].Body)
+	}
+	attempts, _ := d["attempt_history"].([]any)
+	if len(attempts) != 2 {
+		t.Fatalf("attempt_history %v, want 2 attempts", d["attempt_history"])
+	}
+	a1, a2 := attempts[0].(map[string]any), attempts[1].(map[string]any)
+	if a1["number"] != 1.0 || a1["response_status"] != 503.0 || a1["error"] == nil {
+		t.Errorf("attempt 1 %v", a1)
+	}
+	if a2["number"] != 2.0 || a2["response_status"] != 202.0 || a2["error"] != nil {
+		t.Errorf("attempt 2 %v", a2)
+	}
+	for _, a := range []map[string]any{a1, a2} {
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(a["started_at"])); err != nil {
+			t.Errorf("started_at %v", a["started_at"])
+		}
+		if ms, ok := a["duration_ms"].(float64); !ok || ms <= 0 {
+			t.Errorf("duration_ms %v", a["duration_ms"])
+		}
+	}
+
+	other := uuid.NewString()
+	h.wantError("", http.MethodGet, "/admin/webhooks/"+other+"/deliveries/"+ev.GetId(), nil, http.StatusNotFound, "delivery_not_found", "no delivery")
+	h.wantError("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/"+uuid.NewString(), nil, http.StatusNotFound, "delivery_not_found", "no delivery")
+	h.wantError("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/42", nil, http.StatusBadRequest, "invalid_request", "id must be a UUID")
+}
+
+// Replaying one delivery sends that event again, under its id with the
+// body first sent and the current secret, and not its neighbours of the
+// same kind stored around it.
+func TestReplayOneDelivery(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	rcv := receiver.New(t, receiver.Status(http.StatusOK))
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	evs := []*eventsv1.Event{messageEvent(ws, false), messageEvent(ws, true), messageEvent(ws, false)}
+	for _, ev := range evs {
+		h.publish(ev)
+	}
+	first := rcv.Wait(t, 3)
+	target := evs[1]
+	h.waitDelivery(ws, target.GetId())
+	secret := h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)["secret"].(string)
+
+	r := h.startReplay(map[string]any{"workspace_id": ws, "delivery_id": target.GetId()})
+	if r["queued"] != 1.0 || r["delivery_id"] != target.GetId() || r["event"] != "message.received" || r["workspace_id"] != ws || r["until"] == nil {
+		t.Fatalf("replay %v", r)
+	}
+	h.replaysSettled()
+	got := rcv.Requests()[3:]
+	if len(got) != 1 || got[0].Delivery() != target.GetId() {
+		t.Fatalf("replayed %v, want only %s", deliveryIDs(got), target.GetId())
+	}
+	if !bytes.Equal(got[0].Body, firstHit(first, target.GetId()).Body) {
+		t.Errorf("replayed body differs from the first:\n%s\n%s", got[0].Body, firstHit(first, target.GetId()).Body)
+	}
+	if err := got[0].Verify(secret, time.Now()); err != nil {
+		t.Errorf("replayed with the old secret: %v", err)
+	}
+	if history := h.history(target.GetId()); len(history) != 2 || history[1]["response_status"] != 200.0 {
+		t.Errorf("history %v", history)
+	}
+	for _, ev := range []*eventsv1.Event{evs[0], evs[2]} {
+		if n := len(h.history(ev.GetId())); n != 1 {
+			t.Errorf("neighbour %s has %d attempts, want 1", ev.GetId(), n)
+		}
+	}
+}
+
+// A replay of one delivery is refused in words: a delivery the log does not
+// hold, a test event's (never in the stream), one whose event the stream
+// no longer holds, one to a paused webhook, and a request mixing a
+// delivery with a range.
+func TestReplayOneDeliveryRefusals(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) { c.PauseAfter = 1 }, nil)
+	rcv := receiver.New(t, nil)
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	replay := func(id string) map[string]any { return map[string]any{"workspace_id": ws, "delivery_id": id} }
+
+	h.wantError("", http.MethodPost, "/admin/replays", replay(uuid.NewString()), http.StatusNotFound, "delivery_not_found", "no delivery")
+	h.wantError("", http.MethodPost, "/admin/replays", replay("nope"), http.StatusBadRequest, "invalid_request", "delivery_id must be a UUID")
+	h.wantError("", http.MethodPost, "/admin/replays",
+		map[string]any{"workspace_id": ws, "delivery_id": uuid.NewString(), "since": rfc3339(time.Now())},
+		http.StatusBadRequest, "invalid_request", "without since")
+
+	test := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
+	h.wantError("", http.MethodPost, "/admin/replays", replay(test["id"].(string)), http.StatusConflict, "test_event_not_replayable", "test event")
+
+	gone := messageEvent(ws, false)
+	seq := h.publishSeq(gone)
+	h.waitDelivery(ws, gone.GetId())
+	st, err := h.js.Stream(context.Background(), h.env.Stream.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(context.Background(), seq); err != nil { // as the stream's age limit would
+		t.Fatal(err)
+	}
+	h.wantError("", http.MethodPost, "/admin/replays", replay(gone.GetId()), http.StatusNotFound, "event_not_in_stream", "retention")
+
+	rcv.SetStatus(http.StatusInternalServerError)
+	failed := messageEvent(ws, false)
+	h.publish(failed)
+	h.waitDelivery(ws, failed.GetId())
+	h.wantError("", http.MethodPost, "/admin/replays", replay(failed.GetId()), http.StatusConflict, "webhook_paused", "save it again")
+}
