@@ -2,8 +2,10 @@ package adminclient
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -17,6 +19,71 @@ type Flow struct {
 	Status           string `json:"status"`
 	PublishedVersion int    `json:"published_version"`
 	UpdatedAt        string `json:"updated_at"`
+}
+
+// WorkspaceFlow is a flow as the flow-runner lists it to operators: every
+// flow of the workspace, active or not, with its triggers ("api", "chat")
+// and when it was created.
+type WorkspaceFlow struct {
+	Flow
+	Triggers  []string `json:"triggers"`
+	CreatedAt string   `json:"created_at"`
+}
+
+// FlowVersion is one published version of a flow; NodeCount is how many
+// nodes its document has.
+type FlowVersion struct {
+	Version     int    `json:"version"`
+	PublishedAt string `json:"published_at"`
+	NodeCount   int    `json:"node_count"`
+}
+
+// FlowVersions are a flow's versions, newest first, and which one is
+// published.
+type FlowVersions struct {
+	FlowID           string        `json:"flow_id"`
+	PublishedVersion int           `json:"published_version"`
+	Versions         []FlowVersion `json:"versions"`
+}
+
+// RunUsage is what a run's AI nodes consumed over all its calls.
+type RunUsage struct {
+	Tokens        int     `json:"tokens"`
+	CostUSD       float64 `json:"cost_usd"`
+	BillableUnits int     `json:"billable_units"`
+}
+
+// RunSummary is a run in the operators' list of runs. DurationMS is from
+// its start to its completion, nil while it waits at a question.
+type RunSummary struct {
+	ID            string    `json:"id"`
+	FlowID        string    `json:"flow_id"`
+	FlowVersion   int       `json:"flow_version"`
+	Status        string    `json:"status"`
+	NodesExecuted int       `json:"nodes_executed"`
+	StartedAt     string    `json:"started_at"`
+	CompletedAt   *string   `json:"completed_at"`
+	DurationMS    *int64    `json:"duration_ms"`
+	Usage         RunUsage  `json:"usage"`
+	Error         *RunError `json:"error,omitempty"`
+}
+
+// RunFilter selects a page of a workspace's runs; zero fields do not
+// filter. The runs are newest first: Before (an RFC 3339 time, exclusive)
+// is where the page starts, the NextBefore of the page before it; Limit is
+// the page size (the flow-runner's default and maximum apply).
+type RunFilter struct {
+	FlowID string
+	Status string
+	Before string
+	Limit  int
+}
+
+// RunPage is a page of runs. NextBefore, given as Before, returns the
+// next page; nil on the last page.
+type RunPage struct {
+	Runs       []RunSummary `json:"runs"`
+	NextBefore *string      `json:"next_before"`
 }
 
 // PublishedFlow is the flow-runner's answer to a publish.
@@ -71,8 +138,9 @@ type Trace struct {
 }
 
 // ListFlows returns the workspace's active API flows, read from the
-// flow-runner's API endpoint as the gateway forwards GET /v1/flows (the
-// flow-runner's admin routes list none) with the flows_api feature on.
+// flow-runner's API endpoint as the gateway forwards GET /v1/flows with
+// the flows_api feature on: what a developer's key lists. ListAllFlows is
+// the operators' list.
 func (c *Client) ListFlows(ctx context.Context, workspaceID string) ([]Flow, error) {
 	var out struct {
 		Flows []Flow `json:"flows"`
@@ -80,6 +148,45 @@ func (c *Client) ListFlows(ctx context.Context, workspaceID string) ([]Flow, err
 	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{FeatureFlowsAPI}}
 	err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &out)
 	return out.Flows, err
+}
+
+// ListAllFlows returns every flow of the workspace, active or not,
+// whatever its triggers, newest change first, from the flow-runner's admin
+// endpoint.
+func (c *Client) ListAllFlows(ctx context.Context, workspaceID string) ([]WorkspaceFlow, error) {
+	var out struct {
+		Flows []WorkspaceFlow `json:"flows"`
+	}
+	err := c.get(ctx, rpc.ServiceFlowRunner, "/admin/workspaces/"+segment(workspaceID)+"/flows", nil, &out)
+	return out.Flows, err
+}
+
+// ListFlowVersions returns the versions of the workspace's flow, newest
+// first; a flow of another workspace is 404 flow_not_found.
+func (c *Client) ListFlowVersions(ctx context.Context, workspaceID, flowID string) (FlowVersions, error) {
+	var out FlowVersions
+	err := c.get(ctx, rpc.ServiceFlowRunner, "/admin/flows/"+segment(flowID)+"/versions", url.Values{"workspace_id": {workspaceID}}, &out)
+	return out, err
+}
+
+// GetFlowVersion returns the document of a version of the workspace's
+// flow as it was published (404 flow_version_not_found for a version the
+// flow lacks).
+func (c *Client) GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error) {
+	var out json.RawMessage
+	path := "/admin/flows/" + segment(flowID) + "/versions/" + strconv.Itoa(version)
+	err := c.get(ctx, rpc.ServiceFlowRunner, path, url.Values{"workspace_id": {workspaceID}}, &out)
+	return out, err
+}
+
+// ListRuns returns a page of the workspace's runs, newest first; a
+// FlowID of another workspace is 404 flow_not_found, a filter the
+// flow-runner cannot read 400 invalid_request.
+func (c *Client) ListRuns(ctx context.Context, workspaceID string, f RunFilter) (RunPage, error) {
+	query := pageQuery(map[string]string{"flow_id": f.FlowID, "status": f.Status, "before": f.Before}, f.Limit)
+	var out RunPage
+	err := c.get(ctx, rpc.ServiceFlowRunner, "/admin/workspaces/"+segment(workspaceID)+"/runs", query, &out)
+	return out, err
 }
 
 // PublishFlow publishes a flow document as a new flow, or with flowID as a

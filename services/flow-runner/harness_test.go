@@ -25,12 +25,11 @@ import (
 // harness is one flow-runner, wired by serve exactly as in production, on
 // the test's own database and rpc prefix.
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	cfg    svcconfig.Config
-	rpc    *rpc.Client
-	clock  *clock
-	prefix string
+	t     *testing.T
+	env   *testenv.Env
+	cfg   svcconfig.Config
+	rpc   *rpc.Client
+	clock *clock
 }
 
 // clock is a settable clock: the real time plus an offset tests move.

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -175,6 +176,64 @@ func (s *FlowStore) ListActive(ctx context.Context, workspaceID, trigger string)
 		out = append(out, r.toDomain())
 	}
 	return out, nil
+}
+
+// List implements catalog.FlowStore.
+func (s *FlowStore) List(ctx context.Context, workspaceID string) ([]*catalog.Flow, error) {
+	if !validID(workspaceID) {
+		return nil, nil
+	}
+	var rows []flowRow
+	if err := s.db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("updated_at DESC, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list all flows: %w", err)
+	}
+	out := make([]*catalog.Flow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.toDomain())
+	}
+	return out, nil
+}
+
+// Versions implements catalog.FlowStore. The node count is read from each
+// document, which is parsed as JSON only as far as its nodes array: no
+// column holds it, and versions published before this list existed have
+// their documents alone.
+func (s *FlowStore) Versions(ctx context.Context, flowID string) ([]catalog.VersionInfo, error) {
+	if !validID(flowID) {
+		return nil, nil
+	}
+	var rows []versionRow
+	if err := s.db.WithContext(ctx).Where("flow_id = ?", flowID).Order("version DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list flow versions: %w", err)
+	}
+	out := make([]catalog.VersionInfo, 0, len(rows))
+	for _, r := range rows {
+		var doc struct {
+			Nodes []json.RawMessage `json:"nodes"`
+		}
+		// A stored document was valid when published; should one not
+		// decode now, it is listed with no nodes rather than hiding the
+		// others.
+		_ = json.Unmarshal(r.Document, &doc)
+		out = append(out, catalog.VersionInfo{Version: r.Version, PublishedAt: r.CreatedAt.UTC(), Nodes: len(doc.Nodes)})
+	}
+	return out, nil
+}
+
+// Document implements catalog.FlowStore.
+func (s *FlowStore) Document(ctx context.Context, flowID string, version int) ([]byte, error) {
+	if !validID(flowID) {
+		return nil, catalog.ErrVersionNotFound
+	}
+	var row versionRow
+	err := s.db.WithContext(ctx).Where("flow_id = ? AND version = ?", flowID, version).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, catalog.ErrVersionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load flow version document: %w", err)
+	}
+	return row.Document, nil
 }
 
 // Version implements catalog.FlowStore. A stored version is parsed with

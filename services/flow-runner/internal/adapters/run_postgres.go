@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/expression"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
@@ -150,16 +151,26 @@ func (r runRow) toDomain() (*run.Run, error) {
 	if err := json.Unmarshal([]byte(r.Messages), &out.Messages); err != nil {
 		return nil, fmt.Errorf("decode messages of run %s: %w", r.ID, err)
 	}
-	if err := json.Unmarshal([]byte(r.Usage), &out.Usage); err != nil {
-		return nil, fmt.Errorf("decode usage of run %s: %w", r.ID, err)
-	}
-	if r.Error != nil {
-		out.Error = &run.Error{}
-		if err := json.Unmarshal([]byte(*r.Error), out.Error); err != nil {
-			return nil, fmt.Errorf("decode error of run %s: %w", r.ID, err)
-		}
+	if out.Usage, out.Error, err = decodeOutcome(r.ID, r.Usage, r.Error); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// decodeOutcome reads a run row's usage and error columns.
+func decodeOutcome(runID, usage string, errJSON *string) (run.Usage, *run.Error, error) {
+	var u run.Usage
+	if err := json.Unmarshal([]byte(usage), &u); err != nil {
+		return u, nil, fmt.Errorf("decode usage of run %s: %w", runID, err)
+	}
+	if errJSON == nil {
+		return u, nil, nil
+	}
+	var e run.Error
+	if err := json.Unmarshal([]byte(*errJSON), &e); err != nil {
+		return u, nil, fmt.Errorf("decode error of run %s: %w", runID, err)
+	}
+	return u, &e, nil
 }
 
 func nodeRunToRow(runID string, seq int, n run.NodeRun) (nodeRunRow, error) {
@@ -370,6 +381,64 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 		t.NodeRuns = append(t.NodeRuns, n)
 	}
 	return t, nil
+}
+
+// runSummaryRow is the part of a run row a list reads.
+type runSummaryRow struct {
+	ID            string
+	FlowID        string
+	Version       int
+	Status        string
+	NodesExecuted int
+	Usage         string  `gorm:"type:json"`
+	Error         *string `gorm:"type:json"`
+	StartedAt     time.Time
+	CompletedAt   *time.Time
+}
+
+func (r runSummaryRow) toDomain() (catalog.RunSummary, error) {
+	out := catalog.RunSummary{
+		ID: r.ID, FlowID: r.FlowID, Version: r.Version, Status: run.Status(r.Status), NodesExecuted: r.NodesExecuted,
+		StartedAt: r.StartedAt.UTC(),
+	}
+	if r.CompletedAt != nil {
+		t := r.CompletedAt.UTC()
+		out.CompletedAt = &t
+	}
+	var err error
+	out.Usage, out.Error, err = decodeOutcome(r.ID, r.Usage, r.Error)
+	return out, err
+}
+
+// List implements catalog.RunStore. Runs of every source are listed; the
+// runs_workspace_started and runs_flow_started indexes serve the two
+// orders.
+func (s *RunStore) List(ctx context.Context, workspaceID string, q catalog.RunQuery) ([]catalog.RunSummary, error) {
+	if !validID(workspaceID) || (q.FlowID != "" && !validID(q.FlowID)) {
+		return nil, nil
+	}
+	tx := s.db.WithContext(ctx).Model(&runRow{}).
+		Select("id, flow_id, version, status, nodes_executed, usage, error, started_at, completed_at").
+		Where("workspace_id = ?", workspaceID)
+	if q.FlowID != "" {
+		tx = tx.Where("flow_id = ?", q.FlowID)
+	}
+	if q.Status != "" {
+		tx = tx.Where("status = ?", string(q.Status))
+	}
+	var rows []runSummaryRow
+	if err := tx.Scopes(db.NewestFirst("started_at", "id", q.Before, q.At, q.Limit)).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	out := make([]catalog.RunSummary, 0, len(rows))
+	for _, r := range rows {
+		sum, err := r.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 // Continue implements catalog.RunStore. The run row is locked with FOR

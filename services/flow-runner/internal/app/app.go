@@ -1,5 +1,6 @@
 // Package app holds the flow-runner's use cases, one file per verb:
-// publishing and deactivating flows (operators), listing and invoking them,
+// publishing and deactivating flows and reading every flow, its versions
+// and the runs (operators), listing and invoking them,
 // continuing a waiting run's session and reading a run's trace
 // (developers). It decides; the domain holds the rules and runs the flows,
 // the adapters do the I/O.

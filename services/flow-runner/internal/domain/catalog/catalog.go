@@ -25,8 +25,10 @@ const SourceAPI = "api"
 
 // Errors of the stores.
 var (
-	ErrFlowNotFound    = errors.New("flow not found")
-	ErrRunNotFound     = errors.New("run not found")
+	ErrFlowNotFound = errors.New("flow not found")
+	ErrRunNotFound  = errors.New("run not found")
+	// ErrVersionNotFound is a version its flow does not have.
+	ErrVersionNotFound = errors.New("flow version not found")
 	ErrSessionNotFound = errors.New("session not found")
 	// ErrSessionBusy is a session another continue holds right now.
 	ErrSessionBusy = errors.New("session busy")
@@ -52,6 +54,15 @@ type Version struct {
 	FlowID     string
 	Version    int
 	Definition *flow.Definition
+}
+
+// VersionInfo describes one published version of a flow, for the list of
+// its versions.
+type VersionInfo struct {
+	Version     int
+	PublishedAt time.Time
+	// Nodes is how many nodes the version's document has.
+	Nodes int
 }
 
 // Publication is a new version to store.
@@ -80,6 +91,14 @@ type FlowStore interface {
 	// ListActive returns the workspace's active flows with trigger, newest
 	// first.
 	ListActive(ctx context.Context, workspaceID, trigger string) ([]*Flow, error)
+	// List returns every flow of the workspace, whatever its status and
+	// triggers, newest change first.
+	List(ctx context.Context, workspaceID string) ([]*Flow, error)
+	// Versions describes every version of a flow, newest first.
+	Versions(ctx context.Context, flowID string) ([]VersionInfo, error)
+	// Document returns a version's document exactly as published, or
+	// ErrVersionNotFound.
+	Document(ctx context.Context, flowID string, version int) ([]byte, error)
 	// Version returns a parsed version of a flow. Versions never change, so
 	// implementations may cache them.
 	Version(ctx context.Context, flowID string, version int) (*Version, error)
@@ -90,6 +109,38 @@ type Trace struct {
 	Run      *run.Run
 	NodeRuns []run.NodeRun
 }
+
+// RunSummary is a run as a list shows it: what it ran, how it went and
+// what it consumed, without its variables, output and messages.
+type RunSummary struct {
+	ID            string
+	FlowID        string
+	Version       int
+	Status        run.Status
+	NodesExecuted int
+	Usage         run.Usage
+	// Error is the failed run's error; nil otherwise.
+	Error       *run.Error
+	StartedAt   time.Time
+	CompletedAt *time.Time
+}
+
+// RunQuery selects part of a workspace's runs, newest first (started_at,
+// then id, descending): the rows paging.Paginate fetches.
+type RunQuery struct {
+	// FlowID and Status filter when set.
+	FlowID string
+	Status run.Status
+	Limit  int
+	// Before, when set, keeps runs started strictly before it.
+	Before *time.Time
+	// At, when set, selects every run started at exactly this time, and
+	// Before and Limit are ignored: a tie group is read whole.
+	At *time.Time
+}
+
+// RunStatuses are the statuses a stored run can have.
+var RunStatuses = []run.Status{run.StatusWaiting, run.StatusCompleted, run.StatusFailed}
 
 // Receipt is the answer to a call made with an idempotency key. It is
 // stored with the run it answered, in the same statement or transaction,
@@ -121,6 +172,8 @@ type RunStore interface {
 	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *Receipt) error
 	// Get returns an API run of the workspace and flow, or ErrRunNotFound.
 	Get(ctx context.Context, workspaceID, flowID, runID string) (*Trace, error)
+	// List returns the workspace's runs that q selects, newest first.
+	List(ctx context.Context, workspaceID string, q RunQuery) ([]RunSummary, error)
 	// Continue takes the run of a session for the time of fn, so that no
 	// other continue (in this process or another) runs it at once: a
 	// session already taken is ErrSessionBusy, an unknown one

@@ -156,3 +156,67 @@ type endEvent struct {
 func toEndEvent(r invokeResponse) endEvent {
 	return endEvent{Status: r.Status, SessionID: r.SessionID, Output: r.Output, Usage: r.Usage, Error: r.Error}
 }
+
+// adminFlowDTO is a flow as the operators' list shows it: the public flow
+// object with its triggers and creation time.
+type adminFlowDTO struct {
+	flowDTO
+	Triggers  []string `json:"triggers"`
+	CreatedAt string   `json:"created_at"`
+}
+
+type adminFlowsResponse struct {
+	Flows []adminFlowDTO `json:"flows"`
+}
+
+func toAdminFlowDTO(f *catalog.Flow) adminFlowDTO {
+	triggers := f.Triggers
+	if triggers == nil {
+		triggers = []string{}
+	}
+	return adminFlowDTO{flowDTO: toFlowDTO(f), Triggers: triggers, CreatedAt: httpx.Timestamp(f.CreatedAt)}
+}
+
+type versionDTO struct {
+	Version     int    `json:"version"`
+	PublishedAt string `json:"published_at"`
+	NodeCount   int    `json:"node_count"`
+}
+
+type versionsResponse struct {
+	FlowID           string       `json:"flow_id"`
+	PublishedVersion int          `json:"published_version"`
+	Versions         []versionDTO `json:"versions"`
+}
+
+// runSummaryDTO is a run in the operators' list. duration_ms is from its
+// start to its completion, null while it waits.
+type runSummaryDTO struct {
+	ID            string     `json:"id"`
+	FlowID        string     `json:"flow_id"`
+	FlowVersion   int        `json:"flow_version"`
+	Status        string     `json:"status"`
+	NodesExecuted int        `json:"nodes_executed"`
+	StartedAt     string     `json:"started_at"`
+	CompletedAt   *string    `json:"completed_at"`
+	DurationMS    *int64     `json:"duration_ms"`
+	Usage         run.Usage  `json:"usage"`
+	Error         *run.Error `json:"error,omitempty"`
+}
+
+type runsResponse struct {
+	Runs       []runSummaryDTO `json:"runs"`
+	NextBefore *string         `json:"next_before"`
+}
+
+func toRunSummaryDTO(r catalog.RunSummary) runSummaryDTO {
+	out := runSummaryDTO{
+		ID: r.ID, FlowID: r.FlowID, FlowVersion: r.Version, Status: string(r.Status), NodesExecuted: r.NodesExecuted,
+		StartedAt: httpx.Timestamp(r.StartedAt), CompletedAt: httpx.OptionalTimestamp(r.CompletedAt), Usage: r.Usage, Error: r.Error,
+	}
+	if r.CompletedAt != nil {
+		ms := r.CompletedAt.Sub(r.StartedAt).Milliseconds()
+		out.DurationMS = &ms
+	}
+	return out
+}

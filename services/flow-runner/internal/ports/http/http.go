@@ -2,7 +2,7 @@
 // routes (/v1/flows..., reached through the gateway over the rpc "api"
 // endpoint, with the workspace and its modules and features the gateway
 // authenticated) and the operator routes (/admin/..., rpc "admin", for
-// parleyctl). It maps domain errors to *errs.Error and domain objects to the
+// parleyctl and the console). It maps domain errors to *errs.Error and domain objects to the
 // public shapes.
 package http
 
@@ -49,6 +49,10 @@ type App interface {
 	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (*catalog.Flow, error)
 	DeactivateFlow(ctx context.Context, flowID string) (*catalog.Flow, error)
 	ListFlows(ctx context.Context, workspaceID string) ([]*catalog.Flow, error)
+	ListAllFlows(ctx context.Context, workspaceID string) ([]*catalog.Flow, error)
+	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, []catalog.VersionInfo, error)
+	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
+	ListRuns(ctx context.Context, workspaceID string, q catalog.RunQuery) (app.RunPage, error)
 	InvokeFlow(ctx context.Context, inv app.Invocation) (*app.Outcome, error)
 	ContinueSession(ctx context.Context, c app.Continuation) (*app.Outcome, error)
 	GetRun(ctx context.Context, workspaceID, flowID, runID string) (*catalog.Trace, error)
@@ -74,12 +78,17 @@ func NewAPI(a App, c Contract, log *zap.Logger) *echo.Echo {
 	return e
 }
 
-// NewAdmin returns the router of the operator routes (parleyctl flow, kb).
+// NewAdmin returns the router of the operator routes (parleyctl flow, kb,
+// and the console's flows pages).
 func NewAdmin(a App, log *zap.Logger) *echo.Echo {
 	h := &handlers{app: a, log: log}
 	e := httpx.NewEcho(log)
 	e.POST("/admin/workspaces/:ws/flows", h.publishFlow)
+	e.GET("/admin/workspaces/:ws/flows", h.listAllFlows)
 	e.POST("/admin/flows/:id/deactivate", h.deactivateFlow)
+	e.GET("/admin/flows/:id/versions", h.listFlowVersions)
+	e.GET("/admin/flows/:id/versions/:version", h.getFlowVersion)
+	e.GET("/admin/workspaces/:ws/runs", h.listRuns)
 	e.POST("/admin/workspaces/:ws/kb/documents", h.addKnowledgeDocument)
 	e.GET("/admin/workspaces/:ws/kb/documents", h.listKnowledgeDocuments)
 	e.DELETE("/admin/kb/documents/:id", h.deleteKnowledgeDocument)
@@ -136,9 +145,9 @@ func (h *handlers) getRun(c echo.Context) error {
 }
 
 func (h *handlers) publishFlow(c echo.Context) error {
-	ws := c.Param("ws")
-	if _, err := uuid.Parse(ws); err != nil {
-		return errs.InvalidRequest("workspace: %q is not a workspace id", ws)
+	ws, err := adminWorkspace(c)
+	if err != nil {
+		return err
 	}
 	doc, err := httpx.ReadBody(c.Request().Body, flow.MaxDefinitionBytes)
 	if err != nil {
@@ -177,6 +186,8 @@ func toHTTPError(err error) error {
 		return errs.New(http.StatusBadRequest, CodeInputInvalid, ie.Error())
 	case errors.Is(err, catalog.ErrFlowNotFound):
 		return errs.NotFound(CodeFlowNotFound, "flow not found")
+	case errors.Is(err, catalog.ErrVersionNotFound):
+		return errs.NotFound(CodeVersionNotFound, "flow version not found")
 	case errors.Is(err, catalog.ErrDocumentNotFound):
 		return errs.NotFound(CodeDocumentNotFound, "knowledge document not found")
 	case errors.Is(err, catalog.ErrRunNotFound):
