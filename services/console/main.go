@@ -60,14 +60,16 @@ func run(ctx context.Context, log *zap.Logger) error {
 		return fmt.Errorf("password hasher: %w", err)
 	}
 	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
+	// The other services, through the one client parleyctl uses too.
+	services := adminclient.New(adapters.NewUpstreamMetrics(svc.Metrics).Wrap(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)))
 	console := app.New(app.Deps{
 		Operators:  adapters.NewOperatorStore(svc.DB),
 		Sessions:   adapters.NewSessionStore(svc.DB),
-		Workspaces: adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
-		APIKeys:    adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
-		Channels:   adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
-		Webhooks:   adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
-		Flows:      adminclient.New(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+		Workspaces: services,
+		APIKeys:    services,
+		Channels:   services,
+		Webhooks:   services,
+		Flows:      services,
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
@@ -77,7 +79,8 @@ func run(ctx context.Context, log *zap.Logger) error {
 
 	public := httpx.NewEcho(log)
 	svc.MountProbes(public)
-	pages, err := httpport.NewConsole(console, log, httpport.WithProxies(cfg.Proxies()))
+	pages, err := httpport.NewConsole(console, log, httpport.WithProxies(cfg.Proxies()),
+		httpport.WithInsecureCookies(cfg.InsecureCookies), httpport.WithMetrics(httpport.NewMetrics(svc.Metrics)))
 	if err != nil {
 		return err
 	}

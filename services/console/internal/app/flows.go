@@ -18,7 +18,10 @@ import (
 // FlowRunner is the flow-runner's flow, run and knowledge-base calls;
 // *adminclient.Client implements it.
 type FlowRunner interface {
-	ListFlows(ctx context.Context, workspaceID string) ([]adminclient.Flow, error)
+	ListAllFlows(ctx context.Context, workspaceID string) ([]adminclient.WorkspaceFlow, error)
+	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (adminclient.FlowVersions, error)
+	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
+	ListRuns(ctx context.Context, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error)
 	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error)
 	DeactivateFlow(ctx context.Context, flowID string) (adminclient.DeactivatedFlow, error)
 	GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (adminclient.Trace, error)
@@ -27,35 +30,96 @@ type FlowRunner interface {
 	DeleteDocument(ctx context.Context, documentID, workspaceID string) (adminclient.DeletedDocument, error)
 }
 
-// ErrFlowNotFound is a flow the workspace's list does not hold: unknown,
-// another workspace's, deactivated, or not started through the API.
+// ErrFlowNotFound is a flow the workspace does not have: unknown, or
+// another workspace's.
 var ErrFlowNotFound = errors.New("no such flow")
 
-// Flows lists the workspace's active API flows.
-func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.Flow, error) {
+// ErrVersionNotFound is a version the flow does not have.
+var ErrVersionNotFound = errors.New("no such version of the flow")
+
+// Flow-runner codes the use cases tell apart.
+const (
+	codeFlowNotFound    = "flow_not_found"
+	codeVersionNotFound = "flow_version_not_found"
+)
+
+// Flows lists every flow of the workspace, active or not, whatever its
+// triggers, newest change first.
+func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.WorkspaceFlow, error) {
 	if !op.Sees(workspaceID) {
 		return nil, ErrWorkspaceNotFound
 	}
-	flows, err := a.flows.ListFlows(ctx, workspaceID)
+	flows, err := a.flows.ListAllFlows(ctx, workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("list flows: %w", err)
 	}
 	return flows, nil
 }
 
-// Flow returns one of the workspace's flows. The flow-runner has no route
-// for one flow, so it is found in the list.
-func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.Flow, error) {
+// Flow returns one of the workspace's flows, active or not. The
+// flow-runner has no route for one flow, so it is found in the list.
+func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.WorkspaceFlow, error) {
 	flows, err := a.Flows(ctx, op, workspaceID)
 	if err != nil {
-		return adminclient.Flow{}, err
+		return adminclient.WorkspaceFlow{}, err
 	}
 	for _, f := range flows {
 		if f.ID == flowID {
 			return f, nil
 		}
 	}
-	return adminclient.Flow{}, ErrFlowNotFound
+	return adminclient.WorkspaceFlow{}, ErrFlowNotFound
+}
+
+// FlowVersions returns the versions of the workspace's flow, newest first.
+func (a *App) FlowVersions(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.FlowVersions, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.FlowVersions{}, ErrWorkspaceNotFound
+	}
+	v, err := a.flows.ListFlowVersions(ctx, workspaceID, flowID)
+	if err != nil {
+		return adminclient.FlowVersions{}, flowRunnerError("list versions of flow "+flowID, err)
+	}
+	return v, nil
+}
+
+// FlowVersion returns the document of a version of the workspace's flow as
+// it was published.
+func (a *App) FlowVersion(ctx context.Context, op operator.Operator, workspaceID, flowID string, version int) ([]byte, error) {
+	if !op.Sees(workspaceID) {
+		return nil, ErrWorkspaceNotFound
+	}
+	doc, err := a.flows.GetFlowVersion(ctx, workspaceID, flowID, version)
+	if err != nil {
+		return nil, flowRunnerError(fmt.Sprintf("get version %d of flow %s", version, flowID), err)
+	}
+	return doc, nil
+}
+
+// Runs returns a page of the workspace's runs, newest first, as f selects.
+func (a *App) Runs(ctx context.Context, op operator.Operator, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.RunPage{}, ErrWorkspaceNotFound
+	}
+	page, err := a.flows.ListRuns(ctx, workspaceID, f)
+	if err != nil {
+		return adminclient.RunPage{}, flowRunnerError("list runs", err)
+	}
+	return page, nil
+}
+
+// flowRunnerError names the flow-runner's not-found answers as the use
+// cases' errors, and wraps the rest with what was being done.
+func flowRunnerError(doing string, err error) error {
+	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {
+		switch e.Code {
+		case codeFlowNotFound:
+			return ErrFlowNotFound
+		case codeVersionNotFound:
+			return ErrVersionNotFound
+		}
+	}
+	return fmt.Errorf("%s: %w", doing, err)
 }
 
 // PublishFlow publishes document as a new flow of the workspace, or with
@@ -83,13 +147,13 @@ func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID
 // DeactivateFlow deactivates one of the workspace's flows. The
 // flow-runner's route takes any flow id, so the flow is first found in the
 // workspace's list: an operator can never deactivate another workspace's.
-func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.Flow, error) {
+func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.WorkspaceFlow, error) {
 	f, err := a.Flow(ctx, op, workspaceID, flowID)
 	if err != nil {
-		return adminclient.Flow{}, err
+		return adminclient.WorkspaceFlow{}, err
 	}
 	if _, err := a.flows.DeactivateFlow(ctx, f.ID); err != nil {
-		return adminclient.Flow{}, fmt.Errorf("deactivate flow: %w", err)
+		return adminclient.WorkspaceFlow{}, fmt.Errorf("deactivate flow: %w", err)
 	}
 	return f, nil
 }

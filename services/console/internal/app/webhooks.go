@@ -2,10 +2,11 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
@@ -14,11 +15,12 @@ import (
 // Webhooks reaches a workspace's webhook, its delivery log and replays in
 // the webhook dispatcher; *adminclient.Client implements it.
 type Webhooks interface {
-	GetWebhook(ctx context.Context, workspaceID string) (adminclient.Webhook, error)
+	WebhookStatus(ctx context.Context, workspaceID string) (adminclient.WebhookStatus, error)
 	SaveWebhook(ctx context.Context, workspaceID, webhookURL string) (adminclient.SavedWebhook, error)
 	SendTestEvent(ctx context.Context, workspaceID string) (adminclient.Delivery, error)
 	ResaveWebhook(ctx context.Context, workspaceID string) (adminclient.SavedWebhook, error)
 	ListDeliveries(ctx context.Context, workspaceID string, f adminclient.DeliveryFilter) (adminclient.DeliveryPage, error)
+	GetDelivery(ctx context.Context, workspaceID, deliveryID string) (adminclient.DeliveryDetail, error)
 	Replay(ctx context.Context, r adminclient.ReplayRequest) (adminclient.Replay, error)
 }
 
@@ -26,16 +28,12 @@ type Webhooks interface {
 // more: the log is purged after its retention).
 var ErrDeliveryNotFound = errors.New("no such delivery in the log")
 
-// ErrTestEventNotReplayable: test events are sent from the console or the
-// API, never stored in the event stream, so a replay cannot find them.
-var ErrTestEventNotReplayable = errors.New("test events are not kept in the event stream, so they cannot be replayed: send a new test event instead")
-
 // WebhookState is a workspace's webhook as the webhook page shows it.
 type WebhookState struct {
 	// Webhook is nil when none is saved.
-	Webhook *adminclient.Webhook
-	// PausedAt is when a paused webhook was paused: the dispatcher changes
-	// a paused webhook only when pausing it, so its updated_at says when.
+	Webhook *adminclient.WebhookStatus
+	// PausedAt is when a paused webhook was paused (the dispatcher's
+	// paused_at); empty unless it is paused.
 	PausedAt string
 	// LastFailure is the newest failed customer delivery of a paused
 	// webhook, the reason it paused; nil when the log no longer has one.
@@ -50,6 +48,9 @@ func (s WebhookState) Paused() bool {
 const (
 	webhookPaused = "paused"
 	codeNoWebhook = "webhook_not_found"
+	// codeNoDelivery is the dispatcher's answer for a delivery its log
+	// does not hold.
+	codeNoDelivery = "delivery_not_found"
 	// failuresScanned bounds how many failed deliveries the page reads
 	// looking for the newest one that was not a test event.
 	failuresScanned = 20
@@ -60,7 +61,7 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 	if !op.Sees(workspaceID) {
 		return WebhookState{}, ErrWorkspaceNotFound
 	}
-	w, err := a.webhooks.GetWebhook(ctx, workspaceID)
+	w, err := a.webhooks.WebhookStatus(ctx, workspaceID)
 	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoWebhook {
 		return WebhookState{}, nil
 	}
@@ -71,7 +72,9 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 	if !state.Paused() {
 		return state, nil
 	}
-	state.PausedAt = w.UpdatedAt
+	if w.PausedAt != nil {
+		state.PausedAt = *w.PausedAt
+	}
 	// Test events neither pause nor count, so the reason is the newest
 	// failed customer event.
 	page, err := a.webhooks.ListDeliveries(ctx, workspaceID, adminclient.DeliveryFilter{Status: adminclient.DeliveryFailed, Limit: failuresScanned})
@@ -199,42 +202,20 @@ func (a *App) Deliveries(ctx context.Context, op operator.Operator, workspaceID 
 	return out, nil
 }
 
-// deliveryPages bounds the walk of the log for a delivery whose time is not
-// known.
-const deliveryPages = 10
-
-// Delivery finds one delivery of the workspace's log. The dispatcher
-// answers pages, not single deliveries: at, its created_at as the list
-// links it, reads the page that starts with it (deliveries sharing a
-// created_at are never split across pages); without it the newest pages
-// are searched.
-func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id, at string) (adminclient.Delivery, error) {
+// Delivery returns one delivery of the workspace's log with its attempts;
+// ErrDeliveryNotFound when the log does not hold it.
+func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.DeliveryDetail, error) {
 	if !op.Sees(workspaceID) {
-		return adminclient.Delivery{}, ErrWorkspaceNotFound
+		return adminclient.DeliveryDetail{}, ErrWorkspaceNotFound
 	}
-	f := adminclient.DeliveryFilter{}
-	pages := deliveryPages
-	if created, err := time.Parse(time.RFC3339Nano, at); err == nil {
-		// before is exclusive and the log keeps microseconds.
-		f.Before = created.Add(time.Microsecond).UTC().Format(time.RFC3339Nano)
-		f.Limit, pages = 1, 1
+	if _, err := uuid.Parse(id); err != nil {
+		return adminclient.DeliveryDetail{}, ErrDeliveryNotFound // no delivery has such an id
 	}
-	for range pages {
-		page, err := a.webhooks.ListDeliveries(ctx, workspaceID, f)
-		if err != nil {
-			return adminclient.Delivery{}, err
-		}
-		for _, d := range page.Deliveries {
-			if d.ID == id {
-				return d, nil
-			}
-		}
-		if page.NextBefore == nil {
-			break
-		}
-		f.Before = *page.NextBefore
+	d, err := a.webhooks.GetDelivery(ctx, workspaceID, id)
+	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoDelivery {
+		return adminclient.DeliveryDetail{}, ErrDeliveryNotFound
 	}
-	return adminclient.Delivery{}, ErrDeliveryNotFound
+	return d, err
 }
 
 // ReplayRange queues the workspace's events stored in [since, until) (until
@@ -250,38 +231,20 @@ func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID
 	return a.webhooks.Replay(ctx, req)
 }
 
-// replayMargin widens a single delivery's replay window on both sides,
-// for clocks of the service that made the event, the event stream and
-// the dispatcher that differ a little.
-const replayMargin = time.Second
-
-// ReplayDelivery queues one delivery's event for delivery again. Replays
-// select events by when the event stream stored them, not by id, so the
-// window is from the event's own time (in its envelope) to when the
-// dispatcher recorded the delivery, a little wider on each side, of the
-// delivery's kind: other events of that kind stored in the same window go
-// again too, under their own ids, which receivers deduplicate. The
-// returned window is the one replayed.
-func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id, at string) (adminclient.Replay, error) {
-	d, err := a.Delivery(ctx, op, workspaceID, id, at)
-	if err != nil {
-		return adminclient.Replay{}, err
+// ReplayDelivery queues one delivery's event, and only it, for delivery
+// again under its id. The dispatcher refuses, in its words, a delivery the
+// log does not hold, a test event's (never in the event stream) and one
+// whose event the stream no longer keeps.
+func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.Replay, error) {
+	if !op.Sees(workspaceID) {
+		return adminclient.Replay{}, ErrWorkspaceNotFound
 	}
-	if d.Event == adminclient.EventTest {
-		return adminclient.Replay{}, ErrTestEventNotReplayable
+	if _, err := uuid.Parse(id); err != nil {
+		return adminclient.Replay{}, ErrDeliveryNotFound
 	}
-	recorded, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
-	if err != nil {
-		return adminclient.Replay{}, fmt.Errorf("delivery %s: created_at %q: %w", d.ID, d.CreatedAt, err)
+	r, err := a.webhooks.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: id})
+	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoDelivery {
+		return adminclient.Replay{}, ErrDeliveryNotFound
 	}
-	since := recorded
-	var envelope struct {
-		CreatedAt string `json:"created_at"`
-	}
-	if json.Unmarshal([]byte(d.Payload), &envelope) == nil {
-		if made, err := time.Parse(time.RFC3339Nano, envelope.CreatedAt); err == nil && made.Before(since) {
-			since = made
-		}
-	}
-	return a.ReplayRange(ctx, op, workspaceID, since.Add(-replayMargin), recorded.Add(replayMargin), d.Event)
+	return r, err
 }

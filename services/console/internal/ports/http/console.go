@@ -40,6 +40,11 @@ type Console struct {
 	proxies httpx.Proxies
 	pages   map[string]*template.Template
 	now     func() time.Time
+	// insecureCookies drops Secure from cookies sent over plain HTTP
+	// (CONSOLE_INSECURE_COOKIES; see WithInsecureCookies).
+	insecureCookies bool
+	// metrics counts requests and sign-ins; nil counts nothing.
+	metrics *Metrics
 }
 
 // Option changes a Console.
@@ -56,7 +61,7 @@ func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
 		opt(c)
 	}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(template.FuncMap{"day": day}).
+		t, err := template.New("layout.html").Funcs(template.FuncMap{"day": day, "minute": displayTime}).
 			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse page %s: %w", name, err)
@@ -69,6 +74,9 @@ func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
 // Mount adds the pages to e and makes e answer its errors as pages.
 func (c *Console) Mount(e *echo.Echo) {
 	e.HTTPErrorHandler = c.errorPage
+	if c.metrics != nil {
+		e.Use(c.metrics.count)
+	}
 	// The largest form is a flow document or a knowledge-base file: the
 	// flow-runner takes documents up to 1 MiB, and a form's encoding may
 	// triple them. Everything past sign-in is an operator's; before it,
@@ -135,7 +143,7 @@ func (c *Console) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 		op, _, err := c.app.Authenticate(r.Context(), token)
 		if errors.Is(err, session.ErrNotFound) {
 			if token != "" {
-				ctx.SetCookie(expired(r, sessionCookie))
+				ctx.SetCookie(c.expired(r, sessionCookie))
 			}
 			return ctx.Redirect(http.StatusSeeOther, "/login")
 		}

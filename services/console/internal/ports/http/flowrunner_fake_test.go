@@ -33,19 +33,28 @@ type flowCall struct {
 // routes the console calls, in the flow-runner's JSON, from its own
 // state, over real NATS.
 type fakeFlowRunner struct {
-	mu     sync.Mutex
-	flows  map[string][]adminclient.Flow // by workspace
-	docs   map[string][]adminclient.KnowledgeDocument
-	traces map[string]adminclient.Trace // by workspace + " " + run id
-	calls  []flowCall
+	mu       sync.Mutex
+	flows    map[string][]adminclient.WorkspaceFlow // by workspace
+	versions map[string][]fakeVersion               // by flow id, oldest first
+	runs     map[string][]adminclient.RunSummary    // by workspace, newest first
+	docs     map[string][]adminclient.KnowledgeDocument
+	traces   map[string]adminclient.Trace // by workspace + " " + run id
+	calls    []flowCall
 	// refuse answers "METHOD route" (echo's route path) with an error.
 	refuse map[string]*errs.Error
+}
+
+// fakeVersion is a published version: its document and when.
+type fakeVersion struct {
+	document    string
+	publishedAt string
 }
 
 // serveFlowRunner starts the fake flow-runner on the test's NATS.
 func serveFlowRunner(t *testing.T, env *testenv.Env) *fakeFlowRunner {
 	t.Helper()
-	f := &fakeFlowRunner{flows: map[string][]adminclient.Flow{}, docs: map[string][]adminclient.KnowledgeDocument{},
+	f := &fakeFlowRunner{flows: map[string][]adminclient.WorkspaceFlow{}, versions: map[string][]fakeVersion{},
+		runs: map[string][]adminclient.RunSummary{}, docs: map[string][]adminclient.KnowledgeDocument{},
 		traces: map[string]adminclient.Trace{}, refuse: map[string]*errs.Error{}}
 	srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceFlowRunner, "0.0.1", env.Logger(t))
 	if err != nil {
@@ -83,15 +92,6 @@ func (f *fakeFlowRunner) record(endpoint string) echo.MiddlewareFunc {
 }
 
 func (f *fakeFlowRunner) apiRoutes(e *echo.Echo) {
-	e.GET("/v1/flows", func(c echo.Context) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if !rpc.HasFeature(c.Request().Context(), adminclient.FeatureFlowsAPI) {
-			return errs.NotFound(errs.CodeNotFound, "not found")
-		}
-		out := append([]adminclient.Flow{}, f.flows[rpc.WorkspaceID(c.Request().Context())]...)
-		return c.JSON(http.StatusOK, map[string]any{"flows": out})
-	})
 	e.GET("/v1/flows/:id/runs/:runId", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -107,32 +107,104 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 	e.POST("/admin/workspaces/:ws/flows", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		body, _ := io.ReadAll(c.Request().Body)
 		ws, flows := c.Param("ws"), f.flows[c.Param("ws")]
+		const now = "2026-11-24T04:30:00Z"
 		if id := c.QueryParam("flow_id"); id != "" {
 			for i := range flows {
 				if flows[i].ID == id {
 					flows[i].PublishedVersion++
+					flows[i].Status, flows[i].UpdatedAt = "active", now
+					f.versions[id] = append(f.versions[id], fakeVersion{document: string(body), publishedAt: now})
 					return c.JSON(http.StatusCreated, map[string]any{"id": id, "published_version": flows[i].PublishedVersion})
 				}
 			}
 			return errs.NotFound("flow_not_found", "flow not found")
 		}
-		fl := adminclient.Flow{ID: uuid.NewString(), Name: "Published", Status: "active", PublishedVersion: 1, UpdatedAt: "2026-11-24T04:30:00Z"}
+		fl := adminclient.WorkspaceFlow{Flow: adminclient.Flow{ID: uuid.NewString(), Name: "Published", Status: "active", PublishedVersion: 1, UpdatedAt: now},
+			Triggers: []string{"api"}, CreatedAt: now}
 		f.flows[ws] = append(flows, fl)
+		f.versions[fl.ID] = []fakeVersion{{document: string(body), publishedAt: now}}
 		return c.JSON(http.StatusCreated, map[string]any{"id": fl.ID, "published_version": 1})
+	})
+	e.GET("/admin/workspaces/:ws/flows", func(c echo.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return c.JSON(http.StatusOK, map[string]any{"flows": append([]adminclient.WorkspaceFlow{}, f.flows[c.Param("ws")]...)})
 	})
 	e.POST("/admin/flows/:id/deactivate", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		for ws, flows := range f.flows {
-			for i, fl := range flows {
-				if fl.ID == c.Param("id") {
-					f.flows[ws] = append(flows[:i:i], flows[i+1:]...)
-					return c.JSON(http.StatusOK, map[string]any{"id": fl.ID, "status": "inactive"})
+		for _, flows := range f.flows {
+			for i := range flows {
+				if flows[i].ID == c.Param("id") {
+					flows[i].Status = "inactive"
+					return c.JSON(http.StatusOK, map[string]any{"id": flows[i].ID, "status": "inactive"})
 				}
 			}
 		}
 		return errs.NotFound("flow_not_found", "flow not found")
+	})
+	e.GET("/admin/flows/:id/versions", func(c echo.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fl, ok := f.flowOf(c.QueryParam("workspace_id"), c.Param("id"))
+		if !ok {
+			return errs.NotFound("flow_not_found", "flow not found")
+		}
+		out := adminclient.FlowVersions{FlowID: fl.ID, PublishedVersion: fl.PublishedVersion, Versions: []adminclient.FlowVersion{}}
+		versions := f.versions[fl.ID]
+		for i := len(versions) - 1; i >= 0; i-- {
+			out.Versions = append(out.Versions, adminclient.FlowVersion{Version: i + 1, PublishedAt: versions[i].publishedAt, NodeCount: i + 2})
+		}
+		return c.JSON(http.StatusOK, out)
+	})
+	e.GET("/admin/flows/:id/versions/:version", func(c echo.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fl, ok := f.flowOf(c.QueryParam("workspace_id"), c.Param("id"))
+		if !ok {
+			return errs.NotFound("flow_not_found", "flow not found")
+		}
+		n, err := strconv.Atoi(c.Param("version"))
+		if err != nil || n < 1 {
+			return errs.InvalidRequest("version must be a version number (1, 2, ...)")
+		}
+		if versions := f.versions[fl.ID]; n <= len(versions) {
+			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(versions[n-1].document))
+		}
+		return errs.NotFound("flow_version_not_found", "flow version not found")
+	})
+	e.GET("/admin/workspaces/:ws/runs", func(c echo.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		ws, q := c.Param("ws"), c.QueryParams()
+		if id := q.Get("flow_id"); id != "" {
+			if _, ok := f.flowOf(ws, id); !ok {
+				return errs.NotFound("flow_not_found", "flow not found")
+			}
+		}
+		if s := q.Get("status"); s != "" && s != "waiting" && s != "completed" && s != "failed" {
+			return errs.InvalidRequest("status must be one of waiting, completed, failed")
+		}
+		limit := 50
+		if l := q.Get("limit"); l != "" {
+			limit, _ = strconv.Atoi(l)
+		}
+		out := adminclient.RunPage{Runs: []adminclient.RunSummary{}}
+		for _, r := range f.runs[ws] {
+			if (q.Get("flow_id") != "" && r.FlowID != q.Get("flow_id")) || (q.Get("status") != "" && r.Status != q.Get("status")) ||
+				(q.Get("before") != "" && r.StartedAt >= q.Get("before")) {
+				continue
+			}
+			if len(out.Runs) == limit {
+				next := out.Runs[limit-1].StartedAt
+				out.NextBefore = &next
+				break
+			}
+			out.Runs = append(out.Runs, r)
+		}
+		return c.JSON(http.StatusOK, out)
 	})
 	e.GET("/admin/workspaces/:ws/kb/documents", func(c echo.Context) error {
 		f.mu.Lock()
@@ -168,14 +240,42 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 	})
 }
 
-// addFlow gives a workspace an active flow and returns its id.
+// flowOf is the workspace's flow with id; the caller holds mu.
+func (f *fakeFlowRunner) flowOf(workspaceID, id string) (adminclient.WorkspaceFlow, bool) {
+	for _, fl := range f.flows[workspaceID] {
+		if fl.ID == id {
+			return fl, true
+		}
+	}
+	return adminclient.WorkspaceFlow{}, false
+}
+
+// addFlow gives a workspace an active API flow with versions 1 to version
+// and returns its id. Version n's document is versionDocument(name, n).
 func (f *fakeFlowRunner) addFlow(workspaceID, name string, version int) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := uuid.NewString()
-	f.flows[workspaceID] = append(f.flows[workspaceID], adminclient.Flow{ID: id, Name: name, Description: name + " flow",
-		Status: "active", PublishedVersion: version, UpdatedAt: "2026-11-24T04:0" + strconv.Itoa(version%10) + ":00Z"})
+	f.flows[workspaceID] = append(f.flows[workspaceID], adminclient.WorkspaceFlow{
+		Flow: adminclient.Flow{ID: id, Name: name, Description: name + " flow", Status: "active", PublishedVersion: version,
+			UpdatedAt: "2026-11-24T04:0" + strconv.Itoa(version%10) + ":00Z"},
+		Triggers: []string{"api"}, CreatedAt: "2026-11-24T04:00:00Z"})
+	for n := 1; n <= version; n++ {
+		f.versions[id] = append(f.versions[id], fakeVersion{document: versionDocument(name, n), publishedAt: "2026-11-24T04:0" + strconv.Itoa(n%10) + ":00Z"})
+	}
 	return id
+}
+
+// versionDocument is the document of version n of a flow addFlow made.
+func versionDocument(name string, n int) string {
+	return "{\n  \"name\": \"" + name + "\",\n  \"description\": \"version " + strconv.Itoa(n) + "\",\n  \"nodes\": []\n}"
+}
+
+// addRuns gives a workspace runs, newest first after the ones it has.
+func (f *fakeFlowRunner) addRuns(workspaceID string, runs ...adminclient.RunSummary) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs[workspaceID] = append(f.runs[workspaceID], runs...)
 }
 
 // addDocument gives a workspace a knowledge-base document and returns its

@@ -23,6 +23,9 @@ const maxFlowDocument = 1 << 20
 // codeFlowNotFound is a flow the workspace's list does not hold.
 const codeFlowNotFound = "flow_not_found"
 
+// runsPerPage is how many runs the flow's page lists at a time.
+const runsPerPage = 20
+
 // mountFlows adds the flow and run pages to a workspace's group.
 func (c *Console) mountFlows(ws *echo.Group) {
 	ws.GET("/flows", c.flowsPage)
@@ -42,16 +45,40 @@ type flowsView struct {
 	Base  string
 	Flash string
 	// List is the workspace's flows on the list page.
-	List []adminclient.Flow
+	List []adminclient.WorkspaceFlow
 	// Flow is the flow of its own page or of the deactivation's
 	// confirmation.
-	Flow    *adminclient.Flow
+	Flow    *adminclient.WorkspaceFlow
 	Confirm bool
-	Publish publishForm
+	// Versions are the flow's versions, newest first; Shown is the one
+	// whose Definition (its document as published) the page shows.
+	Versions   []adminclient.FlowVersion
+	Shown      int
+	Definition string
+	// Runs are a page of the flow's runs, RunStatus the filter they were
+	// read with, and OlderRuns the next page's link (empty on the last).
+	Runs      []runRow
+	RunStatus string
+	OlderRuns string
+	Publish   publishForm
 	// RunID is what was typed in the run form; RunMessage says what was
 	// wrong with it.
 	RunID      string
 	RunMessage string
+}
+
+// RunStatuses are the choices of the runs' status filter.
+func (flowsView) RunStatuses() []string { return []string{"completed", "failed", "waiting"} }
+
+// Active reports whether the page's flow is active.
+func (fv flowsView) Active() bool { return fv.Flow != nil && fv.Flow.Status == "active" }
+
+// runRow is a run in the flow page's list, its numbers written out.
+type runRow struct {
+	adminclient.RunSummary
+	Duration  string
+	Cost      string
+	TracePath string
 }
 
 // publishForm is the publish form with what was submitted and, when the
@@ -113,7 +140,7 @@ func (c *Console) drawFlows(ctx echo.Context, status int, message string, fv flo
 	flows, err := c.app.Flows(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
 	fv.List = flows
 	if fv.List == nil {
-		fv.List = []adminclient.Flow{}
+		fv.List = []adminclient.WorkspaceFlow{}
 	}
 	v.Page = fv
 	if err != nil {
@@ -123,15 +150,18 @@ func (c *Console) drawFlows(ctx echo.Context, status int, message string, fv flo
 	return c.render(ctx, status, "flows", v)
 }
 
-// flowPage shows a flow: its published version, the form publishing a new
-// version, the run form and the way to deactivate it.
+// flowPage shows a flow: its versions with one's definition (the
+// published one, or ?version=N), its runs (filtered by ?status=, paged by
+// ?before=), the form publishing a new version, the run form and the way
+// to deactivate it.
 func (c *Console) flowPage(ctx echo.Context) error {
 	return c.drawFlow(ctx, http.StatusOK, "", flowsView{Flash: flowsFlash(ctx)})
 }
 
 func (c *Console) drawFlow(ctx echo.Context, status int, message string, fv flowsView) error {
 	v := c.flowsView(ctx, "Flow")
-	f, err := c.app.Flow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
+	r, op, ws := ctx.Request(), operatorOf(ctx), ctx.Param("id")
+	f, err := c.app.Flow(r.Context(), op, ws, ctx.Param("flowId"))
 	if err != nil {
 		return c.flowsError(ctx, "flows", v, err)
 	}
@@ -139,8 +169,61 @@ func (c *Console) drawFlow(ctx echo.Context, status int, message string, fv flow
 	fv.Flow = &f
 	fv.Publish.Action = flowPath(ctx, f.ID) + "/versions"
 	v.Title, v.Page = f.Name, fv
+	versions, err := c.app.FlowVersions(r.Context(), op, ws, f.ID)
+	if err != nil {
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	fv.Versions, fv.Shown = versions.Versions, versions.PublishedVersion
+	if q := ctx.QueryParam("version"); q != "" {
+		if fv.Shown, err = strconv.Atoi(q); err != nil || fv.Shown < 1 {
+			fv.Shown, v.Page = 0, fv
+			return c.flowsError(ctx, "flows", v, app.ErrVersionNotFound)
+		}
+	}
+	doc, err := c.app.FlowVersion(r.Context(), op, ws, f.ID, fv.Shown)
+	if err != nil {
+		fv.Shown, v.Page = 0, fv
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	fv.Definition = string(doc)
+	if fv.Publish.Document == "" {
+		// A new version starts as the definition shown, to be edited.
+		fv.Publish.Document = fv.Definition
+	}
+	fv.RunStatus = ctx.QueryParam("status")
+	page, err := c.app.Runs(r.Context(), op, ws, adminclient.RunFilter{FlowID: f.ID, Status: fv.RunStatus, Before: ctx.QueryParam("before"), Limit: runsPerPage})
+	if err != nil {
+		v.Page = fv
+		return c.flowsError(ctx, "flows", v, err)
+	}
+	for _, run := range page.Runs {
+		fv.Runs = append(fv.Runs, runRow{RunSummary: run, Duration: duration(run.DurationMS), Cost: dollars(run.Usage.CostUSD),
+			TracePath: flowPath(ctx, f.ID) + "/runs/" + url.PathEscape(run.ID)})
+	}
+	if page.NextBefore != nil {
+		older := url.Values{"before": {*page.NextBefore}}
+		if fv.RunStatus != "" {
+			older.Set("status", fv.RunStatus)
+		}
+		if q := ctx.QueryParam("version"); q != "" {
+			older.Set("version", q)
+		}
+		fv.OlderRuns = flowPath(ctx, f.ID) + "?" + older.Encode() + "#runs-heading"
+	}
+	v.Page = fv
 	v.Status, v.Message = status, message
 	return c.render(ctx, status, "flows", v)
+}
+
+// duration writes a run's duration, or says it has not ended.
+func duration(ms *int64) string {
+	switch {
+	case ms == nil:
+		return "not ended"
+	case *ms < 1000:
+		return strconv.FormatInt(*ms, 10) + " ms"
+	}
+	return strconv.FormatFloat(float64(*ms)/1000, 'f', -1, 64) + " s"
 }
 
 // publishNewFlow publishes the submitted document as a new flow.
@@ -326,7 +409,7 @@ func flowsFlash(ctx echo.Context) string {
 		}
 		return "Published."
 	case "deactivated":
-		return "The flow was deactivated: it is no longer invoked or listed."
+		return "The flow was deactivated: invokes are refused and the API no longer lists it. Its versions and runs stay here; publishing a new version makes it active again."
 	}
 	return ""
 }
@@ -336,7 +419,11 @@ func flowsFlash(ctx echo.Context) string {
 // the page, with what to do about it.
 func (c *Console) flowsError(ctx echo.Context, page string, v view, err error) error {
 	if errors.Is(err, app.ErrFlowNotFound) {
-		return errs.NotFound(codeFlowNotFound, "this workspace has no such active flow: it may have been deactivated, or its id is mistyped")
+		return errs.NotFound(codeFlowNotFound, "this workspace has no such flow: check its id, or go back to the flows")
+	}
+	if errors.Is(err, app.ErrVersionNotFound) {
+		v.Status, v.Message = http.StatusNotFound, "This flow has no such version: choose one from its list of versions."
+		return c.render(ctx, http.StatusNotFound, page, v)
 	}
 	if e, ok := errs.As(err); ok && !errors.Is(err, app.ErrWorkspaceNotFound) {
 		v.Status = e.Status
@@ -353,7 +440,7 @@ func hintFor(code string) string {
 	case "run_not_found":
 		return " Check the run id: it is the run_id the flow's invoke answered, for this flow."
 	case codeFlowNotFound:
-		return " It may have been deactivated; go back to the flows and reload."
+		return " Go back to the flows and reload."
 	case "document_not_found":
 		return " It may have been deleted already; reload the knowledge base."
 	}

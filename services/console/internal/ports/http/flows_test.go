@@ -1,9 +1,12 @@
 package http_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +44,19 @@ func mustContain(t *testing.T, r response, parts ...string) {
 	}
 }
 
+// rawTime is an RFC 3339 time shown as text rather than kept in a
+// datetime attribute.
+var rawTime = regexp.MustCompile(`>[0-9]{4}-[0-9]{2}-[0-9]{2}T[^<]*<`)
+
+// mustShowMinutes fails when the page shows a time as RFC 3339 rather
+// than as "2026-11-24 04:00 UTC".
+func mustShowMinutes(t *testing.T, r response) {
+	t.Helper()
+	if m := rawTime.FindString(r.body); m != "" {
+		t.Fatalf("the page shows the raw time %q:\n%s", m, r.body)
+	}
+}
+
 func TestFlowsListAndPage(t *testing.T) {
 	t.Parallel()
 	s := newFlowsSetup(t)
@@ -52,9 +68,10 @@ func TestFlowsListAndPage(t *testing.T) {
 		t.Fatalf("GET flows = %d: %s", list.status, list.body)
 	}
 	mustContain(t, list, `<a href="`+base+`/flows/`+id+`">Order status</a>`, "Order status flow",
-		`status-active">active</span>`, `<td data-label="Published version">3</td>`, `datetime="2026-11-24T04:03:00Z"`,
-		`aria-current="page">Flows</a>`, `enctype="multipart/form-data"`, `<label for="document">`)
-	if c := s.fr.lastCall(t, http.MethodGet, "/v1/flows"); c.workspace != s.ws || c.endpoint != "api" {
+		`status-active">active</span>`, `<td data-label="Triggers">api</td>`, `<td data-label="Published version">3</td>`,
+		`<time datetime="2026-11-24T04:03:00Z">2026-11-24 04:03 UTC</time>`, `aria-current="page">Flows</a>`, `enctype="multipart/form-data"`, `<label for="document">`)
+	mustShowMinutes(t, list)
+	if c := s.fr.lastCall(t, http.MethodGet, "/admin/workspaces/"+s.ws+"/flows"); c.endpoint != "admin" {
 		t.Fatalf("the list was read as %+v", c)
 	}
 
@@ -62,17 +79,119 @@ func TestFlowsListAndPage(t *testing.T) {
 	if page.status != http.StatusOK {
 		t.Fatalf("GET the flow = %d: %s", page.status, page.body)
 	}
-	mustContain(t, page, "<h1>Order status</h1>", "<dt>Version</dt><dd>3</dd>", "answers the published version only",
+	mustContain(t, page, "<h1>Order status</h1>", "<dt>Published version</dt><dd>3</dd>", "<dt>Triggers</dt><dd>api</dd>",
 		`action="`+base+`/flows/`+id+`/runs"`, `<label for="run-id">Run id</label>`,
 		`action="`+base+`/flows/`+id+`/versions"`, `href="`+base+`/flows/`+id+`/deactivate"`)
+	mustShowMinutes(t, page)
 
 	empty := newFlowsSetup(t)
-	if r := empty.b.get("/workspaces/" + empty.ws + "/flows"); r.status != http.StatusOK || !strings.Contains(r.body, "No active flows yet.") {
+	if r := empty.b.get("/workspaces/" + empty.ws + "/flows"); r.status != http.StatusOK || !strings.Contains(r.body, "No flows yet.") {
 		t.Fatalf("an empty list = %d: %s", r.status, r.body)
 	}
-	if r := s.b.get(base + "/flows/" + "f-unknown"); r.status != http.StatusNotFound || !strings.Contains(r.body, "This workspace has no such active flow") {
+	if r := s.b.get(base + "/flows/" + "f-unknown"); r.status != http.StatusNotFound || !strings.Contains(r.body, "This workspace has no such flow") {
 		t.Fatalf("an unknown flow = %d: %s", r.status, r.body)
 	}
+}
+
+// TestFlowPageVersionsAndRuns: the flow's page lists its versions with the
+// published one's definition shown as published (any other on request),
+// the publish box starting from it, and its runs newest first with their
+// status, start, duration, tokens and cost, each linked to its trace,
+// filtered by status and paged.
+func TestFlowPageVersionsAndRuns(t *testing.T) {
+	t.Parallel()
+	s := newFlowsSetup(t)
+	base := "/workspaces/" + s.ws
+	id := s.fr.addFlow(s.ws, "Order status", 3)
+	other := s.fr.addFlow(s.ws, "Other", 1)
+	flowPath := base + "/flows/" + id
+	ms := func(n int64) *int64 { return &n }
+	done := "2026-11-24T04:10:01.5Z"
+	s.fr.addRuns(s.ws,
+		adminclient.RunSummary{ID: "r4", FlowID: id, FlowVersion: 3, Status: "waiting", StartedAt: "2026-11-24T04:11:00Z"},
+		adminclient.RunSummary{ID: "r-other", FlowID: other, FlowVersion: 1, Status: "completed", StartedAt: "2026-11-24T04:10:30Z"},
+		adminclient.RunSummary{ID: "r3", FlowID: id, FlowVersion: 3, Status: "failed", StartedAt: "2026-11-24T04:10:00Z", CompletedAt: &done,
+			DurationMS: ms(1500), Usage: adminclient.RunUsage{Tokens: 1234, CostUSD: 0.00185, BillableUnits: 1}, Error: &adminclient.RunError{Code: "http_failed", Message: "boom"}},
+		adminclient.RunSummary{ID: "r2", FlowID: id, FlowVersion: 2, Status: "completed", StartedAt: "2026-11-24T04:09:00Z", DurationMS: ms(420)},
+	)
+	for n := 1; n <= 20; n++ {
+		s.fr.addRuns(s.ws, adminclient.RunSummary{ID: "old-" + strconv.Itoa(n), FlowID: id, FlowVersion: 1, Status: "completed",
+			StartedAt: "2026-11-24T03:" + fmt.Sprintf("%02d", 59-n) + ":00Z", DurationMS: ms(7)})
+	}
+
+	page := s.b.get(flowPath)
+	if page.status != http.StatusOK {
+		t.Fatalf("GET the flow = %d: %s", page.status, page.body)
+	}
+	mustContain(t, page, `<h2 id="versions-heading">Versions</h2>`,
+		`<th scope="row">3 <span class="desc">published</span></th>`, `<td data-label="Nodes">4</td>`, `<td data-label="Definition">shown below</td>`,
+		`<a href="`+flowPath+`?version=2#definition-heading">View version 2</a>`, `<a href="`+flowPath+`?version=1#definition-heading">View version 1</a>`,
+		`<h3 id="definition-heading">Definition of version 3</h3>`, "<pre>"+html.EscapeString(versionDocument("Order status", 3))+"</pre>",
+		// The publish box starts from the definition shown.
+		">"+html.EscapeString(versionDocument("Order status", 3))+"</textarea>", "The box starts with version 3's document",
+		// The runs, newest first, each linked to its trace.
+		`<a href="`+flowPath+`/runs/r4"><code>r4</code></a>`, `<td data-label="Duration">not ended</td>`,
+		`<a href="`+flowPath+`/runs/r3"><code>r3</code></a>`, `status-failed">failed</span><span class="desc"><code>http_failed</code></span>`,
+		`<td data-label="Started"><time datetime="2026-11-24T04:10:00Z">2026-11-24 04:10 UTC</time></td>`, `<td data-label="Duration">1.5 s</td>`,
+		`<td data-label="Tokens">1234</td>`, `<td data-label="Cost">$0.00185</td>`, `<td data-label="Duration">420 ms</td>`,
+		`<label for="run-status">Status</label>`)
+	mustShowMinutes(t, page)
+	if strings.Contains(page.body, "<code>r-other</code>") {
+		t.Fatal("another flow's run is listed on this flow's page")
+	}
+	at := func(runID string) int { return strings.Index(page.body, "<code>"+runID+"</code>") }
+	if at("r4") > at("r3") || at("r3") > at("r2") {
+		t.Fatal("the runs are not newest first")
+	}
+	c := s.fr.lastCall(t, http.MethodGet, "/admin/workspaces/"+s.ws+"/runs")
+	if q, _ := url.ParseQuery(c.query); q.Get("flow_id") != id || q.Get("limit") != strconv.Itoa(20) || q.Get("before") != "" {
+		t.Fatalf("the runs were read with %q", c.query)
+	}
+	for _, path := range []string{"/admin/flows/" + id + "/versions", "/admin/flows/" + id + "/versions/3"} {
+		if c := s.fr.lastCall(t, http.MethodGet, path); c.query != "workspace_id="+s.ws {
+			t.Fatalf("%s went with %q: the workspace must go with it", path, c.query)
+		}
+	}
+
+	// The older page, by the link; the filters are kept.
+	older := regexp.MustCompile(`href="([^"]+)" rel="next">Older runs`).FindStringSubmatch(page.body)
+	if older == nil {
+		t.Fatalf("no link to older runs: %s", page.body)
+	}
+	next := s.b.get(html.UnescapeString(older[1]))
+	mustContain(t, next, `<code>old-`+strconv.Itoa(20)+`</code>`)
+	if strings.Contains(next.body, "<code>r3</code>") || strings.Contains(next.body, "Older runs") {
+		t.Fatalf("the older page = %s", next.body)
+	}
+
+	// A status filter; another version's definition.
+	failed := s.b.get(flowPath + "?status=failed&version=1")
+	mustContain(t, failed, `<option value="failed" selected>`, "<code>r3</code>", `<h3 id="definition-heading">Definition of version 1</h3>`,
+		"<pre>"+html.EscapeString(versionDocument("Order status", 1))+"</pre>", `<td data-label="Definition">shown below</td>`,
+		`<a href="`+flowPath+`?version=3#definition-heading">View version 3</a>`)
+	if strings.Contains(failed.body, "<code>r2</code>") || strings.Contains(failed.body, "<code>r4</code>") {
+		t.Fatal("the status filter let other runs through")
+	}
+	mustContain(t, s.b.get(flowPath+"?status=waiting"), "<code>r4</code>")
+	if r := s.b.get(base + "/flows/" + other + "?status=failed"); !strings.Contains(r.body, "No runs with status failed yet.") {
+		t.Fatalf("no runs of a status: %s", r.body)
+	}
+
+	// A version the flow lacks, or no version at all: 404, said in words,
+	// with the versions to choose from.
+	for _, v := range []string{"7", "x", "0"} {
+		r := s.b.get(flowPath + "?version=" + v)
+		if r.status != http.StatusNotFound {
+			t.Fatalf("version %s = %d", v, r.status)
+		}
+		mustContain(t, r, "This flow has no such version", `View version 1</a>`)
+	}
+	// A filter the flow-runner refuses is said in words.
+	r := s.b.get(flowPath + "?status=bogus")
+	if r.status != http.StatusBadRequest {
+		t.Fatalf("a bogus status = %d", r.status)
+	}
+	mustContain(t, r, "Status must be one of waiting, completed, failed.")
 }
 
 func TestPublishFlow(t *testing.T) {
@@ -215,8 +334,15 @@ func TestDeactivateFlow(t *testing.T) {
 		t.Fatalf("deactivate = %d %q: %s", r.status, r.location(), r.body)
 	}
 	s.fr.lastCall(t, http.MethodPost, path)
+	// The flow stays listed, inactive, and its page opens without the way
+	// to deactivate it again.
 	list := s.b.get(r.location())
-	mustContain(t, list, "The flow was deactivated", "No active flows yet.")
+	mustContain(t, list, "The flow was deactivated", `<a href="`+base+`/flows/`+id+`">Order status</a>`, `status-inactive">inactive</span>`)
+	page := s.b.get(base + "/flows/" + id)
+	mustContain(t, page, `status-inactive">inactive</span>`, "Publishing makes the flow active again.")
+	if page.status != http.StatusOK || strings.Contains(page.body, "Deactivate this flow") {
+		t.Fatalf("an inactive flow's page = %d: %s", page.status, page.body)
+	}
 
 	// The flow-runner's refusal is said on the flow's page.
 	id = s.fr.addFlow(s.ws, "Busy", 1)
@@ -235,7 +361,7 @@ func TestRunTrace(t *testing.T) {
 	s := newFlowsSetup(t)
 	base := "/workspaces/" + s.ws
 	flowID := s.fr.addFlow(s.ws, "Order status", 1)
-	completed := "2026-11-24T04:00:01Z"
+	completed := "2026-11-24T04:00:01.055869Z"
 	s.fr.mu.Lock()
 	s.fr.traces[s.ws+" r1"] = adminclient.Trace{
 		Run: adminclient.Run{ID: "r1", FlowID: flowID, Status: "failed", CurrentNodeID: "call", NodesExecuted: 2,
@@ -267,7 +393,11 @@ func TestRunTrace(t *testing.T) {
 		`<td data-label="Time (ms)">420</td>`, `<td data-label="Tokens">1234</td>`, `<td data-label="Cost">$0.00185</td>`,
 		`<th scope="row"><code>call</code></th>`, `status-failed">failed</span><span class="desc">HTTP 500</span>`,
 		`<details><summary>Input</summary><pre>{`, `&#34;prompt&#34;: &#34;\u003cscript\u003ealert(1)\u003c/script\u003e&#34;`,
-		`&#34;order&#34;: &#34;A-1&#34;`, `href="`+base+`/flows/`+flowID+`"`)
+		`&#34;order&#34;: &#34;A-1&#34;`, `href="`+base+`/flows/`+flowID+`"`,
+		// Minutes for the eye, the exact time for machines and screen readers.
+		`<dt>Started</dt><dd><time datetime="2026-11-24T04:00:00Z">2026-11-24 04:00 UTC</time></dd>`,
+		`<dt>Completed</dt><dd><time datetime="2026-11-24T04:00:01.055869Z">2026-11-24 04:00 UTC</time></dd>`)
+	mustShowMinutes(t, r)
 	if strings.Contains(r.body, "<script>") {
 		t.Fatal("a node's input reached the page unescaped")
 	}
@@ -290,7 +420,7 @@ func TestFlowServiceErrorsInWords(t *testing.T) {
 	s := newFlowsSetup(t)
 	base := "/workspaces/" + s.ws
 	s.fr.mu.Lock()
-	s.fr.refuse["GET /v1/flows"] = errs.New(http.StatusTooManyRequests, errs.CodeRateLimited, "too many calls; retry in 2 s")
+	s.fr.refuse["GET /admin/workspaces/:ws/flows"] = errs.New(http.StatusTooManyRequests, errs.CodeRateLimited, "too many calls; retry in 2 s")
 	s.fr.mu.Unlock()
 	r := s.b.get(base + "/flows")
 	if r.status != http.StatusTooManyRequests {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
@@ -45,6 +46,7 @@ type settings struct {
 	proxies             string
 	withoutGateway      bool
 	withoutFlowRunner   bool
+	insecureCookies     bool
 }
 
 func defaults() settings {
@@ -71,6 +73,9 @@ type harness struct {
 	// flows is the fake flow-runner (flowrunner_fake_test.go), nil
 	// withoutFlowRunner.
 	flows *fakeFlowRunner
+	// metrics is the registry of the console's series, as /metrics serves
+	// them.
+	metrics *prometheus.Registry
 }
 
 func newHarness(t *testing.T, s settings) *harness {
@@ -96,14 +101,16 @@ func newHarness(t *testing.T, s settings) *harness {
 		t.Fatal(err)
 	}
 	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
+	reg := prometheus.NewRegistry()
+	services := adminclient.New(adapters.NewUpstreamMetrics(reg).Wrap(rpc.NewClient(nc, env.RPCPrefix)))
 	a := app.New(app.Deps{
 		Operators:  adapters.NewOperatorStore(gdb),
 		Sessions:   adapters.NewSessionStore(gdb),
-		Workspaces: adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
-		APIKeys:    adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
-		Channels:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
-		Webhooks:   adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
-		Flows:      adminclient.New(rpc.NewClient(nc, env.RPCPrefix)),
+		Workspaces: services,
+		APIKeys:    services,
+		Channels:   services,
+		Webhooks:   services,
+		Flows:      services,
 		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: s.idleTTL, MaxAge: s.maxAge},
@@ -114,7 +121,8 @@ func newHarness(t *testing.T, s settings) *harness {
 		t.Fatal(err)
 	}
 	public := httpx.NewEcho(log)
-	pages, err := httpport.NewConsole(a, log, httpport.WithProxies(proxies))
+	pages, err := httpport.NewConsole(a, log, httpport.WithProxies(proxies), httpport.WithInsecureCookies(s.insecureCookies),
+		httpport.WithMetrics(httpport.NewMetrics(reg)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +140,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, gateway: gw, dispatcher: dispatcher, messaging: messaging, flows: flows, routes: public.Routes(),
+	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, metrics: reg, gateway: gw, dispatcher: dispatcher, messaging: messaging, flows: flows, routes: public.Routes(),
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
 }
 

@@ -12,9 +12,10 @@ import (
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
 
-// maxMarkdown bounds an uploaded Markdown document; the console's body
-// limit is lower still.
-const maxMarkdown = 1 << 20
+// maxMarkdown is the largest Markdown document the flow-runner takes
+// (its knowledge.MaxDocumentBytes): a larger file is refused here, in
+// words, before it is sent.
+const maxMarkdown = 512 << 10
 
 // mountKnowledge adds the knowledge-base pages to a workspace's group.
 func (c *Console) mountKnowledge(ws *echo.Group) {

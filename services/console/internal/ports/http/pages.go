@@ -26,6 +26,9 @@ type loginView struct {
 	// Insecure warns that the page came over plain HTTP from afar, where
 	// the Secure session cookie will not be sent back.
 	Insecure bool
+	// ClearCookies warns that the page came over plain HTTP from afar and
+	// CONSOLE_INSECURE_COOKIES sends the session cookie anyway.
+	ClearCookies bool
 }
 
 // loginForm draws the sign-in form with a fresh anti-forgery token, also
@@ -48,9 +51,10 @@ func (c *Console) loginPage(ctx echo.Context, status int, lv loginView, message 
 		return err
 	}
 	r := ctx.Request()
-	ctx.SetCookie(cookie(r, loginCookie, token))
+	ctx.SetCookie(c.cookie(r, loginCookie, token))
 	lv.Token = token
-	lv.Insecure = r.TLS == nil && !onLoopback(r) && r.Header.Get("X-Forwarded-Proto") != "https"
+	lv.Insecure = plainHTTP(r) && !c.clearCookies(r)
+	lv.ClearCookies = plainHTTP(r) && !onLoopback(r) && c.clearCookies(r)
 	v := c.view(ctx, "Sign in")
 	v.Status, v.Message, v.Page = status, message, lv
 	return c.render(ctx, status, "login", v)
@@ -68,6 +72,7 @@ func (c *Console) login(ctx echo.Context) error {
 	email := ctx.FormValue("email")
 	lv := loginView{Email: email}
 	if !session.SameToken(ctx.FormValue(csrfField), want) || !sameOrigin(r) {
+		c.metrics.signIn(signInStaleForm)
 		return c.loginPage(ctx, http.StatusForbidden, lv,
 			"This sign-in form was out of date or came from another site. Sign in again with this one.")
 	}
@@ -76,12 +81,14 @@ func (c *Console) login(ctx echo.Context) error {
 	var limited *app.LimitedError
 	switch {
 	case errors.As(err, &limited):
+		c.metrics.signIn(signInLimited)
 		secs := ratelimit.Seconds(limited.RetryAfter)
 		ctx.Response().Header().Set(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
 		lv.RetryAfter = secs
 		return c.loginPage(ctx, http.StatusTooManyRequests, lv,
 			"Too many failed sign-ins from this address or for this account. Try again in "+strconv.Itoa(secs)+" seconds.")
 	case errors.Is(err, app.ErrBadCredentials):
+		c.metrics.signIn(signInWrong)
 		return c.loginPage(ctx, http.StatusUnauthorized, lv, "The email or the password is wrong.")
 	case err != nil:
 		return err
@@ -92,8 +99,9 @@ func (c *Console) login(ctx echo.Context) error {
 			c.log.Warn("end replaced session", zap.Error(err))
 		}
 	}
-	ctx.SetCookie(cookie(r, sessionCookie, in.Token))
-	ctx.SetCookie(expired(r, loginCookie))
+	c.metrics.signIn(signInSucceeded)
+	ctx.SetCookie(c.cookie(r, sessionCookie, in.Token))
+	ctx.SetCookie(c.expired(r, loginCookie))
 	return ctx.Redirect(http.StatusSeeOther, "/")
 }
 
@@ -103,7 +111,7 @@ func (c *Console) logout(ctx echo.Context) error {
 	if err := c.app.SignOut(r.Context(), tokenOf(ctx)); err != nil {
 		return err
 	}
-	ctx.SetCookie(expired(r, sessionCookie))
+	ctx.SetCookie(c.expired(r, sessionCookie))
 	return ctx.Redirect(http.StatusSeeOther, "/login")
 }
 

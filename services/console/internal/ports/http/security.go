@@ -33,10 +33,11 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // onLoopback reports whether r reached the console on this machine in the
 // clear: no TLS, a loopback peer, and a Host that names the loopback
-// (localhost, *.localhost, 127.0.0.0/8, ::1). Only then are its cookies
-// sent without Secure, since a browser on plain http://127.0.0.1 would drop
-// a Secure cookie. Any other request, including one relayed by a proxy on
-// this machine under a public name, gets Secure cookies.
+// (localhost, *.localhost, 127.0.0.0/8, ::1). Only then, or with
+// WithInsecureCookies, are its cookies sent without Secure, since a
+// browser on plain http://127.0.0.1 would drop a Secure cookie. Any other
+// request, including one relayed by a proxy on this machine under a
+// public name, gets Secure cookies.
 func onLoopback(r *http.Request) bool {
 	if r.TLS != nil {
 		return false
@@ -92,24 +93,47 @@ const (
 	loginCookie   = "parley_console_login"
 )
 
+// WithInsecureCookies sends the console's cookies without Secure over
+// plain HTTP whatever the client's address (CONSOLE_INSECURE_COOKIES): for
+// a console tried out in docker compose, which a browser on the same
+// machine reaches through a published port, so the console sees the
+// bridge's gateway as the peer, not loopback. Anyone who can watch that
+// plain HTTP can take the session: never for a console reached over a
+// network. Requests over HTTPS (TLS, or X-Forwarded-Proto https from a
+// proxy) keep Secure cookies either way.
+func WithInsecureCookies(on bool) Option { return func(c *Console) { c.insecureCookies = on } }
+
+// plainHTTP reports whether r came over plain HTTP: no TLS, and no proxy
+// says the browser used HTTPS. (A client may claim https itself: that
+// only makes its cookies Secure.)
+func plainHTTP(r *http.Request) bool {
+	return r.TLS == nil && !strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// clearCookies reports whether the cookies of r go without Secure: on
+// loopback, or over plain HTTP with WithInsecureCookies.
+func (c *Console) clearCookies(r *http.Request) bool {
+	return onLoopback(r) || (c.insecureCookies && plainHTTP(r))
+}
+
 // cookie is the one shape of the console's cookies: HttpOnly (no script
 // reads it), SameSite=Lax (not sent on another site's posts), the whole
-// console's path, Secure unless onLoopback. No expiry: it lasts the
+// console's path, Secure unless clearCookies. No expiry: it lasts the
 // browser's session; the server's record decides how long it is honoured.
-func cookie(r *http.Request, name, value string) *http.Cookie {
+func (c *Console) cookie(r *http.Request, name, value string) *http.Cookie {
 	return &http.Cookie{
 		Name:     name,
 		Value:    value,
 		Path:     "/",
 		HttpOnly: true,
 		SameSite: http.SameSiteLaxMode,
-		Secure:   !onLoopback(r),
+		Secure:   !c.clearCookies(r),
 	}
 }
 
 // expired is a cookie that removes name from the browser.
-func expired(r *http.Request, name string) *http.Cookie {
-	c := cookie(r, name, "")
-	c.MaxAge = -1
-	return c
+func (c *Console) expired(r *http.Request, name string) *http.Cookie {
+	ck := c.cookie(r, name, "")
+	ck.MaxAge = -1
+	return ck
 }

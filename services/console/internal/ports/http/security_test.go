@@ -8,33 +8,55 @@ import (
 )
 
 // TestCookieFlags: HttpOnly, SameSite=Lax and Path=/ always; Secure unless
-// the console is reached on loopback, decided from the Host and the peer.
+// the console is reached on loopback, decided from the Host and the peer,
+// or over plain HTTP with CONSOLE_INSECURE_COOKIES (WithInsecureCookies),
+// which keeps Secure over HTTPS. The sign-in page says which holds.
 func TestCookieFlags(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	h.operator(t, "ann@example.com", "")
+	strict := newHarness(t, defaults())
+	strict.operator(t, "ann@example.com", "")
+	insecure := defaults()
+	insecure.insecureCookies = true
+	relaxed := newHarness(t, insecure)
+	relaxed.operator(t, "ann@example.com", "")
 	tests := []struct {
 		name       string
+		h          *harness
 		host       string
+		https      bool
 		wantSecure bool
+		// wantNotice is a phrase of the sign-in page's notice, "" none.
+		wantNotice string
 	}{
-		{"loopback address", "", false},
-		{"localhost", "localhost:8084", false},
-		{"a public name through a proxy on this machine", "console.example.com", true},
-		{"a LAN address", "192.0.2.10:8084", true},
+		{"loopback address", strict, "", false, false, ""},
+		{"localhost", strict, "localhost:8084", false, false, ""},
+		{"a public name through a proxy on this machine", strict, "console.example.com", false, true, "only when the console is reached over HTTPS"},
+		{"a public name through an HTTPS proxy", strict, "console.example.com", true, true, ""},
+		{"a LAN address", strict, "192.0.2.10:8084", false, true, "only when the console is reached over HTTPS"},
+		{"insecure cookies: loopback", relaxed, "", false, false, ""},
+		{"insecure cookies: a published port", relaxed, "192.0.2.10:8084", false, false, "CONSOLE_INSECURE_COOKIES"},
+		{"insecure cookies: an HTTPS proxy", relaxed, "console.example.com", true, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := h.browser(t)
+			b := tt.h.browser(t)
 			headers := map[string]string{}
-			origin := h.url
+			origin := tt.h.url
 			if tt.host != "" {
 				headers["Host"] = tt.host
+				origin = "http://" + tt.host
+			}
+			if tt.https {
+				headers["X-Forwarded-Proto"] = "https"
 				origin = "https://" + tt.host
 			}
 			form := b.do(http.MethodGet, "/login", nil, headers)
 			login := form.setCookie("parley_console_login")
 			assertCookie(t, login, tt.wantSecure)
+			notice := between(form.body, `class="notice"`, "</p>")
+			if tt.wantNotice == "" && notice != "" || !strings.Contains(notice, tt.wantNotice) {
+				t.Errorf("the sign-in page's notice is %q, want one saying %q", notice, tt.wantNotice)
+			}
 			headers["Origin"] = origin
 			// The jar of a browser at 127.0.0.1 keeps the login cookie
 			// whatever Host was sent; send it by hand to be sure.
@@ -46,6 +68,17 @@ func TestCookieFlags(t *testing.T) {
 			assertCookie(t, in.setCookie("parley_console_session"), tt.wantSecure)
 		})
 	}
+}
+
+// between is the text of body from the first from to the next to after
+// it, "" when from is not in body.
+func between(body, from, to string) string {
+	_, rest, ok := strings.Cut(body, from)
+	if !ok {
+		return ""
+	}
+	in, _, _ := strings.Cut(rest, to)
+	return in
 }
 
 func assertCookie(t *testing.T, c *http.Cookie, wantSecure bool) {

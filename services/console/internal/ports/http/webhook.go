@@ -1,11 +1,10 @@
 package http
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,11 +30,9 @@ func (c *Console) mountWebhook(ws *echo.Group) {
 	ws.POST("/deliveries/:deliveryId/replay", c.replayDelivery)
 }
 
-// Codes of the console's own refusals on these pages.
-const (
-	codeDeliveryNotFound = "delivery_not_found"
-	codeNotReplayable    = "not_replayable"
-)
+// codeDeliveryNotFound is the console's refusal of a delivery the log does
+// not hold.
+const codeDeliveryNotFound = "delivery_not_found"
 
 // webhookView is the webhook page's data: the webhook's state and the
 // result of the action just taken, if any.
@@ -232,9 +229,7 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 
 // deliveryView is a delivery's page.
 type deliveryView struct {
-	Delivery adminclient.Delivery
-	// Payload is the signed body, indented when it is JSON.
-	Payload  string
+	Delivery adminclient.DeliveryDetail
 	Replayed *adminclient.Replay
 }
 
@@ -242,25 +237,21 @@ type deliveryView struct {
 // event is not).
 func (d deliveryView) Replayable() bool { return d.Delivery.Event != adminclient.EventTest }
 
-func (c *Console) findDelivery(ctx echo.Context) (view, deliveryView, error) {
-	v := c.view(ctx, "Delivery")
-	v.Workspace, v.Current = ctx.Param("id"), "deliveries"
-	d, err := c.app.Delivery(ctx.Request().Context(), operatorOf(ctx), v.Workspace, ctx.Param("deliveryId"), atParam(ctx))
-	return v, deliveryView{Delivery: d, Payload: prettyPayload(d.Payload)}, err
+// AttemptDuration words an attempt's duration.
+func (deliveryView) AttemptDuration(a adminclient.Attempt) string {
+	return strconv.FormatFloat(a.DurationMS, 'f', -1, 64) + " ms"
 }
 
-// atParam is the delivery's created_at the log links it with, which finds
-// it in one read.
-func atParam(ctx echo.Context) string {
-	if at := ctx.QueryParam("at"); at != "" {
-		return at
-	}
-	return ctx.FormValue("at")
+func (c *Console) loadDelivery(ctx echo.Context) (view, deliveryView, error) {
+	v := c.view(ctx, "Delivery")
+	v.Workspace, v.Current = ctx.Param("id"), "deliveries"
+	d, err := c.app.Delivery(ctx.Request().Context(), operatorOf(ctx), v.Workspace, ctx.Param("deliveryId"))
+	return v, deliveryView{Delivery: d}, err
 }
 
 // deliveryPage shows one delivery: its outcome, attempts and signed body.
 func (c *Console) deliveryPage(ctx echo.Context) error {
-	v, dv, err := c.findDelivery(ctx)
+	v, dv, err := c.loadDelivery(ctx)
 	if err != nil {
 		return c.serviceError(ctx, "delivery", v, webhookError(err))
 	}
@@ -268,17 +259,18 @@ func (c *Console) deliveryPage(ctx echo.Context) error {
 	return c.render(ctx, http.StatusOK, "delivery", v)
 }
 
-// replayDelivery replays one delivery's event and shows how many events
-// its window queued.
+// replayDelivery replays one delivery's event, and only it, then shows the
+// delivery again with the replay's result (or its refusal) above it.
 func (c *Console) replayDelivery(ctx echo.Context) error {
-	v, dv, err := c.findDelivery(ctx)
+	replayed, replayErr := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("deliveryId"))
+	v, dv, err := c.loadDelivery(ctx)
 	if err != nil {
 		return c.serviceError(ctx, "delivery", v, webhookError(err))
 	}
 	v.Page = dv
-	replayed, err := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), v.Workspace, dv.Delivery.ID, dv.Delivery.CreatedAt)
-	if err != nil {
-		return c.serviceError(ctx, "delivery", v, webhookError(err))
+	if replayErr != nil {
+		// The delivery is still shown under the refusal.
+		return c.serviceError(ctx, "delivery", v, webhookError(replayErr))
 	}
 	dv.Replayed = &replayed
 	v.Page = dv
@@ -303,31 +295,22 @@ func formTime(field, value string) (time.Time, error) {
 	return time.Time{}, errs.InvalidRequest("%s must be a date and time (UTC) like 2026-11-24T10:00", field)
 }
 
-// prettyPayload pretty-prints a JSON body; anything else is shown as it is.
-func prettyPayload(body string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(body), "", "  ") != nil {
-		return body
-	}
-	return b.String()
-}
-
 // webhookError words the console's own refusals on these pages and adds
 // what to do to the dispatcher's.
 func webhookError(err error) error {
 	switch {
 	case errors.Is(err, app.ErrDeliveryNotFound):
 		return errs.NotFound(codeDeliveryNotFound, "this workspace's delivery log has no such delivery (the log keeps deliveries 14 days)")
-	case errors.Is(err, app.ErrTestEventNotReplayable):
-		return errs.New(http.StatusConflict, codeNotReplayable, app.ErrTestEventNotReplayable.Error())
 	}
 	e, ok := errs.As(err)
 	if !ok {
 		return err
 	}
 	advice := map[string]string{
-		"webhook_not_found": "save a webhook URL on the webhook page first",
-		"webhook_paused":    "the webhook is paused: save it again on the webhook page, then replay",
+		"webhook_not_found":         "save a webhook URL on the webhook page first",
+		"webhook_paused":            "the webhook is paused: save it again on the webhook page, then replay",
+		"test_event_not_replayable": "send a new test event from the webhook page instead",
+		"event_not_in_stream":       "the event stream keeps events 14 days, so this one can no longer be sent again",
 	}[e.Code]
 	if advice == "" {
 		return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
@@ -38,8 +39,10 @@ type dispatcherCall struct {
 // request.
 type fakeDispatcher struct {
 	mu         sync.Mutex
-	webhooks   map[string]adminclient.Webhook
+	webhooks   map[string]adminclient.WebhookStatus
 	deliveries map[string][]adminclient.Delivery
+	// attempts are the deliveries' attempt histories, by delivery id.
+	attempts map[string][]adminclient.Attempt
 	// test is the test event's delivery.
 	test adminclient.Delivery
 	// queued is what each replay call answers it queued.
@@ -52,16 +55,17 @@ type fakeDispatcher struct {
 
 func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
 	t.Helper()
-	d := &fakeDispatcher{webhooks: map[string]adminclient.Webhook{}, deliveries: map[string][]adminclient.Delivery{},
-		refusals: map[string]*errs.Error{}, queued: 3}
+	d := &fakeDispatcher{webhooks: map[string]adminclient.WebhookStatus{}, deliveries: map[string][]adminclient.Delivery{},
+		attempts: map[string][]adminclient.Attempt{}, refusals: map[string]*errs.Error{}, queued: 3}
 	api := httpx.NewEcho(env.Logger(t))
 	api.Use(d.record)
-	api.GET("/v1/webhook", d.getWebhook)
 	api.PUT("/v1/webhook", d.putWebhook)
 	api.POST("/v1/webhook/test", d.testEvent)
 	api.GET("/v1/webhook/deliveries", d.listDeliveries)
 	admin := httpx.NewEcho(env.Logger(t))
 	admin.Use(d.record)
+	admin.GET("/admin/webhooks/:ws", d.webhookStatus)
+	admin.GET("/admin/webhooks/:ws/deliveries/:did", d.getDelivery)
 	admin.POST("/admin/webhooks/:ws/resave", d.resave)
 	admin.POST("/admin/replays", d.replay)
 	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceDispatcher, "0.0.1", env.Logger(t))
@@ -96,21 +100,49 @@ func (d *fakeDispatcher) record(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (d *fakeDispatcher) getWebhook(c echo.Context) error {
+func (d *fakeDispatcher) webhookStatus(c echo.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w, ok := d.webhooks[rpc.WorkspaceID(c.Request().Context())]
+	w, ok := d.webhooks[c.Param("ws")]
 	if !ok {
 		return errs.NotFound("webhook_not_found", "no webhook is saved for this workspace")
 	}
 	return c.JSON(http.StatusOK, map[string]any{"webhook": w})
 }
 
-// saved stores w with a new secret and answers it.
-func (d *fakeDispatcher) saved(c echo.Context, ws string, w adminclient.Webhook) error {
+// getDelivery answers one delivery of the workspace's log with its
+// attempts.
+func (d *fakeDispatcher) getDelivery(c echo.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	del, ok := d.find(c.Param("ws"), c.Param("did"))
+	if !ok {
+		return errs.NotFound("delivery_not_found", "the workspace's delivery log has no delivery with this id")
+	}
+	attempts := d.attempts[del.ID]
+	if attempts == nil {
+		attempts = []adminclient.Attempt{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"delivery": adminclient.DeliveryDetail{Delivery: del, History: attempts}})
+}
+
+// find is the workspace's delivery with that id.
+func (d *fakeDispatcher) find(ws, id string) (adminclient.Delivery, bool) {
+	for _, del := range d.deliveries[ws] {
+		if del.ID == id {
+			return del, true
+		}
+	}
+	return adminclient.Delivery{}, false
+}
+
+// saved stores w, active, with a new secret and answers it.
+func (d *fakeDispatcher) saved(c echo.Context, ws string, w adminclient.WebhookStatus) error {
 	d.secrets++
+	w.Status, w.ConsecutiveFailures, w.PausedAt = "active", 0, nil
 	d.webhooks[ws] = w
-	return c.JSON(http.StatusOK, adminclient.SavedWebhook{Webhook: w, Secret: fmt.Sprintf("whsec_fake_secret_%d", d.secrets)})
+	public := adminclient.Webhook{ID: w.ID, URL: w.URL, Status: w.Status, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	return c.JSON(http.StatusOK, adminclient.SavedWebhook{Webhook: public, Secret: fmt.Sprintf("whsec_fake_secret_%d", d.secrets)})
 }
 
 func (d *fakeDispatcher) putWebhook(c echo.Context) error {
@@ -124,7 +156,7 @@ func (d *fakeDispatcher) putWebhook(c echo.Context) error {
 	defer d.mu.Unlock()
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	ws := rpc.WorkspaceID(c.Request().Context())
-	return d.saved(c, ws, adminclient.Webhook{ID: "wh-" + ws, URL: in.URL, Status: "active", CreatedAt: now, UpdatedAt: now})
+	return d.saved(c, ws, adminclient.WebhookStatus{ID: "wh-" + ws, URL: in.URL, CreatedAt: now, UpdatedAt: now})
 }
 
 func (d *fakeDispatcher) resave(c echo.Context) error {
@@ -134,7 +166,7 @@ func (d *fakeDispatcher) resave(c echo.Context) error {
 	if !ok {
 		return errs.NotFound("webhook_not_found", "no webhook is saved for this workspace")
 	}
-	w.Status, w.UpdatedAt = "active", "2026-11-24T05:00:00.5Z"
+	w.UpdatedAt = "2026-11-24T05:00:00.5Z"
 	return d.saved(c, c.Param("ws"), w)
 }
 
@@ -189,6 +221,9 @@ func (d *fakeDispatcher) replay(c echo.Context) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if in.DeliveryID != "" {
+		return d.replayOne(c, in)
+	}
 	if w, ok := d.webhooks[in.WorkspaceID]; ok && w.Status == "paused" {
 		return errs.New(http.StatusConflict, "webhook_paused", "the webhook is paused; save it again (parleyctl webhook resave) before replaying")
 	}
@@ -202,12 +237,35 @@ func (d *fakeDispatcher) replay(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"replay": out, "next": nil})
 }
 
-// webhook gives workspace ws a webhook.
+// replayOne answers a replay of one delivery as the dispatcher does: the
+// delivery must be in the log and not a test event's, the webhook active.
+func (d *fakeDispatcher) replayOne(c echo.Context, in adminclient.ReplayRequest) error {
+	del, ok := d.find(in.WorkspaceID, in.DeliveryID)
+	switch {
+	case !ok:
+		return errs.NotFound("delivery_not_found", "the workspace's delivery log has no delivery with this id")
+	case del.Event == adminclient.EventTest:
+		return errs.New(http.StatusConflict, "test_event_not_replayable", "test events are never stored in the event stream, so they cannot be replayed: send a new test event instead")
+	case d.webhooks[in.WorkspaceID].Status == "paused":
+		return errs.New(http.StatusConflict, "webhook_paused", "the webhook is paused; save it again (parleyctl webhook resave) before replaying")
+	}
+	until := del.CreatedAt
+	out := adminclient.Replay{ID: "replay-1", WorkspaceID: in.WorkspaceID, Since: del.CreatedAt, Until: &until,
+		Event: &del.Event, DeliveryID: &del.ID, Queued: 1}
+	return c.JSON(http.StatusAccepted, map[string]any{"replay": out, "next": nil})
+}
+
+// webhook gives workspace ws a webhook; a paused one paused at updatedAt
+// after 20 failures.
 func (d *fakeDispatcher) webhook(ws, status, updatedAt string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.webhooks[ws] = adminclient.Webhook{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
+	w := adminclient.WebhookStatus{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
 		CreatedAt: "2026-11-20T08:00:00Z", UpdatedAt: updatedAt}
+	if status == "paused" {
+		w.ConsecutiveFailures, w.PausedAt = 20, &updatedAt
+	}
+	d.webhooks[ws] = w
 }
 
 // log sets workspace ws's delivery log, sorted newest first.
@@ -294,6 +352,11 @@ func TestWebhookPageShowsStatusAndPause(t *testing.T) {
 	}
 
 	h.dispatcher.webhook(ws, "paused", "2026-11-24T04:30:00.25Z")
+	h.dispatcher.mu.Lock()
+	w := h.dispatcher.webhooks[ws]
+	w.UpdatedAt = "2026-11-24T04:45:00Z" // paused since is paused_at, not the last update
+	h.dispatcher.webhooks[ws] = w
+	h.dispatcher.mu.Unlock()
 	test := hookDelivery("d-test", "test", "failed", "2026-11-24T04:40:00Z")
 	test.LastError = hookStr("a test event's error")
 	h.dispatcher.log(ws, test,
@@ -302,8 +365,9 @@ func TestWebhookPageShowsStatusAndPause(t *testing.T) {
 	r = b.get(page)
 	for _, want := range []string{
 		`status-paused">paused`, "<h2 id=\"paused-heading\">Paused</h2>",
-		`<time datetime="2026-11-24T04:30:00.25Z">`, "response code 503", html.EscapeString("receiver answered 503: upstream unavailable"),
-		"/deliveries/d-new?at=2026-11-24T04%3a29%3a00Z", `action="/workspaces/` + ws + `/webhook/resave"`,
+		`Since <time datetime="2026-11-24T04:30:00.25Z">`, "response code 503", html.EscapeString("receiver answered 503: upstream unavailable"),
+		"paused after 20 failed deliveries in a row", "<dt>Failures</dt><dd>20 in a row</dd>",
+		`/deliveries/d-new"`, `action="/workspaces/` + ws + `/webhook/resave"`,
 	} {
 		if !shows(r.body, want) {
 			t.Fatalf("paused webhook lacks %q: %s", want, r.body)
@@ -473,7 +537,7 @@ func TestDeliveryLogFiltersAndPages(t *testing.T) {
 
 	r := b.get(page)
 	if r.status != http.StatusOK || !shows(r.body, `<td data-label="Response code">503</td>`) ||
-		!shows(r.body, "/deliveries/d-failed?at=2026-11-24T04%3a01%3a00Z") || shows(r.body, "d-09?") {
+		!shows(r.body, `/deliveries/d-failed"`) || shows(r.body, `d-09"`) {
 		t.Fatalf("first page = %d: %s", r.status, r.body)
 	}
 	older := regexp.MustCompile(`<a href="([^"]+)" rel="next">`).FindStringSubmatch(r.body)
@@ -481,7 +545,7 @@ func TestDeliveryLogFiltersAndPages(t *testing.T) {
 		t.Fatalf("no older link: %s", r.body)
 	}
 	r = b.get(html.UnescapeString(older[1]))
-	if r.status != http.StatusOK || !shows(r.body, "d-09?") || shows(r.body, "d-failed?") {
+	if r.status != http.StatusOK || !shows(r.body, `d-09"`) || shows(r.body, `d-failed"`) {
 		t.Fatalf("older page = %d: %s", r.status, r.body)
 	}
 
@@ -494,7 +558,7 @@ func TestDeliveryLogFiltersAndPages(t *testing.T) {
 		t.Fatalf("the dispatcher was asked %+v", got)
 	}
 	for i := range 60 {
-		if shown := shows(r.body, fmt.Sprintf("/deliveries/d-%02d?", i)); shown != (i >= 10 && i < 20) {
+		if shown := shows(r.body, fmt.Sprintf("/deliveries/d-%02d\"", i)); shown != (i >= 10 && i < 20) {
 			t.Fatalf("d-%02d shown %v between 03:10 and 03:20: %s", i, shown, r.body)
 		}
 	}
@@ -551,24 +615,38 @@ func TestReplayTimeRange(t *testing.T) {
 	}
 }
 
-// TestDeliveryPageAndReplayOfOne: a delivery's outcome and its payload
-// pretty-printed and escaped; its replay covers the event's time to its
-// recording, of its kind; a test event is not offered a replay and one is
-// refused in words; an unknown delivery is a 404 in words.
+// TestDeliveryPageAndReplayOfOne: a delivery's outcome, its attempts in a
+// table (status code, duration and error in words) and its payload byte
+// for byte, escaped, with the headers that sign it; its replay sends the
+// delivery's id alone and says so; a test event is not offered a replay
+// and one is refused in the dispatcher's words; an unknown or malformed
+// delivery id is a 404 in words.
 func TestDeliveryPageAndReplayOfOne(t *testing.T) {
 	t.Parallel()
 	h, b, ws := webhookSetup(t)
 	h.dispatcher.webhook(ws, "active", "2026-11-24T04:00:00Z")
-	failed := hookDelivery("d-1", "message.received", "failed", "2026-11-24T04:01:00.123456Z")
-	failed.Payload = `{"id":"d-1","event":"message.received","created_at":"2026-11-24T04:00:59.900Z","data":{"text":"<script>alert(1)</script>"}}`
-	h.dispatcher.log(ws, failed, hookDelivery("d-2", "message.received", "delivered", "2026-11-24T04:01:00.123456Z"),
-		hookDelivery("d-test", "test", "delivered", "2026-11-24T04:05:00Z"))
-	path := "/workspaces/" + ws + "/deliveries/d-1"
+	id, testID := uuid.NewString(), uuid.NewString()
+	failed := hookDelivery(id, "message.received", "failed", "2026-11-24T04:01:00.123456Z")
+	failed.Payload = `{"id":"` + id + `","event":"message.received","created_at":"2026-11-24T04:00:59.900Z","data":{"text":"<script>alert(1)</script>"}}`
+	h.dispatcher.log(ws, failed, hookDelivery(uuid.NewString(), "message.received", "delivered", "2026-11-24T04:01:00.123456Z"),
+		hookDelivery(testID, "test", "delivered", "2026-11-24T04:05:00Z"))
+	h.dispatcher.mu.Lock()
+	h.dispatcher.attempts[id] = []adminclient.Attempt{
+		{Number: 1, StartedAt: "2026-11-24T04:01:00.2Z", DurationMS: 10001.5, Error: hookStr("timeout after 10s")},
+		{Number: 2, StartedAt: "2026-11-24T04:01:10.7Z", DurationMS: 12.25, ResponseStatus: hookInt(503), Error: hookStr("receiver answered 503: upstream unavailable")},
+	}
+	h.dispatcher.mu.Unlock()
+	path := "/workspaces/" + ws + "/deliveries/" + id
 
-	r := b.get(path + "?at=2026-11-24T04:01:00.123456Z")
-	for _, want := range []string{"<code>d-1</code>", `status-failed">failed`, "<dt>Attempts</dt><dd>4</dd>",
-		"<dt>Last response code</dt><dd>503</dd>", html.EscapeString("receiver answered 503: upstream unavailable"),
-		"\n  &#34;data&#34;: {\n    &#34;text&#34;: &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;\n  }",
+	r := b.get(path)
+	for _, want := range []string{"<code>" + id + "</code>", `status-failed">failed`, "<dt>Attempts</dt><dd>4</dd>",
+		"<dt>Last response code</dt><dd>503</dd>",
+		`<th scope="row" data-label="Attempt">1</th>`, `<time datetime="2026-11-24T04:01:00.2Z">`,
+		`<td data-label="Response code">none (no answer)</td>`, `<td data-label="Duration">10001.5 ms</td>`, `<td data-label="Error">timeout after 10s</td>`,
+		`<th scope="row" data-label="Attempt">2</th>`, `<td data-label="Response code">503</td>`, `<td data-label="Duration">12.25 ms</td>`,
+		`<td data-label="Error">` + html.EscapeString("receiver answered 503: upstream unavailable") + `</td>`,
+		"<code>" + html.EscapeString(failed.Payload) + "</code>",
+		"<code>X-Service-Signature</code>", "<code>X-Service-Timestamp</code>", "<code>timestamp.payload</code>",
 		"Replay this delivery"} {
 		if r.status != http.StatusOK || !shows(r.body, want) {
 			t.Fatalf("delivery page lacks %q (%d): %s", want, r.status, r.body)
@@ -577,42 +655,46 @@ func TestDeliveryPageAndReplayOfOne(t *testing.T) {
 	if shows(r.body, "<script>") {
 		t.Fatal("the payload is not escaped")
 	}
-	lists := h.dispatcher.received("GET /v1/webhook/deliveries")
-	if got := lists[len(lists)-1].query; got.Get("before") != "2026-11-24T04:01:00.123457Z" || got.Get("limit") != "1" {
-		t.Fatalf("the delivery was read with %v", got)
-	}
-	if r := b.get(path); r.status != http.StatusOK || !shows(r.body, "<code>d-1</code>") {
-		t.Fatalf("the delivery without at = %d", r.status)
+	if gets := h.dispatcher.received("GET /admin/webhooks/" + ws + "/deliveries/" + id); len(gets) != 1 || gets[0].workspace != "" {
+		t.Fatalf("the delivery was read as %+v", gets)
 	}
 
 	token := b.pageCSRF(path)
-	if r := b.do(http.MethodPost, path+"/replay", url.Values{"at": {failed.CreatedAt}}, nil); r.status != http.StatusForbidden {
+	if r := b.do(http.MethodPost, path+"/replay", url.Values{}, nil); r.status != http.StatusForbidden {
 		t.Fatalf("replay without a token = %d", r.status)
 	}
-	f := hookForm(token)
-	f.Set("at", failed.CreatedAt)
-	r = b.do(http.MethodPost, path+"/replay", f, nil)
-	if r.status != http.StatusOK || !shows(r.body, "Replay queued: 3 events of kind <code>message.received</code>") {
+	r = b.do(http.MethodPost, path+"/replay", hookForm(token), nil)
+	if r.status != http.StatusOK || !shows(r.body, "Replay queued: this delivery's event, and only it, will be delivered again under its id") ||
+		!shows(r.body, "<code>"+id+"</code>") {
 		t.Fatalf("replay of one = %d: %s", r.status, r.body)
 	}
 	replays := h.dispatcher.received("POST /admin/replays")
-	want := `{"workspace_id":"` + ws + `","since":"2026-11-24T04:00:58.9Z","until":"2026-11-24T04:01:01.123456Z","event":"message.received"}`
+	want := `{"workspace_id":"` + ws + `","delivery_id":"` + id + `"}`
 	if len(replays) != 1 || replays[0].body != want {
 		t.Fatalf("replays %+v, want %s", replays, want)
 	}
 
-	test := "/workspaces/" + ws + "/deliveries/d-test"
+	h.dispatcher.webhook(ws, "paused", "2026-11-24T04:30:00Z")
+	r = b.do(http.MethodPost, path+"/replay", hookForm(token), nil)
+	if r.status != http.StatusConflict || !shows(r.body, "The webhook is paused: save it again on the webhook page, then replay") || !shows(r.body, "<code>"+id+"</code>") {
+		t.Fatalf("replay while paused = %d: %s", r.status, r.body)
+	}
+
+	test := "/workspaces/" + ws + "/deliveries/" + testID
 	if r := b.get(test); r.status != http.StatusOK || shows(r.body, "Replay this delivery") || !shows(r.body, "cannot be replayed") {
 		t.Fatalf("a test event's page = %d: %s", r.status, r.body)
 	}
-	if r := b.do(http.MethodPost, test+"/replay", hookForm(token), nil); r.status != http.StatusConflict || !shows(r.body, "Test events are not kept in the event stream") {
+	if r := b.do(http.MethodPost, test+"/replay", hookForm(token), nil); r.status != http.StatusConflict ||
+		!shows(r.body, "Send a new test event from the webhook page instead (test events are never stored in the event stream") {
 		t.Fatalf("replay of a test event = %d: %s", r.status, r.body)
 	}
-	if r := b.get("/workspaces/" + ws + "/deliveries/nope"); r.status != http.StatusNotFound || !shows(r.body, "This workspace&#39;s delivery log has no such delivery") {
-		t.Fatalf("an unknown delivery = %d: %s", r.status, r.body)
-	}
-	if n := len(h.dispatcher.received("POST /admin/replays")); n != 1 {
-		t.Fatalf("%d replays reached the dispatcher", n)
+	for _, missing := range []string{uuid.NewString(), "nope"} {
+		if r := b.get("/workspaces/" + ws + "/deliveries/" + missing); r.status != http.StatusNotFound || !shows(r.body, "This workspace&#39;s delivery log has no such delivery") {
+			t.Fatalf("an unknown delivery %s = %d: %s", missing, r.status, r.body)
+		}
+		if r := b.do(http.MethodPost, "/workspaces/"+ws+"/deliveries/"+missing+"/replay", hookForm(token), nil); r.status != http.StatusNotFound || !shows(r.body, "This workspace&#39;s delivery log has no such delivery") {
+			t.Fatalf("replay of an unknown delivery %s = %d: %s", missing, r.status, r.body)
+		}
 	}
 }
 
@@ -651,9 +733,12 @@ func TestWebhookPagesRefuseAnotherWorkspace(t *testing.T) {
 func TestWebhookPagesWithTheDispatcherDown(t *testing.T) {
 	t.Parallel()
 	h, b, ws := webhookSetup(t)
-	h.dispatcher.refuse("GET /v1/webhook", errs.New(http.StatusServiceUnavailable, "unavailable", "webhook-dispatcher is not running"))
-	h.dispatcher.refuse("GET /v1/webhook/deliveries", errs.New(http.StatusServiceUnavailable, "unavailable", "webhook-dispatcher is not running"))
-	for _, path := range []string{"/webhook", "/deliveries", "/deliveries/d-1"} {
+	id := uuid.NewString()
+	down := errs.New(http.StatusServiceUnavailable, "unavailable", "webhook-dispatcher is not running")
+	h.dispatcher.refuse("GET /admin/webhooks/"+ws, down)
+	h.dispatcher.refuse("GET /v1/webhook/deliveries", down)
+	h.dispatcher.refuse("GET /admin/webhooks/"+ws+"/deliveries/"+id, down)
+	for _, path := range []string{"/webhook", "/deliveries", "/deliveries/" + id} {
 		r := b.get("/workspaces/" + ws + path)
 		if r.status != http.StatusServiceUnavailable || !shows(r.body, "A service the console needs did not answer (webhook-dispatcher is not running). Try again in a moment.") {
 			t.Fatalf("GET %s = %d: %s", path, r.status, r.body)
