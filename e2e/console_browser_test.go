@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -64,7 +65,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	page := func(path string) string { return console + "/workspaces/" + wsID + path }
 
 	// Sign in: a workspace operator lands on its workspace.
-	b.run(t, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(console+"/login"), chromedp.WaitVisible(chromedp.CSS("#email")))
+	b.openSignIn(t, console)
 	shots.take(t, b, "login")
 	b.run(t, chromedp.SendKeys(chromedp.CSS("#email"), email), chromedp.SendKeys(chromedp.CSS("#password"), password))
 	b.submit(t, `form[action="/login"] button[type=submit]`)
@@ -136,17 +137,34 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	if outcome["Status"] != "delivered" || outcome["Event"] != "message.received" || outcome["Id"] != deliveryID {
 		t.Fatalf("the delivery's page: %v", outcome)
 	}
-	if payload := runFor(t, b, chromedp.TextContent(chromedp.CSS("pre.payload"))); !strings.Contains(payload, "Hi! Do you have the blue mug?") {
-		t.Fatalf("the delivery's signed payload on the page:\n%s", payload)
+	// The payload is shown byte for byte: what the receiver got.
+	if payload := runFor(t, b, chromedp.TextContent(chromedp.CSS("pre.payload"))); payload != string(first.Body) {
+		t.Fatalf("the delivery's signed payload on the page:\n%s\nthe receiver got:\n%s", payload, first.Body)
+	}
+	if attempts := b.attempts(t); len(attempts) != 1 || attempts[0]["Attempt"] != "1" || attempts[0]["Response code"] != "204" || attempts[0]["Error"] != "none" {
+		t.Fatalf("the delivery's attempts on the page: %v, want one with 204", attempts)
 	}
 	shots.take(t, b, "delivery")
 
-	// Replay it: the receiver gets the same delivery again.
+	// Replay it: the receiver gets that delivery again, and nothing else;
+	// the page's attempts then show the second attempt's 204.
+	before := len(rcv.Requests())
 	b.replay(t, `form[action$="/replay"] button[type=submit]`)
 	again := awaitDelivery(t, rcv, deliveryID, 2)
 	verifySignature(t, again, secret)
 	if !bytes.Equal(again.Body, first.Body) {
 		t.Errorf("the replay's body differs from the first delivery's:\n%s\n%s", again.Body, first.Body)
+	}
+	wait.For(t, 20*time.Second, "the replayed attempt on the delivery's page", func() error {
+		b.run(t, chromedp.Navigate(page("/deliveries/"+deliveryID)), chromedp.WaitVisible(chromedp.CSS("#attempts-heading")))
+		attempts := b.attempts(t)
+		if len(attempts) != 2 || attempts[1]["Attempt"] != "2" || attempts[1]["Response code"] != "204" {
+			return fmt.Errorf("attempts %v", attempts)
+		}
+		return nil
+	})
+	if got := rcv.Requests()[before:]; len(got) != 1 {
+		t.Fatalf("the replay of one delivery sent %d requests (%v), want 1", len(got), got)
 	}
 
 	// The paused path: the receiver fails; three failed deliveries in a
@@ -180,10 +198,11 @@ func TestConsoleInTheBrowser(t *testing.T) {
 
 	// The webhook page says paused, with the last failure's 503.
 	b.run(t, chromedp.Navigate(page("/webhook")), chromedp.WaitVisible(chromedp.CSS("#paused-heading")))
-	if state := b.definitions(t, "#state-heading"); state["Status"] != "paused" || state["URL"] != rcv.URL {
+	if state := b.definitions(t, "#state-heading"); state["Status"] != "paused" || state["URL"] != rcv.URL || state["Failures"] != "3 in a row" {
 		t.Fatalf("the paused webhook's status on the page: %v", state)
 	}
-	if reason := runFor(t, b, chromedp.TextContent(chromedp.CSS("section.paused"))); !strings.Contains(reason, "response code 503") {
+	if reason := runFor(t, b, chromedp.TextContent(chromedp.CSS("section.paused"))); !strings.Contains(reason, "response code 503") ||
+		!strings.Contains(reason, "paused after 3 failed deliveries in a row") {
 		t.Fatalf("the paused section does not name the last failure's 503:\n%s", reason)
 	}
 	shots.take(t, b, "webhook-paused")
@@ -253,16 +272,49 @@ func ofDelivery(got []receiver.Request, id string) []receiver.Request {
 	return out
 }
 
+// openSignIn opens the sign-in page of the console at console on a wide
+// screen.
+func (b *browser) openSignIn(t *testing.T, console string) {
+	t.Helper()
+	b.run(t, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(console+"/login"), chromedp.WaitVisible(chromedp.CSS("#email")))
+}
+
+// signIn fills the open sign-in form and sends it; where the browser
+// lands is the caller's to check.
+func (b *browser) signIn(t *testing.T, email, password string) {
+	t.Helper()
+	b.run(t, chromedp.SetValue(chromedp.CSS("#email"), email), chromedp.SetValue(chromedp.CSS("#password"), password))
+	b.submit(t, `form[action="/login"] button[type=submit]`)
+}
+
 // submit clicks the submit button (or link) at css and waits until the page its
-// form posted to has loaded (the old page's marker is gone).
+// form posted to has loaded (the old page's marker is gone). The
+// navigation the click starts may cut the click's own call, or a check of
+// the old page, short ("Inspected target navigated or closed"): such an
+// error only means "not loaded yet", and the last one is reported if no
+// page loads.
 func (b *browser) submit(t *testing.T, css string) {
 	t.Helper()
 	runFor(t, b, chromedp.Evaluate[bool](`window.__stale = true`))
-	b.run(t, chromedp.Click(chromedp.CSS(css)))
+	try := func(a chromedp.Action[bool]) (bool, error) {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		return chromedp.Run(ctx, a)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	lastErr := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css)))
+	cancel()
 	deadline := time.Now().Add(20 * time.Second)
-	for !runFor(t, b, chromedp.Evaluate[bool](`window.__stale !== true && document.readyState === 'complete'`)) {
+	for {
+		loaded, err := try(chromedp.Evaluate[bool](`window.__stale !== true && document.readyState === 'complete'`))
+		if err == nil && loaded {
+			return
+		}
+		if err != nil {
+			lastErr = err
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pressing %s never loaded another page", css)
+			t.Fatalf("pressing %s never loaded another page (last error: %v)", css, lastErr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -277,12 +329,23 @@ func (b *browser) definitions(t *testing.T, css string) map[string]string {
 	return runFor(t, b, chromedp.Evaluate[map[string]string](js))
 }
 
+// attempts reads the delivery page's attempts table, row by row, each
+// cell by its column's label.
+func (b *browser) attempts(t *testing.T) []map[string]string {
+	t.Helper()
+	js := `(() => { const rows = []; const section = document.querySelector('#attempts-heading').closest('section');
+	  section.querySelectorAll('tbody tr').forEach(tr => { const row = {};
+	    tr.querySelectorAll('[data-label]').forEach(c => { row[c.dataset.label] = c.textContent.trim(); }); rows.push(row); });
+	  return rows; })()`
+	return runFor(t, b, chromedp.Evaluate[[]map[string]string](js))
+}
+
 // openDelivery opens the delivery log until it lists delivery id (the
 // dispatcher records it as it delivers), takes its screenshots and follows
 // the delivery's link to its page.
 func (b *browser) openDelivery(t *testing.T, shots screenshots, logURL, id string) {
 	t.Helper()
-	link := `a[href*="/deliveries/` + id + `?"]`
+	link := `a[href$="/deliveries/` + id + `"]`
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b.run(t, chromedp.Navigate(logURL), chromedp.WaitVisible(chromedp.CSS("#filter-heading")))

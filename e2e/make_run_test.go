@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,62 +152,22 @@ func checkMakeRunConsole(t *testing.T, r *makeRun, console string) {
 	}
 	email, password := login[1], login[2]
 
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each redirect is checked, not followed.
-	client := &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(path string, want int) (*http.Response, string) {
-		t.Helper()
-		resp, err := client.Get(console + path)
-		if err != nil {
-			t.Fatalf("GET %s on make run's console: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != want {
-			t.Fatalf("GET %s on make run's console = %d, want %d:\n%s", path, resp.StatusCode, want, body)
-		}
-		return resp, string(body)
-	}
-	get("/healthz", http.StatusOK)
-	resp, page := get("/login", http.StatusOK)
+	c := newConsoleClient(t, console)
+	c.get("/healthz", http.StatusOK)
+	resp, _ := c.fetch("/login", http.StatusOK)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /login on make run's console: Content-Type %q, want text/html", resp.Header.Get("Content-Type"))
-	}
-	token := csrfField.FindStringSubmatch(page)
-	if token == nil {
-		t.Fatalf("the console's sign-in page has no csrf_token field:\n%s", page)
 	}
 
 	// Signing in as the banner says goes home, and home is the demo
 	// workspace's page.
-	form := url.Values{"csrf_token": {token[1]}, "email": {email}, "password": {password}}
-	req, err := http.NewRequest(http.MethodPost, console+"/login", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", console)
-	resp, err = client.Do(req)
-	if err != nil {
-		t.Fatalf("POST /login on make run's console: %v", err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("signing in to make run's console as %s = %d to %q, want 303 to /", email, resp.StatusCode, resp.Header.Get("Location"))
-	}
-	resp, _ = get("/", http.StatusSeeOther)
+	c.signIn(email, password)
+	resp, _ = c.fetch("/", http.StatusSeeOther)
 	home := resp.Header.Get("Location")
 	if !strings.HasPrefix(home, "/workspaces/") {
 		t.Fatalf("the demo operator's home is %q, want a workspace's page", home)
 	}
-	_, page = get(home, http.StatusOK)
+	page := c.get(home, http.StatusOK)
 	if id := strings.TrimPrefix(home, "/workspaces/"); !strings.Contains(page, "<code>"+id+"</code>") || !strings.Contains(page, "Demo workspace") {
 		t.Fatalf("the demo operator's home %s is not the demo workspace's page:\n%s", home, page)
 	}

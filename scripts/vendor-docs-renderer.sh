@@ -28,44 +28,8 @@ declare -A FILES=(
   [package/LICENSE]=redoc.LICENSE
 )
 
-check=false
-case "${1:-}" in
-  "") ;;
-  --check) check=true ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-registry_integrity=$(npm view "redoc@$REDOC_VERSION" dist.integrity 2>/dev/null)
-tarball=$(npm view "redoc@$REDOC_VERSION" dist.tarball 2>/dev/null)
-if [ "$registry_integrity" != "$REDOC_INTEGRITY" ]; then
-  echo "the registry's integrity of redoc@$REDOC_VERSION is $registry_integrity, not the pinned $REDOC_INTEGRITY" >&2
-  exit 1
-fi
-curl -fsSL --retry 3 -o "$tmp/redoc.tgz" "$tarball"
-got="sha512-$(openssl dgst -sha512 -binary "$tmp/redoc.tgz" | base64 -w0)"
-if [ "$got" != "$REDOC_INTEGRITY" ]; then
-  echo "$tarball has integrity $got, not $REDOC_INTEGRITY" >&2
-  exit 1
-fi
-tar -xzf "$tmp/redoc.tgz" -C "$tmp" "${!FILES[@]}"
-
-status=0
-for src in "${!FILES[@]}"; do
-  dst="$DEST/${FILES[$src]}"
-  if $check; then
-    if ! cmp -s "$tmp/$src" "$dst"; then
-      echo "$dst differs from $src of redoc@$REDOC_VERSION" >&2
-      status=1
-    fi
-  else
-    install -m 0644 "$tmp/$src" "$dst"
-    echo "wrote $dst"
-  fi
-done
-if $check && [ $status -eq 0 ]; then
-  echo "$DEST matches redoc@$REDOC_VERSION ($REDOC_INTEGRITY)"
-fi
-exit $status
+# shellcheck source=lib/npm-vendor.sh
+. scripts/lib/npm-vendor.sh
+npm_vendor_args "$@"
+npm_vendor_fetch redoc "$REDOC_VERSION" "$REDOC_INTEGRITY"
+npm_vendor_write redoc "$REDOC_VERSION" "$REDOC_INTEGRITY"
