@@ -204,9 +204,13 @@ func (c *Client) PublishFlow(ctx context.Context, workspaceID, flowID string, do
 }
 
 // DeactivateFlow deactivates a flow: it is no longer invoked or listed.
-func (c *Client) DeactivateFlow(ctx context.Context, flowID string) (DeactivatedFlow, error) {
+// With workspaceID set, the flow must be that workspace's (404
+// flow_not_found otherwise); empty, any flow is (a platform operator's
+// parleyctl).
+func (c *Client) DeactivateFlow(ctx context.Context, workspaceID, flowID string) (DeactivatedFlow, error) {
 	var out DeactivatedFlow
-	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPost, "/admin/flows/"+segment(flowID)+"/deactivate", nil, &out)
+	path := withQuery("/admin/flows/"+segment(flowID)+"/deactivate", pageQuery(map[string]string{"workspace_id": workspaceID}, 0))
+	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPost, path, nil, &out)
 	return out, err
 }
 

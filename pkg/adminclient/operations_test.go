@@ -163,8 +163,17 @@ func TestFlowCalls(t *testing.T) {
 		t.Errorf("new version query = %q", q)
 	}
 
-	if got, err := client.DeactivateFlow(ctx, "f1"); err != nil || got != (adminclient.DeactivatedFlow{ID: "f1", Status: "inactive"}) {
+	if got, err := client.DeactivateFlow(ctx, "", "f1"); err != nil || got != (adminclient.DeactivatedFlow{ID: "f1", Status: "inactive"}) {
 		t.Fatalf("DeactivateFlow = %+v, %v", got, err)
+	}
+	if q := s.last(t).query; q != "" {
+		t.Errorf("platform deactivate query = %q", q)
+	}
+	if _, err := client.DeactivateFlow(ctx, "w1", "f1"); err != nil {
+		t.Fatal(err)
+	}
+	if q := s.last(t).query; q != "workspace_id=w1" {
+		t.Errorf("workspace deactivate query = %q", q)
 	}
 	trace, err := client.GetRunTrace(ctx, "w1", "f1", "r1")
 	if err != nil || trace.Run.Status != "failed" || trace.Run.Error == nil || trace.Run.Error.Code != "http_failed" ||

@@ -65,6 +65,15 @@ func TestPublishListAndDeactivate(t *testing.T) {
 	}
 	status, body = h.admin(http.MethodPost, "/admin/flows/"+uuid.NewString()+"/deactivate", nil)
 	wantError(t, status, body, http.StatusNotFound, "flow_not_found")
+	// workspace_id, when given, must be a workspace id and the flow's.
+	status, body = h.admin(http.MethodPost, "/admin/flows/"+gone+"/deactivate?workspace_id=nope", nil)
+	wantError(t, status, body, http.StatusBadRequest, "invalid_request")
+	status, body = h.admin(http.MethodPost, "/admin/flows/"+gone+"/deactivate?workspace_id="+uuid.NewString(), nil)
+	wantError(t, status, body, http.StatusNotFound, "flow_not_found")
+	status, body = h.admin(http.MethodPost, "/admin/flows/"+gone+"/deactivate?workspace_id="+ws, nil)
+	if status != http.StatusOK {
+		t.Fatalf("deactivate as its workspace: %d %s", status, body)
+	}
 
 	// The list: active api flows of the workspace, every field; no module
 	// needed.

@@ -243,8 +243,13 @@ func TestAdminClientAgreesWithTheRoutes(t *testing.T) {
 	id := h.publish(ws, "", doc("Greeter", apiOnly, "hi", greet, endNode))
 	h.publish(ws, id, v2)
 	chat := h.publish(ws, "", doc("Chat only", []string{"chat"}, "done", endNode))
-	if _, err := client.DeactivateFlow(ctx, chat); err != nil {
+	if _, err := client.DeactivateFlow(ctx, ws, chat); err != nil {
 		t.Fatal(err)
+	}
+	// Named for another workspace, a flow is not found, and stays active.
+	_, err := client.DeactivateFlow(ctx, other, id)
+	if e, ok := adminclient.AsError(err); !ok || e.Status != http.StatusNotFound || e.Code != "flow_not_found" {
+		t.Fatalf("DeactivateFlow as another workspace = %v", err)
 	}
 	run := h.invoke(ws, id, map[string]any{"input": map[string]any{"name": "Ann"}})
 
@@ -256,7 +261,7 @@ func TestAdminClientAgreesWithTheRoutes(t *testing.T) {
 	if inactive.ID != chat || inactive.Status != "inactive" || !reflect.DeepEqual(inactive.Triggers, []string{"chat"}) {
 		t.Fatalf("the deactivated chat flow = %+v", inactive)
 	}
-	if greeter.ID != id || greeter.Name != "Greeter" || greeter.Description != "v2" || greeter.PublishedVersion != 2 ||
+	if greeter.ID != id || greeter.Status != "active" || greeter.Name != "Greeter" || greeter.Description != "v2" || greeter.PublishedVersion != 2 ||
 		!reflect.DeepEqual(greeter.Triggers, []string{"api", "chat"}) || greeter.CreatedAt == "" || greeter.UpdatedAt == "" {
 		t.Fatalf("the greeter = %+v", greeter)
 	}

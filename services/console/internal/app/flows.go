@@ -23,7 +23,7 @@ type FlowRunner interface {
 	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
 	ListRuns(ctx context.Context, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error)
 	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error)
-	DeactivateFlow(ctx context.Context, flowID string) (adminclient.DeactivatedFlow, error)
+	DeactivateFlow(ctx context.Context, workspaceID, flowID string) (adminclient.DeactivatedFlow, error)
 	GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (adminclient.Trace, error)
 	AddDocument(ctx context.Context, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error)
 	ListDocuments(ctx context.Context, workspaceID string) ([]adminclient.KnowledgeDocument, error)
@@ -144,15 +144,16 @@ func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID
 	return published, nil
 }
 
-// DeactivateFlow deactivates one of the workspace's flows. The
-// flow-runner's route takes any flow id, so the flow is first found in the
-// workspace's list: an operator can never deactivate another workspace's.
+// DeactivateFlow deactivates one of the workspace's flows. The flow is
+// found in the workspace's list first, for the page that follows, and the
+// flow-runner checks the workspace again: an operator can never deactivate
+// another workspace's flow.
 func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.WorkspaceFlow, error) {
 	f, err := a.Flow(ctx, op, workspaceID, flowID)
 	if err != nil {
 		return adminclient.WorkspaceFlow{}, err
 	}
-	if _, err := a.flows.DeactivateFlow(ctx, f.ID); err != nil {
+	if _, err := a.flows.DeactivateFlow(ctx, workspaceID, f.ID); err != nil {
 		return adminclient.WorkspaceFlow{}, fmt.Errorf("deactivate flow: %w", err)
 	}
 	return f, nil

@@ -127,13 +127,16 @@ func (s *FlowStore) Publish(ctx context.Context, p catalog.Publication) (*catalo
 }
 
 // Deactivate implements catalog.FlowStore.
-func (s *FlowStore) Deactivate(ctx context.Context, flowID string, now time.Time) (*catalog.Flow, error) {
-	if !validID(flowID) {
+func (s *FlowStore) Deactivate(ctx context.Context, workspaceID, flowID string, now time.Time) (*catalog.Flow, error) {
+	if !validID(flowID) || (workspaceID != "" && !validID(workspaceID)) {
 		return nil, catalog.ErrFlowNotFound
 	}
 	var row flowRow
-	res := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).
-		Where("id = ?", flowID).Updates(map[string]any{"status": catalog.StatusInactive, "updated_at": now})
+	q := s.db.WithContext(ctx).Model(&row).Clauses(clause.Returning{}).Where("id = ?", flowID)
+	if workspaceID != "" {
+		q = q.Where("workspace_id = ?", workspaceID)
+	}
+	res := q.Updates(map[string]any{"status": catalog.StatusInactive, "updated_at": now})
 	if res.Error != nil {
 		return nil, fmt.Errorf("deactivate flow: %w", res.Error)
 	}

@@ -47,7 +47,7 @@ func TestListEveryFlowAndItsVersions(t *testing.T) {
 	gone := publish(ws, "", testDoc, t0.Add(2*time.Second))
 	publish(other, "", testDoc, t0.Add(3*time.Second))
 	api = publish(ws, api.ID, threeNodes, t0.Add(4*time.Second))
-	if _, err := store.Deactivate(ctx, gone.ID, t0.Add(5*time.Second)); err != nil {
+	if _, err := store.Deactivate(ctx, "", gone.ID, t0.Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 

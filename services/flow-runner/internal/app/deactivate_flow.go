@@ -8,6 +8,8 @@ import (
 
 // DeactivateFlow sets a flow inactive: it leaves the list, and invokes,
 // continues and call_flow targets find it no more. Its runs stay readable.
-func (a *App) DeactivateFlow(ctx context.Context, flowID string) (*catalog.Flow, error) {
-	return a.flows.Deactivate(ctx, flowID, a.now().UTC())
+// With workspaceID set, a flow of another workspace is not found: the
+// console names the workspace it acts for, parleyctl acts as the platform.
+func (a *App) DeactivateFlow(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, error) {
+	return a.flows.Deactivate(ctx, workspaceID, flowID, a.now().UTC())
 }

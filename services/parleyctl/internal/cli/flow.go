@@ -73,7 +73,7 @@ func flowDeactivate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "flow"); err != nil {
 		return err
 	}
-	out, err := c.api.DeactivateFlow(ctx, *id)
+	out, err := c.api.DeactivateFlow(ctx, "", *id)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,17 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 	e.POST("/admin/flows/:id/deactivate", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		for _, flows := range f.flows {
+		// The flow-runner takes a call without workspace_id (parleyctl's),
+		// but the console must always name its workspace; with it, only
+		// that workspace's flows are found.
+		want := c.QueryParam("workspace_id")
+		if want == "" {
+			return errs.InvalidRequest("the console deactivated a flow without its workspace_id")
+		}
+		for ws, flows := range f.flows {
+			if ws != want {
+				continue
+			}
 			for i := range flows {
 				if flows[i].ID == c.Param("id") {
 					flows[i].Status = "inactive"

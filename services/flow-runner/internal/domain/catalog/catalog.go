@@ -83,8 +83,9 @@ type FlowStore interface {
 	// becomes active. An unknown FlowID, or one of another workspace, is
 	// ErrFlowNotFound.
 	Publish(ctx context.Context, p Publication) (*Flow, error)
-	// Deactivate sets a flow inactive; ErrFlowNotFound when unknown.
-	Deactivate(ctx context.Context, flowID string, now time.Time) (*Flow, error)
+	// Deactivate sets a flow inactive; ErrFlowNotFound when unknown, or
+	// when workspaceID is set and the flow is another workspace's.
+	Deactivate(ctx context.Context, workspaceID, flowID string, now time.Time) (*Flow, error)
 	// Get returns a flow of the workspace, whatever its status, or
 	// ErrFlowNotFound.
 	Get(ctx context.Context, workspaceID, flowID string) (*Flow, error)

@@ -37,6 +37,16 @@ func workspaceQuery(c echo.Context) (string, error) {
 	return ws, nil
 }
 
+// optionalWorkspaceQuery is the workspace_id query parameter of a route
+// that takes it or not: "" when absent, checked like workspaceQuery when
+// present.
+func optionalWorkspaceQuery(c echo.Context) (string, error) {
+	if c.QueryParam("workspace_id") == "" {
+		return "", nil
+	}
+	return workspaceQuery(c)
+}
+
 func (h *handlers) listAllFlows(c echo.Context) error {
 	ws, err := adminWorkspace(c)
 	if err != nil {

@@ -47,7 +47,7 @@ const (
 // App is what the handlers need of the use cases.
 type App interface {
 	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (*catalog.Flow, error)
-	DeactivateFlow(ctx context.Context, flowID string) (*catalog.Flow, error)
+	DeactivateFlow(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, error)
 	ListFlows(ctx context.Context, workspaceID string) ([]*catalog.Flow, error)
 	ListAllFlows(ctx context.Context, workspaceID string) ([]*catalog.Flow, error)
 	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, []catalog.VersionInfo, error)
@@ -161,7 +161,11 @@ func (h *handlers) publishFlow(c echo.Context) error {
 }
 
 func (h *handlers) deactivateFlow(c echo.Context) error {
-	f, err := h.app.DeactivateFlow(c.Request().Context(), c.Param("id"))
+	ws, err := optionalWorkspaceQuery(c)
+	if err != nil {
+		return err
+	}
+	f, err := h.app.DeactivateFlow(c.Request().Context(), ws, c.Param("id"))
 	if err != nil {
 		return toHTTPError(err)
 	}
