@@ -211,7 +211,10 @@ func (s *suite) publishEvents(t *testing.T, evs ...*eventsv1.Event) {
 		msg := nats.NewMsg(s.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()))
 		msg.Data = body
 		msg.Header.Set(jetstream.MsgIDHeader, ev.GetId())
-		f, err := js.PublishMsgAsync(msg, jetstream.WithExpectStream(s.env.Stream.Name))
+		// With 1,024 publishes unacknowledged the next one waits for a
+		// free place; the default wait (200 ms) is shorter than acks take
+		// on a loaded machine, and its end fails the publish.
+		f, err := js.PublishMsgAsync(msg, jetstream.WithExpectStream(s.env.Stream.Name), jetstream.WithStallWait(30*time.Second))
 		if err != nil {
 			t.Fatalf("publish event %s: %v", ev.GetId(), err)
 		}

@@ -497,7 +497,9 @@ func (c *benchCluster) publishAsync(b *testing.B, r *benchRound, i int, ws strin
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, id)
 	r.markSent(i)
-	f, err := c.js.PublishMsgAsync(msg)
+	// A full window of unacknowledged publishes waits for a free place
+	// rather than failing after the default 200 ms.
+	f, err := c.js.PublishMsgAsync(msg, jetstream.WithStallWait(30*time.Second))
 	if err != nil {
 		b.Fatalf("publish: %v", err)
 	}
