@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/proxy"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
@@ -100,6 +103,9 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 		} else {
 			wait.Until(t, 10*time.Second, what+": /readyz 503", func() bool { return probe(readyz[tt.service]) == http.StatusServiceUnavailable })
 		}
+		if tt.dep == "nats" && tt.service != rpc.ServiceGateway {
+			waitUnrouted(t, s, tt.service)
+		}
 		if tt.down != "" {
 			for range 3 {
 				wantUnavailable(t, s, key, what, tt.down)
@@ -142,6 +148,24 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 	if n := rcv.Distinct(); n != updates {
 		t.Fatalf("the webhook got %d distinct deliveries for %d customer messages", n, updates)
 	}
+}
+
+// waitUnrouted waits until the NATS server has dropped the subscriptions
+// of a service whose NATS connection was cut. The service sees the cut
+// (and its /readyz says so) a moment before the server does, and a call
+// the server routes to the dead subscription in that moment is lost: the
+// gateway answers it 503 only when its rpc call times out (30 s), as for
+// a call in flight to an instance that crashes. This test is about calls
+// made while the service is away, so it starts them once nothing routes
+// there.
+func waitUnrouted(t *testing.T, s *suite, service string) {
+	t.Helper()
+	nc := s.env.NATS(t)
+	subject := rpc.Subject(s.env.RPCPrefix, service, rpc.EndpointAdmin)
+	wait.Until(t, 10*time.Second, service+": no responders on "+subject, func() bool {
+		_, err := nc.Request(subject, nil, 250*time.Millisecond)
+		return errors.Is(err, nats.ErrNoResponders)
+	})
 }
 
 // wantUnavailable calls path through the gateway and wants 503
