@@ -192,6 +192,28 @@ func (c *Client) CallJSON(ctx context.Context, service, endpoint, workspaceID, m
 	return c.CallRaw(ctx, service, endpoint, req, out)
 }
 
+// answerError is a service's non-2xx answer as the *errs.Error it sent:
+// its status, code and message, and the body's further fields in Extra
+// (a refused flow document's node_id and field), so a caller reads them
+// as fields rather than out of the message. A body that is no error
+// object is internal_error, with the body as its message.
+func answerError(resp *rpcv1.Response) *errs.Error {
+	var body map[string]any
+	_ = json.Unmarshal(resp.GetBody(), &body)
+	code, _ := body["code"].(string)
+	message, _ := body["message"].(string)
+	if code == "" {
+		return errs.New(int(resp.GetStatus()), errs.CodeInternal, string(resp.GetBody()))
+	}
+	e := errs.New(int(resp.GetStatus()), code, message)
+	delete(body, "code")
+	delete(body, "message")
+	if len(body) > 0 {
+		e.Extra = body
+	}
+	return e
+}
+
 // CallRaw is CallJSON for a request the caller builds: its body goes as is,
 // as JSON (Content-Type application/json unless req names one), so a
 // document is stored byte for byte as its author wrote it rather than
@@ -211,14 +233,7 @@ func (c *Client) CallRaw(ctx context.Context, service, endpoint string, req *rpc
 		return err
 	}
 	if resp.GetStatus() < 200 || resp.GetStatus() > 299 {
-		var body struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(resp.GetBody(), &body) != nil || body.Code == "" {
-			body.Code, body.Message = errs.CodeInternal, string(resp.GetBody())
-		}
-		return errs.New(int(resp.GetStatus()), body.Code, body.Message)
+		return answerError(resp)
 	}
 	if out == nil {
 		return nil

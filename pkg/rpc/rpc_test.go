@@ -34,6 +34,10 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 		})
 	})
 	e.GET("/v1/fail", func(c echo.Context) error { return errs.NotFound("thing_not_found", "no such thing") })
+	e.GET("/v1/fail-extra", func(c echo.Context) error {
+		return errs.New(http.StatusBadRequest, "invalid_request", "bad node").WithExtra("node_id", "ask").WithExtra("field", "next")
+	})
+	e.GET("/v1/fail-bare", func(c echo.Context) error { return c.String(http.StatusBadGateway, "upstream fell over") })
 
 	srv, err := rpc.NewServer(nc, env.RPCPrefix, "testsvc", "1.0.0", log)
 	if err != nil {
@@ -57,6 +61,20 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 	e2, ok := errs.As(err)
 	if !ok || e2.Status != http.StatusNotFound || e2.Code != "thing_not_found" {
 		t.Fatalf("error = %v, want 404 thing_not_found", err)
+	}
+	if e2.Message != "no such thing" || e2.Extra != nil {
+		t.Fatalf("error = %#v, want its message and no extra fields", e2)
+	}
+	// The body's further fields come back as Extra.
+	err = client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "ws_1", http.MethodGet, "/v1/fail-extra", nil, nil)
+	if e, ok := errs.As(err); !ok || e.Status != http.StatusBadRequest || e.Code != "invalid_request" || e.Message != "bad node" ||
+		len(e.Extra) != 2 || e.Extra["node_id"] != "ask" || e.Extra["field"] != "next" {
+		t.Fatalf("error with extra fields = %#v", err)
+	}
+	// A body that is no error object is internal_error carrying the body.
+	err = client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "ws_1", http.MethodGet, "/v1/fail-bare", nil, nil)
+	if e, ok := errs.As(err); !ok || e.Status != http.StatusBadGateway || e.Code != errs.CodeInternal || e.Message != "upstream fell over" {
+		t.Fatalf("bare error = %#v", err)
 	}
 
 	err = client.CallJSON(context.Background(), "nosuchsvc", rpc.EndpointAPI, "", http.MethodGet, "/", nil, nil)
