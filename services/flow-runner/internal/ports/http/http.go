@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -172,6 +173,21 @@ func (h *handlers) deactivateFlow(c echo.Context) error {
 	return c.JSON(http.StatusOK, deactivatedResponse{ID: f.ID, Status: f.Status})
 }
 
+// validationError is a refused flow document: the parser's one line, and
+// its parts as fields of their own (node_id and field left out when they
+// do not apply), so the console marks the node and says why without
+// reading the message.
+func validationError(ve *flow.ValidationError) *errs.Error {
+	e := errs.InvalidRequest("%s", ve.Error()).WithExtra("reason", strings.ReplaceAll(ve.Reason, "\n", " "))
+	if ve.NodeID != "" {
+		e = e.WithExtra("node_id", ve.NodeID)
+	}
+	if ve.Field != "" {
+		e = e.WithExtra("field", ve.Field)
+	}
+	return e
+}
+
 func toHTTPError(err error) error {
 	var (
 		ve *flow.ValidationError
@@ -181,7 +197,7 @@ func toHTTPError(err error) error {
 	)
 	switch {
 	case errors.As(err, &ve):
-		return errs.InvalidRequest("%s", ve.Error())
+		return validationError(ve)
 	case errors.As(err, &ke):
 		return errs.InvalidRequest("%s", ke.Error())
 	case errors.As(err, &ni):
