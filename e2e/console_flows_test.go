@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"html"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -82,6 +84,22 @@ func TestConsoleFlowPages(t *testing.T) {
 			t.Fatalf("the run's trace lacks %q:\n%s", want, trace)
 		}
 	}
+	// A document the flow-runner refuses: the page marks the node the
+	// refusal names, from the fields the flow-runner sends beside its
+	// message.
+	token := csrfField.FindStringSubmatch(list)
+	if token == nil {
+		t.Fatalf("the flows page has no csrf_token field:\n%s", list)
+	}
+	broken := `{"name": "Broken", "triggers": ["api"], "nodes": [{"id": "start", "type": "start", "next": "ask"},
+		{"id": "ask", "type": "send_message", "message": {"type": "text", "text": "hi"}, "next": "nowhere"}, {"id": "done", "type": "end"}]}`
+	refused := c.postMultipart(base+"/flows", map[string]string{"csrf_token": token[1], "document": broken}, http.StatusBadRequest)
+	for _, want := range []string{`<li class="flagged"><code>ask</code>`, "Refused at node &#34;ask&#34;, field next", `unknown node &#34;nowhere&#34;`} {
+		if !strings.Contains(refused, want) {
+			t.Fatalf("the refused document's page lacks %q:\n%s", want, refused)
+		}
+	}
+
 	if gone := c.get(base+"/flows/"+goneID, http.StatusOK); !strings.Contains(gone, "Publishing makes the flow active again.") {
 		t.Fatalf("the deactivated flow's page:\n%s", gone)
 	}
@@ -145,6 +163,42 @@ func (c *consoleClient) signIn(email, password string) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 		c.t.Fatalf("signing in to %s as %s = %d to %q, want 303 to /", c.console, email, resp.StatusCode, resp.Header.Get("Location"))
 	}
+}
+
+// postMultipart sends fields as the browser sends a form with a file
+// field (multipart, with the console's Origin) and fails the test unless
+// the console answers want.
+func (c *consoleClient) postMultipart(path string, fields map[string]string, want int) string {
+	c.t.Helper()
+	var body bytes.Buffer
+	form := multipart.NewWriter(&body)
+	for name, value := range fields {
+		if err := form.WriteField(name, value); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := form.Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, c.console+path, &body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", form.FormDataContentType())
+	req.Header.Set("Origin", c.console)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s%s: %v", c.console, path, err)
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		c.t.Fatalf("POST %s%s = %d, want %d:\n%s", c.console, path, resp.StatusCode, want, page)
+	}
+	return string(page)
 }
 
 // get reads path and fails the test unless it answers want.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/pkg/errs"
@@ -131,7 +130,7 @@ func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID
 	}
 	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
-		return adminclient.PublishedFlow{}, &FlowRefusedError{Problem: ParseFlowProblem(e.Message)}
+		return adminclient.PublishedFlow{}, &FlowRefusedError{Problem: FlowProblemOf(e)}
 	}
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound && flowID != "" {
 		// The flow-runner publishes a version only to the workspace's own
@@ -194,46 +193,23 @@ func (e *FlowRefusedError) Error() string {
 // "nodes[3].id".
 var nodeIndexField = regexp.MustCompile(`^nodes\[(\d+)\]`)
 
-// ParseFlowProblem reads the flow-runner's refusal, worded
-// `node "ID": field "F": reason` with the node and the field each left
-// out when they do not apply (ids and fields quoted as Go quotes them).
-// A message of another shape is all reason.
-func ParseFlowProblem(message string) FlowProblem {
-	p := FlowProblem{NodeIndex: -1}
-	rest := message
-	if id, after, ok := quotedPart(rest, "node "); ok {
-		p.NodeID, rest = id, after
+// FlowProblemOf reads the flow-runner's refusal of a document from the
+// fields it sends beside its message: node_id and field when the problem
+// has them, and the reason (the message itself if an older flow-runner
+// sent no reason).
+func FlowProblemOf(e *adminclient.Error) FlowProblem {
+	p := FlowProblem{NodeIndex: -1, Reason: e.Message}
+	p.NodeID, _ = e.Extra["node_id"].(string)
+	p.Field, _ = e.Extra["field"].(string)
+	if reason, ok := e.Extra["reason"].(string); ok {
+		p.Reason = reason
 	}
-	if field, after, ok := quotedPart(rest, "field "); ok {
-		p.Field, rest = field, after
-	}
-	p.Reason = rest
 	if m := nodeIndexField.FindStringSubmatch(p.Field); m != nil {
 		if i, err := strconv.Atoi(m[1]); err == nil {
 			p.NodeIndex = i
 		}
 	}
 	return p
-}
-
-// quotedPart reads `label"value": ` off the front of s.
-func quotedPart(s, label string) (value, rest string, ok bool) {
-	if !strings.HasPrefix(s, label) {
-		return "", s, false
-	}
-	quoted, err := strconv.QuotedPrefix(s[len(label):])
-	if err != nil {
-		return "", s, false
-	}
-	after, found := strings.CutPrefix(s[len(label)+len(quoted):], ": ")
-	if !found {
-		return "", s, false
-	}
-	value, err = strconv.Unquote(quoted)
-	if err != nil {
-		return "", s, false
-	}
-	return value, after, true
 }
 
 // OutlinedNode is one entry of a flow document's "nodes" as submitted.

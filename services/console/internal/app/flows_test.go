@@ -4,32 +4,45 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
 
-// TestParseFlowProblem reads the flow-runner's refusals as its parser
-// words them: node and field each optional, quoted as Go quotes.
-func TestParseFlowProblem(t *testing.T) {
+// TestFlowProblemOf reads the flow-runner's refusals from the fields it
+// sends beside the message.
+func TestFlowProblemOf(t *testing.T) {
 	t.Parallel()
+	refusal := func(message string, extra map[string]any) *adminclient.Error {
+		e := errs.InvalidRequest("%s", message)
+		e.Extra = extra
+		return e
+	}
 	cases := []struct {
-		message string
+		refusal *adminclient.Error
 		want    app.FlowProblem
 	}{
-		{`node "ask": field "next": unknown node "nowhere"`, app.FlowProblem{NodeID: "ask", NodeIndex: -1, Field: "next", Reason: `unknown node "nowhere"`}},
-		{`node "a \"b\": c": field "message.buttons[0].next": empty target`, app.FlowProblem{NodeID: `a "b": c`, NodeIndex: -1, Field: "message.buttons[0].next", Reason: "empty target"}},
-		{`node "lonely": unreachable from start`, app.FlowProblem{NodeID: "lonely", NodeIndex: -1, Reason: "unreachable from start"}},
-		{`field "nodes[3].id": "a/b" is not a node id (1-128 characters, no / or newline)`, app.FlowProblem{NodeIndex: 3, Field: "nodes[3].id", Reason: `"a/b" is not a node id (1-128 characters, no / or newline)`}},
-		{`field "nodes[12]": must be an object`, app.FlowProblem{NodeIndex: 12, Field: "nodes[12]", Reason: "must be an object"}},
-		{`field "name": required`, app.FlowProblem{NodeIndex: -1, Field: "name", Reason: "required"}},
-		{`not a JSON object: unexpected end of JSON input`, app.FlowProblem{NodeIndex: -1, Reason: "not a JSON object: unexpected end of JSON input"}},
-		// Malformed quoting is left as reason, never guessed at.
-		{`node "ask: broken`, app.FlowProblem{NodeIndex: -1, Reason: `node "ask: broken`}},
-		{`node "ask" without colon`, app.FlowProblem{NodeIndex: -1, Reason: `node "ask" without colon`}},
-		{``, app.FlowProblem{NodeIndex: -1}},
+		{refusal(`node "ask": field "next": unknown node "nowhere"`, map[string]any{"node_id": "ask", "field": "next", "reason": `unknown node "nowhere"`}),
+			app.FlowProblem{NodeID: "ask", NodeIndex: -1, Field: "next", Reason: `unknown node "nowhere"`}},
+		{refusal(`node "lonely": unreachable from start`, map[string]any{"node_id": "lonely", "reason": "unreachable from start"}),
+			app.FlowProblem{NodeID: "lonely", NodeIndex: -1, Reason: "unreachable from start"}},
+		// A node named by its place in "nodes".
+		{refusal(`field "nodes[3].id": "a/b" is not a node id`, map[string]any{"field": "nodes[3].id", "reason": `"a/b" is not a node id`}),
+			app.FlowProblem{NodeIndex: 3, Field: "nodes[3].id", Reason: `"a/b" is not a node id`}},
+		{refusal(`field "nodes[12]": must be an object`, map[string]any{"field": "nodes[12]", "reason": "must be an object"}),
+			app.FlowProblem{NodeIndex: 12, Field: "nodes[12]", Reason: "must be an object"}},
+		{refusal(`field "name": required`, map[string]any{"field": "name", "reason": "required"}),
+			app.FlowProblem{NodeIndex: -1, Field: "name", Reason: "required"}},
+		// Without a reason field the message is the reason; fields of
+		// another type are ignored, never guessed at.
+		{refusal("not a JSON object: unexpected end of JSON input", nil),
+			app.FlowProblem{NodeIndex: -1, Reason: "not a JSON object: unexpected end of JSON input"}},
+		{refusal("odd", map[string]any{"node_id": 7, "field": true}),
+			app.FlowProblem{NodeIndex: -1, Reason: "odd"}},
 	}
 	for _, tc := range cases {
-		if got := app.ParseFlowProblem(tc.message); got != tc.want {
-			t.Errorf("ParseFlowProblem(%q) = %+v, want %+v", tc.message, got, tc.want)
+		if got := app.FlowProblemOf(tc.refusal); got != tc.want {
+			t.Errorf("FlowProblemOf(%v) = %+v, want %+v", tc.refusal, got, tc.want)
 		}
 	}
 }

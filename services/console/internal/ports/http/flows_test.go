@@ -275,14 +275,17 @@ func TestPublishRefusalShownOnTheNode(t *testing.T) {
 	base := "/workspaces/" + s.ws
 	doc := "{\"name\":\"Order <script>\",\n \"nodes\":[{\"id\":\"start\",\"type\":\"start\",\"next\":\"ask\"},{\"id\":\"ask\",\"type\":\"ask\",\"next\":\"nowhere\"},{\"id\":\"end\",\"type\":\"end\"}]}"
 	cases := []struct {
-		message, flagged, where string
+		refusal        *errs.Error
+		flagged, where string
 	}{
-		{`node "ask": field "next": unknown node "nowhere"`, `<code>ask</code> <span class="type">ask</span>`, "Refused at node &#34;ask&#34;, field next"},
-		{`field "nodes[2].id": "" is not a node id (1-128 characters, no / or newline)`, `<code>end</code> <span class="type">end</span>`, "Refused at node number 3, field nodes[2].id"},
+		{errs.InvalidRequest(`node "ask": field "next": unknown node "nowhere"`).WithExtra("node_id", "ask").WithExtra("field", "next").WithExtra("reason", `unknown node "nowhere"`),
+			`<code>ask</code> <span class="type">ask</span>`, "Refused at node &#34;ask&#34;, field next"},
+		{errs.InvalidRequest(`field "nodes[2].id": "" is not a node id (1-128 characters, no / or newline)`).WithExtra("field", "nodes[2].id").WithExtra("reason", `"" is not a node id (1-128 characters, no / or newline)`),
+			`<code>end</code> <span class="type">end</span>`, "Refused at node number 3, field nodes[2].id"},
 	}
 	for _, tc := range cases {
 		s.fr.mu.Lock()
-		s.fr.refuse["POST /admin/workspaces/:ws/flows"] = errs.InvalidRequest("%s", tc.message)
+		s.fr.refuse["POST /admin/workspaces/:ws/flows"] = tc.refusal
 		s.fr.mu.Unlock()
 		r := s.b.postMultipart(base+"/flows", map[string]string{"csrf_token": s.csr, "document": doc}, nil)
 		if r.status != http.StatusBadRequest {
@@ -301,7 +304,7 @@ func TestPublishRefusalShownOnTheNode(t *testing.T) {
 	}
 	// A refusal about the document itself marks no node.
 	s.fr.mu.Lock()
-	s.fr.refuse["POST /admin/workspaces/:ws/flows"] = errs.InvalidRequest("not a JSON object: unexpected end of JSON input")
+	s.fr.refuse["POST /admin/workspaces/:ws/flows"] = errs.InvalidRequest("not a JSON object: unexpected end of JSON input").WithExtra("reason", "not a JSON object: unexpected end of JSON input")
 	s.fr.mu.Unlock()
 	r := s.b.postMultipart(base+"/flows", map[string]string{"csrf_token": s.csr, "document": `{"name":`}, nil)
 	mustContain(t, r, "Refused at the document", "not a JSON object: unexpected end of JSON input")
