@@ -30,7 +30,7 @@ func (r *Replays) ReplayDelivery(ctx context.Context, workspaceID, deliveryID st
 	if err != nil {
 		madeAt = d.CreatedAt // a body without its time: the log's alone
 	}
-	scan, err := replay.DeliveryScan(d, madeAt, 0)
+	scan, err := replay.DeliveryScan(d, madeAt)
 	if err != nil {
 		return nil, err
 	}
@@ -47,15 +47,14 @@ func (r *Replays) ReplayDelivery(ctx context.Context, workspaceID, deliveryID st
 
 	out := &replay.Replay{ID: uuid.NewString(), Request: scan.Request, DeliveryID: d.ID}
 	var found *replay.Event
-	if scan.End > 0 {
-		for ev, err := range r.source.Events(ctx, scan) {
-			if err != nil {
-				return nil, fmt.Errorf("read events for replay %s: %w", out.ID, err)
-			}
-			if ev.Is(d.ID) {
-				found = &ev
-				break
-			}
+	// An empty stream (End 0) yields nothing: Events never reads past End.
+	for ev, err := range r.source.Events(ctx, scan) {
+		if err != nil {
+			return nil, fmt.Errorf("read events for replay %s: %w", out.ID, err)
+		}
+		if ev.Is(d.ID) {
+			found = &ev
+			break
 		}
 	}
 	if found == nil {

@@ -114,13 +114,14 @@ type Scan struct {
 // the dispatcher, which may differ a little.
 const WindowMargin = time.Minute
 
-// DeliveryScan is where the event of the delivery d lies in the stream, up
-// to sequence end: of d's workspace and kind, stored between the event's
-// making (its envelope's created_at, madeAt) and d's first recording (its
-// created_at), WindowMargin wider on each side. Other events of the kind
-// share the window; the replay takes only the one with d's id (Event.Is).
-// A test event's delivery is ErrTestEventNotReplayable.
-func DeliveryScan(d *delivery.Delivery, madeAt time.Time, end uint64) (Scan, error) {
+// DeliveryScan is where the event of the delivery d lies in the stream: of
+// d's workspace and kind, stored between the event's making (its
+// envelope's created_at, madeAt) and d's first recording (its created_at),
+// WindowMargin wider on each side. Other events of the kind share the
+// window; the replay takes only the one with d's id (Event.Is). End is
+// left for the caller, who reads the stream's last sequence only once the
+// replay is allowed. A test event's delivery is ErrTestEventNotReplayable.
+func DeliveryScan(d *delivery.Delivery, madeAt time.Time) (Scan, error) {
 	if !slices.Contains(Events, d.Event) {
 		return Scan{}, ErrTestEventNotReplayable
 	}
@@ -131,7 +132,6 @@ func DeliveryScan(d *delivery.Delivery, madeAt time.Time, end uint64) (Scan, err
 	until := to.Add(WindowMargin)
 	return Scan{
 		Request: Request{WorkspaceID: d.WorkspaceID, Since: from.Add(-WindowMargin), Until: &until, Event: d.Event},
-		End:     end,
 	}, nil
 }
 

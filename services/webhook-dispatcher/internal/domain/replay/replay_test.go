@@ -59,14 +59,14 @@ func TestDeliveryScan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			d := delivery.New("0b6a4e8a-7f57-4a5e-9d55-3f7a1ef0a001", "w", tt.event, nil, recorded)
-			got, err := DeliveryScan(d, tt.made, 42)
+			got, err := DeliveryScan(d, tt.made)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("DeliveryScan = %v, want %v", err, tt.wantErr)
 			}
 			if tt.wantErr != nil {
 				return
 			}
-			if got.WorkspaceID != "w" || got.Event != tt.event || got.End != 42 || got.From != 0 ||
+			if got.WorkspaceID != "w" || got.Event != tt.event || got.End != 0 || got.From != 0 ||
 				!got.Since.Equal(tt.wantSince) || got.Until == nil || !got.Until.Equal(tt.wantUntil) {
 				t.Fatalf("DeliveryScan = %+v (until %v), want %s to %s", got, got.Until, tt.wantSince, tt.wantUntil)
 			}
