@@ -80,12 +80,8 @@ func (r *Replays) StartReplay(ctx context.Context, req replay.Request, resume *r
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	hook, err := r.app.webhooks.Get(ctx, req.WorkspaceID)
-	if err != nil {
+	if err := r.requireActiveWebhook(ctx, req.WorkspaceID); err != nil {
 		return nil, err
-	}
-	if !hook.Active() {
-		return nil, replay.ErrWebhookPaused
 	}
 
 	out := &replay.Replay{Request: req}
@@ -94,6 +90,7 @@ func (r *Replays) StartReplay(ctx context.Context, req replay.Request, resume *r
 		out.ID, scan.From, scan.End = resume.ReplayID, resume.From, resume.End
 	} else {
 		out.ID = uuid.NewString()
+		var err error
 		if scan.End, err = r.source.LastSeq(ctx); err != nil {
 			return nil, err
 		}
@@ -138,6 +135,21 @@ func (r *Replays) StartReplay(ctx context.Context, req replay.Request, resume *r
 		zap.Time("since", req.Since), zap.Timep("until", req.Until), zap.String("event", req.Event),
 		zap.Int("queued", out.Queued), zap.Bool("more", out.Next != nil))
 	return out, nil
+}
+
+// requireActiveWebhook is what any replay asks first: that the workspace
+// has a webhook (webhook.ErrNotFound) and that it is active
+// (replay.ErrWebhookPaused), since a paused one would only record the
+// events as skipped again.
+func (r *Replays) requireActiveWebhook(ctx context.Context, workspaceID string) error {
+	hook, err := r.app.webhooks.Get(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	if !hook.Active() {
+		return replay.ErrWebhookPaused
+	}
+	return nil
 }
 
 // ReplayEvent delivers one queued replay of ev to the workspace's webhook

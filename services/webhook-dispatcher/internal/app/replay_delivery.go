@@ -34,12 +34,8 @@ func (r *Replays) ReplayDelivery(ctx context.Context, workspaceID, deliveryID st
 	if err != nil {
 		return nil, err
 	}
-	hook, err := r.app.webhooks.Get(ctx, workspaceID)
-	if err != nil {
+	if err := r.requireActiveWebhook(ctx, workspaceID); err != nil {
 		return nil, err
-	}
-	if !hook.Active() {
-		return nil, replay.ErrWebhookPaused
 	}
 	if scan.End, err = r.source.LastSeq(ctx); err != nil {
 		return nil, err
