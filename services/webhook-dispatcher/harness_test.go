@@ -171,20 +171,26 @@ func (h *harness) saveWebhook(ws, url string) string {
 	return secret
 }
 
-func (h *harness) publish(ev *eventsv1.Event) {
+// publish publishes ev as its producer would and returns its stream
+// sequence.
+func (h *harness) publish(ev *eventsv1.Event) uint64 {
 	h.t.Helper()
-	h.publishRaw(h.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()), mustMarshal(h.t, ev), ev.GetId())
+	return h.publishRaw(h.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()), mustMarshal(h.t, ev), ev.GetId())
 }
 
-func (h *harness) publishRaw(subject string, data []byte, msgID string) {
+// publishRaw publishes data on subject, with msgID when it is set, and
+// returns its stream sequence.
+func (h *harness) publishRaw(subject string, data []byte, msgID string) uint64 {
 	h.t.Helper()
 	var opts []jetstream.PublishOpt
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	if _, err := h.js.Publish(context.Background(), subject, data, opts...); err != nil {
+	ack, err := h.js.Publish(context.Background(), subject, data, opts...)
+	if err != nil {
 		h.t.Fatalf("publish: %v", err)
 	}
+	return ack.Sequence
 }
 
 func mustMarshal(t *testing.T, m proto.Message) []byte {

@@ -9,23 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
-
-// publishSeq publishes ev and returns its stream sequence.
-func (h *harness) publishSeq(ev *eventsv1.Event) uint64 {
-	h.t.Helper()
-	ack, err := h.js.Publish(context.Background(), h.env.Stream.Subject(ev.GetWorkspaceId(), ev.GetType()),
-		mustMarshal(h.t, ev), jetstream.WithMsgID(ev.GetId()))
-	if err != nil {
-		h.t.Fatalf("publish: %v", err)
-	}
-	return ack.Sequence
-}
 
 // An operator reads the webhook with the pause rule's state: the failure
 // count, and paused_at, null until the rule pauses it and again once it is
@@ -194,7 +182,7 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 	h.wantError("", http.MethodPost, "/admin/replays", replay(test["id"].(string)), http.StatusConflict, "test_event_not_replayable", "test event")
 
 	gone := messageEvent(ws, false)
-	seq := h.publishSeq(gone)
+	seq := h.publish(gone)
 	h.waitDelivery(ws, gone.GetId())
 	st, err := h.js.Stream(context.Background(), h.env.Stream.Name)
 	if err != nil {
