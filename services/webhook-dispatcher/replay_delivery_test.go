@@ -162,8 +162,8 @@ func TestReplayOneDelivery(t *testing.T) {
 
 // A replay of one delivery is refused in words: a delivery the log does not
 // hold, a test event's (never in the stream), one whose event the stream
-// no longer holds, one to a paused webhook, and a request mixing a
-// delivery with a range.
+// no longer holds, one to a paused webhook or to a deleted one, and a
+// request mixing a delivery with any part of a range.
 func TestReplayOneDeliveryRefusals(t *testing.T) {
 	t.Parallel()
 	h := start(t, func(c *svcconfig.Config) { c.PauseAfter = 1 }, nil)
@@ -174,9 +174,16 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 
 	h.wantError("", http.MethodPost, "/admin/replays", replay(uuid.NewString()), http.StatusNotFound, "delivery_not_found", "no delivery")
 	h.wantError("", http.MethodPost, "/admin/replays", replay("nope"), http.StatusBadRequest, "invalid_request", "delivery_id must be a UUID")
-	h.wantError("", http.MethodPost, "/admin/replays",
-		map[string]any{"workspace_id": ws, "delivery_id": uuid.NewString(), "since": rfc3339(time.Now())},
-		http.StatusBadRequest, "invalid_request", "without since")
+	for field, value := range map[string]any{
+		"since":  rfc3339(time.Now()),
+		"until":  rfc3339(time.Now()),
+		"event":  "message.received",
+		"resume": map[string]any{"replay_id": uuid.NewString(), "from_seq": 1, "end_seq": 2},
+	} {
+		h.wantError("", http.MethodPost, "/admin/replays",
+			map[string]any{"workspace_id": ws, "delivery_id": uuid.NewString(), field: value},
+			http.StatusBadRequest, "invalid_request", "without since, until, event or resume")
+	}
 
 	test := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
 	h.wantError("", http.MethodPost, "/admin/replays", replay(test["id"].(string)), http.StatusConflict, "test_event_not_replayable", "test event")
@@ -198,4 +205,9 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 	h.publish(failed)
 	h.waitDelivery(ws, failed.GetId())
 	h.wantError("", http.MethodPost, "/admin/replays", replay(failed.GetId()), http.StatusConflict, "webhook_paused", "save it again")
+
+	// The log outlives the webhook, but a delivery has nowhere to go
+	// again once the webhook is deleted.
+	h.doJSON(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK)
+	h.wantError("", http.MethodPost, "/admin/replays", replay(failed.GetId()), http.StatusNotFound, "webhook_not_found", "no webhook")
 }
