@@ -18,13 +18,21 @@ import (
 
 const testDoc = `{"name": "T", "triggers": ["api"], "nodes": [{"id": "s", "type": "start", "next": "e"}, {"id": "e", "type": "end"}]}`
 
+// publication publishes testDoc now: a new flow of ws when flowID is
+// empty, else a new version of flowID.
 func publication(t *testing.T, ws, flowID string) catalog.Publication {
 	t.Helper()
-	def, err := flow.Parse([]byte(testDoc), flow.ParseOptions{})
+	return publicationOf(t, ws, flowID, testDoc, time.Now().UTC())
+}
+
+// publicationOf is publication of doc at now.
+func publicationOf(t *testing.T, ws, flowID, doc string, now time.Time) catalog.Publication {
+	t.Helper()
+	def, err := flow.Parse([]byte(doc), flow.ParseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return catalog.Publication{FlowID: flowID, NewID: uuid.NewString(), WorkspaceID: ws, Document: []byte(testDoc), Definition: def, Now: time.Now().UTC()}
+	return catalog.Publication{FlowID: flowID, NewID: uuid.NewString(), WorkspaceID: ws, Document: []byte(doc), Definition: def, Now: now}
 }
 
 // TestPublishCountsUpUnderRace publishes versions of one flow at once:

@@ -11,7 +11,6 @@ import (
 
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
-	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
@@ -29,11 +28,7 @@ func TestListEveryFlowAndItsVersions(t *testing.T) {
 	t0 := time.Now().UTC().Truncate(time.Microsecond)
 	publish := func(ws, flowID, doc string, at time.Time) *catalog.Flow {
 		t.Helper()
-		def, err := flow.Parse([]byte(doc), flow.ParseOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := store.Publish(ctx, catalog.Publication{FlowID: flowID, NewID: uuid.NewString(), WorkspaceID: ws, Document: []byte(doc), Definition: def, Now: at})
+		f, err := store.Publish(ctx, publicationOf(t, ws, flowID, doc, at))
 		if err != nil {
 			t.Fatal(err)
 		}
