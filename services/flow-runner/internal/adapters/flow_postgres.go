@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -197,28 +199,70 @@ func (s *FlowStore) List(ctx context.Context, workspaceID string) ([]*catalog.Fl
 	return out, nil
 }
 
-// Versions implements catalog.FlowStore. The node count is read from each
-// document, which is parsed as JSON only as far as its nodes array: no
-// column holds it, and versions published before this list existed have
-// their documents alone.
+// Versions implements catalog.FlowStore. No column holds the node count
+// (versions published before this list existed have their documents alone),
+// so PostgreSQL counts the nodes array of each document: a listing reads no
+// document out of the database, whatever the number of versions.
 func (s *FlowStore) Versions(ctx context.Context, flowID string) ([]catalog.VersionInfo, error) {
 	if !validID(flowID) {
 		return nil, nil
 	}
-	var rows []versionRow
-	if err := s.db.WithContext(ctx).Where("flow_id = ?", flowID).Order("version DESC").Find(&rows).Error; err != nil {
+	var rows []struct {
+		Version   int
+		CreatedAt time.Time
+		Nodes     int
+	}
+	// json rather than jsonb: a document is read once, for one key, and
+	// need not be converted to binary first.
+	err := s.db.WithContext(ctx).Model(&versionRow{}).
+		Select("version, created_at, COALESCE(json_array_length(convert_from(document, 'UTF8')::json->'nodes'), 0) AS nodes").
+		Where("flow_id = ?", flowID).Order("version DESC").Scan(&rows).Error
+	if unreadableJSON(err) {
+		return s.versionsDecoded(ctx, flowID)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("list flow versions: %w", err)
 	}
 	out := make([]catalog.VersionInfo, 0, len(rows))
 	for _, r := range rows {
-		var doc struct {
-			Nodes []json.RawMessage `json:"nodes"`
+		out = append(out, catalog.VersionInfo{Version: r.Version, PublishedAt: r.CreatedAt.UTC(), Nodes: r.Nodes})
+	}
+	return out, nil
+}
+
+// unreadableJSON reports whether err is PostgreSQL failing to read a
+// document that Go read when it was published: bytes that are not UTF-8, a
+// \u0000 or a lone surrogate escape, all data exceptions (class 22).
+func unreadableJSON(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
+}
+
+// versionsDecoded is Versions for a flow with a document PostgreSQL cannot
+// read: the documents are read one at a time and counted in Go, as Parse
+// reads them. Should one not decode now, it is listed with no nodes rather
+// than hiding the others.
+func (s *FlowStore) versionsDecoded(ctx context.Context, flowID string) ([]catalog.VersionInfo, error) {
+	rows, err := s.db.WithContext(ctx).Model(&versionRow{}).Where("flow_id = ?", flowID).Order("version DESC").Rows()
+	if err != nil {
+		return nil, fmt.Errorf("list flow versions: %w", err)
+	}
+	defer rows.Close()
+	out := []catalog.VersionInfo{}
+	for rows.Next() {
+		var r versionRow
+		if err := s.db.ScanRows(rows, &r); err != nil {
+			return nil, fmt.Errorf("read flow version: %w", err)
 		}
-		// A stored document was valid when published; should one not
-		// decode now, it is listed with no nodes rather than hiding the
-		// others.
-		_ = json.Unmarshal(r.Document, &doc)
-		out = append(out, catalog.VersionInfo{Version: r.Version, PublishedAt: r.CreatedAt.UTC(), Nodes: len(doc.Nodes)})
+		var doc map[string]json.RawMessage
+		var nodes []json.RawMessage
+		if json.Unmarshal(r.Document, &doc) == nil {
+			_ = json.Unmarshal(doc["nodes"], &nodes)
+		}
+		out = append(out, catalog.VersionInfo{Version: r.Version, PublishedAt: r.CreatedAt.UTC(), Nodes: len(nodes)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list flow versions: %w", err)
 	}
 	return out, nil
 }

@@ -185,3 +185,31 @@ func TestListRuns(t *testing.T) {
 		t.Fatalf("runs of no workspace = %v, %v", none, err)
 	}
 }
+
+// TestVersionsCountNodesOfDocumentsPostgresCannotRead: Go reads JSON that
+// PostgreSQL refuses (bytes that are not UTF-8, a \u0000 escape, a lone
+// surrogate), and a flow with such a version still lists every version
+// with its node count.
+func TestVersionsCountNodesOfDocumentsPostgresCannotRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := testenv.New(t, testenv.Migrated(Schema, migrations.FS))
+	store := NewFlowStore(env.DB(t, Schema, migrations.FS))
+	t0 := time.Now().UTC().Truncate(time.Microsecond)
+	for name, text := range map[string]string{"not UTF-8": "\xff", "a NUL escape": `\u0000`, "a lone surrogate": `\ud800`} {
+		threeNodes := `{"name": "T", "triggers": ["api"], "nodes": [{"id": "s", "type": "start", "next": "m"},` +
+			`{"id": "m", "type": "send_message", "message": {"type": "text", "text": "` + text + `"}, "next": "e"}, {"id": "e", "type": "end"}]}`
+		f, err := store.Publish(ctx, publicationOf(t, uuid.NewString(), "", testDoc, t0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Publish(ctx, publicationOf(t, f.WorkspaceID, f.ID, threeNodes, t0.Add(time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		versions, err := store.Versions(ctx, f.ID)
+		want := []catalog.VersionInfo{{Version: 2, PublishedAt: t0.Add(time.Second), Nodes: 3}, {Version: 1, PublishedAt: t0, Nodes: 2}}
+		if err != nil || !reflect.DeepEqual(versions, want) {
+			t.Errorf("%s: Versions = %+v, %v; want %+v", name, versions, err, want)
+		}
+	}
+}
