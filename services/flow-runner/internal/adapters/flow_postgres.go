@@ -291,15 +291,16 @@ func (s *FlowStore) Version(ctx context.Context, flowID string, version int) (*c
 	if v, ok := s.parsed.Load(key); ok {
 		return v.(*catalog.Version), nil
 	}
-	var row versionRow
-	err := s.db.WithContext(ctx).Where("flow_id = ? AND version = ?", flowID, version).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	doc, err := s.Document(ctx, flowID, version)
+	if errors.Is(err, catalog.ErrVersionNotFound) {
+		// Version's callers ask for versions that runs and flows name, and
+		// take a missing one for a missing flow.
 		return nil, catalog.ErrFlowNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load flow version: %w", err)
+		return nil, err
 	}
-	def, err := flow.Parse(row.Document, flow.ParseOptions{})
+	def, err := flow.Parse(doc, flow.ParseOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("parse stored flow %s version %d: %w", flowID, version, err)
 	}

@@ -101,4 +101,7 @@ func TestVersionIsParsedOnce(t *testing.T) {
 	if _, err := fresh.Version(context.Background(), f.ID, 2); !errors.Is(err, catalog.ErrFlowNotFound) {
 		t.Fatalf("missing version: %v", err)
 	}
+	if _, err := fresh.Version(context.Background(), "nope", 1); !errors.Is(err, catalog.ErrFlowNotFound) {
+		t.Fatalf("a flow id that is no uuid: %v", err)
+	}
 }
