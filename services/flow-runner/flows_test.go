@@ -29,11 +29,7 @@ func TestPublishListAndDeactivate(t *testing.T) {
 	h := start(t, nil)
 	ws, other := uuid.NewString(), uuid.NewString()
 
-	api := h.publish(ws, "", doc("Greeter", apiOnly, "hi", greet, endNode))
-	chat := h.publish(ws, "", doc("Chat only", []string{"chat"}, "done", endNode))
-	gone := h.publish(ws, "", doc("Gone", apiOnly, "done", endNode))
-	h.publish(other, "", doc("Other's", apiOnly, "done", endNode))
-	_ = chat
+	api, _, gone := h.publishFlowKinds(ws, other)
 
 	// A new version counts up, and of another workspace's flow is unknown.
 	status, body := h.admin(http.MethodPost, "/admin/workspaces/"+ws+"/flows?flow_id="+api, doc("Greeter 2", apiOnly, "hi", greet, endNode))

@@ -202,6 +202,19 @@ func (h *harness) publish(ws, flowID, doc string) string {
 	return out.ID
 }
 
+// publishFlowKinds publishes, newest last, the flows that a workspace's
+// lists are checked against: an API flow that greets, a chat-only flow and
+// a flow for the test to deactivate, all of ws, then an API flow of other
+// that no list of ws may show. It returns the ids of ws's flows.
+func (h *harness) publishFlowKinds(ws, other string) (api, chat, gone string) {
+	h.t.Helper()
+	api = h.publish(ws, "", doc("Greeter", apiOnly, "hi", greet, endNode))
+	chat = h.publish(ws, "", doc("Chat only", []string{"chat"}, "done", endNode))
+	gone = h.publish(ws, "", doc("Gone", apiOnly, "done", endNode))
+	h.publish(other, "", doc("Other's", apiOnly, "done", endNode))
+	return api, chat, gone
+}
+
 // invoke invokes a flow with the full plan and wants 200.
 func (h *harness) invoke(ws, flowID string, body any) invokeResult {
 	h.t.Helper()

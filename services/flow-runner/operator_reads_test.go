@@ -21,10 +21,7 @@ func TestOperatorListsEveryFlow(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil)
 	ws, other := uuid.NewString(), uuid.NewString()
-	api := h.publish(ws, "", doc("Greeter", apiOnly, "hi", greet, endNode))
-	chat := h.publish(ws, "", doc("Chat only", []string{"chat"}, "done", endNode))
-	gone := h.publish(ws, "", doc("Gone", apiOnly, "done", endNode))
-	h.publish(other, "", doc("Other's", apiOnly, "done", endNode))
+	api, chat, gone := h.publishFlowKinds(ws, other)
 	if status, body := h.admin(http.MethodPost, "/admin/flows/"+gone+"/deactivate", nil); status != http.StatusOK {
 		t.Fatalf("deactivate: %d %s", status, body)
 	}
