@@ -30,8 +30,8 @@ var (
 
 // APIKeys lists workspace id's keys, revoked ones included, oldest first.
 func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]adminclient.APIKey, error) {
-	if !op.Sees(id) {
-		return nil, ErrWorkspaceNotFound
+	if err := visible(op, id); err != nil {
+		return nil, err
 	}
 	keys, err := a.apiKeys.ListAPIKeys(ctx, id)
 	if err != nil {
@@ -43,8 +43,8 @@ func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]a
 // CreateAPIKey creates a key named name in workspace id and returns it
 // with its plaintext, which exists only in this answer.
 func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name string) (adminclient.CreatedAPIKey, error) {
-	if !op.Sees(id) {
-		return adminclient.CreatedAPIKey{}, ErrWorkspaceNotFound
+	if err := visible(op, id); err != nil {
+		return adminclient.CreatedAPIKey{}, err
 	}
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -82,11 +82,11 @@ func (a *App) RevokeAPIKey(ctx context.Context, op operator.Operator, id, keyID 
 	return adminclient.APIKey{}, ErrAPIKeyNotFound
 }
 
-// workspaceError is a service's answer about workspace id: its 404 (and
-// the 400 of an id that is no UUID, which names no workspace either) is
-// ErrWorkspaceNotFound, so a missing workspace is one answer everywhere.
+// workspaceError is a service's answer about workspace id: its
+// workspace_not_found is ErrWorkspaceNotFound, so a missing workspace is
+// one answer everywhere.
 func workspaceError(id, doing string, err error) error {
-	if e, ok := adminclient.AsError(err); ok && (e.Code == "workspace_not_found" || (e.Status == 400 && e.Message == "workspace_id must be a workspace id (UUID)")) {
+	if e, ok := adminclient.AsError(err); ok && e.Code == "workspace_not_found" {
 		return ErrWorkspaceNotFound
 	}
 	return fmt.Errorf("%s of workspace %s: %w", doing, id, err)

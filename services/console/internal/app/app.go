@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 	"github.com/parleyhq/parley/services/console/internal/domain/session"
@@ -80,15 +82,32 @@ func New(d Deps) *App {
 // nothing of other workspaces' ids.
 var ErrWorkspaceNotFound = errors.New("no such workspace")
 
+// visible is nil when op may see workspace id, else ErrWorkspaceNotFound.
+// An id that is no UUID names no workspace, so it is refused here, before
+// any service is asked: each service would refuse it in its own words.
+func visible(op operator.Operator, workspaceID string) error {
+	if !op.Sees(workspaceID) || !isID(workspaceID) {
+		return ErrWorkspaceNotFound
+	}
+	return nil
+}
+
+// isID reports whether s is an id as the services write them: a UUID in
+// its canonical 36-character form (uuid.Parse also takes other forms,
+// which no service answers with).
+func isID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
 // Workspace returns workspace id as the gateway answers it, when op may
 // see it.
 func (a *App) Workspace(ctx context.Context, op operator.Operator, id string) (adminclient.Workspace, error) {
-	if !op.Sees(id) {
-		return adminclient.Workspace{}, ErrWorkspaceNotFound
+	if err := visible(op, id); err != nil {
+		return adminclient.Workspace{}, err
 	}
 	w, err := a.workspaces.GetWorkspace(ctx, id)
-	if e, ok := adminclient.AsError(err); ok && (e.Status == 404 || e.Status == 400) {
-		// 400: an id that is no UUID names no workspace either.
+	if e, ok := adminclient.AsError(err); ok && e.Status == 404 {
 		return adminclient.Workspace{}, ErrWorkspaceNotFound
 	}
 	if err != nil {

@@ -57,8 +57,8 @@ func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id string
 // after checking the channel is that workspace's. The mode applies from
 // the channel's next customer message.
 func (a *App) SetChannelAIMode(ctx context.Context, op operator.Operator, id, channelID, mode string) (adminclient.Channel, error) {
-	if !op.Sees(id) {
-		return adminclient.Channel{}, ErrWorkspaceNotFound
+	if err := visible(op, id); err != nil {
+		return adminclient.Channel{}, err
 	}
 	chans, err := a.channels.ListChannels(ctx, id)
 	if err != nil {

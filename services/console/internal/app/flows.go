@@ -45,8 +45,8 @@ const (
 // Flows lists every flow of the workspace, active or not, whatever its
 // triggers, newest change first.
 func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.WorkspaceFlow, error) {
-	if !op.Sees(workspaceID) {
-		return nil, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return nil, err
 	}
 	flows, err := a.flows.ListAllFlows(ctx, workspaceID)
 	if err != nil {
@@ -72,8 +72,8 @@ func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowI
 
 // FlowVersions returns the versions of the workspace's flow, newest first.
 func (a *App) FlowVersions(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.FlowVersions, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.FlowVersions{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.FlowVersions{}, err
 	}
 	v, err := a.flows.ListFlowVersions(ctx, workspaceID, flowID)
 	if err != nil {
@@ -85,8 +85,8 @@ func (a *App) FlowVersions(ctx context.Context, op operator.Operator, workspaceI
 // FlowVersion returns the document of a version of the workspace's flow as
 // it was published.
 func (a *App) FlowVersion(ctx context.Context, op operator.Operator, workspaceID, flowID string, version int) ([]byte, error) {
-	if !op.Sees(workspaceID) {
-		return nil, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return nil, err
 	}
 	doc, err := a.flows.GetFlowVersion(ctx, workspaceID, flowID, version)
 	if err != nil {
@@ -97,8 +97,8 @@ func (a *App) FlowVersion(ctx context.Context, op operator.Operator, workspaceID
 
 // Runs returns a page of the workspace's runs, newest first, as f selects.
 func (a *App) Runs(ctx context.Context, op operator.Operator, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.RunPage{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.RunPage{}, err
 	}
 	page, err := a.flows.ListRuns(ctx, workspaceID, f)
 	if err != nil {
@@ -125,8 +125,8 @@ func flowRunnerError(doing string, err error) error {
 // flowID as a new version of that flow. A document the flow-runner refuses
 // is a *FlowRefusedError saying which node and field.
 func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.PublishedFlow{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.PublishedFlow{}, err
 	}
 	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
@@ -160,8 +160,8 @@ func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspac
 
 // RunTrace returns a run of the workspace's flow with its nodes' steps.
 func (a *App) RunTrace(ctx context.Context, op operator.Operator, workspaceID, flowID, runID string) (adminclient.Trace, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.Trace{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.Trace{}, err
 	}
 	t, err := a.flows.GetRunTrace(ctx, workspaceID, flowID, runID)
 	if err != nil {

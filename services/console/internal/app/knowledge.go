@@ -11,8 +11,8 @@ import (
 
 // Documents lists the workspace's knowledge-base documents.
 func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.KnowledgeDocument, error) {
-	if !op.Sees(workspaceID) {
-		return nil, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return nil, err
 	}
 	docs, err := a.flows.ListDocuments(ctx, workspaceID)
 	if err != nil {
@@ -23,8 +23,8 @@ func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID s
 
 // AddDocument adds a Markdown document to the workspace's knowledge base.
 func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.KnowledgeDocument{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.KnowledgeDocument{}, err
 	}
 	d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
 	if err != nil {
@@ -39,8 +39,8 @@ var ErrDocumentNotFound = fmt.Errorf("no such document")
 // DeleteDocument deletes one of the workspace's documents; the flow-runner
 // is given the workspace, so another workspace's document is not found.
 func (a *App) DeleteDocument(ctx context.Context, op operator.Operator, workspaceID, documentID string) error {
-	if !op.Sees(workspaceID) {
-		return ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return err
 	}
 	_, err := a.flows.DeleteDocument(ctx, documentID, workspaceID)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
@@ -58,8 +56,8 @@ const (
 
 // Webhook returns the workspace's webhook and, when it is paused, why.
 func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID string) (WebhookState, error) {
-	if !op.Sees(workspaceID) {
-		return WebhookState{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return WebhookState{}, err
 	}
 	w, err := a.webhooks.WebhookStatus(ctx, workspaceID)
 	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoWebhook {
@@ -93,8 +91,8 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 // SaveWebhook saves the workspace's webhook URL; the answer carries the new
 // secret, shown once.
 func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, webhookURL string) (adminclient.SavedWebhook, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.SavedWebhook{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.SavedWebhook{}, err
 	}
 	return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
 }
@@ -109,8 +107,8 @@ type TestResult struct {
 // SendTestEvent sends a test event to the workspace's webhook and returns
 // how its one attempt ended.
 func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspaceID string) (TestResult, error) {
-	if !op.Sees(workspaceID) {
-		return TestResult{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return TestResult{}, err
 	}
 	start := a.now()
 	d, err := a.webhooks.SendTestEvent(ctx, workspaceID)
@@ -174,8 +172,8 @@ type DeliveryList struct {
 // cursor and From ends the walk: deliveries older than From are cut
 // from the page and there is no older page.
 func (a *App) Deliveries(ctx context.Context, op operator.Operator, workspaceID string, q DeliveryQuery) (DeliveryList, error) {
-	if !op.Sees(workspaceID) {
-		return DeliveryList{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return DeliveryList{}, err
 	}
 	f := adminclient.DeliveryFilter{Status: q.Status, Event: q.Event, Before: q.Before}
 	if f.Before == "" && !q.To.IsZero() {
@@ -205,10 +203,10 @@ func (a *App) Deliveries(ctx context.Context, op operator.Operator, workspaceID 
 // Delivery returns one delivery of the workspace's log with its attempts;
 // ErrDeliveryNotFound when the log does not hold it.
 func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.DeliveryDetail, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.DeliveryDetail{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.DeliveryDetail{}, err
 	}
-	if _, err := uuid.Parse(id); err != nil {
+	if !isID(id) {
 		return adminclient.DeliveryDetail{}, ErrDeliveryNotFound // no delivery has such an id
 	}
 	d, err := a.webhooks.GetDelivery(ctx, workspaceID, id)
@@ -221,8 +219,8 @@ func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, i
 // ReplayRange queues the workspace's events stored in [since, until) (until
 // zero: up to the last), of kind event ("" for all), for delivery again.
 func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID string, since, until time.Time, event string) (adminclient.Replay, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.Replay{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.Replay{}, err
 	}
 	req := adminclient.ReplayRequest{WorkspaceID: workspaceID, Since: since.UTC().Format(time.RFC3339Nano), Event: event}
 	if !until.IsZero() {
@@ -236,10 +234,10 @@ func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID
 // log does not hold, a test event's (never in the event stream) and one
 // whose event the stream no longer keeps.
 func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.Replay, error) {
-	if !op.Sees(workspaceID) {
-		return adminclient.Replay{}, ErrWorkspaceNotFound
+	if err := visible(op, workspaceID); err != nil {
+		return adminclient.Replay{}, err
 	}
-	if _, err := uuid.Parse(id); err != nil {
+	if !isID(id) {
 		return adminclient.Replay{}, ErrDeliveryNotFound
 	}
 	r, err := a.webhooks.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: id})

@@ -1,0 +1,77 @@
+package http_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+// TestPlatformOperatorAndAnIDThatIsNoWorkspace: a platform operator sees
+// every workspace, so only the id's shape tells that /workspaces/not-a-uuid
+// names none. Every page and action under it is the console's own 404
+// page, and no call reaches a service: each would refuse the id in its
+// own words.
+func TestPlatformOperatorAndAnIDThatIsNoWorkspace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "root@example.com", "")
+	b := h.browser(t)
+	b.mustSignIn("root@example.com")
+	token := b.pageCSRF("/workspaces")
+
+	// A call that reached a fake would answer this instead of a 404.
+	reached := errs.New(http.StatusInternalServerError, "reached", "a service was asked about not-a-uuid")
+	h.gateway.mu.Lock()
+	h.gateway.refusals["not-a-uuid"] = reached
+	h.gateway.keys.refusal = reached
+	h.gateway.mu.Unlock()
+	h.messaging.mu.Lock()
+	h.messaging.refusal = reached
+	h.messaging.mu.Unlock()
+	dispatcherCalls, flowCalls := h.dispatcher.callCount(), len(h.flows.received())
+
+	routes := h.workspaceRoutes()
+	if len(routes) == 0 {
+		t.Fatal("no route under /workspaces/:id")
+	}
+	for _, route := range routes {
+		var form url.Values
+		if route.Method != http.MethodGet {
+			// Filled in, so no form check answers before the workspace's.
+			form = url.Values{"csrf_token": {token}, "name": {"ci"}, "ai_mode": {"suggest"}, "kind": {"telegram"},
+				"url": {"https://hooks.example.com"}, "since": {"2026-11-24T00:00"}, "title": {"T"}, "markdown": {"# T"}, "document": {"{}"}}
+		}
+		path := strings.Replace(route.Path, ":id", "not-a-uuid", 1)
+		r := b.do(route.Method, path, form, nil)
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, "Workspace not found.") {
+			t.Fatalf("%s %s = %d, want the 404 page: %s", route.Method, path, r.status, r.body)
+		}
+	}
+	h.messaging.mu.Lock()
+	created, modes := len(h.messaging.created), len(h.messaging.modes)
+	h.messaging.mu.Unlock()
+	h.gateway.mu.Lock()
+	keysCreated := len(h.gateway.keys.created)
+	h.gateway.mu.Unlock()
+	if created+modes+keysCreated != 0 || h.dispatcher.callCount() != dispatcherCalls || len(h.flows.received()) != flowCalls {
+		t.Fatalf("an id that is no workspace reached a service: messaging %d creates %d modes, gateway %d keys, dispatcher %d calls, flow-runner %d calls",
+			created, modes, keysCreated, h.dispatcher.callCount()-dispatcherCalls, len(h.flows.received())-flowCalls)
+	}
+}
+
+// workspaceRoutes are the console's pages and actions under
+// /workspaces/:id.
+func (h *harness) workspaceRoutes() []*echo.Route {
+	var out []*echo.Route
+	for _, route := range h.routes {
+		if strings.HasPrefix(route.Path, "/workspaces/:id") && route.Method != echoRouteNotFound {
+			out = append(out, route)
+		}
+	}
+	return out
+}
