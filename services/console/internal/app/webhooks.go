@@ -131,19 +131,26 @@ type Resaved struct {
 
 // ResaveWebhook saves the workspace's webhook again as an operator: a new
 // secret, and a paused webhook active again. The pause's time is read
-// first, since the re-save moves it.
+// first, since the re-save moves it; with no webhook saved, the re-save
+// itself answers so.
 func (a *App) ResaveWebhook(ctx context.Context, op operator.Operator, workspaceID string) (Resaved, error) {
-	state, err := a.Webhook(ctx, op, workspaceID)
-	if err != nil {
+	if err := visible(op, workspaceID); err != nil {
 		return Resaved{}, err
+	}
+	before, err := a.webhooks.WebhookStatus(ctx, workspaceID)
+	if e, ok := adminclient.AsError(err); err != nil && (!ok || e.Code != codeNoWebhook) {
+		return Resaved{}, fmt.Errorf("get webhook of %s: %w", workspaceID, err)
 	}
 	saved, err := a.webhooks.ResaveWebhook(ctx, workspaceID)
 	if err != nil {
 		return Resaved{}, err
 	}
 	out := Resaved{Saved: saved}
-	if state.Paused() {
-		out.PausedAt, out.ResumedAt = state.PausedAt, saved.Webhook.UpdatedAt
+	if before.Status == webhookPaused {
+		if before.PausedAt != nil {
+			out.PausedAt = *before.PausedAt
+		}
+		out.ResumedAt = saved.Webhook.UpdatedAt
 	}
 	return out, nil
 }

@@ -75,3 +75,27 @@ func (h *harness) workspaceRoutes() []*echo.Route {
 	}
 	return out
 }
+
+// TestResaveReadsThePauseOnce: a re-save of a paused webhook reads its
+// status for the pause's time and the page reads the webhook as it now
+// is; the failed deliveries (the reason a paused page shows) are not read,
+// since the re-saved webhook is active.
+func TestResaveReadsThePauseOnce(t *testing.T) {
+	t.Parallel()
+	h, ws, b := signedInToAcme(t)
+	h.dispatcher.webhook(ws, "paused", "2026-11-24T04:30:00.25Z")
+	h.dispatcher.log(ws, hookDelivery("d-failed", "message.received", "failed", "2026-11-24T04:29:00Z"))
+	token := b.pageCSRF("/workspaces/" + ws + "/webhook")
+	statuses, lists := len(h.dispatcher.received("GET /admin/webhooks/"+ws)), len(h.dispatcher.received("GET /v1/webhook/deliveries"))
+
+	r := b.do(http.MethodPost, "/workspaces/"+ws+"/webhook/resave", hookForm(token), nil)
+	if r.status != http.StatusOK || !shows(r.body, `<input type="hidden" name="since" value="2026-11-24T04:30:00.25Z">`) {
+		t.Fatalf("resave = %d: %s", r.status, r.body)
+	}
+	if n := len(h.dispatcher.received("GET /admin/webhooks/"+ws)) - statuses; n != 2 {
+		t.Fatalf("the re-save read the webhook's status %d times, want 2 (before the re-save, and for the page)", n)
+	}
+	if n := len(h.dispatcher.received("GET /v1/webhook/deliveries")) - lists; n != 0 {
+		t.Fatalf("the re-save read the delivery log %d times", n)
+	}
+}
