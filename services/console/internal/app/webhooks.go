@@ -30,9 +30,6 @@ var ErrDeliveryNotFound = errors.New("no such delivery in the log")
 type WebhookState struct {
 	// Webhook is nil when none is saved.
 	Webhook *adminclient.WebhookStatus
-	// PausedAt is when a paused webhook was paused (the dispatcher's
-	// paused_at); empty unless it is paused.
-	PausedAt string
 	// LastFailure is the newest failed customer delivery of a paused
 	// webhook, the reason it paused; nil when the log no longer has one.
 	LastFailure *adminclient.Delivery
@@ -69,9 +66,6 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 	state := WebhookState{Webhook: &w}
 	if !state.Paused() {
 		return state, nil
-	}
-	if w.PausedAt != nil {
-		state.PausedAt = *w.PausedAt
 	}
 	// Test events neither pause nor count, so the reason is the newest
 	// failed customer event.
