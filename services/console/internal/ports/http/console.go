@@ -232,7 +232,7 @@ func (c *Console) errorPage(err error, ctx echo.Context) {
 		return
 	}
 	e := errs.FromEcho(err)
-	requestID := ctx.Response().Header().Get(echo.HeaderXRequestID)
+	requestID := requestIDOf(ctx)
 	if _, own := errs.As(err); e.Code == errs.CodeInternal || (!own && e.Status == http.StatusServiceUnavailable) {
 		c.log.Error("request failed", zap.Error(err), zap.String("request_id", requestID),
 			zap.String("method", ctx.Request().Method), zap.String("path", ctx.Request().URL.Path))

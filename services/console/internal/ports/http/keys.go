@@ -186,12 +186,7 @@ func (c *Console) actionError(ctx echo.Context, err error, redraw func(*view) er
 	if !ok {
 		return err
 	}
-	for k, vs := range e.Header {
-		for _, val := range vs {
-			ctx.Response().Header().Add(k, val)
-		}
-	}
-	v := view{Status: e.Status, Message: describe(e, ctx.Response().Header().Get(echo.HeaderXRequestID))}
+	v := view{Status: e.Status, Message: describe(e, requestIDOf(ctx))}
 	if e.Code == errs.CodeInvalidRequest {
 		// "ai_mode must be …": the field keeps its spelling.
 		v.Message = fullStop(e.Message)

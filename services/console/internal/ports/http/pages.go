@@ -180,16 +180,11 @@ func (c *Console) serviceError(ctx echo.Context, page string, v view, err error)
 	if !ok {
 		return err
 	}
-	requestID := ctx.Response().Header().Get(echo.HeaderXRequestID)
+	requestID := requestIDOf(ctx)
 	if e.Status >= http.StatusInternalServerError {
 		c.log.Warn("service refused", zap.String("page", page), zap.Error(err), zap.String("request_id", requestID))
 	}
 	v.Status = e.Status
 	v.Message = describe(e, requestID)
-	for k, vs := range e.Header {
-		for _, val := range vs {
-			ctx.Response().Header().Add(k, val)
-		}
-	}
 	return c.render(ctx, e.Status, page, v)
 }
