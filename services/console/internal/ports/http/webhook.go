@@ -300,7 +300,7 @@ func formTime(field, value string) (time.Time, error) {
 func webhookError(err error) error {
 	switch {
 	case errors.Is(err, app.ErrDeliveryNotFound):
-		return errs.NotFound(codeDeliveryNotFound, "this workspace's delivery log has no such delivery (the log keeps deliveries 14 days)")
+		return errs.NotFound(codeDeliveryNotFound, "this workspace's delivery log has no such delivery (the log keeps deliveries for the dispatcher's retention period only)")
 	}
 	e, ok := errs.As(err)
 	if !ok {
@@ -310,7 +310,7 @@ func webhookError(err error) error {
 		"webhook_not_found":         "save a webhook URL on the webhook page first",
 		"webhook_paused":            "the webhook is paused: save it again on the webhook page, then replay",
 		"test_event_not_replayable": "send a new test event from the webhook page instead",
-		"event_not_in_stream":       "the event stream keeps events 14 days, so this one can no longer be sent again",
+		"event_not_in_stream":       "the event stream keeps events for a set period only and no longer has this one, so it can no longer be sent again",
 	}[e.Code]
 	if advice == "" {
 		return err
