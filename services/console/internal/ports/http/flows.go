@@ -326,9 +326,9 @@ func (c *Console) deactivateFlow(ctx echo.Context) error {
 	return ctx.Redirect(http.StatusSeeOther, workspaceBase(ctx)+"/flows?done=deactivated")
 }
 
-// findRun takes the run id of the flow page's form to the run's page: the
-// flow-runner lists no runs, so a run is opened by the id its invoke
-// answered.
+// findRun takes the run id of the flow page's form to the run's page, so
+// a run the page's list does not show (on an older page, or filtered out)
+// is opened by the id its invoke answered.
 func (c *Console) findRun(ctx echo.Context) error {
 	runID := strings.TrimSpace(ctx.QueryParam("run_id"))
 	if runID == "" {

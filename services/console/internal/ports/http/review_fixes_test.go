@@ -99,3 +99,21 @@ func TestResaveReadsThePauseOnce(t *testing.T) {
 		t.Fatalf("the re-save read the delivery log %d times", n)
 	}
 }
+
+// TestRefusedReplayWithTheLogUnreadable: a replay the dispatcher refuses
+// is said above the log; when the log cannot be read either, the page
+// does not claim that no delivery matches.
+func TestRefusedReplayWithTheLogUnreadable(t *testing.T) {
+	t.Parallel()
+	h, ws, b := signedInToAcme(t)
+	h.dispatcher.webhook(ws, "active", "2026-11-24T04:00:00Z")
+	token := b.pageCSRF("/workspaces/" + ws + "/deliveries")
+	h.dispatcher.refuse("POST /admin/replays", errs.New(http.StatusTooManyRequests, errs.CodeRateLimited, "too many replays; retry in 3 s"))
+	h.dispatcher.refuse("GET /v1/webhook/deliveries", errs.New(http.StatusServiceUnavailable, "unavailable", "webhook-dispatcher is not running"))
+	f := hookForm(token)
+	f.Set("since", "2026-11-24T04:00")
+	r := b.do(http.MethodPost, "/workspaces/"+ws+"/deliveries/replay", f, nil)
+	if r.status != http.StatusTooManyRequests || !shows(r.body, "Too many replays; retry in 3 s.") || shows(r.body, "No deliveries match.") {
+		t.Fatalf("a refused replay with the log unreadable = %d: %s", r.status, r.body)
+	}
+}

@@ -218,8 +218,8 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 	}
 	if err != nil {
 		// The log is still shown under the refusal.
-		dv.List, _ = c.app.Deliveries(ctx.Request().Context(), operatorOf(ctx), v.Workspace, app.DeliveryQuery{})
-		dv.Listed = true
+		list, listErr := c.app.Deliveries(ctx.Request().Context(), operatorOf(ctx), v.Workspace, app.DeliveryQuery{})
+		dv.List, dv.Listed = list, listErr == nil
 		v.Page = dv
 		return c.serviceError(ctx, "deliveries", v, webhookError(err))
 	}
