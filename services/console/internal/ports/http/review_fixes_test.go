@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/errs"
@@ -115,5 +116,45 @@ func TestRefusedReplayWithTheLogUnreadable(t *testing.T) {
 	r := b.do(http.MethodPost, "/workspaces/"+ws+"/deliveries/replay", f, nil)
 	if r.status != http.StatusTooManyRequests || !shows(r.body, "Too many replays; retry in 3 s.") || shows(r.body, "No deliveries match.") {
 		t.Fatalf("a refused replay with the log unreadable = %d: %s", r.status, r.body)
+	}
+}
+
+// TestReplayOfAnEventTheStreamNoLongerHas: the dispatcher's
+// event_not_in_stream is said with what it means for the operator.
+func TestReplayOfAnEventTheStreamNoLongerHas(t *testing.T) {
+	t.Parallel()
+	h, ws, b := signedInToAcme(t)
+	h.dispatcher.webhook(ws, "active", "2026-11-24T04:00:00Z")
+	id := uuid.NewString()
+	h.dispatcher.log(ws, hookDelivery(id, "message.received", "failed", "2026-11-01T04:00:00Z"))
+	path := "/workspaces/" + ws + "/deliveries/" + id
+	token := b.pageCSRF(path)
+	h.dispatcher.refuse("POST /admin/replays", errs.NotFound("event_not_in_stream", "the event is no longer in the event stream"))
+	r := b.do(http.MethodPost, path+"/replay", hookForm(token), nil)
+	if r.status != http.StatusNotFound ||
+		!shows(r.body, "The event stream keeps events for a set period only and no longer has this one, so it can no longer be sent again (the event is no longer in the event stream).") ||
+		!shows(r.body, "<code>"+id+"</code>") {
+		t.Fatalf("replay of an event the stream no longer has = %d: %s", r.status, r.body)
+	}
+}
+
+// TestBodyOverTheLimit: a form of more than 4 MiB is refused with the 413
+// page before any handler reads it, and nothing is published.
+func TestBodyOverTheLimit(t *testing.T) {
+	t.Parallel()
+	s := newFlowsSetup(t)
+	form := url.Values{"csrf_token": {s.csr}}
+	prefix := form.Encode() + "&document="
+	form.Set("document", strings.Repeat("x", 4<<20+1-len(prefix)))
+	if n := len(form.Encode()); n != 4<<20+1 {
+		t.Fatalf("the body is %d bytes", n)
+	}
+	r := s.b.do(http.MethodPost, "/workspaces/"+s.ws+"/flows", form, nil)
+	if r.status != http.StatusRequestEntityTooLarge || !shows(r.body, "<h1>Request Entity Too Large</h1>") ||
+		!shows(r.body, `role="alert">Request body too large.</p>`) {
+		t.Fatalf("a body of 4 MiB + 1 = %d: %.500s", r.status, r.body)
+	}
+	if s.fr.receivedAny(http.MethodPost, "/admin/workspaces/"+s.ws+"/flows") {
+		t.Fatal("a body over the limit was published")
 	}
 }
