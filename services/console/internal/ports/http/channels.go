@@ -22,10 +22,9 @@ var (
 // channelsView is the channels page: the list with a mode form per row,
 // and the create form.
 type channelsView struct {
-	Workspace string
-	Channels  []adminclient.Channel
-	Modes     []string
-	Kinds     []string
+	Channels []adminclient.Channel
+	Modes    []string
+	Kinds    []string
 	// Form is the create form's values; Errors its refusals by field
 	// (kind, external_id, token, secret).
 	Form   adminclient.NewChannel
@@ -72,7 +71,7 @@ func (c *Console) drawChannels(ctx echo.Context, cv channelsView, status int, me
 	id := ctx.Param("id")
 	v := c.view(ctx, "Channels")
 	v.Workspace, v.Current = id, "channels"
-	cv.Workspace, cv.Modes, cv.Kinds = id, aiModes, channelKinds
+	cv.Modes, cv.Kinds = aiModes, channelKinds
 	chans, err := c.app.Channels(ctx.Request().Context(), operatorOf(ctx), id)
 	if err != nil {
 		v.Page = cv
@@ -98,7 +97,7 @@ func (c *Console) createChannel(ctx echo.Context) error {
 	}
 	ch, err := c.app.CreateChannel(ctx.Request().Context(), operatorOf(ctx), id, form)
 	if err == nil {
-		return ctx.Redirect(http.StatusSeeOther, "/workspaces/"+url.PathEscape(id)+"/channels?created="+url.QueryEscape(ch.ID)+"#channel-"+url.PathEscape(ch.ID))
+		return ctx.Redirect(http.StatusSeeOther, workspacePath(id)+"/channels?created="+url.QueryEscape(ch.ID)+"#channel-"+url.PathEscape(ch.ID))
 	}
 	refused := channelsView{Form: form}
 	if field, message, status, ok := fieldRefusal(err, "kind", "external_id", "token", "secret"); ok {
@@ -130,5 +129,5 @@ func (c *Console) setChannelAIMode(ctx echo.Context) error {
 			return c.drawChannels(ctx, channelsView{Form: adminclient.NewChannel{Kind: adminclient.KindTelegram}}, v.Status, "The mode was not changed. "+v.Message, nil)
 		})
 	}
-	return ctx.Redirect(http.StatusSeeOther, "/workspaces/"+url.PathEscape(id)+"/channels?mode_set="+url.QueryEscape(channelID)+"#channel-"+url.PathEscape(channelID))
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(id)+"/channels?mode_set="+url.QueryEscape(channelID)+"#channel-"+url.PathEscape(channelID))
 }

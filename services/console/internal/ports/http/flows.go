@@ -42,7 +42,6 @@ func (c *Console) mountFlows(ws *echo.Group) {
 // the confirmation of a deactivation, by which of List, Flow and Confirm
 // is set.
 type flowsView struct {
-	Base  string
 	Flash string
 	// List is the workspace's flows on the list page.
 	List []adminclient.WorkspaceFlow
@@ -115,10 +114,11 @@ func (f publishForm) Where() string {
 	return strings.Join(parts, ", ")
 }
 
-func workspaceBase(ctx echo.Context) string { return "/workspaces/" + ctx.Param("id") }
+// workspacePath is the path of workspace id's pages.
+func workspacePath(id string) string { return "/workspaces/" + url.PathEscape(id) }
 
 func flowPath(ctx echo.Context, flowID string) string {
-	return workspaceBase(ctx) + "/flows/" + url.PathEscape(flowID)
+	return workspacePath(ctx.Param("id")) + "/flows/" + url.PathEscape(flowID)
 }
 
 func (c *Console) flowsView(ctx echo.Context, title string) view {
@@ -135,8 +135,7 @@ func (c *Console) flowsPage(ctx echo.Context) error {
 // drawFlows draws the list with fv's form and message.
 func (c *Console) drawFlows(ctx echo.Context, status int, message string, fv flowsView) error {
 	v := c.flowsView(ctx, "Flows")
-	fv.Base = workspaceBase(ctx)
-	fv.Publish.Action = fv.Base + "/flows"
+	fv.Publish.Action = workspacePath(ctx.Param("id")) + "/flows"
 	flows, err := c.app.Flows(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
 	fv.List = flows
 	if fv.List == nil {
@@ -165,7 +164,6 @@ func (c *Console) drawFlow(ctx echo.Context, status int, message string, fv flow
 	if err != nil {
 		return c.flowsError(ctx, "flows", v, err)
 	}
-	fv.Base = workspaceBase(ctx)
 	fv.Flow = &f
 	fv.Publish.Action = flowPath(ctx, f.ID) + "/versions"
 	v.Title, v.Page = f.Name, fv
@@ -310,7 +308,7 @@ func (c *Console) deactivateFlowForm(ctx echo.Context) error {
 	if err != nil {
 		return c.flowsError(ctx, "flows", v, err)
 	}
-	v.Page = flowsView{Base: workspaceBase(ctx), Flow: &f, Confirm: true}
+	v.Page = flowsView{Flow: &f, Confirm: true}
 	return c.render(ctx, http.StatusOK, "flows", v)
 }
 
@@ -323,7 +321,7 @@ func (c *Console) deactivateFlow(ctx echo.Context) error {
 	if err != nil {
 		return c.flowsError(ctx, "flows", c.flowsView(ctx, "Flows"), err)
 	}
-	return ctx.Redirect(http.StatusSeeOther, workspaceBase(ctx)+"/flows?done=deactivated")
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(ctx.Param("id"))+"/flows?done=deactivated")
 }
 
 // findRun takes the run id of the flow page's form to the run's page, so

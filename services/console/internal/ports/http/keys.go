@@ -28,8 +28,7 @@ func (c *Console) mountKeysAndChannels(ws *echo.Group) {
 // keysView is the API keys page: the list, the create form, and the one
 // key awaiting the revoke's confirmation.
 type keysView struct {
-	Workspace string
-	Keys      []keyRow
+	Keys []keyRow
 	// Name and NameError are the create form's value and its refusal.
 	Name      string
 	NameError string
@@ -109,7 +108,6 @@ func (c *Console) drawKeys(ctx echo.Context, kv keysView, status int, message st
 	id := ctx.Param("id")
 	v := c.view(ctx, "API keys")
 	v.Workspace, v.Current = id, "keys"
-	kv.Workspace = id
 	keys, err := c.app.APIKeys(ctx.Request().Context(), operatorOf(ctx), id)
 	if err != nil {
 		v.Page = kv
@@ -128,9 +126,8 @@ func (c *Console) drawKeys(ctx echo.Context, kv keysView, status int, message st
 
 // keyCreatedView is the page that shows a new key, this once.
 type keyCreatedView struct {
-	Workspace string
-	Name      string
-	Key       string
+	Name string
+	Key  string
 }
 
 // createKey creates a key and answers the page that shows it: the key is
@@ -154,7 +151,7 @@ func (c *Console) createKey(ctx echo.Context) error {
 	}
 	v := c.view(ctx, "API key created")
 	v.Workspace, v.Current = id, "keys"
-	v.Page = keyCreatedView{Workspace: id, Name: strings.TrimSpace(name), Key: k.Key}
+	v.Page = keyCreatedView{Name: strings.TrimSpace(name), Key: k.Key}
 	return c.render(ctx, http.StatusCreated, "key_created", v)
 }
 
@@ -171,7 +168,7 @@ func (c *Console) revokeKey(ctx echo.Context) error {
 			return c.drawKeys(ctx, keysView{}, v.Status, "The key was not revoked. "+v.Message, nil)
 		})
 	}
-	return ctx.Redirect(http.StatusSeeOther, "/workspaces/"+url.PathEscape(id)+"/keys?revoked="+url.QueryEscape(keyID))
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(id)+"/keys?revoked="+url.QueryEscape(keyID))
 }
 
 // actionError answers an action a service refused: a workspace that is

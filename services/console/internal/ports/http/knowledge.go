@@ -28,7 +28,6 @@ func (c *Console) mountKnowledge(ws *echo.Group) {
 // knowledgeView is the kb template's data: the list with the add form,
 // or the confirmation of a deletion when Confirm is set.
 type knowledgeView struct {
-	Base      string
 	Flash     string
 	Documents []adminclient.KnowledgeDocument
 	// Title and Markdown are what the add form was sent, kept when it is
@@ -51,7 +50,6 @@ func (c *Console) knowledgePage(ctx echo.Context) error {
 
 func (c *Console) drawKnowledge(ctx echo.Context, status int, message string, kv knowledgeView) error {
 	v := c.knowledgeView(ctx)
-	kv.Base = workspaceBase(ctx)
 	docs, err := c.app.Documents(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
 	kv.Documents = docs
 	v.Page = kv
@@ -81,7 +79,7 @@ func (c *Console) addDocument(ctx echo.Context) error {
 	if err != nil {
 		return c.flowsError(ctx, "kb", c.knowledgeView(ctx), err)
 	}
-	return ctx.Redirect(http.StatusSeeOther, workspaceBase(ctx)+"/kb?done=added")
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(ctx.Param("id"))+"/kb?done=added")
 }
 
 // deleteDocumentForm asks to confirm a deletion.
@@ -94,7 +92,7 @@ func (c *Console) deleteDocumentForm(ctx echo.Context) error {
 	for _, d := range docs {
 		if d.ID == ctx.Param("docId") {
 			v.Title = "Delete " + d.Title
-			v.Page = knowledgeView{Base: workspaceBase(ctx), Confirm: &d}
+			v.Page = knowledgeView{Confirm: &d}
 			return c.render(ctx, http.StatusOK, "kb", v)
 		}
 	}
@@ -113,7 +111,7 @@ func (c *Console) deleteDocument(ctx echo.Context) error {
 	if err != nil {
 		return c.flowsError(ctx, "kb", c.knowledgeView(ctx), err)
 	}
-	return ctx.Redirect(http.StatusSeeOther, workspaceBase(ctx)+"/kb?done=deleted")
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(ctx.Param("id"))+"/kb?done=deleted")
 }
 
 func documentNotFound() error {

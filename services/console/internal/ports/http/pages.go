@@ -121,7 +121,7 @@ func (c *Console) home(ctx echo.Context) error {
 	if op.Platform() {
 		return ctx.Redirect(http.StatusSeeOther, "/workspaces")
 	}
-	return ctx.Redirect(http.StatusSeeOther, "/workspaces/"+op.WorkspaceID)
+	return ctx.Redirect(http.StatusSeeOther, workspacePath(op.WorkspaceID))
 }
 
 // workspaceList lists every workspace for a platform operator; a workspace
@@ -129,7 +129,7 @@ func (c *Console) home(ctx echo.Context) error {
 func (c *Console) workspaceList(ctx echo.Context) error {
 	op := operatorOf(ctx)
 	if !op.Platform() {
-		return ctx.Redirect(http.StatusSeeOther, "/workspaces/"+op.WorkspaceID)
+		return ctx.Redirect(http.StatusSeeOther, workspacePath(op.WorkspaceID))
 	}
 	v := c.view(ctx, "Workspaces")
 	v.Current = "workspaces"

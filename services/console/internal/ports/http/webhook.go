@@ -191,7 +191,7 @@ func (c *Console) listDeliveries(ctx echo.Context, v view, dv deliveriesView) er
 				older.Set(name, value)
 			}
 		}
-		dv.OlderURL = "/workspaces/" + url.PathEscape(v.Workspace) + "/deliveries?" + older.Encode()
+		dv.OlderURL = workspacePath(v.Workspace) + "/deliveries?" + older.Encode()
 	}
 	v.Page = dv
 	return c.render(ctx, http.StatusOK, "deliveries", v)
