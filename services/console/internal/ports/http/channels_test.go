@@ -78,12 +78,8 @@ func selectedMode(t *testing.T, body, id string) string {
 // refuses is said in words.
 func TestChannelSetMode(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
+	h, own, b := signedInToAcme(t)
 	tg := h.messaging.channel(own, "telegram", "7001", "auto")
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
 	token := b.pageCSRF("/workspaces/" + own + "/channels")
 
 	r := b.do(http.MethodPost, "/workspaces/"+own+"/channels/"+tg.ID+"/ai-mode", url.Values{"csrf_token": {token}, "ai_mode": {"external"}}, nil)
@@ -221,13 +217,9 @@ func TestChannelCreateRefused(t *testing.T) {
 // list's refusal is said in words.
 func TestChannelActionsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
+	h, own, b := signedInToAcme(t)
 	other := h.workspace("Globex")
 	theirs := h.messaging.channel(other, "messenger", "globex-page", "suggest")
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
 	token := b.pageCSRF("/workspaces/" + own + "/channels")
 
 	for _, path := range []string{"/workspaces/" + own + "/channels", "/workspaces/" + own + "/channels/" + theirs.ID + "/ai-mode"} {

@@ -26,22 +26,8 @@ type flowsSetup struct {
 
 func newFlowsSetup(t *testing.T) flowsSetup {
 	t.Helper()
-	h := newHarness(t, defaults())
-	fr := h.flows
-	ws := h.workspace("Acme")
-	h.operator(t, "ann@example.com", ws)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
-	return flowsSetup{h: h, fr: fr, b: b, ws: ws, csr: b.pageCSRF("/workspaces/" + ws)}
-}
-
-func mustContain(t *testing.T, r response, parts ...string) {
-	t.Helper()
-	for _, p := range parts {
-		if !strings.Contains(r.body, p) {
-			t.Fatalf("the page (%d) lacks %q:\n%s", r.status, p, r.body)
-		}
-	}
+	h, ws, b := signedInToAcme(t)
+	return flowsSetup{h: h, fr: h.flows, b: b, ws: ws, csr: b.pageCSRF("/workspaces/" + ws)}
 }
 
 // rawTime is an RFC 3339 time shown as text rather than kept in a

@@ -211,6 +211,18 @@ func (h *harness) operator(t *testing.T, email, workspaceID string) {
 	}
 }
 
+// signedInToAcme is a harness with the workspace Acme and a browser
+// signed in as its workspace operator, ann.
+func signedInToAcme(t *testing.T) (*harness, string, *browser) {
+	t.Helper()
+	h := newHarness(t, defaults())
+	own := h.workspace("Acme")
+	h.operator(t, "ann@example.com", own)
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	return h, own, b
+}
+
 // browser is one browser: its own cookies, redirects not followed, and
 // the console's own Origin on every post unless told otherwise.
 type browser struct {
@@ -238,6 +250,16 @@ type response struct {
 	status int
 	header http.Header
 	body   string
+}
+
+// mustContain fails the test unless the response's body holds every part.
+func mustContain(t *testing.T, r response, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(r.body, p) {
+			t.Fatalf("the page (%d) lacks %q:\n%s", r.status, p, r.body)
+		}
+	}
 }
 
 func (r response) location() string { return r.header.Get("Location") }

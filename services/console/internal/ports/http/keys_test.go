@@ -143,12 +143,8 @@ func TestAPIKeyCreateRefused(t *testing.T) {
 // the key is revoked.
 func TestAPIKeyRevoke(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
+	h, own, b := signedInToAcme(t)
 	key := h.apiKey(own, adminclient.APIKey{Name: "ci", Prefix: "pk_live_ab12", CreatedAt: "2026-11-20T10:00:00Z"})
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
 
 	confirm := b.get("/workspaces/" + own + "/keys?revoke=" + key.ID)
 	action := `action="/workspaces/` + own + `/keys/` + key.ID + `/revoke"`
@@ -197,13 +193,9 @@ func TestAPIKeyRevoke(t *testing.T) {
 // pages and actions are 404.
 func TestAPIKeyActionsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
+	h, own, b := signedInToAcme(t)
 	other := h.workspace("Globex")
 	theirs := h.apiKey(other, adminclient.APIKey{Name: "globex ci", Prefix: "pk_live_ef56", CreatedAt: "2026-11-20T10:00:00Z"})
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
 	token := b.pageCSRF("/workspaces/" + own + "/keys")
 
 	for _, path := range []string{"/workspaces/" + own + "/keys", "/workspaces/" + own + "/keys/" + theirs.ID + "/revoke"} {
@@ -233,16 +225,4 @@ func TestAPIKeyActionsRefused(t *testing.T) {
 	if len(h.gateway.keys.created) != 0 || len(h.gateway.keys.revoked) != 0 {
 		t.Fatalf("refused actions reached the gateway: created %q, revoked %q", h.gateway.keys.created, h.gateway.keys.revoked)
 	}
-}
-
-// signedInToAcme is a harness with the workspace Acme and a browser
-// signed in as its workspace operator.
-func signedInToAcme(t *testing.T) (*harness, string, *browser) {
-	t.Helper()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
-	return h, own, b
 }

@@ -17,12 +17,8 @@ import (
 // workspace is served; the list of every workspace sends it home.
 func TestWorkspaceOperatorSeesOnlyItsWorkspace(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, defaults())
-	own := h.workspace("Acme")
+	h, own, b := signedInToAcme(t)
 	other := h.workspace("Globex")
-	h.operator(t, "ann@example.com", own)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
 	token := b.pageCSRF("/workspaces/" + own)
 
 	var checked int
