@@ -111,7 +111,7 @@ func (c *Console) createChannel(ctx echo.Context) error {
 		refused.Errors = map[string]string{"external_id": message}
 		return c.drawChannels(ctx, refused, e.Status, "The channel was not created: "+message, nil)
 	}
-	return c.actionError(ctx, err, func(v *view) error {
+	return c.actionError(ctx, "channels", err, func(v *view) error {
 		return c.drawChannels(ctx, refused, v.Status, "The channel was not created. "+v.Message, nil)
 	})
 }
@@ -125,7 +125,7 @@ func (c *Console) setChannelAIMode(ctx echo.Context) error {
 		return errs.NotFound("channel_not_found", "this workspace has no such channel: go back to the list of channels and choose one from it")
 	}
 	if err != nil {
-		return c.actionError(ctx, err, func(v *view) error {
+		return c.actionError(ctx, "channels", err, func(v *view) error {
 			return c.drawChannels(ctx, channelsView{Form: adminclient.NewChannel{Kind: adminclient.KindTelegram}}, v.Status, "The mode was not changed. "+v.Message, nil)
 		})
 	}

@@ -261,8 +261,8 @@ func (c *Console) publish(ctx echo.Context, flowID string) error {
 		}
 		return redraw(ctx, http.StatusBadRequest, "The flow-runner refused this document: fix it where marked below and publish again.", fv)
 	}
-	if e, ok := errs.As(err); ok {
-		return redraw(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), fv)
+	if e, message, ok := c.refusal(ctx, "flows", err); ok {
+		return redraw(ctx, e.Status, message+hintFor(e.Code), fv)
 	}
 	if err != nil {
 		return c.flowsError(ctx, "flows", c.flowsView(ctx, "Flows"), err)
@@ -315,8 +315,8 @@ func (c *Console) deactivateFlowForm(ctx echo.Context) error {
 // deactivateFlow deactivates the flow and goes back to the list.
 func (c *Console) deactivateFlow(ctx echo.Context) error {
 	_, err := c.app.DeactivateFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
-	if e, ok := errs.As(err); ok {
-		return c.drawFlow(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), flowsView{})
+	if e, message, ok := c.refusal(ctx, "flows", err); ok {
+		return c.drawFlow(ctx, e.Status, message+hintFor(e.Code), flowsView{})
 	}
 	if err != nil {
 		return c.flowsError(ctx, "flows", c.flowsView(ctx, "Flows"), err)
@@ -423,9 +423,8 @@ func (c *Console) flowsError(ctx echo.Context, page string, v view, err error) e
 		v.Status, v.Message = http.StatusNotFound, "This flow has no such version: choose one from its list of versions."
 		return c.render(ctx, http.StatusNotFound, page, v)
 	}
-	if e, ok := errs.As(err); ok && !errors.Is(err, app.ErrWorkspaceNotFound) {
-		v.Status = e.Status
-		v.Message = describe(e, requestIDOf(ctx)) + hintFor(e.Code)
+	if e, message, ok := c.refusal(ctx, page, err); ok {
+		v.Status, v.Message = e.Status, message+hintFor(e.Code)
 		return c.render(ctx, e.Status, page, v)
 	}
 	return c.serviceError(ctx, page, v, err)

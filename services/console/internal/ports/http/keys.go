@@ -145,7 +145,7 @@ func (c *Console) createKey(ctx echo.Context) error {
 		return c.drawKeys(ctx, keysView{Name: name, NameError: message}, status, "The key was not created: "+message, nil)
 	}
 	if err != nil {
-		return c.actionError(ctx, err, func(v *view) error {
+		return c.actionError(ctx, "keys", err, func(v *view) error {
 			return c.drawKeys(ctx, keysView{Name: name}, v.Status, "The key was not created. "+v.Message, nil)
 		})
 	}
@@ -164,7 +164,7 @@ func (c *Console) revokeKey(ctx echo.Context) error {
 		return errs.NotFound("api_key_not_found", "this workspace has no such API key: go back to the list of keys and choose one from it")
 	}
 	if err != nil {
-		return c.actionError(ctx, err, func(v *view) error {
+		return c.actionError(ctx, "keys", err, func(v *view) error {
 			return c.drawKeys(ctx, keysView{}, v.Status, "The key was not revoked. "+v.Message, nil)
 		})
 	}
@@ -175,15 +175,15 @@ func (c *Console) revokeKey(ctx echo.Context) error {
 // not there is the 404 page, an error no service worded the 500 page, and
 // a service's refusal redraws the action's page with its status and its
 // message in words.
-func (c *Console) actionError(ctx echo.Context, err error, redraw func(*view) error) error {
+func (c *Console) actionError(ctx echo.Context, page string, err error, redraw func(*view) error) error {
 	if errors.Is(err, app.ErrWorkspaceNotFound) {
 		return toHTTP(err)
 	}
-	e, ok := errs.As(err)
+	e, message, ok := c.refusal(ctx, page, err)
 	if !ok {
 		return err
 	}
-	v := view{Status: e.Status, Message: describe(e, requestIDOf(ctx))}
+	v := view{Status: e.Status, Message: message}
 	if e.Code == errs.CodeInvalidRequest {
 		// "ai_mode must be …": the field keeps its spelling.
 		v.Message = fullStop(e.Message)

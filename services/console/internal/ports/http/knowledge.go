@@ -73,8 +73,8 @@ func (c *Console) addDocument(ctx echo.Context) error {
 		return c.drawKnowledge(ctx, http.StatusBadRequest, "Give the document a title and its Markdown text (typed, or a .md file), then add it.", kv)
 	}
 	_, err = c.app.AddDocument(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), title, markdown)
-	if e, ok := errs.As(err); ok {
-		return c.drawKnowledge(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), kv)
+	if e, message, ok := c.refusal(ctx, "kb", err); ok {
+		return c.drawKnowledge(ctx, e.Status, message+hintFor(e.Code), kv)
 	}
 	if err != nil {
 		return c.flowsError(ctx, "kb", c.knowledgeView(ctx), err)
@@ -105,8 +105,8 @@ func (c *Console) deleteDocument(ctx echo.Context) error {
 	if errors.Is(err, app.ErrDocumentNotFound) {
 		return documentNotFound()
 	}
-	if e, ok := errs.As(err); ok {
-		return c.drawKnowledge(ctx, e.Status, describe(e, requestIDOf(ctx))+hintFor(e.Code), knowledgeView{})
+	if e, message, ok := c.refusal(ctx, "kb", err); ok {
+		return c.drawKnowledge(ctx, e.Status, message+hintFor(e.Code), knowledgeView{})
 	}
 	if err != nil {
 		return c.flowsError(ctx, "kb", c.knowledgeView(ctx), err)

@@ -176,15 +176,26 @@ func (c *Console) serviceError(ctx echo.Context, page string, v view, err error)
 	if errors.Is(err, app.ErrWorkspaceNotFound) {
 		return toHTTP(err)
 	}
-	e, ok := errs.As(err)
+	e, message, ok := c.refusal(ctx, page, err)
 	if !ok {
 		return err
+	}
+	v.Status, v.Message = e.Status, message
+	return c.render(ctx, e.Status, page, v)
+}
+
+// refusal reads a service's refusal out of err and words it, with the
+// request id, for page; ok is false when err is no service's. A 5xx is
+// logged too, with what was being done, since the page shows only its
+// words: every page that draws a refusal words it here.
+func (c *Console) refusal(ctx echo.Context, page string, err error) (e *errs.Error, message string, ok bool) {
+	e, ok = errs.As(err)
+	if !ok {
+		return nil, "", false
 	}
 	requestID := requestIDOf(ctx)
 	if e.Status >= http.StatusInternalServerError {
 		c.log.Warn("service refused", zap.String("page", page), zap.Error(err), zap.String("request_id", requestID))
 	}
-	v.Status = e.Status
-	v.Message = describe(e, requestID)
-	return c.render(ctx, e.Status, page, v)
+	return e, describe(e, requestID), true
 }
