@@ -362,14 +362,5 @@ func (b *browser) postMultipart(path string, fields map[string]string, file *upl
 	}
 	req.Header.Set("Content-Type", w.FormDataContentType())
 	req.Header.Set("Origin", b.h.url)
-	resp, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+	return b.send(req)
 }

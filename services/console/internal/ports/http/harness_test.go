@@ -302,9 +302,16 @@ func (b *browser) do(method, path string, form url.Values, headers map[string]st
 	if b.forwardedFor != "" {
 		req.Header.Set("X-Forwarded-For", b.forwardedFor)
 	}
+	return b.send(req)
+}
+
+// send sends a request built by do or postMultipart and reads the whole
+// answer.
+func (b *browser) send(req *http.Request) response {
+	b.t.Helper()
 	resp, err := b.client.Do(req)
 	if err != nil {
-		b.t.Fatalf("%s %s: %v", method, path, err)
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL.RequestURI(), err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
