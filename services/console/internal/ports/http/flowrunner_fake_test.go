@@ -56,38 +56,27 @@ func serveFlowRunner(t *testing.T, env *testenv.Env) *fakeFlowRunner {
 	f := &fakeFlowRunner{flows: map[string][]adminclient.WorkspaceFlow{}, versions: map[string][]fakeVersion{},
 		runs: map[string][]adminclient.RunSummary{}, docs: map[string][]adminclient.KnowledgeDocument{},
 		traces: map[string]adminclient.Trace{}, refuse: map[string]*errs.Error{}}
-	srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceFlowRunner, "0.0.1", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	endpoints := map[string]*echo.Echo{}
 	for endpoint, routes := range map[string]func(*echo.Echo){rpc.EndpointAPI: f.apiRoutes, rpc.EndpointAdmin: f.adminRoutes} {
 		e := httpx.NewEcho(env.Logger(t))
-		e.Use(f.record(endpoint))
+		e.Use(recorder(f.noter(endpoint)))
 		routes(e)
-		if err := srv.Handle(endpoint, e); err != nil {
-			t.Fatal(err)
-		}
+		endpoints[endpoint] = e
 	}
+	serveFake(t, env, rpc.ServiceFlowRunner, endpoints)
 	return f
 }
 
-func (f *fakeFlowRunner) record(endpoint string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			f.mu.Lock()
-			f.calls = append(f.calls, flowCall{endpoint: endpoint, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
-				workspace: rpc.WorkspaceID(r.Context()), body: body})
-			refusal := f.refuse[r.Method+" "+c.Path()]
-			f.mu.Unlock()
-			if refusal != nil {
-				return refusal
-			}
-			return next(c)
-		}
+// noter keeps each request to endpoint and returns the refusal set for
+// its route.
+func (f *fakeFlowRunner) noter(endpoint string) func(echo.Context, []byte) *errs.Error {
+	return func(c echo.Context, body []byte) *errs.Error {
+		r := c.Request()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, flowCall{endpoint: endpoint, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+			workspace: rpc.WorkspaceID(r.Context()), body: body})
+		return f.refuse[r.Method+" "+c.Path()]
 	}
 }
 

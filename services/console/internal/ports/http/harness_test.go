@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -180,13 +181,40 @@ func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
 		return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
 	})
 	g.serveAPIKeys(e)
-	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceGateway, "0.0.1", env.Logger(t))
+	serveFake(t, env, rpc.ServiceGateway, map[string]*echo.Echo{rpc.EndpointAdmin: e})
+}
+
+// serveFake serves each endpoint's routes as the service over NATS until
+// the test ends. Each fake has its own connection, as the service's own
+// process would.
+func serveFake(t *testing.T, env *testenv.Env, service string, endpoints map[string]*echo.Echo) {
+	t.Helper()
+	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, service, "0.0.1", env.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAdmin, e); err != nil {
-		t.Fatal(err)
+	for endpoint, e := range endpoints {
+		if err := rs.Handle(endpoint, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// recorder is a fake's middleware that hands note each request with its
+// body (which stays readable for the handler) and answers the refusal note
+// returns, if any, instead of the route.
+func recorder(note func(c echo.Context, body []byte) *errs.Error) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if refusal := note(c, body); refusal != nil {
+				return refusal
+			}
+			return next(c)
+		}
 	}
 }
 

@@ -189,14 +189,7 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		}
 		return errs.NotFound("channel_not_found", "channel not found")
 	})
-	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceMessaging, "0.0.1", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAdmin, e); err != nil {
-		t.Fatal(err)
-	}
+	serveFake(t, env, rpc.ServiceMessaging, map[string]*echo.Echo{rpc.EndpointAdmin: e})
 	return m
 }
 

@@ -1,10 +1,8 @@
 package http_test
 
 import (
-	"bytes"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -58,46 +56,28 @@ func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
 	d := &fakeDispatcher{webhooks: map[string]adminclient.WebhookStatus{}, deliveries: map[string][]adminclient.Delivery{},
 		attempts: map[string][]adminclient.Attempt{}, refusals: map[string]*errs.Error{}, queued: 3}
 	api := httpx.NewEcho(env.Logger(t))
-	api.Use(d.record)
+	api.Use(recorder(d.note))
 	api.PUT("/v1/webhook", d.putWebhook)
 	api.POST("/v1/webhook/test", d.testEvent)
 	api.GET("/v1/webhook/deliveries", d.listDeliveries)
 	admin := httpx.NewEcho(env.Logger(t))
-	admin.Use(d.record)
+	admin.Use(recorder(d.note))
 	admin.GET("/admin/webhooks/:ws", d.webhookStatus)
 	admin.GET("/admin/webhooks/:ws/deliveries/:did", d.getDelivery)
 	admin.POST("/admin/webhooks/:ws/resave", d.resave)
 	admin.POST("/admin/replays", d.replay)
-	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, rpc.ServiceDispatcher, "0.0.1", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAPI, api); err != nil {
-		t.Fatal(err)
-	}
-	if err := rs.Handle(rpc.EndpointAdmin, admin); err != nil {
-		t.Fatal(err)
-	}
+	serveFake(t, env, rpc.ServiceDispatcher, map[string]*echo.Echo{rpc.EndpointAPI: api, rpc.EndpointAdmin: admin})
 	return d
 }
 
-// record keeps the request and answers a refusal set for its route.
-func (d *fakeDispatcher) record(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		d.mu.Lock()
-		d.calls = append(d.calls, dispatcherCall{workspace: rpc.WorkspaceID(r.Context()), method: r.Method,
-			path: r.URL.Path, query: r.URL.Query(), body: string(body)})
-		refusal := d.refusals[r.Method+" "+r.URL.Path]
-		d.mu.Unlock()
-		if refusal != nil {
-			return refusal
-		}
-		return next(c)
-	}
+// note keeps the request and returns the refusal set for its path.
+func (d *fakeDispatcher) note(c echo.Context, body []byte) *errs.Error {
+	r := c.Request()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, dispatcherCall{workspace: rpc.WorkspaceID(r.Context()), method: r.Method,
+		path: r.URL.Path, query: r.URL.Query(), body: string(body)})
+	return d.refusals[r.Method+" "+r.URL.Path]
 }
 
 func (d *fakeDispatcher) webhookStatus(c echo.Context) error {
