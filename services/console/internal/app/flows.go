@@ -144,18 +144,18 @@ func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID
 }
 
 // DeactivateFlow deactivates one of the workspace's flows. The flow is
-// found in the workspace's list first, for the page that follows, and the
-// flow-runner checks the workspace again: an operator can never deactivate
-// another workspace's flow.
-func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.WorkspaceFlow, error) {
+// first found in the workspace's list, so another workspace's flow id never
+// reaches the flow-runner's write route at all; the flow-runner's own
+// workspace_id check is the second line of defence.
+func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string) error {
 	f, err := a.Flow(ctx, op, workspaceID, flowID)
 	if err != nil {
-		return adminclient.WorkspaceFlow{}, err
+		return err
 	}
 	if _, err := a.flows.DeactivateFlow(ctx, workspaceID, f.ID); err != nil {
-		return adminclient.WorkspaceFlow{}, fmt.Errorf("deactivate flow: %w", err)
+		return fmt.Errorf("deactivate flow: %w", err)
 	}
-	return f, nil
+	return nil
 }
 
 // RunTrace returns a run of the workspace's flow with its nodes' steps.

@@ -314,7 +314,7 @@ func (c *Console) deactivateFlowForm(ctx echo.Context) error {
 
 // deactivateFlow deactivates the flow and goes back to the list.
 func (c *Console) deactivateFlow(ctx echo.Context) error {
-	_, err := c.app.DeactivateFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
+	err := c.app.DeactivateFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("flowId"))
 	if e, message, ok := c.refusal(ctx, "flows", err); ok {
 		return c.drawFlow(ctx, e.Status, message+hintFor(e.Code), flowsView{})
 	}
