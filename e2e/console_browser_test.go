@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -32,8 +33,8 @@ import (
 // replays the paused period, and the receiver gets the event it missed.
 //
 // CONSOLE_SCREENSHOTS=DIR keeps the pages at 360 and 1440 px wide
-// (console-<page>-<width>.png) in DIR; otherwise they go to the test's
-// artifact directory.
+// (console-<page>-<width>.png) in DIR; go test -artifacts keeps them in the
+// test's artifact directory; otherwise none are taken (screenshotDir).
 func TestConsoleInTheBrowser(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -361,21 +362,38 @@ func (b *browser) openDelivery(t *testing.T, shots screenshots, logURL, id strin
 	b.submit(t, link)
 }
 
-// screenshots is where a console test keeps its pictures.
+// screenshots is where a console test keeps its pictures; "" keeps none.
 type screenshots string
 
-// consoleShots is CONSOLE_SCREENSHOTS, or the test's artifact directory.
+// consoleShots is screenshotDir with CONSOLE_SCREENSHOTS.
 func consoleShots(t *testing.T) screenshots {
-	if dir := os.Getenv("CONSOLE_SCREENSHOTS"); dir != "" {
-		return screenshots(dir)
+	return screenshots(screenshotDir(t, "CONSOLE_SCREENSHOTS"))
+}
+
+// screenshotDir is where a browser test keeps its pictures: the directory
+// the environment variable env names, else, when the test binary runs with
+// -artifacts, the test's artifact directory; otherwise "" and none are
+// taken, as WEBCHAT_SCREENSHOTS's rule has it. Without -artifacts that
+// directory is a temporary one deleted when the test ends, and a full-page
+// screenshot is slow browser work: dozens of them for nobody to see.
+func screenshotDir(t *testing.T, env string) string {
+	if dir := os.Getenv(env); dir != "" {
+		return dir
 	}
-	return screenshots(t.ArtifactDir())
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		return t.ArtifactDir()
+	}
+	return ""
 }
 
 // take saves the whole page at 360 and at 1440 px wide as
-// console-<name>-<width>.png, and leaves the browser at 1440.
+// console-<name>-<width>.png, and leaves the browser at 1440; with no
+// directory it does nothing, the browser's width included.
 func (dir screenshots) take(t *testing.T, b *browser, name string) {
 	t.Helper()
+	if dir == "" {
+		return
+	}
 	for _, w := range []int64{360, 1440} {
 		b.run(t, chromedp.EmulateViewport(w, 900))
 		shot := runFor(t, b, chromedp.FullScreenshot(100))
