@@ -193,7 +193,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		skippedID, _ = skipped[0]["id"].(string)
 		return nil
 	})
-	if n := len(ofDelivery(rcv.Requests(), skippedID)); n != 0 {
+	if n := len(receiver.OfDelivery(rcv.Requests(), skippedID)); n != 0 {
 		t.Fatalf("the paused webhook's receiver got the skipped delivery %d times", n)
 	}
 
@@ -230,11 +230,16 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	b.checkConsole(t)
 }
 
-// createOperator creates a workspace operator with parleyctl, the password
-// on stdin as an operator types it.
+// createOperator creates an operator of workspace workspaceID, or with
+// workspaceID "" a platform operator (of every workspace), with parleyctl,
+// the password on stdin as an operator types it.
 func (s *suite) createOperator(t *testing.T, email, workspaceID, password string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "parleyctl"), "operator", "create", "--email", email, "--workspace", workspaceID, "--password-stdin")
+	args := []string{"operator", "create", "--email", email, "--password-stdin"}
+	if workspaceID != "" {
+		args = append(args, "--workspace", workspaceID)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "parleyctl"), args...)
 	cmd.Env = s.environ
 	cmd.Stdin = strings.NewReader(password + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -257,20 +262,9 @@ func (b *browser) replay(t *testing.T, css string) {
 func awaitDelivery(t *testing.T, rcv *receiver.Receiver, id string, n int) receiver.Request {
 	t.Helper()
 	got := rcv.Await(t, fmt.Sprintf("delivery %s %d times", id, n), func(got []receiver.Request) bool {
-		return len(ofDelivery(got, id)) >= n
+		return len(receiver.OfDelivery(got, id)) >= n
 	})
-	return ofDelivery(got, id)[n-1]
-}
-
-// ofDelivery is the requests of delivery id (X-Service-Delivery).
-func ofDelivery(got []receiver.Request, id string) []receiver.Request {
-	var out []receiver.Request
-	for _, r := range got {
-		if r.Delivery() == id {
-			out = append(out, r)
-		}
-	}
-	return out
+	return receiver.OfDelivery(got, id)[n-1]
 }
 
 // openSignIn opens the sign-in page of the console at console on a wide
@@ -347,17 +341,10 @@ func (b *browser) attempts(t *testing.T) []map[string]string {
 func (b *browser) openDelivery(t *testing.T, shots screenshots, logURL, id string) {
 	t.Helper()
 	link := `a[href$="/deliveries/` + id + `"]`
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.Until(t, 20*time.Second, "the delivery log listing delivery "+id, func() bool {
 		b.run(t, chromedp.Navigate(logURL), chromedp.WaitVisible(chromedp.CSS("#filter-heading")))
-		if runFor(t, b, chromedp.Evaluate[bool](`document.querySelector('`+link+`') !== null`)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the delivery log never listed delivery %s", id)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return runFor(t, b, chromedp.Evaluate[bool](`document.querySelector('`+link+`') !== null`))
+	})
 	shots.take(t, b, "deliveries")
 	b.submit(t, link)
 }

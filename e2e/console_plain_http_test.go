@@ -9,8 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
-
-	"github.com/parleyhq/parley/pkg/testenv/ports"
 )
 
 // TestConsoleSignInOverPlainHTTP is docker compose's sign-in, in headless
@@ -28,9 +26,7 @@ func TestConsoleSignInOverPlainHTTP(t *testing.T) {
 	// Two consoles on that address, without and with the setting; an
 	// operator (created through either: they share the suite).
 	consoleAt := func(insecure bool) string {
-		addr := net.JoinHostPort(host, fmt.Sprint(ports.Free(t, 1)[0]))
-		return "http://" + s.launch(t, "console", addr, append(append([]string(nil), s.environ...),
-			"CONSOLE_ADDR="+addr, fmt.Sprintf("CONSOLE_INSECURE_COOKIES=%t", insecure))).addr
+		return "http://" + s.startExtraOn(t, host, "console", "CONSOLE_ADDR", fmt.Sprintf("CONSOLE_INSECURE_COOKIES=%t", insecure)).addr
 	}
 	secure, insecure := consoleAt(false), consoleAt(true)
 	wsID, _ := s.developer(t)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -147,7 +148,13 @@ type proc struct {
 // group.
 func (s *suite) startExtra(t testing.TB, name, addrVar string, extra ...string) *proc {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", ports.Free(t, 1)[0])
+	return s.startExtraOn(t, "127.0.0.1", name, addrVar, extra...)
+}
+
+// startExtraOn is startExtra listening on host rather than loopback.
+func (s *suite) startExtraOn(t testing.TB, host, name, addrVar string, extra ...string) *proc {
+	t.Helper()
+	addr := net.JoinHostPort(host, fmt.Sprint(ports.Free(t, 1)[0]))
 	return s.launch(t, name, addr, append(append(append([]string(nil), s.environ...), extra...), addrVar+"="+addr))
 }
 

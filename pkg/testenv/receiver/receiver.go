@@ -188,10 +188,18 @@ func (r *Receiver) Distinct() int {
 }
 
 // OfEvent returns the requests among reqs whose X-Service-Event is event.
-func OfEvent(reqs []Request, event string) []Request {
+func OfEvent(reqs []Request, event string) []Request { return having(reqs, Request.Event, event) }
+
+// OfDelivery returns the requests among reqs whose X-Service-Delivery is
+// id: a delivery's attempts and replays, in arrival order.
+func OfDelivery(reqs []Request, id string) []Request { return having(reqs, Request.Delivery, id) }
+
+// having returns the requests among reqs whose header, read by header, is
+// value.
+func having(reqs []Request, header func(Request) string, value string) []Request {
 	var out []Request
 	for _, req := range reqs {
-		if req.Event() == event {
+		if header(req) == value {
 			out = append(out, req)
 		}
 	}

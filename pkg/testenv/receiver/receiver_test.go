@@ -102,6 +102,9 @@ func TestReceiverRecordsAnswersAndWaits(t *testing.T) {
 	if n := r.Distinct(); n != 2 {
 		t.Errorf("Distinct = %d, want 2", n)
 	}
+	if d1 := OfDelivery(got, "d1"); len(d1) != 2 || d1[0].Path != Path+"?x=1" || d1[1].Path != Path {
+		t.Errorf("OfDelivery(d1) = %+v, want the first two requests", d1)
+	}
 	if code := post(t, r.URL, "x", "d3"); code != http.StatusNoContent {
 		t.Errorf("4th answer %d, want 204", code)
 	}
