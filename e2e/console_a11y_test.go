@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -39,11 +40,12 @@ var consoleWidths = []int64{360, 1440}
 // flow with a run, a knowledge-base document.
 func TestConsoleAccessibility(t *testing.T) {
 	t.Parallel()
-	requireChromium(t)
 	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
 	if err != nil {
 		t.Fatalf("axe-core is missing (scripts/vendor-axe.sh vendors it): %v", err)
 	}
+	checkAxePinned(t, axe)
+	requireChromium(t)
 	// One retry, quickly: a failing delivery is failed within milliseconds,
 	// and far from pausing the webhook.
 	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "WEBHOOK_RETRY_DELAYS=10ms")
@@ -166,6 +168,30 @@ func TestConsoleAccessibility(t *testing.T) {
 	}
 
 	b.checkConsole(t)
+}
+
+// checkAxePinned checks that axe, the checked-in axe.min.js, has the
+// sha256 scripts/vendor-axe.sh pins (its AXE_SHA256= line): the script
+// checks what it fetches, and only this checks the file as it is checked
+// in, changed by hand or by a bad merge, before every page is judged by it.
+func checkAxePinned(t *testing.T, axe []byte) {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("..", "scripts", "vendor-axe.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pin string
+	for line := range strings.Lines(string(script)) {
+		if v, ok := strings.CutPrefix(line, "AXE_SHA256="); ok {
+			pin = strings.TrimSpace(v)
+		}
+	}
+	if pin == "" {
+		t.Fatal("scripts/vendor-axe.sh has no AXE_SHA256= line, the pin of axe.min.js")
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(axe)); got != pin {
+		t.Fatalf("e2e/testdata/axe/axe.min.js has sha256 %s, not the %s scripts/vendor-axe.sh pins: run the script to vendor it again", got, pin)
+	}
 }
 
 // axeRun checks the browser's current page with axe-core.
