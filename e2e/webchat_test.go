@@ -378,11 +378,11 @@ func (b *browser) run(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// screenshot saves the page as DIR/webchat-<name>.png when
-// WEBCHAT_SCREENSHOTS=DIR is set.
+// screenshot saves the page as webchat-<name>.png in the directory
+// screenshotDir gives for WEBCHAT_SCREENSHOTS, when there is one.
 func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
-	dir := os.Getenv("WEBCHAT_SCREENSHOTS")
+	dir := screenshotDir(t, "WEBCHAT_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
@@ -395,7 +395,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 // screenshotDark is screenshot with the visitor's system in dark mode.
 func (b *browser) screenshotDark(t *testing.T, name string) {
 	t.Helper()
-	if os.Getenv("WEBCHAT_SCREENSHOTS") == "" {
+	if screenshotDir(t, "WEBCHAT_SCREENSHOTS") == "" {
 		return
 	}
 	media := func(scheme string) chromedp.Action[chromedp.Void] {
