@@ -40,10 +40,10 @@ import (
 // k8sDir is deploy/k8s, from e2e/.
 const k8sDir = "../deploy/k8s"
 
-// longRequestsCall is a service serving with service.LongRequests: its
-// HTTP requests in flight get service.LongRequestGrace on shutdown,
+// longRequestsCall is a service whose service.Ports serve LongRequests:
+// its HTTP requests in flight get service.LongRequestGrace on shutdown,
 // others httpx.DefaultShutdownGrace.
-var longRequestsCall = regexp.MustCompile(`service\.LongRequests\(\)`)
+var longRequestsCall = regexp.MustCompile(`LongRequests:\s*true`)
 
 // measuredPeak is the most resident memory a service may reach under load
 // by the README's benchmarks (every service under 150 MB); memory limits
@@ -74,12 +74,13 @@ var k8sServices = []k8sService{
 }
 
 // The shutdown steps (pkg/service App) a service's wiring registers, read
-// from its sources so that a worker added later counts: the rpc servers, the
-// workers and consumers registered at the top level of its run (one that
-// is registered on an error path only never runs beside the others), and
-// the connections it opens.
+// from its sources so that a worker added later counts: its rpc server (one
+// when its service.Ports have endpoints), the workers and consumers
+// registered at the top level of its wiring (one that is registered on an
+// error path only never runs beside the others), and the connections it
+// opens.
 var (
-	rpcServerCall  = regexp.MustCompile(`svc\.RPCServer\(`)
+	rpcServerCall  = regexp.MustCompile(`Endpoints:\s*\[\]service\.Endpoint\{`)
 	workerCall     = regexp.MustCompile(`(?m)^\tsvc\.(Go|OnStop)\(`)
 	connectionCall = regexp.MustCompile(`service\.(Postgres|Redis|NATS)\(`)
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"sync"
 	"time"
 
@@ -26,8 +27,8 @@ import (
 
 // Bounds of the shutdown steps, so a stuck one cannot hold the process
 // for ever. HTTP waits httpx.DefaultShutdownGrace (LongRequestGrace for a
-// service that forwards long rpc calls, see LongRequests) and each rpc
-// server its StopWait (rpc.StopGrace, or its longest endpoint's own
+// service that forwards long rpc calls, see Ports.LongRequests) and the
+// rpc server its StopWait (rpc.StopGrace, or its longest endpoint's own
 // timeout).
 const (
 	// LongRequestGrace is how long a service serving LongRequests waits
@@ -43,8 +44,8 @@ const (
 )
 
 // App is one running service: its connections, its metrics, its rpc
-// servers and the workers it started, shut down in one order (STYLE.md "A
-// service's anatomy"):
+// server and the workers it started, shut down in one order
+// (docs/architecture.md "The anatomy of a service"):
 //
 //  1. stop taking HTTP requests and let those in flight finish (Serve);
 //  2. stop the rpc servers and wait for their requests in flight;
@@ -52,9 +53,10 @@ const (
 //     letting the work in hand finish;
 //  4. drain NATS, close Redis, close the database;
 //
-// each step logged, then a final "stopped". run builds it with Open, defers
-// Close (so a failure half-way through start-up stops what had started),
-// wires adapters, app and ports on its connections, and ends with Serve.
+// each step logged, then a final "stopped". A service's serve builds it
+// with Open, defers Close (so a failure half-way through start-up stops
+// what had started), wires adapters, app and ports on its connections into
+// Ports, and ends with Serve.
 type App struct {
 	// DB, Redis and NATS are the connections Open was asked for; the
 	// others are nil.
@@ -65,13 +67,15 @@ type App struct {
 	// process collectors; MountProbes serves it on /metrics.
 	Metrics *prometheus.Registry
 
-	name   string
-	log    *zap.Logger
-	checks []httpx.Check
-	rpcs   []*rpc.Server
-	steps  []step // OnStop and Go, run latest first
-	closes []step // the connections, in the order they close
-	once   sync.Once
+	name    string
+	version string
+	conn    config.Connections
+	log     *zap.Logger
+	checks  []httpx.Check
+	rpc     *rpc.Server // nil until Serve starts one
+	steps   []step      // OnStop and Go, run latest first
+	closes  []step      // the connections, in the order they close
+	once    sync.Once
 }
 
 // step is one named part of the shutdown.
@@ -102,16 +106,16 @@ func Redis() Option { return func(w *wants) { w.redis = true } }
 func NATS() Option { return func(w *wants) { w.nats = true } }
 
 // Open makes the connections the options ask for, whatever their order, as
-// name (an rpc.Service* name: it is also the NATS connection's and the rpc
-// servers' name): PostgreSQL, then Redis, then NATS, each with its readiness
-// check; Close undoes them in reverse. If one fails, those already made are
-// closed and the error returned.
-func Open(ctx context.Context, name string, log *zap.Logger, conn config.Connections, opts ...Option) (*App, error) {
+// name at version (name is an rpc.Service* name: it is also the NATS
+// connection's and the rpc server's name): PostgreSQL, then Redis, then
+// NATS, each with its readiness check; Close undoes them in reverse. If one
+// fails, those already made are closed and the error returned.
+func Open(ctx context.Context, name, version string, log *zap.Logger, conn config.Connections, opts ...Option) (*App, error) {
 	var w wants
 	for _, o := range opts {
 		o(&w)
 	}
-	a := &App{name: name, log: log, Metrics: prometheus.NewRegistry()}
+	a := &App{name: name, version: version, conn: conn, log: log, Metrics: prometheus.NewRegistry()}
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := a.open(ctx, conn, w); err != nil {
 		a.closeConnections()
@@ -174,22 +178,8 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 	}
 }
 
-// MountProbes serves /healthz, /readyz (every connection Open made) and
-// /metrics (Metrics) on e.
-func (a *App) MountProbes(e *echo.Echo) {
-	httpx.MountProbes(e, a.Metrics, a.checks...)
-}
-
-// RPCServer registers the service on NATS under prefix (rpc.NewServer); it
-// is stopped right after HTTP, waiting for its requests in flight.
-func (a *App) RPCServer(prefix, version string) (*rpc.Server, error) {
-	srv, err := rpc.NewServer(a.NATS, prefix, a.name, version, a.log)
-	if err != nil {
-		return nil, err
-	}
-	a.rpcs = append(a.rpcs, srv)
-	return srv, nil
-}
+// Log is the service's logger, as Open was given it.
+func (a *App) Log() *zap.Logger { return a.log }
 
 // OnStop registers a consumer or worker to stop after the rpc servers and
 // before the connections close. Registrations stop the latest first; the
@@ -220,17 +210,53 @@ func (a *App) Go(what string, run func(ctx context.Context)) {
 	})
 }
 
-// Serve serves e on addr until ctx ends (SIGINT or SIGTERM, see Main), then
-// shuts the service down in order (see App) and returns. A listener that
-// fails is returned as the error, after the same shutdown.
-func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string, opts ...ServeOption) error {
+// Ports are what a service serves, as its wiring built them.
+type Ports struct {
+	// Public is served on the service's own address, beside /healthz,
+	// /readyz (every connection Open made) and /metrics (App.Metrics).
+	// Nil serves only those.
+	Public *echo.Echo
+	// Endpoints are the service's rpc endpoints ("api", "admin"), served on
+	// NATS in the service's queue group (pkg/rpc), so that every instance
+	// shares their calls.
+	Endpoints []Endpoint
+	// LongRequests makes Serve wait LongRequestGrace for the HTTP requests
+	// in flight when it stops, instead of httpx.DefaultShutdownGrace: a
+	// service whose requests wait on long rpc calls (the gateway
+	// forwarding flow invokes) lets them finish on a rollout rather than
+	// cutting them.
+	LongRequests bool
+}
+
+// Endpoint is one rpc endpoint: the HTTP routes a Handler serves to the
+// callers of its Name.
+type Endpoint struct {
+	Name    string
+	Handler http.Handler
+	Options []rpc.EndpointOption
+}
+
+// Serve serves p until ctx ends (SIGINT or SIGTERM, see Main): p.Public
+// with the probes on addr, and p.Endpoints on NATS. Then it shuts the
+// service down in order (see App) and returns. A listener or an endpoint
+// that fails to start is returned as the error, after the same shutdown.
+func (a *App) Serve(ctx context.Context, addr string, p Ports) error {
+	public := p.Public
+	if public == nil {
+		public = httpx.NewEcho(a.log)
+	}
+	httpx.MountProbes(public, a.Metrics, a.checks...)
+	if err := a.serveEndpoints(p.Endpoints); err != nil {
+		a.Close()
+		return err
+	}
 	grace := httpx.DefaultShutdownGrace
-	for _, o := range opts {
-		o(&grace)
+	if p.LongRequests {
+		grace = LongRequestGrace
 	}
 	a.log.Info("serving", zap.String("addr", addr))
 	errc := make(chan error, 1)
-	go func() { errc <- httpx.Serve(ctx, e, addr, grace) }()
+	go func() { errc <- httpx.Serve(ctx, public, addr, grace) }()
 	var err error
 	select {
 	case err = <-errc:
@@ -250,15 +276,27 @@ func (a *App) Serve(ctx context.Context, e *echo.Echo, addr string, opts ...Serv
 	return err
 }
 
-// ServeOption changes how Serve serves.
-type ServeOption func(grace *time.Duration)
-
-// LongRequests makes Serve wait LongRequestGrace for the requests in
-// flight when it stops, instead of httpx.DefaultShutdownGrace: a service
-// whose requests wait on long rpc calls (the gateway forwarding flow
-// invokes) lets them finish on a rollout rather than cutting them.
-func LongRequests() ServeOption {
-	return func(grace *time.Duration) { *grace = LongRequestGrace }
+// serveEndpoints registers the service on NATS under its connections' rpc
+// prefix, with every endpoint; the server stops right after HTTP, waiting
+// for its requests in flight.
+func (a *App) serveEndpoints(endpoints []Endpoint) error {
+	if len(endpoints) == 0 {
+		return nil
+	}
+	if a.NATS == nil {
+		return errors.New("rpc endpoints need NATS: open it with service.NATS()")
+	}
+	srv, err := rpc.NewServer(a.NATS, a.conn.RPCSubjectPrefix, a.name, a.version, a.log)
+	if err != nil {
+		return err
+	}
+	a.rpc = srv
+	for _, e := range endpoints {
+		if err := srv.Handle(e.Name, e.Handler, e.Options...); err != nil {
+			return fmt.Errorf("serve rpc endpoint %q: %w", e.Name, err)
+		}
+	}
+	return nil
 }
 
 // Close shuts down everything after HTTP, in order, logging each step and
@@ -266,7 +304,7 @@ func LongRequests() ServeOption {
 // before Serve. Only the first call does anything.
 func (a *App) Close() {
 	a.once.Do(func() {
-		for _, srv := range a.rpcs {
+		if srv := a.rpc; srv != nil {
 			a.run(step{done: "rpc server stopped", stops: []func(context.Context) error{
 				func(context.Context) error { return srv.Stop() },
 			}}, srv.StopWait()+time.Second)

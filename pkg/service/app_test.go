@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -34,7 +35,7 @@ func open(t *testing.T) (*service.App, *testenv.Env, *observer.ObservedLogs) {
 	env := testenv.New(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	// Options in any order: the connections still open Postgres first.
-	app, err := service.Open(context.Background(), "lifecycle", zap.New(core), env.Connections(),
+	app, err := service.Open(context.Background(), "lifecycle", "1.0.0", zap.New(core), env.Connections(),
 		service.NATS(), service.Redis(), service.Postgres("lifecycle", migrations))
 	if err != nil {
 		t.Fatal(err)
@@ -85,13 +86,6 @@ func TestServeShutsDownInOrder(t *testing.T) {
 		}
 		return c.String(http.StatusOK, "done")
 	})
-	srv, err := app.RPCServer(env.RPCPrefix, "1.0.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Handle(rpc.EndpointAPI, api); err != nil {
-		t.Fatal(err)
-	}
 
 	var mu sync.Mutex
 	var seen []string // each worker's stop, with whether the connections still worked
@@ -111,13 +105,13 @@ func TestServeShutsDownInOrder(t *testing.T) {
 		record("worker")
 	})
 
-	public := httpx.NewEcho(zap.NewNop())
-	app.MountProbes(public)
 	addr := ports.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- app.Serve(ctx, public, addr) }()
+	go func() {
+		served <- app.Serve(ctx, addr, service.Ports{Endpoints: []service.Endpoint{{Name: rpc.EndpointAPI, Handler: api}}})
+	}()
 	wait.For(t, 10*time.Second, "ready", func() error {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
@@ -193,7 +187,7 @@ func TestServeFailsWhenTheAddressIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	err = app.Serve(context.Background(), httpx.NewEcho(zap.NewNop()), l.Addr().String())
+	err = app.Serve(context.Background(), l.Addr().String(), service.Ports{Public: httpx.NewEcho(zap.NewNop())})
 	if err == nil {
 		t.Fatal("serve on a taken address returned nil")
 	}
@@ -220,5 +214,24 @@ func TestStopsOfOneRegistrationRunTogether(t *testing.T) {
 	app.Close()
 	if !logged(logs, "consumers stopped") {
 		t.Fatalf("logged %q", messages(logs))
+	}
+}
+
+// Endpoints without NATS cannot be served: Serve says so, after the same
+// orderly shutdown, instead of failing on a nil connection.
+func TestServeRefusesEndpointsWithoutNATS(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	app, err := service.Open(context.Background(), "lifecycle", "1.0.0", zap.New(core), env.Connections(), service.Redis())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = app.Serve(context.Background(), ports.FreeAddr(t), service.Ports{Endpoints: []service.Endpoint{{Name: rpc.EndpointAPI, Handler: echo.New()}}})
+	if err == nil || !strings.Contains(err.Error(), "service.NATS()") {
+		t.Fatalf("serve = %v, want the missing NATS named", err)
+	}
+	if !logged(logs, "redis closed") || !logged(logs, "stopped") {
+		t.Fatalf("no orderly shutdown after the refusal: %q", messages(logs))
 	}
 }

@@ -1,8 +1,10 @@
-// Package service is the lifecycle every Parley service shares (STYLE.md
-// "A service's anatomy"): Main builds the logger, runs the service until
-// SIGINT or SIGTERM, and is the only place that exits; App opens the
-// connections, mounts the probes and metrics, and shuts everything down in
-// one order, logging each step and a final "stopped".
+// Package service is the lifecycle every Parley service shares
+// (docs/architecture.md "The anatomy of a service"): Main builds the
+// logger, runs the service until SIGINT or SIGTERM, and is the only place
+// that exits; LoadConfig reads and logs the configuration; App opens the
+// connections, serves the Ports a service's wiring built beside the probes
+// and metrics, and shuts everything down in one order, logging each step
+// and a final "stopped".
 package service
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/logging"
 )
 
@@ -54,4 +57,16 @@ func Main(name string, run Run) {
 		os.Exit(1)
 	}
 	_ = log.Sync()
+}
+
+// LoadConfig reads a service's configuration C from the environment
+// (pkg/config: each setting's default, then C's own validation) and logs
+// it, with its secrets masked, as the start's first line.
+func LoadConfig[C any](log *zap.Logger, version string) (C, error) {
+	cfg, err := config.Load[C]()
+	if err != nil {
+		return cfg, err
+	}
+	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
+	return cfg, nil
 }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -40,24 +39,45 @@ func main() {
 	service.Main(rpc.ServiceConsole, run)
 }
 
+// run reads the configuration from the environment and serves with
+// production's seams.
 func run(ctx context.Context, log *zap.Logger) error {
-	cfg, err := config.Load[consoleconfig.Config]()
+	cfg, err := service.LoadConfig[consoleconfig.Config](log, version)
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
+	return serve(ctx, cfg, log, seams{})
+}
 
-	svc, err := service.Open(ctx, rpc.ServiceConsole, log, cfg.Connections,
+// seams are what tests replace in the wiring; the zero value is
+// production's.
+type seams struct {
+	// clock dates sessions and sign-in limits; time.Now when nil.
+	clock func() time.Time
+}
+
+// serve opens the console's connections, wires it on them and serves until
+// ctx ends. Tests run it with their own configuration and seams.
+func serve(ctx context.Context, cfg consoleconfig.Config, log *zap.Logger, s seams) error {
+	svc, err := service.Open(ctx, rpc.ServiceConsole, version, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	ports, err := wire(cfg, svc, s)
+	if err != nil {
+		return err
+	}
+	return svc.Serve(ctx, cfg.Addr, ports)
+}
 
-	// adapters -> app -> ports
+// wire builds the console's adapters, use cases and ports on svc's
+// connections.
+func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, error) {
 	hasher, err := operator.NewHasher(operator.DefaultParams)
 	if err != nil {
-		return fmt.Errorf("password hasher: %w", err)
+		return service.Ports{}, fmt.Errorf("password hasher: %w", err)
 	}
 	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
 	// The other services, through the one client parleyctl uses too.
@@ -74,28 +94,23 @@ func run(ctx context.Context, log *zap.Logger) error {
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
 		NewID:      uuid.NewString,
+		Now:        s.clock,
 	})
-	svc.Go("session pruner", func(ctx context.Context) { pruneSessions(ctx, console, log) })
+	svc.Go("session pruner", func(ctx context.Context) { pruneSessions(ctx, console, svc.Log()) })
 
-	public := httpx.NewEcho(log)
-	svc.MountProbes(public)
-	pages, err := httpport.NewConsole(console, log, httpport.WithProxies(cfg.Proxies()),
+	public := httpx.NewEcho(svc.Log())
+	pages, err := httpport.NewConsole(console, svc.Log(), httpport.WithProxies(cfg.Proxies()),
 		httpport.WithInsecureCookies(cfg.InsecureCookies), httpport.WithMetrics(httpport.NewMetrics(svc.Metrics)))
 	if err != nil {
-		return err
+		return service.Ports{}, err
 	}
 	pages.Mount(public)
-
-	admin := httpx.NewEcho(log)
+	admin := httpx.NewEcho(svc.Log())
 	httpport.NewAdmin(console).Mount(admin)
-	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
-	if err != nil {
-		return err
-	}
-	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
-		return fmt.Errorf("serve admin endpoint: %w", err)
-	}
-	return svc.Serve(ctx, public, cfg.Addr)
+	return service.Ports{
+		Public:    public,
+		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: admin}},
+	}, nil
 }
 
 // pruneSessions deletes expired sessions every pruneEvery until ctx ends.

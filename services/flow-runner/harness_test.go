@@ -79,7 +79,7 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		t.Fatalf("config: %v", err)
 	}
 	clk := &clock{}
-	bg := testenv.Serve(t, "flow-runner", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), clk.now) })
+	bg := testenv.Serve(t, "flow-runner", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now}) })
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), cfg.RPCSubjectPrefix), clock: clk}
 	wait.For(t, 20*time.Second, "flow-runner ready", func() error {
 		bg.Early()

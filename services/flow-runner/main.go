@@ -13,9 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/dailycap"
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -41,33 +39,52 @@ func main() {
 	service.Main(rpc.ServiceFlowRunner, run)
 }
 
+// run reads the configuration from the environment and serves with
+// production's seams.
 func run(ctx context.Context, log *zap.Logger) error {
-	cfg, err := config.Load[svcconfig.Config]()
+	cfg, err := service.LoadConfig[svcconfig.Config](log, version)
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
-	return serve(ctx, cfg, log, time.Now)
+	return serve(ctx, cfg, log, seams{})
 }
 
-// serve runs the flow-runner until ctx ends. It is run's body after the
-// configuration is read, so tests run this exact wiring with their own
-// configuration and clock.
-func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
+// seams are what tests replace in the wiring; the zero value is
+// production's.
+type seams struct {
+	// clock dates runs, sessions and idempotency keys; time.Now when nil.
+	clock func() time.Time
+}
+
+// serve opens the flow-runner's connections, wires it on them and serves
+// until ctx ends. Tests run it with their own configuration and seams.
+func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) error {
 	// Redis keeps the invoke contract's idempotency keys, concurrency
 	// slots and daily caps, shared by every instance.
-	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, log, cfg.Connections,
+	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, version, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	ports, err := wire(cfg, svc, s)
+	if err != nil {
+		return err
+	}
+	return svc.Serve(ctx, cfg.Addr, ports)
+}
 
+// wire builds the flow-runner's adapters, use cases and ports on svc's
+// connections.
+func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error) {
+	clock, log := s.clock, svc.Log()
+	if clock == nil {
+		clock = time.Now
+	}
 	resetZone, err := cfg.Location()
 	if err != nil {
-		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
+		return service.Ports{}, fmt.Errorf("DAILY_RESET_TZ: %w", err)
 	}
-
 	// The AI nodes' provider and safety guard. Without LLM_BASE_URL there
 	// is no provider (nil), and an AI node fails with node_failed. The
 	// guard is built whatever is configured: with nothing, its Ready is
@@ -129,22 +146,13 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock fun
 		Now:        clock,
 	})
 
-	public := httpx.NewEcho(log)
-	svc.MountProbes(public)
-	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
-	if err != nil {
-		return err
-	}
-	// A synchronous run may use its whole RUN_BUDGET_TIME (60 s) inside one
-	// request, past the default rpc bound.
-	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, contract, log), rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)); err != nil {
-		return fmt.Errorf("serve rpc api: %w", err)
-	}
-	if err := srv.Handle(rpc.EndpointAdmin, porthttp.NewAdmin(uc, log)); err != nil {
-		return fmt.Errorf("serve rpc admin: %w", err)
-	}
 	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery, log) })
-	return svc.Serve(ctx, public, cfg.Addr)
+	return service.Ports{Endpoints: []service.Endpoint{
+		// A synchronous run may use its whole RUN_BUDGET_TIME (60 s)
+		// inside one request, past the default rpc bound.
+		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(uc, contract, log), Options: []rpc.EndpointOption{rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)}},
+		{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(uc, log)},
+	}}, nil
 }
 
 // receiptRetentionEvery is how often expired idempotency receipts are

@@ -8,12 +8,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -32,40 +30,60 @@ func main() {
 	service.Main(rpc.ServiceGateway, run)
 }
 
+// run reads the configuration from the environment and serves with
+// production's seams.
 func run(ctx context.Context, log *zap.Logger) error {
-	cfg, err := config.Load[gwconfig.Config]()
+	cfg, err := service.LoadConfig[gwconfig.Config](log, version)
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
+	return serve(ctx, cfg, log, seams{})
+}
 
-	svc, err := service.Open(ctx, rpc.ServiceGateway, log, cfg.Connections,
+// seams are what tests replace in the wiring; the zero value is
+// production's.
+type seams struct {
+	// clock stamps workspaces and keys; time.Now when nil.
+	clock func() time.Time
+}
+
+// serve opens the gateway's connections, wires it on them and serves until
+// ctx ends. Tests run it with their own configuration and seams.
+func serve(ctx context.Context, cfg gwconfig.Config, log *zap.Logger, s seams) error {
+	svc, err := service.Open(ctx, rpc.ServiceGateway, version, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-
-	// adapters -> app -> ports
-	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
-	accounts := app.New(adapters.NewWorkspaceStore(svc.DB), adapters.NewKeyStore(svc.DB), adapters.NewMessagingChannels(client), cfg.RatePerMinute)
-	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
-
-	public := httpx.NewEcho(log)
-	svc.MountProbes(public)
-	httpport.NewPublic(accounts, limiter, client, svc.NATS.MaxPayload(), httpport.NewMetrics(svc.Metrics), log,
-		httpport.WithAuthFailuresPerMinute(cfg.AuthFailuresPerMinute), httpport.WithProxies(cfg.Proxies())).Mount(public)
-
-	admin := httpx.NewEcho(log)
-	httpport.NewAdmin(accounts).Mount(admin)
-	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
+	ports, err := wire(cfg, svc, s)
 	if err != nil {
 		return err
 	}
-	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
-		return fmt.Errorf("serve admin endpoint: %w", err)
+	return svc.Serve(ctx, cfg.Addr, ports)
+}
+
+// wire builds the gateway's adapters, use cases and ports on svc's
+// connections.
+func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error) {
+	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
+	var opts []app.Option
+	if s.clock != nil {
+		opts = append(opts, app.WithClock(s.clock))
 	}
-	// A flow invoke it forwards may take the whole rpc.LongHandlerTimeout:
-	// a rollout lets those in flight finish.
-	return svc.Serve(ctx, public, cfg.Addr, service.LongRequests())
+	accounts := app.New(adapters.NewWorkspaceStore(svc.DB), adapters.NewKeyStore(svc.DB), adapters.NewMessagingChannels(client), cfg.RatePerMinute, opts...)
+	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
+
+	public := httpx.NewEcho(svc.Log())
+	httpport.NewPublic(accounts, limiter, client, svc.NATS.MaxPayload(), httpport.NewMetrics(svc.Metrics), svc.Log(),
+		httpport.WithAuthFailuresPerMinute(cfg.AuthFailuresPerMinute), httpport.WithProxies(cfg.Proxies())).Mount(public)
+	admin := httpx.NewEcho(svc.Log())
+	httpport.NewAdmin(accounts).Mount(admin)
+	return service.Ports{
+		Public:    public,
+		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: admin}},
+		// A flow invoke it forwards may take the whole
+		// rpc.LongHandlerTimeout: a rollout lets those in flight finish.
+		LongRequests: true,
+	}, nil
 }

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -48,13 +47,12 @@ func main() {
 }
 
 func run(ctx context.Context, log *zap.Logger) error {
-	cfg, err := config.Load[svcconfig.Config]()
+	cfg, err := service.LoadConfig[svcconfig.Config](log, version)
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
 
-	svc, err := service.Open(ctx, rpc.ServiceMessaging, log, cfg.Connections,
+	svc, err := service.Open(ctx, rpc.ServiceMessaging, version, log, cfg.Connections,
 		service.Postgres(schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
 		return err
@@ -65,17 +63,6 @@ func run(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	svc.MountProbes(w.public)
-	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
-	if err != nil {
-		return err
-	}
-	if err := srv.Handle(rpc.EndpointAPI, w.api); err != nil {
-		return err
-	}
-	if err := srv.Handle(rpc.EndpointAdmin, w.admin); err != nil {
-		return err
-	}
 	// The relay keeps publishing while the requests in flight finish, and
 	// stops after them with its current event done.
 	svc.Go("outbox relay", w.relay.Run)
@@ -84,7 +71,10 @@ func run(ctx context.Context, log *zap.Logger) error {
 	// begins, so the HTTP server's graceful stop does not wait on them.
 	stopStreams := context.AfterFunc(ctx, w.webchat.Close)
 	defer stopStreams()
-	return svc.Serve(ctx, w.public, cfg.Addr)
+	return svc.Serve(ctx, cfg.Addr, service.Ports{Public: w.public, Endpoints: []service.Endpoint{
+		{Name: rpc.EndpointAPI, Handler: w.api},
+		{Name: rpc.EndpointAdmin, Handler: w.admin},
+	}})
 }
 
 // wired is the messaging service put together: its three HTTP surfaces and the

@@ -370,7 +370,7 @@ func startBenchCluster(b *testing.B, rcv *benchReceiver, instances int) *benchCl
 	for i := range instances {
 		cfg := benchConfig(b, env)
 		c.consume = cfg.Consumer
-		bg := testenv.Serve(b, fmt.Sprintf("instance %d", i), func(ctx context.Context) error { return serve(ctx, cfg, benchLogger(i), time.Now) })
+		bg := testenv.Serve(b, fmt.Sprintf("instance %d", i), func(ctx context.Context) error { return serve(ctx, cfg, benchLogger(i), seams{}) })
 		c.stops = append(c.stops, bg.Stop)
 		benchWaitReady(b, env, cfg, bg)
 	}

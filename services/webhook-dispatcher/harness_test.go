@@ -82,7 +82,7 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	if w.clock == nil {
 		w.clock = time.Now
 	}
-	bg := testenv.Serve(t, "dispatcher", func(ctx context.Context) error { return serveWith(ctx, cfg, env.Logger(t), w) })
+	bg := testenv.Serve(t, "dispatcher", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), w) })
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: bg.Stop}
 	wait.For(t, 20*time.Second, "dispatcher ready", func() error {
 		bg.Early()

@@ -14,8 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/config"
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
@@ -47,25 +45,20 @@ func main() {
 	service.Main(rpc.ServiceDispatcher, run)
 }
 
+// run reads the configuration from the environment and serves with
+// production's seams.
 func run(ctx context.Context, log *zap.Logger) error {
-	cfg, err := config.Load[svcconfig.Config]()
+	cfg, err := service.LoadConfig[svcconfig.Config](log, version)
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("version", version), zap.Any("config", config.Masked(cfg)))
-	return serve(ctx, cfg, log, time.Now)
+	return serve(ctx, cfg, log, seams{})
 }
 
-// serve runs the dispatcher until ctx ends. It is run's body after the
-// configuration is read, so tests run this exact wiring with their own
-// configuration and clock.
-func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, clock func() time.Time) error {
-	return serveWith(ctx, cfg, log, seams{clock: clock})
-}
-
-// seams are what tests may replace in serve's wiring.
+// seams are what tests replace in the wiring; the zero value is
+// production's.
 type seams struct {
-	// clock stamps deliveries and signatures.
+	// clock stamps deliveries and signatures; time.Now when nil.
 	clock func() time.Time
 	// resolver finds the addresses of webhook hosts, both for the check
 	// when a URL is saved and for every dial (so a test can play DNS
@@ -73,29 +66,43 @@ type seams struct {
 	resolver *net.Resolver
 }
 
-func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w seams) error {
-	clock, resolver := w.clock, w.resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
+// serve opens the dispatcher's connections, wires it on them and serves
+// until ctx ends. Tests run it with their own configuration and seams.
+func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) error {
 	// No Redis: nothing the dispatcher keeps lives there.
-	svc, err := service.Open(ctx, rpc.ServiceDispatcher, log, cfg.Connections,
+	svc, err := service.Open(ctx, rpc.ServiceDispatcher, version, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.NATS())
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	ports, err := wire(ctx, cfg, svc, s)
+	if err != nil {
+		return err
+	}
+	return svc.Serve(ctx, cfg.Addr, ports)
+}
+
+// wire builds the dispatcher's adapters, use cases and ports on svc's
+// connections, and starts its consumers.
+func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error) {
+	clock, resolver, log := s.clock, s.resolver, svc.Log()
+	if clock == nil {
+		clock = time.Now
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
 	js, err := jetstream.New(svc.NATS)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return service.Ports{}, fmt.Errorf("jetstream: %w", err)
 	}
-
 	// The replay stream exists before the admin route that fills it
 	// serves.
 	eventsStream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
 	replayStream := replaystream.Stream(eventsStream)
 	if err := replaystream.Ensure(ctx, js, replayStream); err != nil {
-		return err
+		return service.Ports{}, err
 	}
 
 	// adapters -> app -> ports
@@ -117,7 +124,7 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			UserAgent:           "Parley-Webhooks/" + version,
 			Clock:               clock,
-			Resolver:            w.resolver,
+			Resolver:            s.resolver,
 			IdleConnsPerHost:    cfg.Concurrency + cfg.ReplayConcurrency,
 		}),
 		Resolver: resolver,
@@ -133,21 +140,8 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		"replay": events.Lag(js, replayStream, cfg.Consumer),
 	}, adapters.NewWebhookStore(svc.DB).CountPaused, log)
 
-	public := httpx.NewEcho(log)
-	svc.MountProbes(public)
-
-	srv, err := svc.RPCServer(cfg.RPCSubjectPrefix, version)
-	if err != nil {
-		return err
-	}
-	if err := srv.Handle(rpc.EndpointAPI, porthttp.NewAPI(uc, log)); err != nil {
-		return fmt.Errorf("serve rpc api: %w", err)
-	}
 	admin := porthttp.NewAdmin(uc, log)
 	porthttp.MountReplays(admin, replays)
-	if err := srv.Handle(rpc.EndpointAdmin, admin); err != nil {
-		return fmt.Errorf("serve rpc admin: %w", err)
-	}
 
 	// The consumer holds up to DISPATCHER_IN_HAND events; the use case
 	// bounds the attempts in flight among them (DISPATCHER_CONCURRENCY,
@@ -164,7 +158,7 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 		Fresh: ackMargin,
 	}, uc, log)
 	if err != nil {
-		return err
+		return service.Ports{}, err
 	}
 
 	// Replayed events share the delivery path and the consumer's name,
@@ -177,16 +171,18 @@ func serveWith(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, w sea
 	}, events.HandlerFunc(replays.ReplayEvent), log)
 	if err != nil {
 		svc.OnStop("event consumer", consumer.Stop)
-		return err
+		return service.Ports{}, err
 	}
 	// Both consumers stop pulling at once, and their deliveries under
 	// way finish together: a delivery waiting between attempts hands its
 	// event back at once, an attempt in flight finishes and is stored.
 	svc.OnStop("event consumers", consumer.Stop, replayConsumer.Stop)
 
+	log.Info("consuming", zap.String("consumer", cfg.Consumer))
 	svc.Go("delivery log retention", func(ctx context.Context) { uc.RunRetention(ctx, retentionEvery) })
 	svc.Go("metrics sampler", func(ctx context.Context) { sampler.Run(ctx, cfg.MetricsInterval) })
-
-	log.Info("consuming", zap.String("consumer", cfg.Consumer))
-	return svc.Serve(ctx, public, cfg.Addr)
+	return service.Ports{Endpoints: []service.Endpoint{
+		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(uc, log)},
+		{Name: rpc.EndpointAdmin, Handler: admin},
+	}}, nil
 }
