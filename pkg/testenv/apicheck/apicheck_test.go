@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
+	"github.com/parleyhq/parley/pkg/api"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
@@ -560,4 +561,46 @@ func TestHostsSendEachRequestToItsChecker(t *testing.T) {
 	do(t, client, http.MethodGet, unwatched.URL+"/v1/things/d", "k", "")
 	wantFailures(t, recFirst, "/v1/things/a")
 	wantFailures(t, recSecond, "/v1/things/b", "/v1/things/c")
+}
+
+// A route served and not declared fails, and so does one declared and not
+// served; parameter names do not matter, and catch-alls are no routes.
+func TestDeclaredRoutesMustBeTheServedOnes(t *testing.T) {
+	e := echo.New()
+	nop := func(echo.Context) error { return nil }
+	e.GET("/admin/things/:id", nop)
+	e.POST("/admin/things", nop)
+	e.Any("/ingress/*", nop)
+	rec := &recorder{TB: t}
+	CheckDeclaredRoutes(rec, "things", e, []api.Route{
+		{Method: http.MethodGet, Path: "/admin/things/:thing_id"},
+		{Method: http.MethodDelete, Path: "/admin/things/:id"},
+	})
+	wantFailures(t, rec,
+		"things serves POST /admin/things, which its pkg/api Routes do not declare",
+		"its pkg/api Routes declare DELETE /admin/things/{}, which things does not serve")
+
+	rec = &recorder{TB: t}
+	CheckDeclaredRoutes(rec, "things", e, []api.Route{
+		{Method: http.MethodGet, Path: "/admin/things/:id"},
+		{Method: http.MethodPost, Path: "/admin/things"},
+	})
+	wantFailures(t, rec)
+}
+
+// A body with a field its type does not declare is refused.
+func TestDecodeStrictRefusesUndeclaredFields(t *testing.T) {
+	type thing struct {
+		ID string `json:"id"`
+	}
+	var v thing
+	if err := DecodeStrict([]byte(`{"id":"a"}`), &v); err != nil || v.ID != "a" {
+		t.Fatalf("DecodeStrict = %+v, %v", v, err)
+	}
+	if err := DecodeStrict([]byte(`{"id":"a","size":3}`), &v); err == nil || !strings.Contains(err.Error(), `"size"`) {
+		t.Fatalf("DecodeStrict with an undeclared field = %v", err)
+	}
+	if got := Body[thing](t, []byte(`{"id":"b"}`)); got.ID != "b" {
+		t.Fatalf("Body = %+v", got)
+	}
 }

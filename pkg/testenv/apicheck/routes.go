@@ -1,13 +1,18 @@
 package apicheck
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/pkg/api"
 )
 
 // Route is an operation: a method and a path pattern under BasePath whose
@@ -163,4 +168,50 @@ func CheckServiceRoutes(t testing.TB, service string, e *echo.Echo) {
 		t.Fatalf("%s serves no route under %s", service, BasePath)
 	}
 	CheckRoutes(t, service, served, OfSegments(doc.DocumentedRoutes(), Segments(served)))
+}
+
+// CheckDeclaredRoutes fails t unless e serves exactly the routes declared
+// in a pkg/api Routes table: who names the server in the messages. Unlike
+// CheckServiceRoutes it compares every route, /admin and /ingress as much
+// as /v1, by method and path (parameter names aside).
+func CheckDeclaredRoutes(t testing.TB, who string, e *echo.Echo, declared []api.Route) {
+	t.Helper()
+	var served, want []Route
+	for _, r := range e.Routes() {
+		if standardMethod(r.Method) && !strings.HasSuffix(r.Path, "*") {
+			served = append(served, normalise(r.Method, r.Path))
+		}
+	}
+	for _, r := range declared {
+		want = append(want, normalise(r.Method, r.Path))
+	}
+	d := CompareRoutes(sortRoutes(served), sortRoutes(want))
+	for _, r := range d.Undocumented {
+		t.Errorf("%s serves %s, which its pkg/api Routes do not declare", who, r)
+	}
+	for _, r := range d.Unserved {
+		t.Errorf("its pkg/api Routes declare %s, which %s does not serve", r, who)
+	}
+}
+
+// Body decodes a body a route answered into T, failing t when the body
+// carries a field T does not declare: what a service renders must be its
+// pkg/api type, field for field.
+func Body[T any](t testing.TB, raw []byte) T {
+	t.Helper()
+	var v T
+	if err := DecodeStrict(raw, &v); err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	return v
+}
+
+// DecodeStrict decodes raw into v, refusing a field v does not declare.
+func DecodeStrict(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body does not decode strictly into %T: %w", v, err)
+	}
+	return nil
 }
