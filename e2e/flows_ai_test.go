@@ -196,7 +196,6 @@ func TestFlowAINodes(t *testing.T) {
 	aiDeveloper := func(t *testing.T, limit int, modules string) (ws, key string) {
 		ws, key = s.workspaceWithKey(t, "AI", modules)
 		s.ctl(t, nil, "workspace", "update", "--workspace", ws, "--ai-limit", fmt.Sprint(limit))
-		s.ctl(t, nil, "workspace", "feature", "--workspace", ws, "--feature", "flows_api", "--on")
 		return ws, key
 	}
 	aiUsed := func(t *testing.T, key string) float64 {
@@ -388,7 +387,6 @@ func TestFlowGuardNotWired(t *testing.T) {
 	s := startSuite(t, "LLM_BASE_URL="+ai.url(), "LLM_MODEL="+aiModel, "GUARD_BASE_URL="+ai.url(), "GUARD_CHECK_INTERVAL=100ms")
 	ws, key := s.workspaceWithKey(t, "Guarded", "developer_api,flows,flow_ai")
 	s.ctl(t, nil, "workspace", "update", "--workspace", ws, "--ai-limit", "10")
-	s.ctl(t, nil, "workspace", "feature", "--workspace", ws, "--feature", "flows_api", "--on")
 	flowID := s.publishFlow(t, ws, oneLLMFlow)
 	plain := s.publishFlow(t, ws, greetingFlow)
 	body := `{"input": {"text": "hello"}}`
@@ -491,7 +489,6 @@ func TestFlowGuardNotWired(t *testing.T) {
 	// No guard configured at all.
 	s2 := startSuite(t, "LLM_BASE_URL="+ai.url(), "LLM_MODEL="+aiModel)
 	ws2, key2 := s2.workspaceWithKey(t, "Unguarded", "developer_api,flows,flow_ai")
-	s2.ctl(t, nil, "workspace", "feature", "--workspace", ws2, "--feature", "flows_api", "--on")
 	flow2 := s2.publishFlow(t, ws2, oneLLMFlow)
 	a, err = postFlow(t.Context(), s2.gatewayURL, key2, invokePath(flow2), body)
 	if err != nil || a.status != http.StatusServiceUnavailable || a.code() != "guard_not_wired" {

@@ -12,12 +12,11 @@ import (
 )
 
 // flowDeveloper is developer for flows: a workspace with the developer
-// API, the flows module and the flows_api feature, and an API key.
+// API and the flows module, and an API key. The flows_api feature is on
+// without a switch: flow invoke is generally available.
 func (s *suite) flowDeveloper(t testing.TB) (workspaceID, key string) {
 	t.Helper()
-	workspaceID, key = s.workspaceWithKey(t, "Flows", "developer_api,flows")
-	s.ctl(t, nil, "workspace", "feature", "--workspace", workspaceID, "--feature", "flows_api", "--on")
-	return workspaceID, key
+	return s.workspaceWithKey(t, "Flows", "developer_api,flows")
 }
 
 // flowFile writes a flow document for parleyctl flow publish.

@@ -26,7 +26,7 @@ func TestEveryDocumentedOperationIsServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startSuite(t)
-	_, key := s.flowDeveloper(t) // flows need the flows module and the flows_api feature to exist
+	_, key := s.flowDeveloper(t) // flows need the flows module to exist
 	before := s.check.Exchanges()
 	ops := doc.DocumentedRoutes()
 	for _, op := range ops {

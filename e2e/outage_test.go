@@ -35,7 +35,6 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 		return []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "NATS_URL=" + natsURL}
 	}, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	ws, key := s.developer(t)
-	s.ctl(t, nil, "workspace", "feature", "--workspace", ws, "--feature", "flows_api", "--on")
 	ch := s.addChannel(t, ws, "external", "--kind", "telegram", "--token", "700100200:AAH-outage-e2e-token")
 	rcv := receiver.New(t, receiver.Status(http.StatusNoContent), receiver.Within(45*time.Second), checkDeliveries(t))
 	s.saveWebhook(t, key, rcv.URL)

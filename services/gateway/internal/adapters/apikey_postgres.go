@@ -115,7 +115,7 @@ SELECT
 	COALESCE(u.last_used_at, k.last_used_at) AS k_last_used_at,
 	w.id AS w_id, w.name AS w_name, w.slug AS w_slug, w.plan_name AS w_plan_name, w.modules AS w_modules,
 	w.ai_used AS w_ai_used, w.ai_limit AS w_ai_limit, w.rate_per_minute AS w_rate_per_minute,
-	w.features AS w_features, w.created_at AS w_created_at, w.updated_at AS w_updated_at
+	w.features AS w_features, w.features_off AS w_features_off, w.created_at AS w_created_at, w.updated_at AS w_updated_at
 FROM ` + Schema + `.api_keys k JOIN ` + Schema + `.workspaces w ON w.id = k.workspace_id
 LEFT JOIN used u ON u.id = k.id
 WHERE k.key_hash = ?`

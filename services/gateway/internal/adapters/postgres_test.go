@@ -23,7 +23,7 @@ func newWorkspace(slug string) account.Workspace {
 	return account.Workspace{
 		ID: uuid.NewString(), Name: "N " + slug, Slug: slug,
 		Plan:     account.Plan{Name: "api", Modules: []account.Module{account.ModuleDeveloperAPI}},
-		Features: []string{}, CreatedAt: now, UpdatedAt: now,
+		Switched: map[string]bool{}, CreatedAt: now, UpdatedAt: now,
 	}
 }
 
@@ -35,8 +35,8 @@ func TestWorkspaceStore(t *testing.T) {
 
 	w := newWorkspace("acme")
 	// The array encoding must survive any element, whatever the domain
-	// allows today.
-	w.Features = []string{`quo"te`, `com,ma`, `back\slash`, "NULL", "", "{braces}", "spa ce"}
+	// allows today, switched on or off.
+	w.Switched = map[string]bool{`quo"te`: true, `com,ma`: false, `back\slash`: true, "NULL": false, "": true, "{braces}": false, "spa ce": true}
 	w.RatePerMinute = 7
 	w.Plan.AILimit, w.Plan.AIUsed = 10, 3
 	if err := store.Create(ctx, w); err != nil {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,9 +38,12 @@ type workspaceRow struct {
 	AIUsed        int64     `gorm:"column:ai_used"`
 	AILimit       int64     `gorm:"column:ai_limit"`
 	RatePerMinute *int      `gorm:"column:rate_per_minute"`
-	Features      textArray `gorm:"column:features;type:text[]"`
-	CreatedAt     time.Time `gorm:"column:created_at"`
-	UpdatedAt     time.Time `gorm:"column:updated_at"`
+	// FeaturesOn and FeaturesOff are the features switched on and off;
+	// the others take their defaults.
+	FeaturesOn  textArray `gorm:"column:features;type:text[]"`
+	FeaturesOff textArray `gorm:"column:features_off;type:text[]"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+	UpdatedAt   time.Time `gorm:"column:updated_at"`
 }
 
 func (workspaceRow) TableName() string { return Schema + ".workspaces" }
@@ -53,13 +58,17 @@ func toWorkspaceRow(w account.Workspace) workspaceRow {
 		r := w.RatePerMinute
 		rate = &r
 	}
-	features := textArray(w.Features)
-	if features == nil {
-		features = textArray{}
+	on, off := textArray{}, textArray{}
+	for _, name := range slices.Sorted(maps.Keys(w.Switched)) {
+		if w.Switched[name] {
+			on = append(on, name)
+		} else {
+			off = append(off, name)
+		}
 	}
 	return workspaceRow{
 		ID: w.ID, Name: w.Name, Slug: w.Slug, PlanName: w.Plan.Name, Modules: mods,
-		AIUsed: w.Plan.AIUsed, AILimit: w.Plan.AILimit, RatePerMinute: rate, Features: features,
+		AIUsed: w.Plan.AIUsed, AILimit: w.Plan.AILimit, RatePerMinute: rate, FeaturesOn: on, FeaturesOff: off,
 		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
 }
@@ -73,14 +82,17 @@ func (r workspaceRow) toDomain() account.Workspace {
 	if r.RatePerMinute != nil {
 		rate = *r.RatePerMinute
 	}
-	features := []string(r.Features)
-	if features == nil {
-		features = []string{}
+	switched := make(map[string]bool, len(r.FeaturesOn)+len(r.FeaturesOff))
+	for _, name := range r.FeaturesOn {
+		switched[name] = true
+	}
+	for _, name := range r.FeaturesOff {
+		switched[name] = false
 	}
 	return account.Workspace{
 		ID: r.ID, Name: r.Name, Slug: r.Slug,
 		Plan:          account.Plan{Name: r.PlanName, Modules: mods, AIUsed: r.AIUsed, AILimit: r.AILimit},
-		RatePerMinute: rate, Features: features,
+		RatePerMinute: rate, Switched: switched,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }

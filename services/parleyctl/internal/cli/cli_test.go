@@ -206,7 +206,6 @@ func demoFlowListed(t *testing.T) map[string]any {
 func TestDemoReusesWhatExists(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{answers: map[string]any{
-		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
 		"GET /v1/flows":                      demoFlowListed(t),
 		"POST /admin/workspaces/w1/flows":    errors.New("must not publish the demo flow again"),
 		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
@@ -264,16 +263,15 @@ func TestServiceErrorsPassThrough(t *testing.T) {
 func TestDemoCreatesWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{answers: map[string]any{
-		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{}},
-		"POST /admin/workspaces":                      map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
-		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
-		"GET /admin/channels":                         map[string]any{"channels": []any{}},
-		"POST /admin/channels":                        map[string]any{"channel": map[string]any{"id": "c9"}},
-		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
-		"GET /v1/flows":                               map[string]any{"flows": []any{}},
-		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
-		"GET /admin/workspaces/w1/kb/documents":       map[string]any{"documents": []any{}},
-		"POST /admin/workspaces/w1/kb/documents":      map[string]any{"document": map[string]any{"id": "d1"}},
+		"GET /admin/workspaces":                  map[string]any{"workspaces": []any{}},
+		"POST /admin/workspaces":                 map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
+		"POST /admin/workspaces/w1/api-keys":     map[string]any{"id": "k1"},
+		"GET /admin/channels":                    map[string]any{"channels": []any{}},
+		"POST /admin/channels":                   map[string]any{"channel": map[string]any{"id": "c9"}},
+		"GET /v1/flows":                          map[string]any{"flows": []any{}},
+		"POST /admin/workspaces/w1/flows":        map[string]any{"id": "f1", "published_version": 1},
+		"GET /admin/workspaces/w1/kb/documents":  map[string]any{"documents": []any{}},
+		"POST /admin/workspaces/w1/kb/documents": map[string]any{"document": map[string]any{"id": "d1"}},
 	}}
 	if err := cli.New(testConfig(), rec, &bytes.Buffer{}).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)

@@ -68,7 +68,7 @@ func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
 func workspaceFeature(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("workspace feature")
 	id := f.String("workspace", "", "workspace id")
-	feature := f.String("feature", "", "feature flag, e.g. flows_api")
+	feature := f.String("feature", "", "feature flag, e.g. flows_api (on unless switched off)")
 	on := f.Bool("on", false, "turn the feature on")
 	off := f.Bool("off", false, "turn the feature off")
 	if err := f.parse(args, "workspace", "feature"); err != nil {

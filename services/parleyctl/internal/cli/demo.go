@@ -61,8 +61,7 @@ func demoChannel(ch adminclient.Channel) channel {
 	return channel{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status, Secret: ch.Secret}
 }
 
-// demo seeds the demo workspace with the flows_api feature on, its fixed
-// API key, a Telegram channel, a webchat channel and the demo flow,
+// demo seeds the demo workspace with its fixed API key, a Telegram channel, a webchat channel and the demo flow,
 // creating only what is missing, and prints how to reach them.
 func demo(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("demo")
@@ -99,11 +98,7 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.ensureDemoFeature(ctx, ws.ID); err != nil {
-		return err
-	}
-	// The flow-runner's admin routes list no flows; its API endpoint lists
-	// the workspace's active API flows, with flows_api just switched on.
+	// The workspace's active API flows, as its developers' keys list them.
 	listed, err := c.api.ListFlows(ctx, ws.ID)
 	if err != nil {
 		return fmt.Errorf("list demo flows: %w", err)
@@ -216,14 +211,6 @@ type demoFlowSummary struct {
 	ID               string `json:"id"`
 	Name             string `json:"name"`
 	PublishedVersion int    `json:"published_version"`
-}
-
-// ensureDemoFeature switches flows_api on for the demo workspace.
-func (c *CLI) ensureDemoFeature(ctx context.Context, workspaceID string) error {
-	if _, err := c.api.SetFeature(ctx, workspaceID, adminclient.FeatureFlowsAPI, true); err != nil {
-		return fmt.Errorf("demo flows_api feature: %w", err)
-	}
-	return nil
 }
 
 // ensureDemoFlow makes sure the demo flow doc (named name, described by

@@ -60,8 +60,8 @@ func TestDemoFlowDocument(t *testing.T) {
 	}
 }
 
-// A workspace without the demo flows gets flows_api switched on, is listed
-// through the flow-runner's api endpoint with that feature, and is given
+// A workspace without the demo flows is listed through the flow-runner's
+// api endpoint with the flows_api feature, and is given
 // the demo flow (whose http node calls the flow-runner's configured
 // address), the demo document, and the demo AI flow over it.
 func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
@@ -75,9 +75,8 @@ func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	i := slices.Index(rec.calls, "gateway/admin PUT /admin/workspaces/w1/features/flows_api")
-	if i < 0 || !slices.Equal(rec.calls[i:], []string{
-		"gateway/admin PUT /admin/workspaces/w1/features/flows_api",
+	i := slices.Index(rec.calls, "flow-runner/api GET /v1/flows") - 1
+	if i < 0 || !slices.Equal(rec.calls[i+1:], []string{
 		"flow-runner/api GET /v1/flows",
 		"flow-runner/admin POST /admin/workspaces/w1/flows",
 		"flow-runner/admin GET /admin/workspaces/w1/kb/documents",
@@ -86,8 +85,9 @@ func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 	}) {
 		t.Fatalf("calls %v", rec.calls)
 	}
-	if rec.bodies[i]["on"] != true {
-		t.Errorf("feature body = %v", rec.bodies[i])
+	// flows_api is on unless switched off: the demo switches nothing.
+	if slices.ContainsFunc(rec.calls, func(c string) bool { return strings.Contains(c, "/features/") }) {
+		t.Errorf("the demo switched a feature: %v", rec.calls)
 	}
 	if !slices.Equal(rec.features[i+1], []string{"flows_api"}) {
 		t.Errorf("the list carried features %v", rec.features[i+1])
@@ -119,11 +119,10 @@ func TestDemoPublishesTheFlowsWhenMissing(t *testing.T) {
 // key and channels, plus more.
 func demoAnswers(more map[string]any) map[string]any {
 	answers := map[string]any{
-		"GET /admin/workspaces":                       map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
-		"POST /admin/workspaces/w1/api-keys":          map[string]any{"id": "k1"},
-		"GET /admin/channels":                         map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
-		"PUT /admin/workspaces/w1/features/flows_api": map[string]any{"workspace": map[string]any{"id": "w1"}},
-		"POST /admin/workspaces/w1/flows":             map[string]any{"id": "f1", "published_version": 1},
+		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
+		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1"},
+		"GET /admin/channels":                map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
+		"POST /admin/workspaces/w1/flows":    map[string]any{"id": "f1", "published_version": 1},
 	}
 	for k, v := range more {
 		answers[k] = v

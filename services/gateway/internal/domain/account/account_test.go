@@ -303,25 +303,33 @@ func TestWorkspaceRules(t *testing.T) {
 		t.Fatalf("after change: %+v", w)
 	}
 
+	// flows_api is on in a workspace nobody switched it for.
+	if got := w.EnabledFeatures(); !reflect.DeepEqual(got, []string{"flows_api"}) {
+		t.Fatalf("a new workspace's features = %v, want [flows_api]", got)
+	}
 	tests := []struct {
 		feature string
 		on      bool
 		want    []string
 		wantErr bool
 	}{
+		{"flows_api", false, []string{}, false},
+		{"flows_api", false, []string{}, false},
 		{"flows_api", true, []string{"flows_api"}, false},
 		{"flows_api", true, []string{"flows_api"}, false},
 		{"flows_api", false, []string{}, false},
-		{"flows_api", false, []string{}, false},
-		{"teleport", true, nil, true},
+		{"teleport", true, []string{}, true},
 	}
 	for _, tt := range tests {
 		err := w.SetFeature(tt.feature, tt.on, now)
 		if (err != nil) != tt.wantErr {
 			t.Fatalf("SetFeature(%s, %v) = %v", tt.feature, tt.on, err)
 		}
-		if !tt.wantErr && !reflect.DeepEqual(w.Features, tt.want) {
-			t.Fatalf("SetFeature(%s, %v): features %v, want %v", tt.feature, tt.on, w.Features, tt.want)
+		if got := w.EnabledFeatures(); !reflect.DeepEqual(got, tt.want) {
+			t.Fatalf("SetFeature(%s, %v): features %v, want %v", tt.feature, tt.on, got, tt.want)
 		}
+	}
+	if !reflect.DeepEqual(w.Switched, map[string]bool{"flows_api": false}) {
+		t.Fatalf("switched = %v, want flows_api off and nothing else", w.Switched)
 	}
 }

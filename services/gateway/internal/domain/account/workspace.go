@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,10 +23,23 @@ const (
 // Modules lists every module, in the order plans present them.
 var Modules = []Module{ModuleDeveloperAPI, ModuleFlows, ModuleFlowAI, ModuleFlowScript}
 
-// Features are per-workspace switches, turned on one workspace at a time
-// while a part of the product opens in stages (flows_api: the headless flow
-// routes answer 404 not_found while it is off, spec §4).
-var Features = []string{"flows_api"}
+// Feature is a per-workspace switch of a part of the product: while a
+// feature is off for a workspace, its routes answer 404 not_found as if
+// they did not exist.
+type Feature struct {
+	Name string
+	// DefaultOn is the feature's state in a workspace no operator switched
+	// it for.
+	DefaultOn bool
+}
+
+// FeatureFlowsAPI opens the headless flow routes (GET /v1/flows, invoke,
+// a run's trace).
+const FeatureFlowsAPI = "flows_api"
+
+// Features are the known features. flows_api is on unless switched off for
+// a workspace: flow invoke is generally available.
+var Features = []Feature{{Name: FeatureFlowsAPI, DefaultOn: true}}
 
 // Plan defaults: a new workspace gets the dedicated API plan, which includes
 // the Developer API.
@@ -56,9 +70,11 @@ type Workspace struct {
 	// RatePerMinute is the workspace's own API request limit; 0 means the
 	// gateway's default (RATE_LIMIT_PER_MINUTE), which may change later.
 	RatePerMinute int
-	Features      []string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Switched are the features an operator switched for this workspace,
+	// on (true) or off (false); every other feature takes its default.
+	Switched  map[string]bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // NewWorkspace is the input of a workspace to create. Nil fields take their
@@ -94,7 +110,7 @@ func Create(id string, in NewWorkspace, now time.Time) (Workspace, error) {
 		Name:      name,
 		Slug:      slug,
 		Plan:      Plan{Name: DefaultPlanName, Modules: slices.Clone(DefaultModules)},
-		Features:  []string{},
+		Switched:  map[string]bool{},
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
@@ -139,21 +155,37 @@ func (w *Workspace) Apply(c Changes, now time.Time) error {
 	return nil
 }
 
-// SetFeature turns a feature on or off.
+// SetFeature switches a feature on or off for the workspace, whatever its
+// default.
 func (w *Workspace) SetFeature(feature string, on bool, now time.Time) error {
-	if !slices.Contains(Features, feature) {
-		return invalid("feature", "%q is unknown; known features: %s", feature, strings.Join(Features, ", "))
+	if !slices.ContainsFunc(Features, func(f Feature) bool { return f.Name == feature }) {
+		known := make([]string, len(Features))
+		for i, f := range Features {
+			known[i] = f.Name
+		}
+		return invalid("feature", "%q is unknown; known features: %s", feature, strings.Join(known, ", "))
 	}
-	has := slices.Contains(w.Features, feature)
-	switch {
-	case on && !has:
-		w.Features = append(slices.Clone(w.Features), feature)
-		slices.Sort(w.Features)
-	case !on && has:
-		w.Features = slices.DeleteFunc(slices.Clone(w.Features), func(f string) bool { return f == feature })
+	switched := maps.Clone(w.Switched)
+	if switched == nil {
+		switched = map[string]bool{}
 	}
+	switched[feature] = on
+	w.Switched = switched
 	w.UpdatedAt = now
 	return nil
+}
+
+// EnabledFeatures returns the names of the features on for the workspace,
+// sorted: each one switched as it was switched, every other as its default.
+func (w Workspace) EnabledFeatures() []string {
+	on := []string{}
+	for _, f := range Features {
+		if enabled, switched := w.Switched[f.Name]; enabled || (!switched && f.DefaultOn) {
+			on = append(on, f.Name)
+		}
+	}
+	slices.Sort(on)
+	return on
 }
 
 // HasModule reports whether the plan includes m.

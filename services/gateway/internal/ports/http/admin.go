@@ -58,7 +58,7 @@ func (a *Admin) toDTO(w account.Workspace) workspaceDTO {
 		d.Plan.Modules[i] = string(m)
 	}
 	d.RateLimit.PerMinute = w.RateLimit(a.app.DefaultRatePerMinute())
-	d.Features = append([]string{}, w.Features...)
+	d.Features = w.EnabledFeatures()
 	d.CreatedAt = httpx.Timestamp(w.CreatedAt)
 	return d
 }

@@ -35,7 +35,9 @@ func TestAdminWorkspaceLifecycle(t *testing.T) {
 		"id": id, "name": "Café Düsseldorf", "slug": "cafe-dusseldorf",
 		"plan":       map[string]any{"name": "api", "modules": []any{"developer_api"}, "ai_used": 0.0, "ai_limit": 0.0},
 		"rate_limit": map[string]any{"per_minute": float64(defaultRate)},
-		"features":   []any{},
+		// flows_api is on unless switched off: flow invoke is generally
+		// available.
+		"features": []any{"flows_api"},
 	}
 	if !reflect.DeepEqual(created, want) {
 		t.Fatalf("created\n got %v\nwant %v", created, want)
@@ -59,13 +61,18 @@ func TestAdminWorkspaceLifecycle(t *testing.T) {
 		t.Fatalf("partial update = %v", updated)
 	}
 
-	on := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": true}))
-	if !reflect.DeepEqual(on["features"], []any{"flows_api"}) {
-		t.Fatalf("feature on = %v", on["features"])
-	}
 	off := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": false}))
 	if !reflect.DeepEqual(off["features"], []any{}) {
 		t.Fatalf("feature off = %v", off["features"])
+	}
+	// Switched off, it stays off through other changes and reads.
+	got = wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, map[string]any{"ai_limit": 1}))
+	if !reflect.DeepEqual(got["features"], []any{}) {
+		t.Fatalf("features after another change = %v", got["features"])
+	}
+	on := wsOf(t, h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": true}))
+	if !reflect.DeepEqual(on["features"], []any{"flows_api"}) {
+		t.Fatalf("feature on = %v", on["features"])
 	}
 
 	// Lookup by slug, as parleyctl demo finds its workspace.

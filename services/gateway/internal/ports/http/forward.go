@@ -84,7 +84,7 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 		RawQuery:    r.URL.RawQuery,
 		Body:        body,
 		Modules:     make([]string, len(w.Plan.Modules)),
-		Features:    w.Features,
+		Features:    w.EnabledFeatures(),
 	}
 	for i, m := range w.Plan.Modules {
 		req.Modules[i] = string(m)

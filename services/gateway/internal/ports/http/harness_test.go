@@ -246,8 +246,8 @@ func (h *harness) fakeService(t *testing.T, name string, respond echo.HandlerFun
 			}
 		}
 		for _, ft := range account.Features {
-			if rpc.HasFeature(ctx, ft) {
-				features = append(features, ft)
+			if rpc.HasFeature(ctx, ft.Name) {
+				features = append(features, ft.Name)
 			}
 		}
 		f.mu.Lock()

@@ -263,8 +263,8 @@ func TestForwardingCarriesTheRequestAndReturnsTheAnswer(t *testing.T) {
 		c.Response().Header().Set("RateLimit-Limit", "999") // not the service's to set
 		return c.JSONBlob(http.StatusCreated, []byte(`{"message":{"id":"m1"}}`))
 	})
+	// flows_api is on without a switch: it reaches the service.
 	id, key := h.workspace(t, map[string]any{"name": "Acme", "modules": []string{"developer_api", "flows"}})
-	h.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": true})
 
 	body := []byte(`{"conversation_id":"c1","text":"hello"}`)
 	header := http.Header{
