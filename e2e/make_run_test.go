@@ -36,21 +36,18 @@ var sandboxOnce = sync.OnceValue(func() error {
 })
 
 // makeRun is `make run` started in its own process group, with this test's
-// binaries, database, key prefix, streams and ports.
+// binaries, database, key prefix, streams and ports (startMakeRunIn).
 type makeRun struct {
 	cmd    *exec.Cmd
 	out    *lockedBuffer
 	exited chan struct{}
 }
 
-func startMakeRun(t *testing.T) *makeRun {
-	t.Helper()
-	return startMakeRunIn(t, testenv.New(t))
-}
-
-// startMakeRunIn is startMakeRun on env's database, key prefix and streams,
-// for a test that runs make run again on what an earlier one left.
-func startMakeRunIn(t *testing.T, env *testenv.Env) *makeRun {
+// startMakeRunIn is make run on env's database, key prefix and streams (a
+// test that runs make run again gives it what an earlier one left). With
+// interruptIgnored, make starts with SIGINT and SIGQUIT ignored, as a
+// script's background job does.
+func startMakeRunIn(t *testing.T, env *testenv.Env, interruptIgnored bool) *makeRun {
 	t.Helper()
 	if err := sandboxOnce(); err != nil {
 		t.Fatal(err)
@@ -82,7 +79,12 @@ func startMakeRunIn(t *testing.T, env *testenv.Env) *makeRun {
 		fmt.Sprintf("CONSOLE_ADDR=127.0.0.1:%d", p[6]),
 	)
 	// -o build: the binaries are this test's, already built.
-	r := &makeRun{cmd: exec.Command("make", "--no-print-directory", "-o", "build", "run"), out: &lockedBuffer{}, exited: make(chan struct{})}
+	args := []string{"make", "--no-print-directory", "-o", "build", "run"}
+	if interruptIgnored {
+		// env execs make in its own place: the process is make's.
+		args = append([]string{"env", "--ignore-signal=INT,QUIT"}, args...)
+	}
+	r := &makeRun{cmd: exec.Command(args[0], args[1:]...), out: &lockedBuffer{}, exited: make(chan struct{})}
 	r.cmd.Dir = ".."
 	r.cmd.Env = environ
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
@@ -220,28 +222,36 @@ func (r *makeRun) stop(t *testing.T, sig syscall.Signal, group bool) {
 // still opens the demo workspace (startMakeRunIn checks both runs).
 func TestMakeRunAgainKeepsTheDemoOperator(t *testing.T) {
 	env := testenv.New(t)
-	first := startMakeRunIn(t, env)
+	first := startMakeRunIn(t, env, false)
 	first.stop(t, syscall.SIGTERM, true)
-	startMakeRunIn(t, env)
+	startMakeRunIn(t, env, false)
 }
 
-// Ctrl-C on make run, a SIGTERM to it, or either signal to make alone: each
-// service finishes its orderly shutdown and logs every step of it, the
-// prefixers pass on its last lines, and nothing of make run is left.
+// Ctrl-C on make run, a SIGTERM to it, or either signal to make alone,
+// from a terminal or to a make a script started in the background (SIGINT
+// ignored): each service finishes its orderly shutdown and logs every step
+// of it, the prefixers pass on its last lines, run.sh exits 0 so that make
+// reports no error, and nothing of make run is left. make itself ends as
+// the signal it got asks (killed by it, or 0 when it ignored it).
 func TestMakeRunStopsCleanly(t *testing.T) {
 	tests := []struct {
 		name  string
 		sig   syscall.Signal
 		group bool // to the whole process group, as a terminal sends Ctrl-C; else to make alone
+		// interruptIgnored starts make with SIGINT ignored, as a script's
+		// background job is.
+		interruptIgnored bool
 	}{
-		{"Ctrl-C to the process group", syscall.SIGINT, true},
-		{"SIGTERM to the process group", syscall.SIGTERM, true},
-		{"SIGTERM to make", syscall.SIGTERM, false},
-		{"SIGINT to make", syscall.SIGINT, false},
+		{"Ctrl-C to the process group", syscall.SIGINT, true, false},
+		{"SIGTERM to the process group", syscall.SIGTERM, true, false},
+		{"SIGTERM to make", syscall.SIGTERM, false, false},
+		{"SIGINT to make", syscall.SIGINT, false, false},
+		{"SIGINT to the group of a script's background make", syscall.SIGINT, true, true},
+		{"SIGTERM to a script's background make", syscall.SIGTERM, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := startMakeRun(t)
+			r := startMakeRunIn(t, testenv.New(t), tt.interruptIgnored)
 			r.stop(t, tt.sig, tt.group)
 			pid := r.cmd.Process.Pid
 
@@ -273,6 +283,14 @@ func TestMakeRunStopsCleanly(t *testing.T) {
 			}
 			if strings.Contains(out, "exited with status") {
 				t.Error("run.sh saw a process fail")
+			}
+			// run.sh exited 0: make names no failed recipe.
+			if strings.Contains(out, "make: ***") {
+				t.Errorf("make reported an error:\n%s", out)
+			}
+			state := r.cmd.ProcessState
+			if ws, ok := state.Sys().(syscall.WaitStatus); !state.Success() && (!ok || !ws.Signaled() || ws.Signal() != tt.sig) {
+				t.Errorf("make ended with %v, want 0 or killed by %s", state, tt.sig)
 			}
 			// make led the group and is gone: anything still in it is a
 			// survivor (a service, the sandbox, a prefixer).

@@ -9,9 +9,30 @@
 # Stopping: each service gets one SIGTERM and is waited for while it shuts
 # down in order (pkg/service); its log prefixer outlives it and ends when the
 # service's output does, so its last lines, "stopped" included, are shown;
-# nothing is left running.
+# nothing is left running, and a clean stop exits 0 (docs/operations.md
+# "Stopping make run").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# A background job of a script (a non-interactive shell) starts with SIGINT
+# and SIGQUIT ignored, and bash cannot trap a signal that was ignored when it
+# started: run again with their default actions, so that a SIGINT to the
+# group stops everything as a terminal's Ctrl-C does.
+sig_ignored() { # PID SIGNUM: whether PID ignores the signal (Linux)
+  local key mask
+  [ -r "/proc/$1/status" ] || return 1
+  while read -r key mask; do
+    if [ "$key" = SigIgn: ]; then
+      (((16#$mask >> ($2 - 1)) & 1))
+      return
+    fi
+  done <"/proc/$1/status"
+  return 1
+}
+if sig_ignored $$ 2 && [ -z "${PARLEY_RUN_SIGNALS_RESET:-}" ] && env --default-signal=INT true 2>/dev/null; then
+  export PARLEY_RUN_SIGNALS_RESET=1
+  exec env --default-signal=INT,QUIT "$0" "$@"
+fi
 
 BIN=${PARLEY_BIN:-bin}
 SERVICES=(gateway messaging webhook-dispatcher flow-runner console)
@@ -43,9 +64,10 @@ done
 scripts/deps.sh
 
 logs=$(mktemp -d)
-pids=()      # what stop signals: the services and the Telegram sandbox
-prefixers=() # their log prefixers
-watcher=     # see watch_make
+pids=()        # what stop signals: the services and the sandboxes
+declare -A names # each of pids' name, for what it says of them
+prefixers=()   # their log prefixers
+watcher=       # see watch_make
 
 # start NAME COMMAND...: runs COMMAND in the background, its output prefixed
 # with "[NAME] " through a FIFO. The prefixer ignores INT, TERM and PIPE, so
@@ -60,8 +82,12 @@ start() {
   prefixers+=($!)
   "$@" >"$logs/$name" 2>&1 &
   pids+=($!)
+  names[$!]=$name
 }
 
+# stop stops every process and waits for each; it fails when one of them
+# ended with a failure of its own (each exits 0 on SIGTERM once it has shut
+# down in order), saying which.
 stopping=
 stop() {
   [ -z "$stopping" ] || return 0
@@ -72,17 +98,28 @@ stop() {
   echo
   echo "stopping..."
   [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+  local pid status failed=0
   if [ ${#pids[@]} -gt 0 ]; then
     kill -TERM "${pids[@]}" 2>/dev/null || true
-    wait "${pids[@]}" 2>/dev/null || true
+    for pid in "${pids[@]}"; do
+      status=0
+      wait "$pid" 2>/dev/null || status=$?
+      # 127: reaped already (wait -n below saw it end by itself).
+      if [ "$status" != 0 ] && [ "$status" != 127 ]; then
+        echo "${names[$pid]} exited with status $status while stopping" >&2
+        failed=1
+      fi
+    done
     wait "${prefixers[@]}" 2>/dev/null || true
   fi
   rm -rf "$logs"
   echo "stopped"
+  return "$failed"
 }
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
-trap 'stop; exit 129' HUP
+# A signal is a request to stop: a clean stop exits 0, so that make reports
+# no error (make itself still ends as the signal it got asks, as any program
+# does).
+trap 'stop && exit 0; exit 1' INT TERM HUP
 trap stop EXIT
 
 # catches_int PID: whether PID has a SIGINT handler installed (Linux; bash
@@ -221,6 +258,9 @@ MSG
 # A process that ends by itself has failed (a signal runs the traps above
 # instead); the rest are stopped on the way out.
 status=0
-wait -n "${pids[@]}" || status=$?
-echo "a process exited with status $status; stopping the rest" >&2
+ended=
+wait -n -p ended "${pids[@]}" || status=$?
+name="a process"
+[ -z "$ended" ] || name=${names[$ended]}
+echo "$name exited with status $status; stopping the rest" >&2
 exit 1
