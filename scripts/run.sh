@@ -118,8 +118,15 @@ stop() {
 }
 # A signal is a request to stop: a clean stop exits 0, so that make reports
 # no error (make itself still ends as the signal it got asks, as any program
-# does).
-trap 'stop && exit 0; exit 1' INT TERM HUP
+# does). A second signal (make hands its SIGTERM on to a group that got one
+# already) may arrive before stop ignores the rest: the stop under way goes
+# on.
+on_signal() {
+  [ -z "$stopping" ] || return 0
+  stop && exit 0
+  exit 1
+}
+trap on_signal INT TERM HUP
 trap stop EXIT
 
 # catches_int PID: whether PID has a SIGINT handler installed (Linux; bash

@@ -49,8 +49,11 @@ func Main(name string, run Run) {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	err = run(ctx, log)
-	stop()
+	// From here the process only exits: a late signal must not kill it
+	// before it says how it ended (status 143 instead of 0).
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	if err != nil {
 		log.Error("service failed", zap.Error(err))
 		_ = log.Sync()

@@ -19,10 +19,15 @@ import (
 // with status 1, naming name.
 func Serve(name, addr, banner string, h http.Handler) {
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	stopped := make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		defer close(stopped)
+		<-signals
+		// Later signals (make run sends its group's and its own) must not
+		// kill the process while it shuts down or exits.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
@@ -32,4 +37,5 @@ func Serve(name, addr, banner string, h http.Handler) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
+	<-stopped
 }
