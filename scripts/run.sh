@@ -257,7 +257,7 @@ cat <<MSG
           -d '{"input":{}}' $gateway_url/v1/flows/$flow_id/invoke
         curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \\
           -d '{"input":{"question":"How many days do I have to return an item?"}}' $gateway_url/v1/flows/$ai_flow_id/invoke
-  The README's "Getting started" and "Headless flows: a walkthrough" go on from there.
+  The README's quick start goes on from there.
   Ctrl-C stops everything.
 
 MSG
