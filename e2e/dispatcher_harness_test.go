@@ -272,8 +272,9 @@ func (s *suite) deliveryLog(t *testing.T, workspaceID string) map[string]logRow 
 	return out
 }
 
-// checkHook verifies a request the way the README tells receivers to
-// (receiver.Verify), the timestamp checked against when it arrived; and
+// checkHook verifies a request the way docs/webhooks.md "Verifying a
+// delivery" tells receivers to (receiver.Verify), the timestamp checked
+// against when it arrived; and
 // the envelope's id is X-Service-Delivery.
 func checkHook(h receiver.Request, secret string) error {
 	if err := h.Verify(secret, h.At); err != nil {

@@ -529,8 +529,8 @@ func startLLMSandbox(t *testing.T) string {
 	return base
 }
 
-// TestDemoAIFlowWalkthrough plays the README's walkthrough of the demo AI
-// flow as make run sets it up: the llm-sandbox as the provider and a block
+// TestDemoAIFlowWalkthrough plays the demo AI flow of docs/flows.md "A
+// local sandbox" as make run sets it up: the llm-sandbox as the provider and a block
 // list as the guard; parleyctl demo adds the demo document and the flow,
 // once; the answer cites the passages the knowledge node found, in JSON
 // and as a stream, and a blocked word is replaced.

@@ -199,7 +199,7 @@ func TestFlowsEndToEnd(t *testing.T) {
 	}
 }
 
-// TestDemoFlowWalkthrough plays the README's walkthrough of the demo flow:
+// TestDemoFlowWalkthrough plays the demo flow of the README "Quick start":
 // parleyctl demo publishes it once, and the demo key lists, invokes,
 // continues and traces it; its http node reaches the flow-runner's own
 // /healthz.

@@ -335,8 +335,8 @@ type customerEvent struct {
 	} `json:"data"`
 }
 
-// verifySignature checks X-Service-Signature the way the README tells
-// receivers to (receiver.Verify).
+// verifySignature checks X-Service-Signature the way docs/webhooks.md
+// "Verifying a delivery" tells receivers to (receiver.Verify).
 func verifySignature(t *testing.T, req receiver.Request, secret string) {
 	t.Helper()
 	if err := req.Verify(secret, time.Now()); err != nil {

@@ -46,7 +46,8 @@ const k8sDir = "../deploy/k8s"
 var longRequestsCall = regexp.MustCompile(`LongRequests:\s*true`)
 
 // measuredPeak is the most resident memory a service may reach under load
-// by the README's benchmarks (every service under 150 MB); memory limits
+// by the benchmarks (docs/benchmarks.md "The whole pipeline": every
+// service under 150 MB); memory limits
 // must be above it.
 var measuredPeak = resource.MustParse("150Mi")
 
@@ -841,7 +842,8 @@ func checkLocalNodePort(t *testing.T, r rendered, s k8sService) {
 }
 
 // checkParleyctlOverrides: the pod overrides `kubectl run` is given for
-// parleyctl (see the README) decode into a Pod and mount the base's NATS
+// parleyctl (docs/operations.md "parleyctl in the cluster") decode into a
+// Pod and mount the base's NATS
 // credentials where NATS_CREDS points.
 func checkParleyctlOverrides(t *testing.T, r rendered) {
 	t.Helper()

@@ -41,7 +41,8 @@ import (
 // -pipeline.workspaces workspaces, each with a Telegram channel in external
 // mode and a webhook with its own secret at a receiver in this process
 // (one loopback server, a path per workspace). The receiver checks every
-// request as the README tells developers to (checkHook: the HMAC over
+// request as docs/webhooks.md "Verifying a delivery" tells developers to
+// (checkHook: the HMAC over
 // "<timestamp>.<raw body>" with that workspace's secret, the timestamp's
 // window, the envelope's id equal to X-Service-Delivery) and answers 204.
 // The load generator posts real Telegram Updates to messaging's ingress
@@ -116,8 +117,9 @@ import (
 // default except WEBHOOK_ALLOW_PRIVATE_TARGETS=true (the receiver is on
 // loopback) and TELEGRAM_API_BASE (a local fake Bot API; receiving calls
 // it not at all). No limit is raised: Telegram ingress has no rate or
-// abuse limit (the README's "Abuse limits" are the gateway's and the
-// webchat widget's), and the gateway, which is not on this path, serves
+// abuse limit (docs/limits-and-errors.md "Webchat widget and ingress":
+// the abuse limits are the gateway's and the webchat widget's), and the
+// gateway, which is not on this path, serves
 // only the setup.
 //
 //	cd e2e && go test -run '^$' -bench '^BenchmarkPipeline$' -benchtime 1x -timeout 30m .

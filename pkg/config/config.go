@@ -1,5 +1,6 @@
 // Package config loads a service's configuration from the environment, the
-// only source of configuration (ARCHITECTURE.md §6). Each service declares
+// only source of configuration (docs/operations.md "Configuration"). Each
+// service declares
 // one Config struct with `env` and `envDefault` tags; Load fills and
 // validates it, and Masked renders it for the start-up log without secrets.
 package config

@@ -1,6 +1,7 @@
 // Package db opens PostgreSQL through gorm for one service schema and applies
 // that service's versioned migrations. Each service owns one schema
-// (ARCHITECTURE.md §2); its tables are named "<schema>.<table>" by the naming
+// (docs/architecture.md "The services and what each owns"); its tables are
+// named "<schema>.<table>" by the naming
 // strategy, so a service cannot reach another's tables by accident.
 package db
 

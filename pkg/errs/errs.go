@@ -76,7 +76,7 @@ func As(err error) (*Error, bool) {
 	return nil, false
 }
 
-// Codes shared by every service (ARCHITECTURE.md §4).
+// Codes shared by every service (docs/architecture.md "Errors").
 const (
 	CodeInvalidRequest     = "invalid_request"
 	CodeUnauthorized       = "unauthorized"

@@ -14,7 +14,8 @@ import (
 // MaxBodyBytes bounds a request body that a route does not bound more
 // tightly: what NATS carries by default (1 MiB), so that a body the gateway
 // forwarded, or parleyctl sent over NATS, is never cut short behind it. The
-// public API's own bound is the gateway's (README, "Request body limits").
+// public API's own bound is the gateway's (docs/limits-and-errors.md
+// "Request body limits").
 const MaxBodyBytes = 1 << 20
 
 // ReadBody reads all of r, at most limit bytes. A longer body is 413

@@ -15,7 +15,7 @@ import (
 // error decides what becomes of the message: nil acks it; an error marked
 // Permanent terminates it (it can never succeed, so it is not redelivered);
 // any other error naks it with a delay that grows with each redelivery, so
-// a transient failure is retried later (STYLE.md "Errors").
+// a transient failure is retried later (docs/architecture.md "Errors").
 //
 // ctx ends when the consumer stops. A handler finishes what must not be cut
 // short (storing an outcome, on context.WithoutCancel) and returns; an

@@ -1,5 +1,6 @@
 // Package natsx connects to NATS, sets up the JetStream stream of customer
-// events (ARCHITECTURE.md §3), and runs the pull consumers that read it
+// events (docs/architecture.md "Customer events: the outbox and the EVENTS
+// stream"), and runs the pull consumers that read it
 // (Consume: bounded work, permanent and transient failures, graceful stop).
 package natsx
 

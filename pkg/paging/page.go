@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// Page sizes of the read APIs (specification §8; the maximum is
-// ARCHITECTURE.md §4's).
+// Page sizes of the read APIs (docs/api.md "Paging").
 const (
 	DefaultLimit = 50
 	MaxLimit     = 100

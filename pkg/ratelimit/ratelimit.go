@@ -1,6 +1,7 @@
 // Package ratelimit counts requests per key in Redis over a fixed window, so
 // that every instance of a service shares one count (the gateway's
-// per-minute limit per workspace, ARCHITECTURE.md §4).
+// per-minute limit per workspace, docs/limits-and-errors.md "Rate limits
+// and their headers").
 //
 // Why a fixed window of our own rather than github.com/go-redis/redis_rate:
 //
@@ -37,7 +38,8 @@ import (
 )
 
 // Header names of the limit (IETF draft "RateLimit header fields for HTTP",
-// the split-header form ARCHITECTURE.md §4 names).
+// the split-header form docs/limits-and-errors.md "Rate limits and their
+// headers" documents).
 const (
 	HeaderLimit      = "RateLimit-Limit"
 	HeaderRemaining  = "RateLimit-Remaining"

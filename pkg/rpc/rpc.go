@@ -1,5 +1,6 @@
 // Package rpc carries HTTP requests between Parley processes over NATS
-// request/reply (ARCHITECTURE.md §3). A service registers as a NATS micro
+// request/reply (docs/architecture.md "Requests: rpc over NATS"). A
+// service registers as a NATS micro
 // service in a queue group, so N instances share the load, and serves each
 // endpoint with an ordinary http.Handler (its echo router). The gateway and
 // parleyctl are the clients. Messages are the protobufs of proto/parley/rpc.

@@ -15,7 +15,8 @@ import (
 // Bounds of one Client call (a flow http node).
 const (
 	// MaxTimeout bounds one call, body read included; it is also the
-	// timeout of a call that sets none. FLOWS.md: timeout_ms at most 10000.
+	// timeout of a call that sets none: a flow http node's timeout_ms is at
+	// most 10000 (docs/flows.md "http").
 	MaxTimeout = 10 * time.Second
 	// MaxRequestBody bounds what a call may send.
 	MaxRequestBody = 1 << 20

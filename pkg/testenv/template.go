@@ -40,8 +40,8 @@ type schemaSet struct {
 // first New that asks for it, and kept between runs: it is named after a
 // hash of the migrations, so a changed migration gets a new template and
 // concurrent processes and checkouts never share one that differs. It is
-// never dropped by a test (one may be cloning it); see the README for
-// removing old ones.
+// never dropped by a test (one may be cloning it); see docs/testing.md
+// "Migrated templates, measured" for removing old ones.
 func Migrated(schema string, migrations fs.FS) Option {
 	return func(o *options) { o.schemas = append(o.schemas, schemaSet{schema, migrations}) }
 }

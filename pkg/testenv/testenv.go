@@ -4,7 +4,8 @@
 // checkout's, without colliding. Everything is removed when the test ends.
 //
 // The servers are found through DATABASE_URL, REDIS_URL and NATS_URL (the
-// defaults of ARCHITECTURE.md §6); scripts/deps.sh starts them when stopped.
+// defaults of docs/operations.md "Configuration"); scripts/deps.sh starts
+// them when stopped.
 //
 // Its packages are the rest of the one test kit every module uses: wait
 // (poll until), ports (free loopback ports), receiver (a developer's

@@ -18,7 +18,8 @@ func padded(fields string, n int) string {
 
 // TestBodyLimitsOfThePublicListener: each route's documented limit is
 // taken whole, and one byte more is 413 payload_too_large naming it, never
-// a claim that valid JSON is malformed (README, "Request body limits").
+// a claim that valid JSON is malformed (docs/limits-and-errors.md "Request
+// body limits").
 func TestBodyLimitsOfThePublicListener(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

@@ -1,4 +1,5 @@
-// Command parleyctl is the operator CLI (ARCHITECTURE.md §7): it creates
+// Command parleyctl is the operator CLI (docs/operations.md "The operator
+// CLI: parleyctl"): it creates
 // workspaces, API keys and channels, publishes and deactivates flows,
 // re-saves webhooks, replays webhook deliveries and seeds the demo
 // workspace by calling the services' admin endpoints over NATS, through
@@ -62,7 +63,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return cli.New(cfg, rpc.NewClient(nc, cfg.RPCSubjectPrefix), stdout).Run(ctx, args)
 }
 
-// oneLine keeps the error on the single line ARCHITECTURE.md §7 promises.
+// oneLine keeps the error on the single line the operator CLI promises
+// (docs/operations.md "The operator CLI: parleyctl").
 func oneLine(s string) string {
 	out := []rune{}
 	for _, r := range s {

@@ -1,7 +1,8 @@
 // Command webhook-receiver is an example receiver of Parley webhooks, the
-// one the README shows: it verifies X-Service-Signature over the raw body
-// with the webhook's secret, refuses timestamps more than 300 seconds from
-// now, deduplicates by X-Service-Delivery, and prints each event.
+// one the README's quick start runs: it verifies X-Service-Signature over
+// the raw body with the webhook's secret, refuses timestamps more than 300
+// seconds from now, deduplicates by X-Service-Delivery, and prints each
+// event.
 //
 //	PARLEY_WEBHOOK_SECRET=whsec_... go run ./e2e/cmd/webhook-receiver   # listens on 127.0.0.1:9000
 package main
@@ -40,7 +41,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unreadable body", http.StatusBadRequest)
 		return
 	}
-	// The check the README describes, in the one implementation the
+	// The check docs/webhooks.md "Verifying a delivery" describes, in the
+	// one implementation the
 	// tests use too: HMAC-SHA256 over "<timestamp>.<raw body>", compared
 	// in constant time, the timestamp within maxSkew of now.
 	if err := receiver.Verify(rc.Secret, r.Header, body, rc.Now()); errors.Is(err, receiver.ErrTimestamp) {

@@ -1,6 +1,7 @@
 // Package receiver is a developer's webhook endpoint for tests: an HTTP
 // server on loopback that records every request exactly as it arrived (for
-// Verify, the one signature check of the README's rules), answers as the
+// Verify, the one signature check of docs/webhooks.md "Verifying a
+// delivery"), answers as the
 // test says, and lets the test wait for what it expects and hold answers
 // to keep deliveries in flight.
 package receiver

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// MaxSkew is the replay window of the README: a delivery signed longer ago
+// MaxSkew is the replay window of docs/webhooks.md "Verifying a delivery":
+// a delivery signed longer ago
 // (or further ahead) than this is refused, so a captured request cannot be
 // replayed later.
 const MaxSkew = 300 * time.Second
@@ -22,12 +23,13 @@ var (
 	ErrSignature = errors.New("X-Service-Signature does not verify")
 )
 
-// Verify checks a webhook delivery the way the README tells receivers to:
+// Verify checks a webhook delivery the way docs/webhooks.md "Verifying a
+// delivery" tells receivers to:
 // X-Service-Signature must be "sha256=" + hex(HMAC-SHA256(secret,
 // "<X-Service-Timestamp>.<raw body>")), compared in constant time, and the
 // timestamp (unix seconds) within MaxSkew of now. It is the one
 // implementation the tests and the example receiver (e2e/cmd/webhook-receiver)
-// share, so what the tests accept is what the README's receiver accepts.
+// share, so what the tests accept is what the documented receiver accepts.
 func Verify(secret string, header http.Header, body []byte, now time.Time) error {
 	ts := header.Get("X-Service-Timestamp")
 	unix, err := strconv.ParseInt(ts, 10, 64)

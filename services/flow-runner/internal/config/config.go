@@ -1,5 +1,6 @@
 // Package config is the flow-runner's configuration, read from the
-// environment (ARCHITECTURE.md §6) with the specification's defaults.
+// environment (docs/operations.md "Configuration") with its documented
+// defaults.
 package config
 
 import (

@@ -1,5 +1,5 @@
 // Package config is the gateway's configuration, read from the environment
-// (ARCHITECTURE.md §6).
+// (docs/operations.md "Configuration").
 package config
 
 import (

@@ -1,5 +1,5 @@
 // Package config is the messaging service's configuration, read from the
-// environment (ARCHITECTURE.md §6).
+// environment (docs/operations.md "Configuration").
 package config
 
 import (

@@ -1,4 +1,5 @@
-// Package cli implements parleyctl's commands (ARCHITECTURE.md §7). Each
+// Package cli implements parleyctl's commands (docs/operations.md "The
+// operator CLI: parleyctl"). Each
 // command is a thin client of a service's "admin" endpoint over NATS,
 // called through pkg/adminclient: the service that owns the data validates
 // and stores it. Results are JSON on stdout; failures are one line on

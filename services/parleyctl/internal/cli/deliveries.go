@@ -10,7 +10,8 @@ import (
 )
 
 // deliveriesReplay asks the dispatcher to send a workspace's events again
-// (ARCHITECTURE.md §6a): the events the EVENTS stream stored in
+// (docs/operations.md "Replaying deliveries"): the events the EVENTS
+// stream stored in
 // [--since, --until), optionally of one kind, or with --delivery instead
 // the one event of that delivery, are queued for delivery under their
 // original ids. It prints {"replay": {id, workspace_id, since, until,

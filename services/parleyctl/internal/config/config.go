@@ -1,5 +1,6 @@
 // Package config is parleyctl's configuration: the same environment the
-// services read (ARCHITECTURE.md §7), of which it needs the NATS connection,
+// services read (docs/operations.md "Configuration"), of which it needs
+// the NATS connection,
 // the RPC subject prefix and the public addresses it prints.
 package config
 
@@ -27,7 +28,7 @@ type Config struct {
 	MessagingPublicURL string `env:"MESSAGING_PUBLIC_URL"`
 
 	// The demo workspace's fixed API key and Telegram channel, so that the
-	// README's walkthrough can be pasted as is. Local development only.
+	// README's quick start can be pasted as is. Local development only.
 	DemoAPIKey         string `env:"PARLEY_DEMO_API_KEY" envDefault:"pk_demo_parley_local_development_key_2026" secret:"true"`
 	DemoTelegramToken  string `env:"DEMO_TELEGRAM_TOKEN" envDefault:"123456:parley-demo-bot-token" secret:"true"`
 	DemoTelegramSecret string `env:"DEMO_TELEGRAM_SECRET" envDefault:"parley-demo-telegram-secret" secret:"true"`

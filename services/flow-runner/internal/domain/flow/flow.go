@@ -1,7 +1,8 @@
-// Package flow is the typed model of flow definitions (FLOWS.md): one struct
-// per node type behind the Node interface, parsed and validated once, when a
-// version is published, with every expression and template compiled. A
-// *Definition is immutable after Parse and safe to share between runs.
+// Package flow is the typed model of flow definitions (docs/flows.md "The
+// document"): one struct per node type behind the Node interface, parsed
+// and validated once, when a version is published, with every expression
+// and template compiled. A *Definition is immutable after Parse and safe to
+// share between runs.
 package flow
 
 import (
@@ -14,7 +15,7 @@ import (
 // NodeType names a node's kind, as written in "type".
 type NodeType string
 
-// The node types of FLOWS.md.
+// The node types (docs/flows.md "Node types").
 const (
 	TypeStart       NodeType = "start"
 	TypeSendMessage NodeType = "send_message"

@@ -34,7 +34,7 @@ const (
 )
 
 // Message is a send_message's message, every string a template. Its shape
-// follows messaging's send rules (README, "Sending").
+// follows messaging's send rules (docs/sending.md "The order of checks").
 type Message struct {
 	Type         string
 	Text         *Template

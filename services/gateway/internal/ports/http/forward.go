@@ -21,7 +21,8 @@ import (
 )
 
 // MaxBodyBytes bounds a request body of the public API, every /v1 route
-// alike (README, "Request body limits"): it fits in one NATS message of
+// alike (docs/limits-and-errors.md "Request body limits"): it fits in one
+// NATS message of
 // the server's default max_payload (1 MiB) with room for the request's
 // other fields, so the documented limit is the one a client meets; the
 // services behind accept whatever the gateway forwards.

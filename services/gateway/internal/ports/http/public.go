@@ -17,7 +17,7 @@ import (
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
-// The deprecated base address (spec §9, ARCHITECTURE.md §6): it answers like
+// The deprecated base address (docs/api.md "Requests and keys"): it answers like
 // /v1 and says so. The date is the change-log entry that moved the base to
 // /v1 (2026-09-18), in RFC 9745 form.
 const legacyPrefix = "/api/v1"

@@ -12,7 +12,8 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
-// Limits of what may be sent (specification §8, ARCHITECTURE.md §4).
+// Limits of what may be sent (docs/limits-and-errors.md "Sending and
+// comments").
 const (
 	MaxTextLength       = 4096
 	MaxButtons          = 3

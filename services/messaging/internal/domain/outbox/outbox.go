@@ -1,7 +1,8 @@
 // Package outbox is the transactional outbox of customer events: an event is
 // stored in the same transaction as the message it describes, and a relay
 // publishes it afterwards, so a crash or a NATS outage between commit and
-// publish loses nothing (ARCHITECTURE.md §3).
+// publish loses nothing (docs/architecture.md "Customer events: the outbox
+// and the EVENTS stream").
 package outbox
 
 import (

@@ -16,8 +16,9 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 )
 
-// Codes of the comment routes (specification §7; private_reply_expired and
-// the 404 are ours, ARCHITECTURE.md §4 names comment_not_found).
+// Codes of the comment routes (docs/comments.md "Its limits"; the reading
+// behind private_reply_expired is in docs/readings.md "Sending and
+// comments").
 const (
 	CodeCommentNotFound             = "comment_not_found"
 	CodePrivateReplyUsed            = "private_reply_used"

@@ -10,7 +10,8 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
-// Codes this service adds to ARCHITECTURE.md §4's.
+// Codes this service adds to those every service shares (pkg/errs); all
+// are listed in docs/limits-and-errors.md "Error codes".
 const (
 	CodeConversationNotFound = "conversation_not_found"
 	CodeChannelNotFound      = "channel_not_found"

@@ -20,7 +20,7 @@ import (
 )
 
 // The website widget's public routes, on the messaging listener next to
-// platform ingress (ARCHITECTURE.md §5):
+// platform ingress (docs/channels.md "Webchat"):
 //
 //	GET  /webchat/:channel_id            the widget page (embed it in an iframe)
 //	GET  /webchat/:channel_id/embed.js   a launcher: a chat button that opens the widget

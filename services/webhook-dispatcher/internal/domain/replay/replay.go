@@ -1,5 +1,5 @@
 // Package replay is an SRE's replay of a workspace's customer events
-// (ARCHITECTURE.md §6a, §7 `parleyctl deliveries replay`): the events the
+// (docs/operations.md "Replaying deliveries"): the events the
 // EVENTS stream stored in a time range, optionally of one kind, are sent
 // again to the workspace's webhook under their original delivery ids, and
 // the new attempts are added to the delivery log.

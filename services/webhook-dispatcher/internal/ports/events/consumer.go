@@ -1,6 +1,7 @@
 // Package events consumes customer events from the JetStream stream EVENTS
 // through one durable pull consumer that every dispatcher instance shares
-// (ARCHITECTURE.md §3), and hands each to the delivery use case. A message
+// (docs/architecture.md "Delivery semantics"), and hands each to the
+// delivery use case. A message
 // is acked only after its outcome is stored; a message that can never be
 // delivered is terminated; anything transient is nak'ed with a delay and
 // comes back (natsx.Consume settles them).
