@@ -24,3 +24,9 @@ type Route struct {
 	// (or a body that is not JSON: a flow document, an event stream).
 	Request, Response any
 }
+
+// OK is the answer of a route that has nothing to return but its success
+// ({"ok": true}: the OpenAPI document's Ok).
+type OK struct {
+	OK bool `json:"ok"`
+}

@@ -1,22 +1,16 @@
 package http
 
 import (
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// webhookDTO is the public webhook object. It never carries the secret.
-type webhookDTO struct {
-	ID        string `json:"id"`
-	URL       string `json:"url"`
-	Status    string `json:"status"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
-}
-
-func toWebhookDTO(w *webhook.Webhook) webhookDTO {
-	return webhookDTO{
+// toAPIWebhook is the public webhook object, without the secret.
+func toAPIWebhook(w *webhook.Webhook) dispatcherapi.Webhook {
+	return dispatcherapi.Webhook{
 		ID:        w.ID,
 		URL:       w.URL,
 		Status:    string(w.Status),
@@ -25,21 +19,16 @@ func toWebhookDTO(w *webhook.Webhook) webhookDTO {
 	}
 }
 
-// adminWebhookDTO is the webhook as operators see it: the public object
-// with the pause rule's state. It never carries the secret.
-type adminWebhookDTO struct {
-	ID                  string  `json:"id"`
-	URL                 string  `json:"url"`
-	Status              string  `json:"status"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	PausedAt            *string `json:"paused_at"`
-	CreatedAt           string  `json:"created_at"`
-	UpdatedAt           string  `json:"updated_at"`
+// toAPISaved is w with its secret, the answer of a save or re-save.
+func toAPISaved(w *webhook.Webhook) dispatcherapi.SavedWebhook {
+	return dispatcherapi.SavedWebhook{Webhook: toAPIWebhook(w), Secret: w.Secret}
 }
 
-func toAdminWebhookDTO(w *webhook.Webhook) adminWebhookDTO {
-	pub := toWebhookDTO(w)
-	return adminWebhookDTO{
+// toAPIWebhookStatus is the webhook as operators see it, with the pause
+// rule's state, without the secret.
+func toAPIWebhookStatus(w *webhook.Webhook) dispatcherapi.WebhookStatus {
+	pub := toAPIWebhook(w)
+	return dispatcherapi.WebhookStatus{
 		ID:                  pub.ID,
 		URL:                 pub.URL,
 		Status:              pub.Status,
@@ -50,23 +39,10 @@ func toAdminWebhookDTO(w *webhook.Webhook) adminWebhookDTO {
 	}
 }
 
-// deliveryDTO is the specification's delivery object: every field always
-// present, null where it does not apply (no response, no error, not
-// delivered).
-type deliveryDTO struct {
-	ID             string  `json:"id"`
-	Event          string  `json:"event"`
-	Payload        string  `json:"payload"`
-	Status         string  `json:"status"`
-	Attempts       int     `json:"attempts"`
-	ResponseStatus *int    `json:"response_status"`
-	LastError      *string `json:"last_error"`
-	DeliveredAt    *string `json:"delivered_at"`
-	CreatedAt      string  `json:"created_at"`
-}
-
-func toDeliveryDTO(d *delivery.Delivery) deliveryDTO {
-	return deliveryDTO{
+// toAPIDelivery is the public delivery object: every field always present,
+// null where it does not apply (no response, no error, not delivered).
+func toAPIDelivery(d *delivery.Delivery) dispatcherapi.Delivery {
+	return dispatcherapi.Delivery{
 		ID:             d.ID,
 		Event:          d.Event,
 		Payload:        string(d.Payload),
@@ -79,27 +55,12 @@ func toDeliveryDTO(d *delivery.Delivery) deliveryDTO {
 	}
 }
 
-// attemptDTO is one attempt of a delivery, as attempt_history stores it:
-// response_status and error null when there were none.
-type attemptDTO struct {
-	Number         int     `json:"number"`
-	StartedAt      string  `json:"started_at"`
-	DurationMS     float64 `json:"duration_ms"`
-	ResponseStatus *int    `json:"response_status"`
-	Error          *string `json:"error"`
-}
-
-// deliveryDetailDTO is a delivery as operators see it: the public object
-// and every attempt, oldest first.
-type deliveryDetailDTO struct {
-	deliveryDTO
-	AttemptHistory []attemptDTO `json:"attempt_history"`
-}
-
-func toDeliveryDetailDTO(d *delivery.Delivery) deliveryDetailDTO {
-	out := deliveryDetailDTO{deliveryDTO: toDeliveryDTO(d), AttemptHistory: make([]attemptDTO, 0, len(d.History))}
+// toAPIDeliveryDetail is a delivery with every attempt, oldest first, as
+// attempt_history stores them.
+func toAPIDeliveryDetail(d *delivery.Delivery) dispatcherapi.DeliveryDetail {
+	out := dispatcherapi.DeliveryDetail{Delivery: toAPIDelivery(d), AttemptHistory: make([]dispatcherapi.Attempt, 0, len(d.History))}
 	for _, a := range d.History {
-		out.AttemptHistory = append(out.AttemptHistory, attemptDTO{
+		out.AttemptHistory = append(out.AttemptHistory, dispatcherapi.Attempt{
 			Number:         a.Number,
 			StartedAt:      httpx.Timestamp(a.StartedAt),
 			DurationMS:     a.DurationMS(),
@@ -108,4 +69,26 @@ func toDeliveryDetailDTO(d *delivery.Delivery) deliveryDetailDTO {
 		})
 	}
 	return out
+}
+
+// toAPIReplay is what a replay queued, and where it goes on when one call
+// could not queue it whole.
+func toAPIReplay(out *replay.Replay) dispatcherapi.ReplayResponse {
+	resp := dispatcherapi.ReplayResponse{Replay: dispatcherapi.Replay{
+		ID:          out.ID,
+		WorkspaceID: out.WorkspaceID,
+		Since:       httpx.Timestamp(out.Since),
+		Until:       httpx.OptionalTimestamp(out.Until),
+		Queued:      out.Queued,
+	}}
+	if out.Event != "" {
+		resp.Replay.Event = &out.Event
+	}
+	if out.DeliveryID != "" {
+		resp.Replay.DeliveryID = &out.DeliveryID
+	}
+	if out.Next != nil {
+		resp.Next = &dispatcherapi.ReplayCursor{ReplayID: out.Next.ReplayID, FromSeq: out.Next.From, EndSeq: out.Next.End}
+	}
+	return resp
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/api"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
@@ -94,7 +96,7 @@ func (h *handlers) adminGetWebhook(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]adminWebhookDTO{"webhook": toAdminWebhookDTO(w)})
+	return c.JSON(http.StatusOK, dispatcherapi.WebhookStatusResponse{Webhook: toAPIWebhookStatus(w)})
 }
 
 func (h *handlers) adminGetDelivery(c echo.Context) error {
@@ -110,7 +112,7 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]deliveryDetailDTO{"delivery": toDeliveryDetailDTO(d)})
+	return c.JSON(http.StatusOK, dispatcherapi.DeliveryDetailResponse{Delivery: toAPIDeliveryDetail(d)})
 }
 
 // workspace is the authenticated workspace; a request without one did not
@@ -123,22 +125,12 @@ func workspace(c echo.Context) (string, error) {
 	return id, nil
 }
 
-type putWebhookRequest struct {
-	URL string `json:"url"`
-}
-
-// savedResponse is the only shape that carries the secret.
-type savedResponse struct {
-	Webhook webhookDTO `json:"webhook"`
-	Secret  string     `json:"secret"`
-}
-
 func (h *handlers) putWebhook(c echo.Context) error {
 	ws, err := workspace(c)
 	if err != nil {
 		return err
 	}
-	var in putWebhookRequest
+	var in dispatcherapi.SaveWebhookRequest
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
@@ -146,7 +138,7 @@ func (h *handlers) putWebhook(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, savedResponse{Webhook: toWebhookDTO(w), Secret: w.Secret})
+	return c.JSON(http.StatusOK, toAPISaved(w))
 }
 
 func (h *handlers) getWebhook(c echo.Context) error {
@@ -158,7 +150,7 @@ func (h *handlers) getWebhook(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]webhookDTO{"webhook": toWebhookDTO(w)})
+	return c.JSON(http.StatusOK, dispatcherapi.WebhookResponse{Webhook: toAPIWebhook(w)})
 }
 
 func (h *handlers) deleteWebhook(c echo.Context) error {
@@ -169,7 +161,7 @@ func (h *handlers) deleteWebhook(c echo.Context) error {
 	if err := h.app.DeleteWebhook(c.Request().Context(), ws); err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]bool{"ok": true})
+	return c.JSON(http.StatusOK, api.OK{OK: true})
 }
 
 func (h *handlers) testWebhook(c echo.Context) error {
@@ -181,16 +173,7 @@ func (h *handlers) testWebhook(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]deliveryDTO{"delivery": toDeliveryDTO(d)})
-}
-
-type deliveriesResponse struct {
-	Deliveries []deliveryDTO `json:"deliveries"`
-	// NextBefore, passed as before, returns the next page; null on the
-	// last page. Deliveries sharing a created_at are never split across
-	// pages, so the walk meets each exactly once; a page carries more than
-	// limit deliveries only when one such group alone is larger.
-	NextBefore *string `json:"next_before"`
+	return c.JSON(http.StatusOK, dispatcherapi.DeliveryResponse{Delivery: toAPIDelivery(d)})
 }
 
 func (h *handlers) listDeliveries(c echo.Context) error {
@@ -206,12 +189,12 @@ func (h *handlers) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := deliveriesResponse{
-		Deliveries: make([]deliveryDTO, 0, len(page.Deliveries)),
+	out := dispatcherapi.DeliveryPage{
+		Deliveries: make([]dispatcherapi.Delivery, 0, len(page.Deliveries)),
 		NextBefore: httpx.OptionalTimestamp(page.NextBefore),
 	}
 	for _, d := range page.Deliveries {
-		out.Deliveries = append(out.Deliveries, toDeliveryDTO(d))
+		out.Deliveries = append(out.Deliveries, toAPIDelivery(d))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -253,7 +236,7 @@ func (h *handlers) resaveWebhook(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, savedResponse{Webhook: toWebhookDTO(w), Secret: w.Secret})
+	return c.JSON(http.StatusOK, toAPISaved(w))
 }
 
 func toHTTPError(err error) error {

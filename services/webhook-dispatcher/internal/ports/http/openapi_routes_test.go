@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	porthttp "github.com/parleyhq/parley/services/webhook-dispatcher/internal/ports/http"
 )
@@ -14,4 +15,13 @@ import (
 // segments is served.
 func TestPublicRoutesAreDocumented(t *testing.T) {
 	apicheck.CheckServiceRoutes(t, "webhook-dispatcher", porthttp.NewAPI(nil, zap.NewNop()))
+}
+
+// TestRoutesAreDeclared: each endpoint serves exactly the routes its
+// pkg/api/dispatcher table declares.
+func TestRoutesAreDeclared(t *testing.T) {
+	apicheck.CheckDeclaredRoutes(t, "webhook-dispatcher api", porthttp.NewAPI(nil, zap.NewNop()), dispatcherapi.APIRoutes)
+	admin := porthttp.NewAdmin(nil, zap.NewNop())
+	porthttp.MountReplays(admin, nil)
+	apicheck.CheckDeclaredRoutes(t, "webhook-dispatcher admin", admin, dispatcherapi.AdminRoutes)
 }

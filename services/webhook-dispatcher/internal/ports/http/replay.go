@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
@@ -54,38 +55,8 @@ type replayHandlers struct {
 	r Replayer
 }
 
-type cursorDTO struct {
-	ReplayID string `json:"replay_id"`
-	FromSeq  uint64 `json:"from_seq"`
-	EndSeq   uint64 `json:"end_seq"`
-}
-
-type startReplayRequest struct {
-	WorkspaceID string     `json:"workspace_id"`
-	Since       string     `json:"since"`
-	Until       *string    `json:"until"`
-	Event       *string    `json:"event"`
-	Resume      *cursorDTO `json:"resume"`
-	DeliveryID  *string    `json:"delivery_id"`
-}
-
-type replayDTO struct {
-	ID          string  `json:"id"`
-	WorkspaceID string  `json:"workspace_id"`
-	Since       string  `json:"since"`
-	Until       *string `json:"until"`
-	Event       *string `json:"event"`
-	DeliveryID  *string `json:"delivery_id"`
-	Queued      int     `json:"queued"`
-}
-
-type startReplayResponse struct {
-	Replay replayDTO  `json:"replay"`
-	Next   *cursorDTO `json:"next"`
-}
-
 func (h replayHandlers) startReplay(c echo.Context) error {
-	var in startReplayRequest
+	var in dispatcherapi.ReplayRequest
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
@@ -128,11 +99,11 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 	if err != nil {
 		return replayError(err)
 	}
-	return c.JSON(http.StatusAccepted, toStartReplayResponse(out))
+	return c.JSON(http.StatusAccepted, toAPIReplay(out))
 }
 
 // replayDelivery is the replay of one delivery's event.
-func (h replayHandlers) replayDelivery(c echo.Context, in startReplayRequest) error {
+func (h replayHandlers) replayDelivery(c echo.Context, in dispatcherapi.ReplayRequest) error {
 	if _, err := uuid.Parse(*in.DeliveryID); err != nil {
 		return errs.InvalidRequest("delivery_id must be a UUID")
 	}
@@ -143,27 +114,7 @@ func (h replayHandlers) replayDelivery(c echo.Context, in startReplayRequest) er
 	if err != nil {
 		return replayError(err)
 	}
-	return c.JSON(http.StatusAccepted, toStartReplayResponse(out))
-}
-
-func toStartReplayResponse(out *replay.Replay) startReplayResponse {
-	resp := startReplayResponse{Replay: replayDTO{
-		ID:          out.ID,
-		WorkspaceID: out.WorkspaceID,
-		Since:       httpx.Timestamp(out.Since),
-		Until:       httpx.OptionalTimestamp(out.Until),
-		Queued:      out.Queued,
-	}}
-	if out.Event != "" {
-		resp.Replay.Event = &out.Event
-	}
-	if out.DeliveryID != "" {
-		resp.Replay.DeliveryID = &out.DeliveryID
-	}
-	if out.Next != nil {
-		resp.Next = &cursorDTO{ReplayID: out.Next.ReplayID, FromSeq: out.Next.From, EndSeq: out.Next.End}
-	}
-	return resp
+	return c.JSON(http.StatusAccepted, toAPIReplay(out))
 }
 
 func replayError(err error) error {
