@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 )
 
 const deliveryJSON = `{"id":"d1","event":"test","payload":"{}","status":"failed","attempts":3,"response_status":500,"last_error":"HTTP 500","delivered_at":null,"created_at":"2026-11-24T04:00:00Z"}`
@@ -23,7 +24,7 @@ func TestWebhookCalls(t *testing.T) {
 		"webhook-dispatcher POST /admin/webhooks/w1/resave": {http.StatusOK, `{"webhook":` + webhookJSON + `,"secret":"whsec_2"}`},
 		"webhook-dispatcher GET /v1/webhook/deliveries":     {http.StatusOK, `{"deliveries":[` + deliveryJSON + `],"next_before":"2026-11-24T04:00:00Z"}`},
 	})
-	hook := adminclient.Webhook{ID: "h1", URL: "https://example.com/hook", Status: "active", CreatedAt: "2026-11-24T04:00:00Z", UpdatedAt: "2026-11-24T04:00:00Z"}
+	hook := dispatcherapi.Webhook{ID: "h1", URL: "https://example.com/hook", Status: "active", CreatedAt: "2026-11-24T04:00:00Z", UpdatedAt: "2026-11-24T04:00:00Z"}
 	if got, err := client.GetWebhook(ctx, "w1"); err != nil || got != hook {
 		t.Fatalf("GetWebhook = %+v, %v", got, err)
 	}
@@ -42,7 +43,7 @@ func TestWebhookCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, msg := 500, "HTTP 500"
-	wantDelivery := adminclient.Delivery{ID: "d1", Event: "test", Payload: "{}", Status: "failed", Attempts: 3, ResponseStatus: &code, LastError: &msg, CreatedAt: "2026-11-24T04:00:00Z"}
+	wantDelivery := dispatcherapi.Delivery{ID: "d1", Event: "test", Payload: "{}", Status: "failed", Attempts: 3, ResponseStatus: &code, LastError: &msg, CreatedAt: "2026-11-24T04:00:00Z"}
 	if got, err := client.SendTestEvent(ctx, "w1"); err != nil || !reflect.DeepEqual(got, wantDelivery) {
 		t.Fatalf("SendTestEvent = %+v, %v", got, err)
 	}
@@ -86,9 +87,9 @@ func TestReplayContinuesUntilQueued(t *testing.T) {
 		part(100, `{"replay_id":"r1","from_seq":201,"end_seq":250}`),
 		part(50, `null`),
 	}})
-	got, err := client.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: "w1", Since: "2026-11-22T18:00:00+08:00", Until: "2026-11-22T11:00:00Z"})
+	got, err := client.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: "w1", Since: "2026-11-22T18:00:00+08:00", Until: new("2026-11-22T11:00:00Z")})
 	until := "2026-11-22T11:00:00Z"
-	want := adminclient.Replay{ID: "r1", WorkspaceID: "w1", Since: "2026-11-22T10:00:00Z", Until: &until, Queued: 250}
+	want := dispatcherapi.Replay{ID: "r1", WorkspaceID: "w1", Since: "2026-11-22T10:00:00Z", Until: &until, Queued: 250}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Replay = %+v, %v", got, err)
 	}
@@ -118,7 +119,7 @@ func TestReplayRefusedIsTheDispatchersError(t *testing.T) {
 	client, _ := newClient(t, map[string]answer{
 		"webhook-dispatcher POST /admin/replays": {http.StatusConflict, `{"code":"webhook_paused","message":"the webhook is paused"}`},
 	})
-	_, err := client.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: "w1", Since: "2026-11-22T10:00:00Z"})
+	_, err := client.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: "w1", Since: "2026-11-22T10:00:00Z"})
 	if e, ok := adminclient.AsError(err); !ok || e.Status != http.StatusConflict || e.Code != "webhook_paused" {
 		t.Fatalf("err = %v", err)
 	}

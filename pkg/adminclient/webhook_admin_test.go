@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 )
 
 // TestWebhookAdminReads: the webhook with its pause and one delivery with
@@ -24,7 +25,7 @@ func TestWebhookAdminReads(t *testing.T) {
 	})
 
 	pausedAt := "2026-11-24T03:00:00Z"
-	want := adminclient.WebhookStatus{ID: "h1", URL: "https://example.com/hook", Status: "paused", ConsecutiveFailures: 20,
+	want := dispatcherapi.WebhookStatus{ID: "h1", URL: "https://example.com/hook", Status: "paused", ConsecutiveFailures: 20,
 		PausedAt: &pausedAt, CreatedAt: "2026-11-24T01:00:00Z", UpdatedAt: "2026-11-24T03:00:00Z"}
 	if got, err := client.WebhookStatus(ctx, "w1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("WebhookStatus = %+v, %v", got, err)
@@ -38,10 +39,10 @@ func TestWebhookAdminReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok, refused, deliveredAt := 200, "connection refused", "2026-11-24T04:00:01Z"
-	wantDetail := adminclient.DeliveryDetail{
-		Delivery: adminclient.Delivery{ID: "d1", Event: "message.received", Payload: `{"id":"d1"}`, Status: "delivered", Attempts: 2,
+	wantDetail := dispatcherapi.DeliveryDetail{
+		Delivery: dispatcherapi.Delivery{ID: "d1", Event: "message.received", Payload: `{"id":"d1"}`, Status: "delivered", Attempts: 2,
 			ResponseStatus: &ok, DeliveredAt: &deliveredAt, CreatedAt: "2026-11-24T04:00:00Z"},
-		History: []adminclient.Attempt{
+		AttemptHistory: []dispatcherapi.Attempt{
 			{Number: 1, StartedAt: "2026-11-24T04:00:00Z", DurationMS: 12.5, Error: &refused},
 			{Number: 2, StartedAt: "2026-11-24T04:00:01Z", DurationMS: 3.25, ResponseStatus: &ok},
 		},
@@ -63,7 +64,7 @@ func TestReplayOfOneDelivery(t *testing.T) {
 		"webhook-dispatcher POST /admin/replays": {http.StatusAccepted, `{"replay":{"id":"r1","workspace_id":"w1","since":"2026-11-24T03:59:00Z",` +
 			`"until":"2026-11-24T04:01:00Z","event":"message.received","delivery_id":"d1","queued":1},"next":null}`},
 	})
-	got, err := client.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: "w1", DeliveryID: "d1"})
+	got, err := client.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: "w1", DeliveryID: new("d1")})
 	if err != nil || got.Queued != 1 || got.DeliveryID == nil || *got.DeliveryID != "d1" {
 		t.Fatalf("Replay = %+v, %v", got, err)
 	}
@@ -74,7 +75,7 @@ func TestReplayOfOneDelivery(t *testing.T) {
 	refused, _ := newClient(t, map[string]answer{
 		"webhook-dispatcher POST /admin/replays": {http.StatusNotFound, `{"code":"event_not_in_stream","message":"the event is no longer in the event stream"}`},
 	})
-	_, err = refused.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: "w1", DeliveryID: "d1"})
+	_, err = refused.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: "w1", DeliveryID: new("d1")})
 	if e, ok := adminclient.AsError(err); !ok || e.Status != http.StatusNotFound || e.Code != "event_not_in_stream" {
 		t.Fatalf("err = %v", err)
 	}

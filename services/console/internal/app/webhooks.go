@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
 // Webhooks reaches a workspace's webhook, its delivery log and replays in
 // the webhook dispatcher; *adminclient.Client implements it.
 type Webhooks interface {
-	WebhookStatus(ctx context.Context, workspaceID string) (adminclient.WebhookStatus, error)
-	SaveWebhook(ctx context.Context, workspaceID, webhookURL string) (adminclient.SavedWebhook, error)
-	SendTestEvent(ctx context.Context, workspaceID string) (adminclient.Delivery, error)
-	ResaveWebhook(ctx context.Context, workspaceID string) (adminclient.SavedWebhook, error)
-	ListDeliveries(ctx context.Context, workspaceID string, f adminclient.DeliveryFilter) (adminclient.DeliveryPage, error)
-	GetDelivery(ctx context.Context, workspaceID, deliveryID string) (adminclient.DeliveryDetail, error)
-	Replay(ctx context.Context, r adminclient.ReplayRequest) (adminclient.Replay, error)
+	WebhookStatus(ctx context.Context, workspaceID string) (dispatcherapi.WebhookStatus, error)
+	SaveWebhook(ctx context.Context, workspaceID, webhookURL string) (dispatcherapi.SavedWebhook, error)
+	SendTestEvent(ctx context.Context, workspaceID string) (dispatcherapi.Delivery, error)
+	ResaveWebhook(ctx context.Context, workspaceID string) (dispatcherapi.SavedWebhook, error)
+	ListDeliveries(ctx context.Context, workspaceID string, f adminclient.DeliveryFilter) (dispatcherapi.DeliveryPage, error)
+	GetDelivery(ctx context.Context, workspaceID, deliveryID string) (dispatcherapi.DeliveryDetail, error)
+	Replay(ctx context.Context, r dispatcherapi.ReplayRequest) (dispatcherapi.Replay, error)
 }
 
 // ErrDeliveryNotFound is a delivery the workspace's log does not hold (any
@@ -29,10 +30,10 @@ var ErrDeliveryNotFound = errors.New("no such delivery in the log")
 // WebhookState is a workspace's webhook as the webhook page shows it.
 type WebhookState struct {
 	// Webhook is nil when none is saved.
-	Webhook *adminclient.WebhookStatus
+	Webhook *dispatcherapi.WebhookStatus
 	// LastFailure is the newest failed customer delivery of a paused
 	// webhook, the reason it paused; nil when the log no longer has one.
-	LastFailure *adminclient.Delivery
+	LastFailure *dispatcherapi.Delivery
 }
 
 // Paused reports whether the webhook is saved and paused.
@@ -69,12 +70,12 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 	}
 	// Test events neither pause nor count, so the reason is the newest
 	// failed customer event.
-	page, err := a.webhooks.ListDeliveries(ctx, workspaceID, adminclient.DeliveryFilter{Status: adminclient.DeliveryFailed, Limit: failuresScanned})
+	page, err := a.webhooks.ListDeliveries(ctx, workspaceID, adminclient.DeliveryFilter{Status: dispatcherapi.DeliveryFailed, Limit: failuresScanned})
 	if err != nil {
 		return WebhookState{}, fmt.Errorf("read failed deliveries of %s: %w", workspaceID, err)
 	}
 	for _, d := range page.Deliveries {
-		if d.Event != adminclient.EventTest {
+		if d.Event != dispatcherapi.EventTest {
 			state.LastFailure = &d
 			break
 		}
@@ -84,9 +85,9 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 
 // SaveWebhook saves the workspace's webhook URL; the answer carries the new
 // secret, shown once.
-func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, webhookURL string) (adminclient.SavedWebhook, error) {
+func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, webhookURL string) (dispatcherapi.SavedWebhook, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.SavedWebhook{}, err
+		return dispatcherapi.SavedWebhook{}, err
 	}
 	return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
 }
@@ -94,7 +95,7 @@ func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID
 // TestResult is a test event's delivery and how long the console waited
 // for it: the one attempt, its signing and recording, and the call.
 type TestResult struct {
-	Delivery adminclient.Delivery
+	Delivery dispatcherapi.Delivery
 	Took     time.Duration
 }
 
@@ -116,7 +117,7 @@ func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspace
 // when it had been paused, the period its events were skipped, which the
 // page offers to replay.
 type Resaved struct {
-	Saved adminclient.SavedWebhook
+	Saved dispatcherapi.SavedWebhook
 	// PausedAt and ResumedAt bound the skipped period; PausedAt is empty
 	// when the webhook was not paused.
 	PausedAt  string
@@ -164,7 +165,7 @@ type DeliveryQuery struct {
 // DeliveryList is a page of the log and the cursor of the older page,
 // empty on the last.
 type DeliveryList struct {
-	Deliveries []adminclient.Delivery
+	Deliveries []dispatcherapi.Delivery
 	Older      string
 }
 
@@ -203,29 +204,32 @@ func (a *App) Deliveries(ctx context.Context, op operator.Operator, workspaceID 
 
 // Delivery returns one delivery of the workspace's log with its attempts;
 // ErrDeliveryNotFound when the log does not hold it.
-func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.DeliveryDetail, error) {
+func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, id string) (dispatcherapi.DeliveryDetail, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.DeliveryDetail{}, err
+		return dispatcherapi.DeliveryDetail{}, err
 	}
 	if !isID(id) {
-		return adminclient.DeliveryDetail{}, ErrDeliveryNotFound // no delivery has such an id
+		return dispatcherapi.DeliveryDetail{}, ErrDeliveryNotFound // no delivery has such an id
 	}
 	d, err := a.webhooks.GetDelivery(ctx, workspaceID, id)
 	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoDelivery {
-		return adminclient.DeliveryDetail{}, ErrDeliveryNotFound
+		return dispatcherapi.DeliveryDetail{}, ErrDeliveryNotFound
 	}
 	return d, err
 }
 
 // ReplayRange queues the workspace's events stored in [since, until) (until
 // zero: up to the last), of kind event ("" for all), for delivery again.
-func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID string, since, until time.Time, event string) (adminclient.Replay, error) {
+func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID string, since, until time.Time, event string) (dispatcherapi.Replay, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.Replay{}, err
+		return dispatcherapi.Replay{}, err
 	}
-	req := adminclient.ReplayRequest{WorkspaceID: workspaceID, Since: since.UTC().Format(time.RFC3339Nano), Event: event}
+	req := dispatcherapi.ReplayRequest{WorkspaceID: workspaceID, Since: since.UTC().Format(time.RFC3339Nano)}
+	if event != "" {
+		req.Event = &event
+	}
 	if !until.IsZero() {
-		req.Until = until.UTC().Format(time.RFC3339Nano)
+		req.Until = new(until.UTC().Format(time.RFC3339Nano))
 	}
 	return a.webhooks.Replay(ctx, req)
 }
@@ -234,16 +238,16 @@ func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID
 // again under its id. The dispatcher refuses, in its words, a delivery the
 // log does not hold, a test event's (never in the event stream) and one
 // whose event the stream no longer keeps.
-func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id string) (adminclient.Replay, error) {
+func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id string) (dispatcherapi.Replay, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.Replay{}, err
+		return dispatcherapi.Replay{}, err
 	}
 	if !isID(id) {
-		return adminclient.Replay{}, ErrDeliveryNotFound
+		return dispatcherapi.Replay{}, ErrDeliveryNotFound
 	}
-	r, err := a.webhooks.Replay(ctx, adminclient.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: id})
+	r, err := a.webhooks.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: &id})
 	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoDelivery {
-		return adminclient.Replay{}, ErrDeliveryNotFound
+		return dispatcherapi.Replay{}, ErrDeliveryNotFound
 	}
 	return r, err
 }

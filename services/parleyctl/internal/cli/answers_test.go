@@ -47,7 +47,7 @@ func TestCommandsPrintTheAnswerAsReceived(t *testing.T) {
 		{"kb list empty", []string{"kb", "list", "--workspace", "w1"}, "GET /admin/workspaces/w1/kb/documents", map[string]any{"documents": []any{}}},
 		{
 			"deliveries replay", []string{"deliveries", "replay", "--workspace", "w1", "--since", "2026-11-22T10:00:00Z"}, "POST /admin/replays",
-			map[string]any{"replay": map[string]any{"id": "r1", "workspace_id": "w1", "since": "2026-11-22T10:00:00Z", "until": nil, "event": nil, "queued": 3}, "next": nil},
+			map[string]any{"replay": map[string]any{"id": "r1", "workspace_id": "w1", "since": "2026-11-22T10:00:00Z", "until": nil, "event": nil, "delivery_id": nil, "queued": 3}, "next": nil},
 		},
 	}
 	for _, tt := range tests {

@@ -7,17 +7,17 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 )
 
 // deliveriesReplay asks the dispatcher to send a workspace's events again
 // (docs/operations.md "Replaying deliveries"): the events the EVENTS
-// stream stored in
-// [--since, --until), optionally of one kind, or with --delivery instead
-// the one event of that delivery, are queued for delivery under their
-// original ids. It prints {"replay": {id, workspace_id, since, until,
-// event, queued}} (and delivery_id for one delivery) once every selected
-// event is queued; the deliveries themselves follow, and show in the
-// delivery log.
+// stream stored in [--since, --until), optionally of one kind, or with
+// --delivery instead the one event of that delivery, are queued for
+// delivery under their original ids. It prints {"replay": {id,
+// workspace_id, since, until, event, delivery_id, queued}} (delivery_id
+// null but for one delivery) once every selected event is queued; the
+// deliveries themselves follow, and show in the delivery log.
 func deliveriesReplay(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("deliveries replay")
 	wsID := f.String("workspace", "", "workspace id")
@@ -49,36 +49,36 @@ func deliveriesReplay(ctx context.Context, c *CLI, args []string) error {
 
 // replayRequest is the replay the flags ask for: of one delivery, or of a
 // time range; exactly one of --delivery and --since.
-func replayRequest(f *flags, wsID, since, until, event, deliveryID string) (adminclient.ReplayRequest, error) {
+func replayRequest(f *flags, wsID, since, until, event, deliveryID string) (dispatcherapi.ReplayRequest, error) {
 	switch {
 	case f.set("delivery") && (f.set("since") || f.set("until") || f.set("event")):
-		return adminclient.ReplayRequest{}, usagef("deliveries replay: give --delivery or --since (with --until and --event), not both")
+		return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: give --delivery or --since (with --until and --event), not both")
 	case f.set("delivery"):
 		if deliveryID == "" {
-			return adminclient.ReplayRequest{}, usagef("deliveries replay: --delivery needs a delivery id")
+			return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: --delivery needs a delivery id")
 		}
-		return adminclient.ReplayRequest{WorkspaceID: wsID, DeliveryID: deliveryID}, nil
+		return dispatcherapi.ReplayRequest{WorkspaceID: wsID, DeliveryID: &deliveryID}, nil
 	case since == "":
-		return adminclient.ReplayRequest{}, usagef("deliveries replay: --since or --delivery is required")
+		return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: --since or --delivery is required")
 	}
 	from, err := time.Parse(time.RFC3339, since)
 	if err != nil {
-		return adminclient.ReplayRequest{}, usagef("deliveries replay: --since %q is not an RFC 3339 time like 2026-11-22T10:00:00Z", since)
+		return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: --since %q is not an RFC 3339 time like 2026-11-22T10:00:00Z", since)
 	}
 	// The bounds go as typed; the dispatcher reads them as times.
-	req := adminclient.ReplayRequest{WorkspaceID: wsID, Since: since}
+	req := dispatcherapi.ReplayRequest{WorkspaceID: wsID, Since: since}
 	if f.set("until") {
 		to, err := time.Parse(time.RFC3339, until)
 		if err != nil {
-			return adminclient.ReplayRequest{}, usagef("deliveries replay: --until %q is not an RFC 3339 time like 2026-11-22T11:00:00Z", until)
+			return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: --until %q is not an RFC 3339 time like 2026-11-22T11:00:00Z", until)
 		}
 		if !to.After(from) {
-			return adminclient.ReplayRequest{}, usagef("deliveries replay: --until must be after --since")
+			return dispatcherapi.ReplayRequest{}, usagef("deliveries replay: --until must be after --since")
 		}
-		req.Until = until
+		req.Until = &until
 	}
 	if f.set("event") {
-		req.Event = event
+		req.Event = &event
 	}
 	return req, nil
 }

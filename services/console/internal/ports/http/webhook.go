@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -41,7 +41,7 @@ type webhookView struct {
 	// URL is the URL field's value.
 	URL string
 	// Saved is a save's or re-save's answer: the secret, shown this once.
-	Saved *adminclient.SavedWebhook
+	Saved *dispatcherapi.SavedWebhook
 	// Resaved offers to replay what was skipped while the webhook was
 	// paused.
 	Resaved *app.Resaved
@@ -135,24 +135,24 @@ type deliveriesView struct {
 	// OlderURL is the next page's link, with the filters; empty on the last.
 	OlderURL string
 	// Replayed is the result of a replay just queued.
-	Replayed *adminclient.Replay
+	Replayed *dispatcherapi.Replay
 	// Listed is false when the log could not be read (an error is shown).
 	Listed bool
 }
 
 // Statuses and Events are the filters' choices.
 func (deliveriesView) Statuses() []string {
-	return []string{adminclient.DeliveryPending, adminclient.DeliveryDelivered, adminclient.DeliveryFailed, adminclient.DeliverySkipped}
+	return []string{dispatcherapi.DeliveryPending, dispatcherapi.DeliveryDelivered, dispatcherapi.DeliveryFailed, dispatcherapi.DeliverySkipped}
 }
 
-func (deliveriesView) Events() []string { return append(replayEvents(), adminclient.EventTest) }
+func (deliveriesView) Events() []string { return append(replayEvents(), dispatcherapi.EventTest) }
 
 // ReplayEvents are the kinds a replay selects: test events are not in the
 // event stream.
 func (deliveriesView) ReplayEvents() []string { return replayEvents() }
 
 func replayEvents() []string {
-	return []string{adminclient.EventMessageReceived, adminclient.EventPostbackReceived, adminclient.EventCommentReceived}
+	return []string{dispatcherapi.EventMessageReceived, dispatcherapi.EventPostbackReceived, dispatcherapi.EventCommentReceived}
 }
 
 // deliveriesPage lists the delivery log, newest first, as the GET form's
@@ -212,7 +212,7 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 	if err == nil {
 		until, err = formTime("until", ctx.FormValue("until"))
 	}
-	var replayed adminclient.Replay
+	var replayed dispatcherapi.Replay
 	if err == nil {
 		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, since, until, ctx.FormValue("event"))
 	}
@@ -229,16 +229,16 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 
 // deliveryView is a delivery's page.
 type deliveryView struct {
-	Delivery adminclient.DeliveryDetail
-	Replayed *adminclient.Replay
+	Delivery dispatcherapi.DeliveryDetail
+	Replayed *dispatcherapi.Replay
 }
 
 // Replayable reports whether the event is in the event stream (a test
 // event is not).
-func (d deliveryView) Replayable() bool { return d.Delivery.Event != adminclient.EventTest }
+func (d deliveryView) Replayable() bool { return d.Delivery.Event != dispatcherapi.EventTest }
 
 // AttemptDuration words an attempt's duration.
-func (deliveryView) AttemptDuration(a adminclient.Attempt) string {
+func (deliveryView) AttemptDuration(a dispatcherapi.Attempt) string {
 	return strconv.FormatFloat(a.DurationMS, 'f', -1, 64) + " ms"
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -37,12 +37,12 @@ type dispatcherCall struct {
 // request.
 type fakeDispatcher struct {
 	mu         sync.Mutex
-	webhooks   map[string]adminclient.WebhookStatus
-	deliveries map[string][]adminclient.Delivery
+	webhooks   map[string]dispatcherapi.WebhookStatus
+	deliveries map[string][]dispatcherapi.Delivery
 	// attempts are the deliveries' attempt histories, by delivery id.
-	attempts map[string][]adminclient.Attempt
+	attempts map[string][]dispatcherapi.Attempt
 	// test is the test event's delivery.
-	test adminclient.Delivery
+	test dispatcherapi.Delivery
 	// queued is what each replay call answers it queued.
 	queued int
 	// refusals answer "METHOD path" with an error instead.
@@ -53,8 +53,8 @@ type fakeDispatcher struct {
 
 func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
 	t.Helper()
-	d := &fakeDispatcher{webhooks: map[string]adminclient.WebhookStatus{}, deliveries: map[string][]adminclient.Delivery{},
-		attempts: map[string][]adminclient.Attempt{}, refusals: map[string]*errs.Error{}, queued: 3}
+	d := &fakeDispatcher{webhooks: map[string]dispatcherapi.WebhookStatus{}, deliveries: map[string][]dispatcherapi.Delivery{},
+		attempts: map[string][]dispatcherapi.Attempt{}, refusals: map[string]*errs.Error{}, queued: 3}
 	api := httpx.NewEcho(env.Logger(t))
 	api.Use(recorder(d.note))
 	api.PUT("/v1/webhook", d.putWebhook)
@@ -101,34 +101,32 @@ func (d *fakeDispatcher) getDelivery(c echo.Context) error {
 	}
 	attempts := d.attempts[del.ID]
 	if attempts == nil {
-		attempts = []adminclient.Attempt{}
+		attempts = []dispatcherapi.Attempt{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"delivery": adminclient.DeliveryDetail{Delivery: del, History: attempts}})
+	return c.JSON(http.StatusOK, map[string]any{"delivery": dispatcherapi.DeliveryDetail{Delivery: del, AttemptHistory: attempts}})
 }
 
 // find is the workspace's delivery with that id.
-func (d *fakeDispatcher) find(ws, id string) (adminclient.Delivery, bool) {
+func (d *fakeDispatcher) find(ws, id string) (dispatcherapi.Delivery, bool) {
 	for _, del := range d.deliveries[ws] {
 		if del.ID == id {
 			return del, true
 		}
 	}
-	return adminclient.Delivery{}, false
+	return dispatcherapi.Delivery{}, false
 }
 
 // saved stores w, active, with a new secret and answers it.
-func (d *fakeDispatcher) saved(c echo.Context, ws string, w adminclient.WebhookStatus) error {
+func (d *fakeDispatcher) saved(c echo.Context, ws string, w dispatcherapi.WebhookStatus) error {
 	d.secrets++
 	w.Status, w.ConsecutiveFailures, w.PausedAt = "active", 0, nil
 	d.webhooks[ws] = w
-	public := adminclient.Webhook{ID: w.ID, URL: w.URL, Status: w.Status, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
-	return c.JSON(http.StatusOK, adminclient.SavedWebhook{Webhook: public, Secret: fmt.Sprintf("whsec_fake_secret_%d", d.secrets)})
+	public := dispatcherapi.Webhook{ID: w.ID, URL: w.URL, Status: w.Status, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	return c.JSON(http.StatusOK, dispatcherapi.SavedWebhook{Webhook: public, Secret: fmt.Sprintf("whsec_fake_secret_%d", d.secrets)})
 }
 
 func (d *fakeDispatcher) putWebhook(c echo.Context) error {
-	var in struct {
-		URL string `json:"url"`
-	}
+	var in dispatcherapi.SaveWebhookRequest
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
@@ -136,7 +134,7 @@ func (d *fakeDispatcher) putWebhook(c echo.Context) error {
 	defer d.mu.Unlock()
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	ws := rpc.WorkspaceID(c.Request().Context())
-	return d.saved(c, ws, adminclient.WebhookStatus{ID: "wh-" + ws, URL: in.URL, CreatedAt: now, UpdatedAt: now})
+	return d.saved(c, ws, dispatcherapi.WebhookStatus{ID: "wh-" + ws, URL: in.URL, CreatedAt: now, UpdatedAt: now})
 }
 
 func (d *fakeDispatcher) resave(c echo.Context) error {
@@ -175,7 +173,7 @@ func (d *fakeDispatcher) listDeliveries(c echo.Context) error {
 			return errs.InvalidRequest("before must be an RFC 3339 timestamp such as 2026-11-22T10:00:00Z")
 		}
 	}
-	out := []adminclient.Delivery{}
+	out := []dispatcherapi.Delivery{}
 	var next *string
 	for _, del := range d.deliveries[rpc.WorkspaceID(c.Request().Context())] {
 		created, _ := time.Parse(time.RFC3339Nano, del.CreatedAt)
@@ -191,46 +189,40 @@ func (d *fakeDispatcher) listDeliveries(c echo.Context) error {
 		}
 		out = append(out, del)
 	}
-	return c.JSON(http.StatusOK, adminclient.DeliveryPage{Deliveries: out, NextBefore: next})
+	return c.JSON(http.StatusOK, dispatcherapi.DeliveryPage{Deliveries: out, NextBefore: next})
 }
 
 func (d *fakeDispatcher) replay(c echo.Context) error {
-	var in adminclient.ReplayRequest
+	var in dispatcherapi.ReplayRequest
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if in.DeliveryID != "" {
+	if in.DeliveryID != nil {
 		return d.replayOne(c, in)
 	}
 	if w, ok := d.webhooks[in.WorkspaceID]; ok && w.Status == "paused" {
 		return errs.New(http.StatusConflict, "webhook_paused", "the webhook is paused; save it again (parleyctl webhook resave) before replaying")
 	}
-	out := adminclient.Replay{ID: "replay-1", WorkspaceID: in.WorkspaceID, Since: in.Since, Queued: d.queued}
-	if in.Until != "" {
-		out.Until = &in.Until
-	}
-	if in.Event != "" {
-		out.Event = &in.Event
-	}
+	out := dispatcherapi.Replay{ID: "replay-1", WorkspaceID: in.WorkspaceID, Since: in.Since, Until: in.Until, Event: in.Event, Queued: d.queued}
 	return c.JSON(http.StatusAccepted, map[string]any{"replay": out, "next": nil})
 }
 
 // replayOne answers a replay of one delivery as the dispatcher does: the
 // delivery must be in the log and not a test event's, the webhook active.
-func (d *fakeDispatcher) replayOne(c echo.Context, in adminclient.ReplayRequest) error {
-	del, ok := d.find(in.WorkspaceID, in.DeliveryID)
+func (d *fakeDispatcher) replayOne(c echo.Context, in dispatcherapi.ReplayRequest) error {
+	del, ok := d.find(in.WorkspaceID, *in.DeliveryID)
 	switch {
 	case !ok:
 		return errs.NotFound("delivery_not_found", "the workspace's delivery log has no delivery with this id")
-	case del.Event == adminclient.EventTest:
+	case del.Event == dispatcherapi.EventTest:
 		return errs.New(http.StatusConflict, "test_event_not_replayable", "test events are never stored in the event stream, so they cannot be replayed: send a new test event instead")
 	case d.webhooks[in.WorkspaceID].Status == "paused":
 		return errs.New(http.StatusConflict, "webhook_paused", "the webhook is paused; save it again (parleyctl webhook resave) before replaying")
 	}
 	until := del.CreatedAt
-	out := adminclient.Replay{ID: "replay-1", WorkspaceID: in.WorkspaceID, Since: del.CreatedAt, Until: &until,
+	out := dispatcherapi.Replay{ID: "replay-1", WorkspaceID: in.WorkspaceID, Since: del.CreatedAt, Until: &until,
 		Event: &del.Event, DeliveryID: &del.ID, Queued: 1}
 	return c.JSON(http.StatusAccepted, map[string]any{"replay": out, "next": nil})
 }
@@ -240,7 +232,7 @@ func (d *fakeDispatcher) replayOne(c echo.Context, in adminclient.ReplayRequest)
 func (d *fakeDispatcher) webhook(ws, status, updatedAt string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w := adminclient.WebhookStatus{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
+	w := dispatcherapi.WebhookStatus{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
 		CreatedAt: "2026-11-20T08:00:00Z", UpdatedAt: updatedAt}
 	if status == "paused" {
 		w.ConsecutiveFailures, w.PausedAt = 20, &updatedAt
@@ -249,7 +241,7 @@ func (d *fakeDispatcher) webhook(ws, status, updatedAt string) {
 }
 
 // log sets workspace ws's delivery log, sorted newest first.
-func (d *fakeDispatcher) log(ws string, ds ...adminclient.Delivery) {
+func (d *fakeDispatcher) log(ws string, ds ...dispatcherapi.Delivery) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].CreatedAt > ds[j].CreatedAt })
@@ -287,13 +279,13 @@ func shows(body, s string) bool        { return strings.Contains(body, s) }
 func hookForm(token string) url.Values { return url.Values{"csrf_token": {token}} }
 
 // hookDelivery is a delivery of the log created at created.
-func hookDelivery(id, event, status, created string) adminclient.Delivery {
+func hookDelivery(id, event, status, created string) dispatcherapi.Delivery {
 	payload := fmt.Sprintf(`{"id":%q,"event":%q,"created_at":%q,"data":{"text":"<b>hi</b>"}}`, id, event, created)
-	d := adminclient.Delivery{ID: id, Event: event, Status: status, Attempts: 1, Payload: payload, CreatedAt: created}
+	d := dispatcherapi.Delivery{ID: id, Event: event, Status: status, Attempts: 1, Payload: payload, CreatedAt: created}
 	switch status {
-	case adminclient.DeliveryDelivered:
+	case dispatcherapi.DeliveryDelivered:
 		d.ResponseStatus, d.DeliveredAt = hookInt(204), hookStr(created)
-	case adminclient.DeliveryFailed:
+	case dispatcherapi.DeliveryFailed:
 		d.Attempts, d.ResponseStatus, d.LastError = 4, hookInt(503), hookStr("receiver answered 503: upstream unavailable")
 	}
 	return d
@@ -417,7 +409,7 @@ func TestTestEventShowsItsDelivery(t *testing.T) {
 	}
 
 	h.dispatcher.mu.Lock()
-	h.dispatcher.test = adminclient.Delivery{ID: "d-t2", Event: "test", Status: "failed", Attempts: 1,
+	h.dispatcher.test = dispatcherapi.Delivery{ID: "d-t2", Event: "test", Status: "failed", Attempts: 1,
 		LastError: hookStr("connect: connection refused"), CreatedAt: "2026-11-24T04:11:00Z"}
 	h.dispatcher.mu.Unlock()
 	r = b.do(http.MethodPost, page+"/test", hookForm(token), nil)
@@ -488,7 +480,7 @@ func TestDeliveryLogFiltersAndPages(t *testing.T) {
 	t.Parallel()
 	h, ws, b := signedInToAcme(t)
 	page := "/workspaces/" + ws + "/deliveries"
-	var log []adminclient.Delivery
+	var log []dispatcherapi.Delivery
 	for i := range 60 {
 		log = append(log, hookDelivery(fmt.Sprintf("d-%02d", i), "message.received", "delivered", fmt.Sprintf("2026-11-24T03:%02d:00Z", i)))
 	}
@@ -591,7 +583,7 @@ func TestDeliveryPageAndReplayOfOne(t *testing.T) {
 	h.dispatcher.log(ws, failed, hookDelivery(uuid.NewString(), "message.received", "delivered", "2026-11-24T04:01:00.123456Z"),
 		hookDelivery(testID, "test", "delivered", "2026-11-24T04:05:00Z"))
 	h.dispatcher.mu.Lock()
-	h.dispatcher.attempts[id] = []adminclient.Attempt{
+	h.dispatcher.attempts[id] = []dispatcherapi.Attempt{
 		{Number: 1, StartedAt: "2026-11-24T04:01:00.2Z", DurationMS: 10001.5, Error: hookStr("timeout after 10s")},
 		{Number: 2, StartedAt: "2026-11-24T04:01:10.7Z", DurationMS: 12.25, ResponseStatus: hookInt(503), Error: hookStr("receiver answered 503: upstream unavailable")},
 	}
