@@ -18,7 +18,7 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/metrics"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/replaystream"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
@@ -106,7 +106,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	}
 
 	// adapters -> app -> ports
-	policy := app.Config{
+	policy := app.Policy{
 		AllowPrivateTargets: cfg.AllowPrivateTargets,
 		RetryDelays:         cfg.RetryDelays,
 		AttemptTimeout:      cfg.AttemptTimeout,
@@ -117,7 +117,8 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		WebhookConcurrency:  cfg.WebhookConcurrency,
 		Circuit:             isolation.Policy{After: cfg.CircuitAfter, CoolDown: cfg.CircuitCoolDown},
 	}
-	uc := app.New(policy, app.Deps{
+	uc := app.New(app.Deps{
+		Policy:     policy,
 		Webhooks:   adapters.NewWebhookStore(svc.DB),
 		Deliveries: adapters.NewDeliveryStore(svc.DB),
 		Sender: webhookhttp.New(webhookhttp.Options{
@@ -128,14 +129,17 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 			IdleConnsPerHost:    cfg.Concurrency + cfg.ReplayConcurrency,
 		}),
 		Resolver: resolver,
-		Observer: metrics.New(svc.Metrics),
-		Log:      log,
+		Observer: observe.New(log, svc.Metrics),
 		Clock:    clock,
 	})
-	metrics.WatchCapacity(svc.Metrics, uc.Capacity)
-	replays := app.NewReplays(uc, app.DefaultReplayConfig,
-		replaystream.NewSource(js, eventsStream), replaystream.NewQueue(js, replayStream), adapters.NewReplayStore(svc.DB))
-	sampler := metrics.NewSampler(svc.Metrics, map[string]metrics.LagFunc{
+	observe.WatchCapacity(svc.Metrics, uc.Capacity)
+	replays := app.NewReplays(app.ReplaysDeps{
+		App:        uc,
+		Source:     replaystream.NewSource(js, eventsStream),
+		Queue:      replaystream.NewQueue(js, replayStream),
+		Deliveries: adapters.NewReplayStore(svc.DB),
+	})
+	sampler := observe.NewSampler(svc.Metrics, map[string]observe.LagFunc{
 		"events": events.Lag(js, eventsStream, cfg.Consumer),
 		"replay": events.Lag(js, replayStream, cfg.Consumer),
 	}, adapters.NewWebhookStore(svc.DB).CountPaused, log)

@@ -8,17 +8,16 @@ package app
 import (
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// Config is the delivery policy (WEBHOOK_* and DELIVERY_RETENTION) and
+// Policy is the delivery policy (WEBHOOK_* and DELIVERY_RETENTION) and
 // how an instance shares its capacity between receivers.
-type Config struct {
+type Policy struct {
 	AllowPrivateTargets bool
 	RetryDelays         []time.Duration
 	AttemptTimeout      time.Duration
@@ -36,11 +35,11 @@ type Config struct {
 }
 
 // MaxAttempts is how many attempts one round of a delivery makes.
-func (c Config) MaxAttempts() int { return len(c.RetryDelays) + 1 }
+func (c Policy) MaxAttempts() int { return len(c.RetryDelays) + 1 }
 
 // Schedule is the longest one round of attempts can take: every attempt
 // timing out, with every delay between them.
-func (c Config) Schedule() time.Duration {
+func (c Policy) Schedule() time.Duration {
 	total := time.Duration(c.MaxAttempts()) * c.AttemptTimeout
 	for _, d := range c.RetryDelays {
 		total += d
@@ -52,43 +51,84 @@ func (c Config) Schedule() time.Duration {
 // keepAlive. Half a round: the consumer's ack wait is a round plus a
 // margin, and a first attempt that skips its extension (events.Config
 // Fresh) still has a whole round of it ahead.
-func (c Config) KeepAliveEvery() time.Duration { return c.Schedule() / 2 }
+func (c Policy) KeepAliveEvery() time.Duration { return c.Schedule() / 2 }
 
-// Observer is told about attempts and outcomes (metrics).
+// Observer is told what happens in the use cases, for the metrics and
+// the logs (adapters/observe); each method is named for what happened.
 type Observer interface {
-	// AttemptFinished is told about every attempt sent.
-	AttemptFinished(a delivery.Attempt)
-	// AttemptNotSent is told about an attempt an open circuit recorded
-	// as failed without sending it.
-	AttemptNotSent()
+	// AttemptSent is told about every attempt of d sent: at ended with
+	// the receiver's answer, a timeout or a transport error.
+	AttemptSent(d *delivery.Delivery, at delivery.Attempt)
+	// AttemptNotSent is told about an attempt of d an open circuit
+	// refused: at is recorded as failed without being sent.
+	AttemptNotSent(d *delivery.Delivery, at delivery.Attempt)
 	// CircuitOpened is told each time a webhook's circuit opens (again).
-	CircuitOpened()
+	CircuitOpened(c CircuitOpening)
+	// ProgressNotStored is told when d's attempts so far could not be
+	// stored between attempts (its outcome is stored at the end anyway).
+	ProgressNotStored(d *delivery.Delivery, err error)
+	// DeliveryFinished is told about every delivery whose outcome was
+	// stored: delivered, failed or skipped.
 	DeliveryFinished(event string, status delivery.Status)
+	// DeliverySkipped is told about an event recorded as skipped, not
+	// sent, because its webhook is paused.
+	DeliverySkipped(d *delivery.Delivery)
+	// WebhookPaused is told when the pause rule pauses a workspace's
+	// webhook after pauseAfter failed deliveries in a row.
+	WebhookPaused(workspaceID string, pauseAfter int)
+	// DeliveryLogPurged is told how many deliveries a retention pass
+	// deleted, when it deleted any; PurgeFailed when it failed.
+	DeliveryLogPurged(deleted int64)
+	PurgeFailed(err error)
+	// ReplayQueued is told what one call of a replay of a period queued.
+	ReplayQueued(r *replay.Replay)
+	// DeliveryReplayQueued is told about the replay of one delivery,
+	// queued with its event's stream sequence seq.
+	DeliveryReplayQueued(r *replay.Replay, seq uint64)
+	// ReplayDropped is told about a replayed event of a workspace that
+	// has no webhook any more: nothing is sent or recorded.
+	ReplayDropped(deliveryID, workspaceID string)
+	// ReplayNotSent is told about a replayed event not sent because the
+	// webhook was paused since the replay was queued.
+	ReplayNotSent(d *delivery.Delivery)
+}
+
+// CircuitOpening is a webhook's circuit opening: the workspace and webhook,
+// whether the attempt that opened it was a half-open circuit's probe, that
+// attempt's error, and how long the circuit stays open.
+type CircuitOpening struct {
+	WorkspaceID string
+	WebhookID   string
+	Probe       bool
+	LastError   string
+	CoolDown    time.Duration
 }
 
 // Deps are what the use cases work with.
 type Deps struct {
+	// Policy is how deliveries are made and how the instance shares its
+	// capacity.
+	Policy     Policy
 	Webhooks   webhook.Store
 	Deliveries delivery.Store
 	Sender     delivery.Sender
 	// Resolver checks a saved URL's host at save time; nil skips that
 	// (every dial is checked anyway).
 	Resolver safehttp.Resolver
+	// Observer is told what happens; nil: nobody.
 	Observer Observer
-	Log      *zap.Logger
 	// Clock is time.Now unless a test needs another.
 	Clock func() time.Time
 }
 
 // App runs the use cases.
 type App struct {
-	cfg        Config
+	cfg        Policy
 	webhooks   webhook.Store
 	deliveries delivery.Store
 	sender     delivery.Sender
 	resolver   safehttp.Resolver
 	obs        Observer
-	log        *zap.Logger
 	clock      func() time.Time
 
 	// live and replay are the lanes of one gate (so a webhook's live
@@ -100,7 +140,8 @@ type App struct {
 }
 
 // New returns the use cases over deps.
-func New(cfg Config, deps Deps) *App {
+func New(deps Deps) *App {
+	cfg := deps.Policy
 	a := &App{
 		cfg:        cfg,
 		webhooks:   deps.Webhooks,
@@ -108,7 +149,6 @@ func New(cfg Config, deps Deps) *App {
 		sender:     deps.Sender,
 		resolver:   deps.Resolver,
 		obs:        deps.Observer,
-		log:        deps.Log,
 		clock:      deps.Clock,
 	}
 	if a.clock == nil {
@@ -119,9 +159,6 @@ func New(cfg Config, deps Deps) *App {
 	a.circuits = isolation.NewCircuits(cfg.Circuit, time.Now)
 	if a.obs == nil {
 		a.obs = nopObserver{}
-	}
-	if a.log == nil {
-		a.log = zap.NewNop()
 	}
 	return a
 }
@@ -156,7 +193,16 @@ func (a *App) Capacity() Capacity {
 
 type nopObserver struct{}
 
-func (nopObserver) AttemptFinished(delivery.Attempt)         {}
-func (nopObserver) AttemptNotSent()                          {}
-func (nopObserver) CircuitOpened()                           {}
-func (nopObserver) DeliveryFinished(string, delivery.Status) {}
+func (nopObserver) AttemptSent(*delivery.Delivery, delivery.Attempt)    {}
+func (nopObserver) AttemptNotSent(*delivery.Delivery, delivery.Attempt) {}
+func (nopObserver) CircuitOpened(CircuitOpening)                        {}
+func (nopObserver) ProgressNotStored(*delivery.Delivery, error)         {}
+func (nopObserver) DeliveryFinished(string, delivery.Status)            {}
+func (nopObserver) DeliverySkipped(*delivery.Delivery)                  {}
+func (nopObserver) WebhookPaused(string, int)                           {}
+func (nopObserver) DeliveryLogPurged(int64)                             {}
+func (nopObserver) PurgeFailed(error)                                   {}
+func (nopObserver) ReplayQueued(*replay.Replay)                         {}
+func (nopObserver) DeliveryReplayQueued(*replay.Replay, uint64)         {}
+func (nopObserver) ReplayDropped(string, string)                        {}
+func (nopObserver) ReplayNotSent(*delivery.Delivery)                    {}

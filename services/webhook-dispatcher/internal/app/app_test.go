@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
@@ -28,16 +30,17 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return nil, errors.New("no such host")
 }
 
-func newApp(t *testing.T, cfg app.Config, resolver safehttp.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
+func newApp(t *testing.T, policy app.Policy, resolver safehttp.Resolver, clock func() time.Time) (*app.App, *adapters.DeliveryStore) {
 	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	deliveries := adapters.NewDeliveryStore(gdb)
-	return app.New(cfg, app.Deps{
+	return app.New(app.Deps{
+		Policy:     policy,
 		Webhooks:   adapters.NewWebhookStore(gdb),
 		Deliveries: deliveries,
 		Resolver:   resolver,
-		Log:        env.Logger(t),
+		Observer:   observe.New(env.Logger(t), prometheus.NewRegistry()),
 		Clock:      clock,
 	}), deliveries
 }
@@ -50,7 +53,7 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 		"hooks.example.com":    {netip.MustParseAddr("93.184.216.34")},
 		"internal.example.com": {netip.MustParseAddr("10.20.30.40")},
 	}
-	strict, _ := newApp(t, app.Config{PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
+	strict, _ := newApp(t, app.Policy{PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
 	ws := uuid.NewString()
 	_, err := strict.SaveWebhook(context.Background(), ws, "https://internal.example.com/in")
 	var ue *safehttp.URLError
@@ -62,7 +65,7 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 		t.Fatalf("SaveWebhook(public) = %+v, %v", w, err)
 	}
 
-	dev, _ := newApp(t, app.Config{AllowPrivateTargets: true, PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
+	dev, _ := newApp(t, app.Policy{AllowPrivateTargets: true, PauseAfter: 20, AttemptTimeout: time.Second}, r, nil)
 	if _, err := dev.SaveWebhook(context.Background(), ws, "https://internal.example.com/in"); err != nil {
 		t.Fatalf("with private targets allowed: %v", err)
 	}
@@ -71,7 +74,7 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 func TestPurgeKeepsOnlyTheRetention(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	a, store := newApp(t, app.Config{Retention: 336 * time.Hour, PauseAfter: 20, AttemptTimeout: time.Second}, nil, func() time.Time { return now })
+	a, store := newApp(t, app.Policy{Retention: 336 * time.Hour, PauseAfter: 20, AttemptTimeout: time.Second}, nil, func() time.Time { return now })
 	ws := uuid.NewString()
 	ctx := context.Background()
 	ages := map[string]time.Duration{

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
@@ -41,7 +39,6 @@ func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.W
 			return err
 		}
 		d.Record(at)
-		a.logAttempt(d, at)
 		if at.Succeeded() {
 			return nil
 		}
@@ -70,7 +67,7 @@ func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webho
 			keepAlive()
 		}
 		at := a.attemptOnce(ctx, hook, d)
-		a.obs.AttemptFinished(at)
+		a.obs.AttemptSent(d, at)
 		return at, nil
 	}
 	key := circuitKey(hook)
@@ -90,15 +87,14 @@ func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webho
 		return a.notSent(d, refused), nil
 	}
 	at := a.attemptOnce(ctx, hook, d)
-	a.obs.AttemptFinished(at)
+	a.obs.AttemptSent(d, at)
 	// A status means the receiver answered, whatever it said; none means
 	// a timeout or a transport error.
 	if a.circuits.Record(key, permit, at.ResponseStatus != 0, at.Error) {
-		a.obs.CircuitOpened()
-		a.log.Warn("webhook circuit opened",
-			zap.String("workspace_id", d.WorkspaceID), zap.String("webhook_id", hook.ID),
-			zap.Bool("probe", permit.Probe()), zap.String("last_error", at.Error),
-			zap.Duration("cool_down", a.cfg.Circuit.CoolDown))
+		a.obs.CircuitOpened(CircuitOpening{
+			WorkspaceID: d.WorkspaceID, WebhookID: hook.ID,
+			Probe: permit.Probe(), LastError: at.Error, CoolDown: a.cfg.Circuit.CoolDown,
+		})
 	}
 	return at, nil
 }
@@ -111,8 +107,9 @@ func circuitKey(hook *webhook.Webhook) string { return hook.ID + "\x00" + hook.S
 
 // notSent is d's next attempt, refused by an open circuit.
 func (a *App) notSent(d *delivery.Delivery, refused *isolation.OpenError) delivery.Attempt {
-	a.obs.AttemptNotSent()
-	return delivery.Attempt{Number: d.NextAttempt(), StartedAt: a.now(), Error: refused.Error()}
+	at := delivery.Attempt{Number: d.NextAttempt(), StartedAt: a.now(), Error: refused.Error()}
+	a.obs.AttemptNotSent(d, at)
+	return at
 }
 
 // progress stores the attempts so far, also when ctx has ended (so a
@@ -122,7 +119,7 @@ func (a *App) progress(ctx context.Context, d *delivery.Delivery) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := a.deliveries.Progress(sctx, d); err != nil {
-		a.log.Warn("store delivery progress", zap.String("delivery_id", d.ID), zap.Error(err))
+		a.obs.ProgressNotStored(d, err)
 	}
 }
 
@@ -158,22 +155,6 @@ func (a *App) attemptOnce(ctx context.Context, hook *webhook.Webhook, d *deliver
 	return at
 }
 
-func (a *App) logAttempt(d *delivery.Delivery, at delivery.Attempt) {
-	fields := []zap.Field{
-		zap.String("delivery_id", d.ID),
-		zap.String("workspace_id", d.WorkspaceID),
-		zap.String("event", d.Event),
-		zap.Int("attempt", at.Number),
-		zap.Int("status", at.ResponseStatus),
-		zap.Duration("duration", at.Duration),
-	}
-	if at.Succeeded() {
-		a.log.Info("webhook attempt delivered", fields...)
-		return
-	}
-	a.log.Info("webhook attempt failed", append(fields, zap.String("error", at.Error))...)
-}
-
 // finish stores d's outcome on a context shutdown does not cancel.
 // deliverRound sends d with the full retry schedule, then stores the outcome
 // and, in the same transaction, counts it towards the webhook's pause —
@@ -200,8 +181,7 @@ func (a *App) deliverRound(ctx context.Context, lane *isolation.Lane, hook *webh
 		return err
 	}
 	if paused {
-		a.log.Warn("webhook paused after consecutive failures",
-			zap.String("workspace_id", d.WorkspaceID), zap.Int("pause_after", a.cfg.PauseAfter))
+		a.obs.WebhookPaused(d.WorkspaceID, a.cfg.PauseAfter)
 	}
 	return nil
 }

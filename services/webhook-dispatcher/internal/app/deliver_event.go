@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.uber.org/zap"
-
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
@@ -30,7 +28,7 @@ import (
 // acknowledged; an error wrapping delivery.ErrMalformedEvent when it can
 // never be delivered; any other error (ctx ended, storage failed) when it
 // must be handled again later. keepAlive, when set, is called before each
-// attempt and every Config.KeepAliveEvery while an attempt waits for its
+// attempt and every Policy.KeepAliveEvery while an attempt waits for its
 // place.
 func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
 	// The delivery is created when the event is taken on, before any
@@ -66,7 +64,7 @@ func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive fu
 	case d.Status.Final() && created:
 		// Recorded as skipped: the webhook is paused.
 		a.obs.DeliveryFinished(d.Event, d.Status)
-		a.log.Info("webhook paused; delivery skipped", zap.String("delivery_id", d.ID), zap.String("workspace_id", d.WorkspaceID))
+		a.obs.DeliverySkipped(d)
 		return nil
 	case d.Status.Final():
 		// Settled by an earlier delivery of the same message.

@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // purgeBatch bounds one DELETE, so purging a large backlog never holds
@@ -34,9 +32,9 @@ func (a *App) RunRetention(ctx context.Context, interval time.Duration) {
 		n, err := a.PurgeDeliveries(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			a.log.Warn("purge delivery log", zap.Error(err))
+			a.obs.PurgeFailed(err)
 		case n > 0:
-			a.log.Info("delivery log purged", zap.Int64("deleted", n))
+			a.obs.DeliveryLogPurged(n)
 		}
 		select {
 		case <-ctx.Done():

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
@@ -17,10 +16,10 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
-// ReplayConfig bounds the work of one StartReplay call, so that it always
+// ReplayLimits bound the work of one StartReplay call, so that it always
 // answers well within an rpc call's timeout; a replay with more events is
 // continued by further calls (replay.Replay.Next).
-type ReplayConfig struct {
+type ReplayLimits struct {
 	// MaxPerCall is the most events one call queues.
 	MaxPerCall int
 	// Budget is how long one call keeps queueing; it always queues at
@@ -28,9 +27,9 @@ type ReplayConfig struct {
 	Budget time.Duration
 }
 
-// DefaultReplayConfig queues up to 100,000 events or 10 seconds' worth
+// DefaultReplayLimits queue up to 100,000 events or 10 seconds' worth
 // per call, well inside the 25-second rpc handler timeout.
-var DefaultReplayConfig = ReplayConfig{MaxPerCall: 100_000, Budget: 10 * time.Second}
+var DefaultReplayLimits = ReplayLimits{MaxPerCall: 100_000, Budget: 10 * time.Second}
 
 // putBatch is how many replay requests are queued (and confirmed by the
 // stream) together.
@@ -47,21 +46,37 @@ const busyMargin = 15 * time.Second
 // places and the same circuits, in a lane of their own.
 type Replays struct {
 	app        *App
-	cfg        ReplayConfig
+	cfg        ReplayLimits
 	source     replay.Source
 	queue      replay.Queue
 	deliveries replay.Deliveries
 }
 
-// NewReplays returns the replay use cases over a's stores and policy.
-func NewReplays(a *App, cfg ReplayConfig, source replay.Source, queue replay.Queue, deliveries replay.Deliveries) *Replays {
+// ReplaysDeps are what the replay use cases work with.
+type ReplaysDeps struct {
+	// App is the delivery use cases replays share their stores, policy,
+	// places, circuits and observer with.
+	App *App
+	// Limits bound one StartReplay call; a zero field is
+	// DefaultReplayLimits'.
+	Limits ReplayLimits
+	// Source reads the event stream, Queue is the replay work queue,
+	// Deliveries records replayed deliveries.
+	Source     replay.Source
+	Queue      replay.Queue
+	Deliveries replay.Deliveries
+}
+
+// NewReplays returns the replay use cases over deps.
+func NewReplays(deps ReplaysDeps) *Replays {
+	cfg := deps.Limits
 	if cfg.MaxPerCall < 1 {
-		cfg.MaxPerCall = DefaultReplayConfig.MaxPerCall
+		cfg.MaxPerCall = DefaultReplayLimits.MaxPerCall
 	}
 	if cfg.Budget <= 0 {
-		cfg.Budget = DefaultReplayConfig.Budget
+		cfg.Budget = DefaultReplayLimits.Budget
 	}
-	return &Replays{app: a, cfg: cfg, source: source, queue: queue, deliveries: deliveries}
+	return &Replays{app: deps.App, cfg: cfg, source: deps.Source, queue: deps.Queue, deliveries: deps.Deliveries}
 }
 
 // StartReplay queues one replay request per event that req selects, up to
@@ -130,10 +145,7 @@ func (r *Replays) StartReplay(ctx context.Context, req replay.Request, resume *r
 	if err := put(); err != nil {
 		return nil, err
 	}
-	r.app.log.Info("replay queued",
-		zap.String("replay_id", out.ID), zap.String("workspace_id", req.WorkspaceID),
-		zap.Time("since", req.Since), zap.Timep("until", req.Until), zap.String("event", req.Event),
-		zap.Int("queued", out.Queued), zap.Bool("more", out.Next != nil))
+	r.app.obs.ReplayQueued(out)
 	return out, nil
 }
 
@@ -177,7 +189,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 	}
 	hook, err := a.webhooks.Get(ctx, ev.GetWorkspaceId())
 	if errors.Is(err, webhook.ErrNotFound) {
-		a.log.Info("replay dropped: no webhook", zap.String("delivery_id", ev.GetId()), zap.String("workspace_id", ev.GetWorkspaceId()))
+		a.obs.ReplayDropped(ev.GetId(), ev.GetWorkspaceId())
 		return nil
 	}
 	if err != nil {
@@ -189,7 +201,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 		if err := r.deliveries.CreateSkipped(ctx, d); err != nil {
 			return fmt.Errorf("record delivery %s: %w", d.ID, err)
 		}
-		a.log.Info("webhook paused; replay not sent", zap.String("delivery_id", d.ID), zap.String("workspace_id", d.WorkspaceID))
+		a.obs.ReplayNotSent(d)
 		return nil
 	}
 	d, err = r.deliveries.Claim(ctx, d, r.busyFor())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
@@ -60,8 +59,6 @@ func (r *Replays) ReplayDelivery(ctx context.Context, workspaceID, deliveryID st
 		return nil, fmt.Errorf("queue replay %s: %w", out.ID, err)
 	}
 	out.Queued = 1
-	r.app.log.Info("replay queued",
-		zap.String("replay_id", out.ID), zap.String("workspace_id", workspaceID),
-		zap.String("delivery_id", d.ID), zap.Uint64("seq", found.Seq))
+	r.app.obs.DeliveryReplayQueued(out, found.Seq)
 	return out, nil
 }

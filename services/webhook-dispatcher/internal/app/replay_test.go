@@ -9,9 +9,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/replaystream"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
@@ -35,13 +37,19 @@ func TestStartReplayContinuesAcrossCalls(t *testing.T) {
 	if err := replaystream.Ensure(ctx, js, rs); err != nil {
 		t.Fatal(err)
 	}
-	a := app.New(app.Config{AllowPrivateTargets: true, PauseAfter: 20, AttemptTimeout: time.Second}, app.Deps{
+	a := app.New(app.Deps{
+		Policy:     app.Policy{AllowPrivateTargets: true, PauseAfter: 20, AttemptTimeout: time.Second},
 		Webhooks:   adapters.NewWebhookStore(gdb),
 		Deliveries: adapters.NewDeliveryStore(gdb),
-		Log:        env.Logger(t),
+		Observer:   observe.New(env.Logger(t), prometheus.NewRegistry()),
 	})
-	replays := app.NewReplays(a, app.ReplayConfig{MaxPerCall: 2, Budget: time.Minute},
-		replaystream.NewSource(js, env.Stream), replaystream.NewQueue(js, rs), adapters.NewReplayStore(gdb))
+	replays := app.NewReplays(app.ReplaysDeps{
+		App:        a,
+		Limits:     app.ReplayLimits{MaxPerCall: 2, Budget: time.Minute},
+		Source:     replaystream.NewSource(js, env.Stream),
+		Queue:      replaystream.NewQueue(js, rs),
+		Deliveries: adapters.NewReplayStore(gdb),
+	})
 	ws := uuid.NewString()
 	if _, err := a.SaveWebhook(ctx, ws, "http://127.0.0.1:9/hook"); err != nil {
 		t.Fatal(err)
