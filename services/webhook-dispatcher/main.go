@@ -117,9 +117,10 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		WebhookConcurrency:  cfg.WebhookConcurrency,
 		Circuit:             isolation.Policy{After: cfg.CircuitAfter, CoolDown: cfg.CircuitCoolDown},
 	}
+	webhooks := adapters.NewWebhookStore(svc.DB)
 	uc := app.New(app.Deps{
 		Policy:     policy,
-		Webhooks:   adapters.NewWebhookStore(svc.DB),
+		Webhooks:   webhooks,
 		Deliveries: adapters.NewDeliveryStore(svc.DB),
 		Sender: webhookhttp.New(webhookhttp.Options{
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
@@ -142,10 +143,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	sampler := observe.NewSampler(svc.Metrics, map[string]observe.LagFunc{
 		"events": events.Lag(js, eventsStream, cfg.Consumer),
 		"replay": events.Lag(js, replayStream, cfg.Consumer),
-	}, adapters.NewWebhookStore(svc.DB).CountPaused, log)
-
-	admin := porthttp.NewAdmin(uc, log)
-	porthttp.MountReplays(admin, replays)
+	}, webhooks.CountPaused, log)
 
 	// The consumer holds up to DISPATCHER_IN_HAND events; the use case
 	// bounds the attempts in flight among them (DISPATCHER_CONCURRENCY,
@@ -186,7 +184,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	svc.Go("delivery log retention", func(ctx context.Context) { uc.RunRetention(ctx, retentionEvery) })
 	svc.Go("metrics sampler", func(ctx context.Context) { sampler.Run(ctx, cfg.MetricsInterval) })
 	return service.Ports{Endpoints: []service.Endpoint{
-		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(uc, log)},
-		{Name: rpc.EndpointAdmin, Handler: admin},
+		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(porthttp.APIDeps{App: uc, Log: log})},
+		{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(porthttp.AdminDeps{App: uc, Replays: replays, Log: log})},
 	}}, nil
 }

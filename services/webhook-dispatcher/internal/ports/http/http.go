@@ -47,14 +47,22 @@ type App interface {
 }
 
 type handlers struct {
-	app App
+	app     App
+	replays Replayer
 }
 
-// NewAPI returns the router of the public routes. The workspace is the one
-// the gateway authenticated (rpc.WorkspaceID).
-func NewAPI(app App, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: app}
-	e := httpx.NewEcho(log)
+// APIDeps are what the public routes need.
+type APIDeps struct {
+	App App
+	Log *zap.Logger
+}
+
+// NewAPI returns the router of the public routes
+// (dispatcherapi.APIRoutes). The workspace is the one the gateway
+// authenticated (rpc.WorkspaceID).
+func NewAPI(deps APIDeps) *echo.Echo {
+	h := &handlers{app: deps.App}
+	e := httpx.NewEcho(deps.Log)
 	e.PUT("/v1/webhook", h.putWebhook)
 	e.GET("/v1/webhook", h.getWebhook)
 	e.DELETE("/v1/webhook", h.deleteWebhook)
@@ -63,18 +71,27 @@ func NewAPI(app App, log *zap.Logger) *echo.Echo {
 	return e
 }
 
-// NewAdmin returns the router of the operator routes (parleyctl, the
-// console):
+// AdminDeps are what the operator routes need.
+type AdminDeps struct {
+	App     App
+	Replays Replayer
+	Log     *zap.Logger
+}
+
+// NewAdmin returns the router of the operator routes
+// (dispatcherapi.AdminRoutes; parleyctl, the console):
 //
 //	GET  /admin/webhooks/:workspace_id -> {"webhook": {..., consecutive_failures, paused_at}}
 //	GET  /admin/webhooks/:workspace_id/deliveries/:id -> {"delivery": {..., attempt_history}}
 //	POST /admin/webhooks/:workspace_id/resave -> {"webhook", "secret"}
-func NewAdmin(app App, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: app}
-	e := httpx.NewEcho(log)
+//	POST /admin/replays -> 202 {"replay", "next"} (startReplay)
+func NewAdmin(deps AdminDeps) *echo.Echo {
+	h := &handlers{app: deps.App, replays: deps.Replays}
+	e := httpx.NewEcho(deps.Log)
 	e.GET("/admin/webhooks/:workspace_id", h.adminGetWebhook)
 	e.GET("/admin/webhooks/:workspace_id/deliveries/:id", h.adminGetDelivery)
 	e.POST("/admin/webhooks/:workspace_id/resave", h.resaveWebhook)
+	e.POST("/admin/replays", h.startReplay)
 	return e
 }
 

@@ -26,13 +26,13 @@ const (
 	CodeEventNotInStream       = "event_not_in_stream"
 )
 
-// Replayer is what the replay route needs of the use cases.
+// Replayer is what the replay route needs of the replay use cases.
 type Replayer interface {
 	StartReplay(ctx context.Context, req replay.Request, resume *replay.Cursor) (*replay.Replay, error)
 	ReplayDelivery(ctx context.Context, workspaceID, deliveryID string) (*replay.Replay, error)
 }
 
-// MountReplays adds the operator's replay route to the admin router:
+// startReplay is the operator's replay:
 //
 //	POST /admin/replays {workspace_id, since, until?, event?, resume?}
 //	POST /admin/replays {workspace_id, delivery_id}
@@ -46,16 +46,7 @@ type Replayer interface {
 // With delivery_id (and no since, until, event or resume) only that
 // delivery's event is queued, under its id; since and until answer the
 // window of the stream searched for it, and next is null.
-func MountReplays(e *echo.Echo, r Replayer) {
-	h := replayHandlers{r: r}
-	e.POST("/admin/replays", h.startReplay)
-}
-
-type replayHandlers struct {
-	r Replayer
-}
-
-func (h replayHandlers) startReplay(c echo.Context) error {
+func (h *handlers) startReplay(c echo.Context) error {
 	var in dispatcherapi.ReplayRequest
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
@@ -95,7 +86,7 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 		resume = &replay.Cursor{ReplayID: in.Resume.ReplayID, From: in.Resume.FromSeq, End: in.Resume.EndSeq}
 	}
 
-	out, err := h.r.StartReplay(c.Request().Context(), req, resume)
+	out, err := h.replays.StartReplay(c.Request().Context(), req, resume)
 	if err != nil {
 		return replayError(err)
 	}
@@ -103,14 +94,14 @@ func (h replayHandlers) startReplay(c echo.Context) error {
 }
 
 // replayDelivery is the replay of one delivery's event.
-func (h replayHandlers) replayDelivery(c echo.Context, in dispatcherapi.ReplayRequest) error {
+func (h *handlers) replayDelivery(c echo.Context, in dispatcherapi.ReplayRequest) error {
 	if _, err := uuid.Parse(*in.DeliveryID); err != nil {
 		return errs.InvalidRequest("delivery_id must be a UUID")
 	}
 	if in.Since != "" || in.Until != nil || in.Event != nil || in.Resume != nil {
 		return errs.InvalidRequest("delivery_id replays one delivery: give it without since, until, event or resume")
 	}
-	out, err := h.r.ReplayDelivery(c.Request().Context(), in.WorkspaceID, *in.DeliveryID)
+	out, err := h.replays.ReplayDelivery(c.Request().Context(), in.WorkspaceID, *in.DeliveryID)
 	if err != nil {
 		return replayError(err)
 	}
