@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
@@ -121,16 +122,10 @@ func (sh *replayShop) deliveryLog(t *testing.T) map[string]map[string]any {
 	return log
 }
 
+// replayOutput is what `parleyctl deliveries replay` prints: the
+// dispatcher's replay, whole.
 type replayOutput struct {
-	Replay struct {
-		ID          string  `json:"id"`
-		WorkspaceID string  `json:"workspace_id"`
-		Since       string  `json:"since"`
-		Until       *string `json:"until"`
-		Event       *string `json:"event"`
-		DeliveryID  *string `json:"delivery_id"`
-		Queued      int     `json:"queued"`
-	} `json:"replay"`
+	Replay dispatcherapi.Replay `json:"replay"`
 }
 
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

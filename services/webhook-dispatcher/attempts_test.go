@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,10 +51,10 @@ func TestRetryScheduleWithARefusingReceiver(t *testing.T) {
 	h.publish(ev)
 
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "failed" || d["attempts"] != 4.0 || d["response_status"] != 404.0 || d["delivered_at"] != nil {
-		t.Errorf("log entry %v", d)
+	if d.Status != "failed" || d.Attempts != 4 || !is(d.ResponseStatus, 404) || d.DeliveredAt != nil {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
-	if e, _ := d["last_error"].(string); !strings.Contains(e, "404") || !strings.Contains(e, "no such hook") {
+	if e := text(d.LastError); !strings.Contains(e, "404") || !strings.Contains(e, "no such hook") {
 		t.Errorf("last_error %q, want the status and the receiver's body", e)
 	}
 	hits := rcv.Requests()
@@ -68,7 +69,7 @@ func TestRetryScheduleWithARefusingReceiver(t *testing.T) {
 		if id := got.Header.Get("X-Service-Delivery"); id != ev.GetId() {
 			t.Errorf("attempt %d: X-Service-Delivery %q, want %s", i+1, id, ev.GetId())
 		}
-		if !bytes.Equal(got.Body, hits[0].Body) || d["payload"] != string(got.Body) {
+		if !bytes.Equal(got.Body, hits[0].Body) || d.Payload != string(got.Body) {
 			t.Errorf("attempt %d: body differs from the first or from the log", i+1)
 		}
 		if err := got.Verify(secret, at[i]); err != nil {
@@ -125,11 +126,11 @@ type hostile struct {
 	// raw serves the connection by hand instead (broken HTTP).
 	raw func(conn net.Conn, written *atomic.Int64)
 
-	wantStatus    string  // delivery status
-	wantAttempts  float64 // attempts made
-	wantResponse  any     // response_status: a float64, or nil for none
-	wantError     string  // in last_error; "" when none
-	wantCutAtTime bool    // every attempt ran into the attempt timeout
+	wantStatus    string // delivery status
+	wantAttempts  int    // attempts made
+	wantResponse  *int   // response_status, nil for none
+	wantError     string // in last_error; "" when none
+	wantCutAtTime bool   // every attempt ran into the attempt timeout
 
 	url     string
 	written atomic.Int64
@@ -228,14 +229,14 @@ func TestFailingReceivers(t *testing.T) {
 		{
 			name:       "endless 500 body",
 			handler:    endless(http.StatusInternalServerError),
-			wantStatus: "failed", wantAttempts: 4, wantResponse: 500.0, wantError: "receiver answered 500: xxxx",
+			wantStatus: "failed", wantAttempts: 4, wantResponse: new(500), wantError: "receiver answered 500: xxxx",
 		},
 		{
 			// The answer is in the status line; the body is read up to
 			// the cap and the connection dropped.
 			name:       "endless 200 body",
 			handler:    endless(http.StatusOK),
-			wantStatus: "delivered", wantAttempts: 1, wantResponse: 200.0,
+			wantStatus: "delivered", wantAttempts: 1, wantResponse: new(200),
 		},
 		{
 			name: "200 then a body one byte a second",
@@ -255,7 +256,7 @@ func TestFailingReceivers(t *testing.T) {
 					}
 				}
 			},
-			wantStatus: "delivered", wantAttempts: 1, wantResponse: 200.0, wantCutAtTime: true,
+			wantStatus: "delivered", wantAttempts: 1, wantResponse: new(200), wantCutAtTime: true,
 		},
 		{
 			// Never decompressed: 10 MiB of zeros stay 10 KiB on the wire.
@@ -266,7 +267,7 @@ func TestFailingReceivers(t *testing.T) {
 				n, _ := w.Write(bomb)
 				written.Add(int64(n))
 			},
-			wantStatus: "failed", wantAttempts: 4, wantResponse: 502.0, wantError: "receiver answered 502",
+			wantStatus: "failed", wantAttempts: 4, wantResponse: new(502), wantError: "receiver answered 502",
 		},
 	}
 
@@ -286,12 +287,12 @@ func TestFailingReceivers(t *testing.T) {
 	for _, c := range cases {
 		d := h.waitDelivery(ws[c], ids[c])
 		what := c.name
-		if d["status"] != c.wantStatus || d["attempts"] != c.wantAttempts || d["response_status"] != c.wantResponse {
-			t.Errorf("%s: log entry %v, want %s after %v attempts with response_status %v", what, d, c.wantStatus, c.wantAttempts, c.wantResponse)
+		if d.Status != c.wantStatus || d.Attempts != c.wantAttempts || !reflect.DeepEqual(d.ResponseStatus, c.wantResponse) {
+			t.Errorf("%s: log entry %s, want %s after %v attempts with response_status %s", what, jsonOf(d), c.wantStatus, c.wantAttempts, jsonOf(c.wantResponse))
 		}
-		lastErr, _ := d["last_error"].(string)
+		lastErr := text(d.LastError)
 		switch {
-		case c.wantError == "" && d["last_error"] != nil:
+		case c.wantError == "" && d.LastError != nil:
 			t.Errorf("%s: last_error %q, want none", what, lastErr)
 		case !strings.Contains(lastErr, c.wantError):
 			t.Errorf("%s: last_error %q, want it to mention %q", what, lastErr, c.wantError)

@@ -16,8 +16,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/api"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
@@ -70,11 +73,11 @@ func TestMessageReceivedIsDeliveredSigned(t *testing.T) {
 	}
 
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "delivered" || d["attempts"] != 1.0 || d["response_status"] != 200.0 || d["last_error"] != nil || d["delivered_at"] == nil || d["event"] != "message.received" {
-		t.Errorf("log entry %v", d)
+	if d.Status != "delivered" || d.Attempts != 1 || !is(d.ResponseStatus, 200) || d.LastError != nil || d.DeliveredAt == nil || d.Event != "message.received" {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
-	if d["payload"] != string(got.Body) {
-		t.Errorf("logged payload differs from the body sent:\n%s\n%s", d["payload"], got.Body)
+	if d.Payload != string(got.Body) {
+		t.Errorf("logged payload differs from the body sent:\n%s\n%s", d.Payload, got.Body)
 	}
 
 	// Without an attachment, the key is absent rather than null.
@@ -160,10 +163,10 @@ func TestRetriesUntilSuccess(t *testing.T) {
 			t.Errorf("attempt %d: %v", i+1, err)
 		}
 	}
-	if d["status"] != "delivered" || d["attempts"] != 3.0 || d["response_status"] != 202.0 || d["last_error"] != nil {
-		t.Errorf("log entry %v", d)
+	if d.Status != "delivered" || d.Attempts != 3 || !is(d.ResponseStatus, 202) || d.LastError != nil {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
-	if d["payload"] != string(hits[0].Body) {
+	if d.Payload != string(hits[0].Body) {
 		t.Error("logged payload differs from the body sent")
 	}
 	history := h.history(ev.GetId())
@@ -205,10 +208,10 @@ func TestRedirectIsAFailure(t *testing.T) {
 	h.publish(ev)
 
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "failed" || d["attempts"] != 4.0 || d["response_status"] != 302.0 || d["delivered_at"] != nil {
-		t.Errorf("log entry %v", d)
+	if d.Status != "failed" || d.Attempts != 4 || !is(d.ResponseStatus, 302) || d.DeliveredAt != nil {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
-	if e, _ := d["last_error"].(string); !strings.Contains(e, "redirect") {
+	if e := text(d.LastError); !strings.Contains(e, "redirect") {
 		t.Errorf("last_error = %q", e)
 	}
 	if n := len(rcv.Requests()); n != 4 {
@@ -250,10 +253,9 @@ func TestSaveWebhookValidation(t *testing.T) {
 
 	// A public https URL is saved (the host's DNS answer, if any, is
 	// checked again on every dial).
-	out := strict.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "https://hooks.example.com/parley"}, http.StatusOK)
-	w, _ := out["webhook"].(map[string]any)
-	if w["url"] != "https://hooks.example.com/parley" || w["status"] != "active" {
-		t.Errorf("saved %v", out)
+	out := call[dispatcherapi.SavedWebhook](strict, ws, http.MethodPut, "/v1/webhook", dispatcherapi.SaveWebhookRequest{URL: "https://hooks.example.com/parley"}, http.StatusOK)
+	if out.Webhook.URL != "https://hooks.example.com/parley" || out.Webhook.Status != "active" {
+		t.Errorf("saved %s", jsonOf(out))
 	}
 	// A request without an authenticated workspace did not come through
 	// the gateway.
@@ -261,9 +263,9 @@ func TestSaveWebhookValidation(t *testing.T) {
 
 	// With WEBHOOK_ALLOW_PRIVATE_TARGETS, http and loopback are fine.
 	dev := start(t, nil, nil)
-	out = dev.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "http://127.0.0.1:9/in"}, http.StatusOK)
-	if w, _ := out["webhook"].(map[string]any); w["url"] != "http://127.0.0.1:9/in" {
-		t.Errorf("saved %v", out)
+	out = call[dispatcherapi.SavedWebhook](dev, ws, http.MethodPut, "/v1/webhook", dispatcherapi.SaveWebhookRequest{URL: "http://127.0.0.1:9/in"}, http.StatusOK)
+	if out.Webhook.URL != "http://127.0.0.1:9/in" {
+		t.Errorf("saved %s", jsonOf(out))
 	}
 }
 
@@ -300,21 +302,24 @@ func TestWebhookLifecycle(t *testing.T) {
 	if strings.Contains(fmt.Sprint(got), first["secret"].(string)) {
 		t.Error("GET leaks the secret")
 	}
+	// The same answer, decoded strictly, is the declared body.
+	if g := call[dispatcherapi.WebhookResponse](h, ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK); g.Webhook.ID != w1["id"] {
+		t.Errorf("GET %s", jsonOf(g))
+	}
 
 	// Saving again keeps the webhook's id and creation, with a new URL and
 	// secret.
-	second := h.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": "http://127.0.0.1:9/b"}, http.StatusOK)
-	w2 := second["webhook"].(map[string]any)
-	if w2["id"] != w1["id"] || w2["created_at"] != w1["created_at"] || w2["url"] != "http://127.0.0.1:9/b" || second["secret"] == first["secret"] {
-		t.Errorf("second save %v after %v", second, first)
+	second := call[dispatcherapi.SavedWebhook](h, ws, http.MethodPut, "/v1/webhook", dispatcherapi.SaveWebhookRequest{URL: "http://127.0.0.1:9/b"}, http.StatusOK)
+	w2 := second.Webhook
+	if w2.ID != w1["id"] || w2.CreatedAt != w1["created_at"] || w2.URL != "http://127.0.0.1:9/b" || second.Secret == first["secret"] {
+		t.Errorf("second save %s after %v", jsonOf(second), first)
 	}
 
 	// Another workspace sees none of it.
 	h.wantError(uuid.NewString(), http.MethodGet, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
 
-	out := h.doJSON(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK)
-	if out["ok"] != true {
-		t.Errorf("DELETE %v", out)
+	if out := call[api.OK](h, ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK); !out.OK {
+		t.Errorf("DELETE %s", jsonOf(out))
 	}
 	h.wantError(ws, http.MethodGet, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
 	h.wantError(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusNotFound, "webhook_not_found", "")
@@ -329,25 +334,33 @@ func TestTestEvent(t *testing.T) {
 	ws := uuid.NewString()
 	secret := h.saveWebhook(ws, ok.URL)
 
-	out := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
-	d := out["delivery"].(map[string]any)
-	if keys := sortedKeys(d); !slices.Equal(keys, []string{"attempts", "created_at", "delivered_at", "event", "id", "last_error", "payload", "response_status", "status"}) {
+	status, raw := h.do(ws, http.MethodPost, "/v1/webhook/test", nil)
+	if status != http.StatusOK {
+		t.Fatalf("POST /v1/webhook/test = %d %s", status, raw)
+	}
+	var keysOf struct {
+		Delivery map[string]any `json:"delivery"`
+	}
+	if err := json.Unmarshal(raw, &keysOf); err != nil {
+		t.Fatal(err)
+	}
+	if keys := sortedKeys(keysOf.Delivery); !slices.Equal(keys, []string{"attempts", "created_at", "delivered_at", "event", "id", "last_error", "payload", "response_status", "status"}) {
 		t.Errorf("delivery object keys %v", keys)
 	}
-	if d["event"] != "test" || d["status"] != "delivered" || d["attempts"] != 1.0 || d["response_status"] != 204.0 || d["last_error"] != nil {
-		t.Errorf("delivery %v", d)
+	d := apicheck.Body[dispatcherapi.DeliveryResponse](t, raw).Delivery
+	if d.Event != "test" || d.Status != "delivered" || d.Attempts != 1 || !is(d.ResponseStatus, 204) || d.LastError != nil {
+		t.Errorf("delivery %s", jsonOf(d))
 	}
-	for _, k := range []string{"created_at", "delivered_at"} {
-		s, _ := d[k].(string)
+	for k, s := range map[string]string{"created_at": d.CreatedAt, "delivered_at": text(d.DeliveredAt)} {
 		if _, err := time.Parse(time.RFC3339, s); err != nil || !strings.HasSuffix(s, "Z") {
-			t.Errorf("%s = %v, want ISO 8601 UTC", k, d[k])
+			t.Errorf("%s = %q, want ISO 8601 UTC", k, s)
 		}
 	}
 	hits := ok.Requests()
 	if len(hits) != 1 {
 		t.Fatalf("receiver got %d requests", len(hits))
 	}
-	if string(hits[0].Body) != d["payload"] || hits[0].Header.Get("X-Service-Event") != "test" || hits[0].Header.Get("X-Service-Delivery") != d["id"] {
+	if string(hits[0].Body) != d.Payload || hits[0].Header.Get("X-Service-Event") != "test" || hits[0].Header.Get("X-Service-Delivery") != d.ID {
 		t.Errorf("receiver got %s %v", hits[0].Body, hits[0].Header)
 	}
 	if err := hits[0].Verify(secret, time.Now()); err != nil {
@@ -362,15 +375,15 @@ func TestTestEvent(t *testing.T) {
 	if err := json.Unmarshal(hits[0].Body, &env); err != nil {
 		t.Fatal(err)
 	}
-	if env.ID != d["id"] || env.Event != "test" || env.Data["workspace_id"] != ws || env.Data["sent_at"] != env.CreatedAt || len(env.Data) != 2 {
+	if env.ID != d.ID || env.Event != "test" || env.Data["workspace_id"] != ws || env.Data["sent_at"] != env.CreatedAt || len(env.Data) != 2 {
 		t.Errorf("test envelope %s", hits[0].Body)
 	}
 	// The envelope keeps its signed millisecond form; the API shows the
 	// same instant at the precision stored.
 	envAt, err := time.Parse(envelope.TimeFormat, env.CreatedAt)
-	apiAt, _ := time.Parse(time.RFC3339Nano, d["created_at"].(string))
+	apiAt, _ := time.Parse(time.RFC3339Nano, d.CreatedAt)
 	if err != nil || !envAt.Equal(apiAt.Truncate(time.Millisecond)) {
-		t.Errorf("envelope created_at %s (%v), delivery created_at %v", env.CreatedAt, err, d["created_at"])
+		t.Errorf("envelope created_at %s (%v), delivery created_at %v", env.CreatedAt, err, d.CreatedAt)
 	}
 
 	// A failing receiver: one attempt only, failure shown, not counted.
@@ -380,13 +393,12 @@ func TestTestEvent(t *testing.T) {
 	})
 	h.saveWebhook(ws, failing.URL)
 	for range 3 {
-		out = h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
+		d = call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
 	}
-	d = out["delivery"].(map[string]any)
-	if d["status"] != "failed" || d["attempts"] != 1.0 || d["response_status"] != 503.0 || d["delivered_at"] != nil {
-		t.Errorf("failed test delivery %v", d)
+	if d.Status != "failed" || d.Attempts != 1 || !is(d.ResponseStatus, 503) || d.DeliveredAt != nil {
+		t.Errorf("failed test delivery %s", jsonOf(d))
 	}
-	if e, _ := d["last_error"].(string); !strings.Contains(e, "503") || !strings.Contains(e, "maintenance") {
+	if e := text(d.LastError); !strings.Contains(e, "503") || !strings.Contains(e, "maintenance") {
 		t.Errorf("last_error %q", e)
 	}
 	if n := len(failing.Requests()); n != 3 {
@@ -398,15 +410,15 @@ func TestTestEvent(t *testing.T) {
 
 	// No answer at all: response_status is null.
 	h.saveWebhook(ws, "http://127.0.0.1:9/closed")
-	d = h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
-	if d["status"] != "failed" || d["response_status"] != nil || d["last_error"] == nil {
-		t.Errorf("unreachable test delivery %v", d)
+	d = call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
+	if d.Status != "failed" || d.ResponseStatus != nil || d.LastError == nil {
+		t.Errorf("unreachable test delivery %s", jsonOf(d))
 	}
 
 	// Test deliveries are in the log, newest first.
 	log := h.deliveries(ws)
-	if len(log) != 5 || log[0]["id"] != d["id"] || log[4]["status"] != "delivered" {
-		t.Errorf("log %v", log)
+	if len(log) != 5 || log[0].ID != d.ID || log[4].Status != "delivered" {
+		t.Errorf("log %s", jsonOf(log))
 	}
 }
 
@@ -433,32 +445,31 @@ func TestPauseAndResave(t *testing.T) {
 	for i := range 2 {
 		ev := messageEvent(ws, false)
 		h.publish(ev)
-		if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "failed" {
-			t.Fatalf("delivery %d: %v", i+1, d)
+		if d := h.waitDelivery(ws, ev.GetId()); d.Status != "failed" {
+			t.Fatalf("delivery %d: %s", i+1, jsonOf(d))
 		}
 	}
-	w := h.doJSON(ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK)["webhook"].(map[string]any)
-	if w["status"] != "paused" {
-		t.Fatalf("after 2 failures the webhook is %v", w["status"])
+	w := call[dispatcherapi.WebhookResponse](h, ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK).Webhook
+	if w.Status != "paused" {
+		t.Fatalf("after 2 failures the webhook is %v", w.Status)
 	}
 
 	before := len(rcv.Requests())
 	skipped := messageEvent(ws, false)
 	h.publish(skipped)
 	d := h.waitDelivery(ws, skipped.GetId())
-	if d["status"] != "skipped" || d["attempts"] != 0.0 || d["response_status"] != nil || d["delivered_at"] != nil || d["payload"] == "" {
-		t.Errorf("event while paused: %v", d)
+	if d.Status != "skipped" || d.Attempts != 0 || d.ResponseStatus != nil || d.DeliveredAt != nil || d.Payload == "" {
+		t.Errorf("event while paused: %s", jsonOf(d))
 	}
 	h.consumerSettled(3)
 	if n := len(rcv.Requests()); n != before {
 		t.Errorf("a paused webhook's receiver was called (%d requests, was %d)", n, before)
 	}
 
-	out := h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
-	newSecret, _ := out["secret"].(string)
-	w = out["webhook"].(map[string]any)
-	if !strings.HasPrefix(newSecret, "whsec_") || newSecret == oldSecret || w["status"] != "active" || w["url"] != rcv.URL {
-		t.Fatalf("resave %v", out)
+	out := call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
+	newSecret := out.Secret
+	if !strings.HasPrefix(newSecret, "whsec_") || newSecret == oldSecret || out.Webhook.Status != "active" || out.Webhook.URL != rcv.URL {
+		t.Fatalf("resave %s", jsonOf(out))
 	}
 	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
 		t.Errorf("after resave: %s with %d failures", st, failures)
@@ -467,8 +478,8 @@ func TestPauseAndResave(t *testing.T) {
 	healthy.Store(true)
 	ev := messageEvent(ws, false)
 	h.publish(ev)
-	if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "delivered" {
-		t.Fatalf("after resave: %v", d)
+	if d := h.waitDelivery(ws, ev.GetId()); d.Status != "delivered" {
+		t.Fatalf("after resave: %s", jsonOf(d))
 	}
 	hits := rcv.Requests()
 	last := hits[len(hits)-1]
@@ -506,18 +517,18 @@ func TestListDeliveries(t *testing.T) {
 	h.saveWebhook(ws, rcv.URL)
 	var ids []string
 	for range 5 {
-		d := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
-		ids = append(ids, d["id"].(string))
+		d := call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
+		ids = append(ids, d.ID)
 	}
 	slices.Reverse(ids) // newest first
 
-	page := func(q string) ([]string, any) {
-		out := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusOK)
+	page := func(q string) ([]string, *string) {
+		out := call[dispatcherapi.DeliveryPage](h, ws, http.MethodGet, "/v1/webhook/deliveries?"+q, nil, http.StatusOK)
 		var got []string
-		for _, d := range out["deliveries"].([]any) {
-			got = append(got, d.(map[string]any)["id"].(string))
+		for _, d := range out.Deliveries {
+			got = append(got, d.ID)
 		}
-		return got, out["next_before"]
+		return got, out.NextBefore
 	}
 	if got, next := page(""); !slices.Equal(got, ids) || next != nil {
 		t.Errorf("default page %v next %v, want %v", got, next, ids)
@@ -526,7 +537,7 @@ func TestListDeliveries(t *testing.T) {
 	if !slices.Equal(got, ids[:2]) || next == nil {
 		t.Fatalf("limit=2: %v next %v", got, next)
 	}
-	got, _ = page("limit=2&before=" + next.(string))
+	got, _ = page("limit=2&before=" + *next)
 	if !slices.Equal(got, ids[2:4]) {
 		t.Errorf("second page %v, want %v", got, ids[2:4])
 	}
@@ -541,9 +552,9 @@ func TestListDeliveries(t *testing.T) {
 		t.Errorf("event=message.received: %v", got)
 	}
 	// Each workspace sees only its own log.
-	other := h.doJSON(uuid.NewString(), http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
-	if list := other["deliveries"].([]any); len(list) != 0 {
-		t.Errorf("another workspace sees %v", list)
+	other := call[dispatcherapi.DeliveryPage](h, uuid.NewString(), http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
+	if len(other.Deliveries) != 0 {
+		t.Errorf("another workspace sees %s", jsonOf(other.Deliveries))
 	}
 }
 
@@ -597,13 +608,15 @@ func TestListDeliveriesWalksTiesExactlyOnce(t *testing.T) {
 		next any
 	}
 	get := func(query string) page {
-		out := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries?"+query, nil, http.StatusOK)
+		out := call[dispatcherapi.DeliveryPage](h, ws, http.MethodGet, "/v1/webhook/deliveries?"+query, nil, http.StatusOK)
 		var p page
-		for _, d := range out["deliveries"].([]any) {
-			p.ids = append(p.ids, d.(map[string]any)["id"].(string))
-			p.at = append(p.at, d.(map[string]any)["created_at"].(string))
+		for _, d := range out.Deliveries {
+			p.ids = append(p.ids, d.ID)
+			p.at = append(p.at, d.CreatedAt)
 		}
-		p.next = out["next_before"]
+		if out.NextBefore != nil {
+			p.next = *out.NextBefore
+		}
 		return p
 	}
 	ids := func(rs []stored) []string {
@@ -731,7 +744,7 @@ func TestMalformedAndUnroutedEvents(t *testing.T) {
 		t.Errorf("receiver got %d requests", len(hits))
 	}
 	if log := h.deliveries(ws); len(log) != 1 {
-		t.Errorf("log %v", log)
+		t.Errorf("log %s", jsonOf(log))
 	}
 	var rows int
 	_ = h.db.Raw(`SELECT count(*) FROM dispatch.deliveries WHERE workspace_id = ?`, nobody).Row().Scan(&rows)
@@ -775,8 +788,8 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "delivered" || len(rcv.Requests()) != 1 {
-		t.Errorf("after recovery: %v, %d requests", d, len(rcv.Requests()))
+	if d.Status != "delivered" || len(rcv.Requests()) != 1 {
+		t.Errorf("after recovery: %s, %d requests", jsonOf(d), len(rcv.Requests()))
 	}
 	h.consumerSettled(1)
 }
@@ -863,7 +876,7 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 	first.publish(ev)
 	wait.For(t, 10*time.Second, "first attempt recorded", func() error {
 		for _, d := range first.deliveries(ws) {
-			if d["id"] == ev.GetId() && d["status"] == "pending" && d["attempts"] == 1.0 {
+			if d.ID == ev.GetId() && d.Status == "pending" && d.Attempts == 1 {
 				return nil
 			}
 		}
@@ -877,8 +890,8 @@ func TestStoppedMidDeliveryIsFinishedByAnotherInstance(t *testing.T) {
 
 	second := startOn(t, env, nil, nil)
 	d := second.waitDelivery(ws, ev.GetId())
-	if d["status"] != "delivered" || d["attempts"] != 2.0 {
-		t.Errorf("log entry %v", d)
+	if d.Status != "delivered" || d.Attempts != 2 {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
 	hits := rcv.Wait(t, 2)
 	if len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() || !bytes.Equal(hits[0].Body, hits[1].Body) {

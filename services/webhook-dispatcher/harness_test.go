@@ -15,10 +15,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
@@ -146,6 +148,18 @@ func (h *harness) doJSON(workspaceID, method, path string, body any, wantStatus 
 	return out
 }
 
+// call is do for a 2xx answer, decoded strictly into the route's
+// pkg/api/dispatcher body T: a field the answer carries and T lacks fails
+// the test.
+func call[T any](h *harness, workspaceID, method, path string, body any, wantStatus int) T {
+	h.t.Helper()
+	status, raw := h.do(workspaceID, method, path, body)
+	if status != wantStatus {
+		h.t.Fatalf("%s %s = %d %s, want %d", method, path, status, raw, wantStatus)
+	}
+	return apicheck.Body[T](h.t, raw)
+}
+
 // wantError checks an error answer: status, code, and a message that
 // contains mention.
 func (h *harness) wantError(workspaceID, method, path string, body any, status int, code, mention string) {
@@ -163,12 +177,11 @@ func (h *harness) wantError(workspaceID, method, path string, body any, status i
 // saveWebhook saves url for the workspace and returns the secret.
 func (h *harness) saveWebhook(ws, url string) string {
 	h.t.Helper()
-	out := h.doJSON(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": url}, http.StatusOK)
-	secret, _ := out["secret"].(string)
-	if !strings.HasPrefix(secret, "whsec_") {
-		h.t.Fatalf("PUT /v1/webhook secret = %v", out["secret"])
+	out := call[dispatcherapi.SavedWebhook](h, ws, http.MethodPut, "/v1/webhook", dispatcherapi.SaveWebhookRequest{URL: url}, http.StatusOK)
+	if !strings.HasPrefix(out.Secret, "whsec_") {
+		h.t.Fatalf("PUT /v1/webhook secret = %q", out.Secret)
 	}
-	return secret
+	return out.Secret
 }
 
 // publish publishes ev as its producer would and returns its stream
@@ -203,28 +216,18 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 }
 
 // deliveries returns the workspace's delivery log (newest first).
-func (h *harness) deliveries(ws string) []map[string]any {
+func (h *harness) deliveries(ws string) []dispatcherapi.Delivery {
 	h.t.Helper()
-	status, raw := h.do(ws, http.MethodGet, "/v1/webhook/deliveries?limit=100", nil)
-	if status != http.StatusOK {
-		h.t.Fatalf("GET deliveries = %d %s", status, raw)
-	}
-	var out struct {
-		Deliveries []map[string]any `json:"deliveries"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		h.t.Fatal(err)
-	}
-	return out.Deliveries
+	return call[dispatcherapi.DeliveryPage](h, ws, http.MethodGet, "/v1/webhook/deliveries?limit=100", nil, http.StatusOK).Deliveries
 }
 
 // waitDelivery waits until the log shows delivery id with a final status.
-func (h *harness) waitDelivery(ws, id string) map[string]any {
+func (h *harness) waitDelivery(ws, id string) dispatcherapi.Delivery {
 	h.t.Helper()
-	var found map[string]any
+	var found dispatcherapi.Delivery
 	wait.For(h.t, 15*time.Second, "delivery "+id+" settled", func() error {
 		for _, d := range h.deliveries(ws) {
-			if d["id"] == id && d["status"] != "pending" {
+			if d.ID == id && d.Status != dispatcherapi.DeliveryPending {
 				found = d
 				return nil
 			}
@@ -232,6 +235,26 @@ func (h *harness) waitDelivery(ws, id string) map[string]any {
 		return fmt.Errorf("not in the log yet")
 	})
 	return found
+}
+
+// is reports whether p is set to want: a nullable field of a body.
+func is[T comparable](p *T, want T) bool { return p != nil && *p == want }
+
+// text is *p, or "" for null.
+func text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// jsonOf is v as JSON, for a failure's message.
+func jsonOf(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(raw)
 }
 
 // consumerSettled waits until the consumer has acked (or terminated)

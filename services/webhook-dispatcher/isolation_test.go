@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
@@ -305,13 +306,13 @@ func TestHangingReceiverFailsFastOnceItsCircuitOpens(t *testing.T) {
 
 	// Saved again: a new setup, whose circuit is closed though the old
 	// one's cool-down has most of a minute to go.
-	h.doJSON("", http.MethodPost, "/admin/webhooks/"+bad+"/resave", nil, http.StatusOK)
+	call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, "/admin/webhooks/"+bad+"/resave", nil, http.StatusOK)
 	ev := messageEvent(bad, false)
 	h.publish(ev)
 	d := h.waitDelivery(bad, ev.GetId())
 	first := h.history(ev.GetId())[0]
-	if d["status"] != "failed" || first["error"] != "no complete response within 300ms" || stuck.total.Load() <= before {
-		t.Errorf("after saving again: %v, first attempt %v; want it sent", d, first)
+	if d.Status != "failed" || first["error"] != "no complete response within 300ms" || stuck.total.Load() <= before {
+		t.Errorf("after saving again: %s, first attempt %v; want it sent", jsonOf(d), first)
 	}
 }
 
@@ -352,8 +353,8 @@ func TestCircuitClosesWhenTheReceiverAnswersAgain(t *testing.T) {
 		ev := messageEvent(ws, false)
 		h.publish(ev)
 		d := h.waitDelivery(ws, ev.GetId())
-		if d["status"] != "delivered" || (i > 0 && d["attempts"] != 1.0) {
-			t.Fatalf("delivery %d after the receiver recovered: %v", i+1, d)
+		if d.Status != "delivered" || (i > 0 && d.Attempts != 1) {
+			t.Fatalf("delivery %d after the receiver recovered: %s", i+1, jsonOf(d))
 		}
 	}
 	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
@@ -401,7 +402,7 @@ func TestAttemptsInFlightAreCapped(t *testing.T) {
 	// A replay of the first webhook's events while its live events flow:
 	// together they keep to its share.
 	own[0].most.Store(0)
-	h.startReplay(map[string]any{"workspace_id": wss[0], "since": rfc3339(h.storedAt(1))})
+	h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: wss[0], Since: rfc3339(h.storedAt(1))})
 	for range each {
 		h.publish(messageEvent(wss[0], false))
 	}

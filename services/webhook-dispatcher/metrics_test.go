@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
@@ -125,7 +126,7 @@ func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 		}
 		return nil
 	})
-	h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
+	call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
 	h.waitMetrics("no paused webhook", func(m map[string]float64) error {
 		if m[pausedWebhooks] != 0 {
 			return fmt.Errorf("paused %v", m[pausedWebhooks])

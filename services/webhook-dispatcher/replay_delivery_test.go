@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/api"
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
@@ -44,22 +47,23 @@ func TestAdminWebhookShowsThePause(t *testing.T) {
 	first, second := messageEvent(ws, false), messageEvent(ws, false)
 	h.publish(first)
 	h.waitDelivery(ws, first.GetId())
-	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
-	if w["status"] != "active" || w["consecutive_failures"] != 1.0 || w["paused_at"] != nil {
-		t.Fatalf("after one failure %v", w)
+	status := func() dispatcherapi.WebhookStatus {
+		return call[dispatcherapi.WebhookStatusResponse](h, "", http.MethodGet, path, nil, http.StatusOK).Webhook
+	}
+	if w := status(); w.Status != "active" || w.ConsecutiveFailures != 1 || w.PausedAt != nil {
+		t.Fatalf("after one failure %s", jsonOf(w))
 	}
 	h.publish(second)
 	h.waitDelivery(ws, second.GetId())
-	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
-	pausedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(w["paused_at"]))
-	if w["status"] != "paused" || w["consecutive_failures"] != 2.0 || err != nil || pausedAt.Before(before) || pausedAt.After(time.Now()) {
-		t.Fatalf("after the pause %v", w)
+	paused := status()
+	pausedAt, err := time.Parse(time.RFC3339Nano, text(paused.PausedAt))
+	if paused.Status != "paused" || paused.ConsecutiveFailures != 2 || err != nil || pausedAt.Before(before) || pausedAt.After(time.Now()) {
+		t.Fatalf("after the pause %s", jsonOf(paused))
 	}
 
-	h.doJSON("", http.MethodPost, path+"/resave", nil, http.StatusOK)
-	w = h.doJSON("", http.MethodGet, path, nil, http.StatusOK)["webhook"].(map[string]any)
-	if w["status"] != "active" || w["consecutive_failures"] != 0.0 || w["paused_at"] != nil {
-		t.Fatalf("after the re-save %v", w)
+	call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, path+"/resave", nil, http.StatusOK)
+	if w := status(); w.Status != "active" || w.ConsecutiveFailures != 0 || w.PausedAt != nil {
+		t.Fatalf("after the re-save %s", jsonOf(w))
 	}
 }
 
@@ -82,32 +86,30 @@ func TestAdminDeliveryShowsItsAttempts(t *testing.T) {
 	logged := h.waitDelivery(ws, ev.GetId())
 	hits := rcv.Wait(t, 2)
 
-	d := h.doJSON("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/"+ev.GetId(), nil, http.StatusOK)["delivery"].(map[string]any)
-	for _, field := range []string{"id", "event", "payload", "status", "attempts", "response_status", "last_error", "delivered_at", "created_at"} {
-		if fmt.Sprint(d[field]) != fmt.Sprint(logged[field]) {
-			t.Errorf("%s = %v, the log says %v", field, d[field], logged[field])
-		}
+	d := call[dispatcherapi.DeliveryDetailResponse](h, "", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/"+ev.GetId(), nil, http.StatusOK).Delivery
+	if !reflect.DeepEqual(d.Delivery, logged) {
+		t.Errorf("delivery %s, the log says %s", jsonOf(d.Delivery), jsonOf(logged))
 	}
-	if d["payload"] != string(hits[1].Body) {
-		t.Errorf("payload %v, the receiver got %s", d["payload"], hits[1].Body)
+	if d.Payload != string(hits[1].Body) {
+		t.Errorf("payload %v, the receiver got %s", d.Payload, hits[1].Body)
 	}
-	attempts, _ := d["attempt_history"].([]any)
+	attempts := d.AttemptHistory
 	if len(attempts) != 2 {
-		t.Fatalf("attempt_history %v, want 2 attempts", d["attempt_history"])
+		t.Fatalf("attempt_history %s, want 2 attempts", jsonOf(attempts))
 	}
-	a1, a2 := attempts[0].(map[string]any), attempts[1].(map[string]any)
-	if a1["number"] != 1.0 || a1["response_status"] != 503.0 || a1["error"] == nil {
-		t.Errorf("attempt 1 %v", a1)
+	a1, a2 := attempts[0], attempts[1]
+	if a1.Number != 1 || !is(a1.ResponseStatus, 503) || a1.Error == nil {
+		t.Errorf("attempt 1 %s", jsonOf(a1))
 	}
-	if a2["number"] != 2.0 || a2["response_status"] != 202.0 || a2["error"] != nil {
-		t.Errorf("attempt 2 %v", a2)
+	if a2.Number != 2 || !is(a2.ResponseStatus, 202) || a2.Error != nil {
+		t.Errorf("attempt 2 %s", jsonOf(a2))
 	}
-	for _, a := range []map[string]any{a1, a2} {
-		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(a["started_at"])); err != nil {
-			t.Errorf("started_at %v", a["started_at"])
+	for _, a := range attempts {
+		if _, err := time.Parse(time.RFC3339Nano, a.StartedAt); err != nil {
+			t.Errorf("started_at %v", a.StartedAt)
 		}
-		if ms, ok := a["duration_ms"].(float64); !ok || ms <= 0 {
-			t.Errorf("duration_ms %v", a["duration_ms"])
+		if a.DurationMS <= 0 {
+			t.Errorf("duration_ms %v", a.DurationMS)
 		}
 	}
 
@@ -133,11 +135,11 @@ func TestReplayOneDelivery(t *testing.T) {
 	first := rcv.Wait(t, 3)
 	target := evs[1]
 	h.waitDelivery(ws, target.GetId())
-	secret := h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)["secret"].(string)
+	secret := call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK).Secret
 
-	r := h.startReplay(map[string]any{"workspace_id": ws, "delivery_id": target.GetId()})
-	if r["queued"] != 1.0 || r["delivery_id"] != target.GetId() || r["event"] != "message.received" || r["workspace_id"] != ws || r["until"] == nil {
-		t.Fatalf("replay %v", r)
+	r := h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, DeliveryID: new(target.GetId())})
+	if r.Queued != 1 || !is(r.DeliveryID, target.GetId()) || !is(r.Event, "message.received") || r.WorkspaceID != ws || r.Until == nil {
+		t.Fatalf("replay %s", jsonOf(r))
 	}
 	h.replaysSettled()
 	got := rcv.Requests()[3:]
@@ -185,8 +187,8 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 			http.StatusBadRequest, "invalid_request", "without since, until, event or resume")
 	}
 
-	test := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)["delivery"].(map[string]any)
-	h.wantError("", http.MethodPost, "/admin/replays", replay(test["id"].(string)), http.StatusConflict, "test_event_not_replayable", "test event")
+	test := call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
+	h.wantError("", http.MethodPost, "/admin/replays", replay(test.ID), http.StatusConflict, "test_event_not_replayable", "test event")
 
 	gone := messageEvent(ws, false)
 	seq := h.publish(gone)
@@ -208,6 +210,6 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 
 	// The log outlives the webhook, but a delivery has nowhere to go
 	// again once the webhook is deleted.
-	h.doJSON(ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK)
+	call[api.OK](h, ws, http.MethodDelete, "/v1/webhook", nil, http.StatusOK)
 	h.wantError("", http.MethodPost, "/admin/replays", replay(failed.GetId()), http.StatusNotFound, "webhook_not_found", "no webhook")
 }

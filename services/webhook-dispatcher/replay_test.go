@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
@@ -52,13 +53,13 @@ func (h *harness) storedAt(seq uint64) time.Time {
 
 // startReplay asks for a replay the way parleyctl does and returns the
 // 202 answer's replay object.
-func (h *harness) startReplay(body map[string]any) map[string]any {
+func (h *harness) startReplay(req dispatcherapi.ReplayRequest) dispatcherapi.Replay {
 	h.t.Helper()
-	out := h.doJSON("", http.MethodPost, "/admin/replays", body, http.StatusAccepted)
-	if out["next"] != nil {
-		h.t.Fatalf("a small replay needed a continuation: %v", out)
+	out := call[dispatcherapi.ReplayResponse](h, "", http.MethodPost, "/admin/replays", req, http.StatusAccepted)
+	if out.Next != nil {
+		h.t.Fatalf("a small replay needed a continuation: %s", jsonOf(out))
 	}
-	return out["replay"].(map[string]any)
+	return out.Replay
 }
 
 // replaysSettled waits until every queued replay request is delivered and
@@ -147,12 +148,12 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	since, until := h.storedAt(3), h.storedAt(7)
 
 	// The receiver lost them; the SRE replays [since, until).
-	r := h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(since), "until": rfc3339(until)})
-	if r["queued"] != 3.0 || r["workspace_id"] != ws || r["since"] != rfc3339(since) || r["until"] != rfc3339(until) || r["event"] != nil {
-		t.Fatalf("replay %v", r)
+	r := h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(since), Until: new(rfc3339(until))})
+	if r.Queued != 3 || r.WorkspaceID != ws || r.Since != rfc3339(since) || !is(r.Until, rfc3339(until)) || r.Event != nil || r.DeliveryID != nil {
+		t.Fatalf("replay %s", jsonOf(r))
 	}
-	if _, err := uuid.Parse(fmt.Sprint(r["id"])); err != nil {
-		t.Errorf("replay id %v", r["id"])
+	if _, err := uuid.Parse(r.ID); err != nil {
+		t.Errorf("replay id %v", r.ID)
 	}
 	h.replaysSettled()
 	replayed := rcv.Requests()[6:]
@@ -176,13 +177,13 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 		}
 	}
 	for _, d := range h.deliveries(ws) {
-		replayedNow := strings.Contains(fmt.Sprint(eventIDs(inRange...)), d["id"].(string))
-		wantAttempts := 1.0
+		replayedNow := strings.Contains(fmt.Sprint(eventIDs(inRange...)), d.ID)
+		wantAttempts := 1
 		if replayedNow {
-			wantAttempts = 2.0
+			wantAttempts = 2
 		}
-		if d["status"] != "delivered" || d["attempts"] != wantAttempts || d["response_status"] != 200.0 || d["delivered_at"] == nil {
-			t.Errorf("log entry %v", d)
+		if d.Status != "delivered" || d.Attempts != wantAttempts || !is(d.ResponseStatus, 200) || d.DeliveredAt == nil {
+			t.Errorf("log entry %s", jsonOf(d))
 		}
 	}
 	if n := len(otherRcv.Requests()); n != 1 {
@@ -190,9 +191,9 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	}
 
 	// Only postbacks, from the start, with no until: up to the last event.
-	r = h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(h.storedAt(1)), "event": "postback.received"})
-	if r["queued"] != 3.0 || r["event"] != "postback.received" || r["until"] != nil {
-		t.Fatalf("postback replay %v", r)
+	r = h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(h.storedAt(1)), Event: new("postback.received")})
+	if r.Queued != 3 || !is(r.Event, "postback.received") || r.Until != nil {
+		t.Fatalf("postback replay %s", jsonOf(r))
 	}
 	h.replaysSettled()
 	if got, want := deliveryIDs(rcv.Requests()[9:]), eventIDs(before[1], inRange[1], after); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -200,9 +201,9 @@ func TestReplayByTimeRangeAndKind(t *testing.T) {
 	}
 
 	// A range with nothing in it queues nothing.
-	r = h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(time.Now().Add(time.Hour))})
-	if r["queued"] != 0.0 {
-		t.Errorf("future replay %v", r)
+	r = h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(time.Now().Add(time.Hour))})
+	if r.Queued != 0 {
+		t.Errorf("future replay %s", jsonOf(r))
 	}
 }
 
@@ -237,14 +238,14 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 	h.saveWebhook(ws, rcv.URL)
 	failed := messageEvent(ws, false)
 	h.publish(failed)
-	if d := h.waitDelivery(ws, failed.GetId()); d["status"] != "failed" {
-		t.Fatalf("first delivery %v", d)
+	if d := h.waitDelivery(ws, failed.GetId()); d.Status != "failed" {
+		t.Fatalf("first delivery %s", jsonOf(d))
 	}
 	skipped := []*eventsv1.Event{messageEvent(ws, false), postbackEvent(ws)}
 	for _, ev := range skipped {
 		h.publish(ev)
-		if d := h.waitDelivery(ws, ev.GetId()); d["status"] != "skipped" {
-			t.Fatalf("while paused %v", d)
+		if d := h.waitDelivery(ws, ev.GetId()); d.Status != "skipped" {
+			t.Fatalf("while paused %s", jsonOf(d))
 		}
 	}
 	h.consumerSettled(3)
@@ -252,20 +253,19 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 
 	h.wantError("", http.MethodPost, "/admin/replays", map[string]any{"workspace_id": ws, "since": since}, http.StatusConflict, "webhook_paused", "resave")
 
-	out := h.doJSON("", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK)
-	secret := out["secret"].(string)
+	secret := call[dispatcherapi.SavedWebhook](h, "", http.MethodPost, "/admin/webhooks/"+ws+"/resave", nil, http.StatusOK).Secret
 	healthy.Store(true)
-	if r := h.startReplay(map[string]any{"workspace_id": ws, "since": since}); r["queued"] != 3.0 {
-		t.Fatalf("replay %v", r)
+	if r := h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: since}); r.Queued != 3 {
+		t.Fatalf("replay %s", jsonOf(r))
 	}
 	h.replaysSettled()
 	hits := rcv.Requests()
 	if got, want := deliveryIDs(hits[1:]), eventIDs(append(skipped, failed)...); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replay sent %v, want %v", got, want)
 	}
-	logged := map[string]map[string]any{}
+	logged := map[string]dispatcherapi.Delivery{}
 	for _, d := range h.deliveries(ws) {
-		logged[d["id"].(string)] = d
+		logged[d.ID] = d
 	}
 	for _, got := range hits[1:] {
 		id := got.Header.Get("X-Service-Delivery")
@@ -273,18 +273,18 @@ func TestReplayDeliversWhatArrivedWhilePaused(t *testing.T) {
 			t.Errorf("%s: %v", id, err)
 		}
 		d := logged[id]
-		if string(got.Body) != d["payload"] {
+		if string(got.Body) != d.Payload {
 			t.Errorf("%s: body differs from the logged payload", id)
 		}
-		wantAttempts := 1.0
+		wantAttempts := 1
 		if id == failed.GetId() {
-			wantAttempts = 2.0
+			wantAttempts = 2
 			if !bytes.Equal(got.Body, hits[0].Body) {
 				t.Errorf("replayed body differs from the first attempt's")
 			}
 		}
-		if d["status"] != "delivered" || d["attempts"] != wantAttempts || d["response_status"] != 204.0 || d["last_error"] != nil || d["delivered_at"] == nil {
-			t.Errorf("log entry %v", d)
+		if d.Status != "delivered" || d.Attempts != wantAttempts || !is(d.ResponseStatus, 204) || d.LastError != nil || d.DeliveredAt == nil {
+			t.Errorf("log entry %s", jsonOf(d))
 		}
 	}
 	if st, failures := h.webhookRow(ws); st != "active" || failures != 0 {
@@ -313,14 +313,14 @@ func TestReplayRetriesAndRecordsFailures(t *testing.T) {
 	h.consumerSettled(1)
 
 	failing.Store(true)
-	h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(h.storedAt(1))})
+	h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(h.storedAt(1))})
 	h.replaysSettled()
 	if n := len(rcv.Requests()); n != 1+4 {
 		t.Fatalf("receiver got %d requests, want 1 then 4 replay attempts", n)
 	}
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "failed" || d["attempts"] != 5.0 || d["response_status"] != 502.0 || d["delivered_at"] != nil {
-		t.Errorf("log entry %v", d)
+	if d.Status != "failed" || d.Attempts != 5 || !is(d.ResponseStatus, 502) || d.DeliveredAt != nil {
+		t.Errorf("log entry %s", jsonOf(d))
 	}
 	if history := h.history(ev.GetId()); len(history) != 5 || history[4]["number"] != 5.0 {
 		t.Errorf("history %v", history)
@@ -380,7 +380,7 @@ func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 	ev := messageEvent(ws, false)
 	h.publish(ev)
 	rcv.Wait(t, 1) // the live attempt is under way, its delivery pending
-	h.startReplay(map[string]any{"workspace_id": ws, "since": rfc3339(h.storedAt(1))})
+	h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(h.storedAt(1))})
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rcv.Requests()); n != 1 {
 		close(release)

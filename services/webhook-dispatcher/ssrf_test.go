@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/net/dns/dnsmessage"
 
+	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
@@ -73,11 +74,11 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 	h.publish(ev)
 
 	d := h.waitDelivery(ws, ev.GetId())
-	if d["status"] != "failed" || d["attempts"] != 4.0 || d["response_status"] != nil || d["delivered_at"] != nil {
-		t.Errorf("log entry %v, want failed after 4 refused attempts", d)
+	if d.Status != "failed" || d.Attempts != 4 || d.ResponseStatus != nil || d.DeliveredAt != nil {
+		t.Errorf("log entry %s, want failed after 4 refused attempts", jsonOf(d))
 	}
 	want := "refused to connect to 127.0.0.1:" + port + ": 127.0.0.1 is a loopback address"
-	if e, _ := d["last_error"].(string); e != want {
+	if e := text(d.LastError); e != want {
 		t.Errorf("last_error %q, want %q", e, want)
 	}
 	for _, a := range h.history(ev.GetId()) {
@@ -115,11 +116,10 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 		{"2001:db8::1", "documentation"},
 	} {
 		dns.set(host, tt.addr)
-		out := h.doJSON(ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK)
-		d, _ := out["delivery"].(map[string]any)
-		e, _ := d["last_error"].(string)
-		if d["status"] != "failed" || d["response_status"] != nil || !strings.HasPrefix(e, "refused to connect to ") || !strings.HasSuffix(e, " is a "+tt.kind+" address") {
-			t.Errorf("%s resolving to %s: test delivery %v, want refused as a %s address", host, tt.addr, d, tt.kind)
+		d := call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
+		e := text(d.LastError)
+		if d.Status != "failed" || d.ResponseStatus != nil || !strings.HasPrefix(e, "refused to connect to ") || !strings.HasSuffix(e, " is a "+tt.kind+" address") {
+			t.Errorf("%s resolving to %s: test delivery %s, want refused as a %s address", host, tt.addr, jsonOf(d), tt.kind)
 		}
 	}
 	if n := canaryConns.Load(); n != 0 {
