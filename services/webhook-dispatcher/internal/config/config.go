@@ -1,6 +1,6 @@
 // Package config is the webhook dispatcher's configuration, read from the
-// environment (docs/operations.md "Configuration") with its documented
-// defaults.
+// environment with the documented defaults (docs/operations.md
+// "webhook-dispatcher").
 package config
 
 import (

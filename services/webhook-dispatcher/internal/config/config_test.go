@@ -8,7 +8,8 @@ import (
 	"github.com/parleyhq/parley/pkg/config"
 )
 
-// Defaults are the documented values (docs/operations.md "Configuration").
+// Defaults are the documented values (docs/operations.md
+// "webhook-dispatcher").
 func TestDefaults(t *testing.T) {
 	for _, k := range []string{"DISPATCHER_ADDR", "WEBHOOK_ALLOW_PRIVATE_TARGETS", "WEBHOOK_RETRY_DELAYS", "WEBHOOK_ATTEMPT_TIMEOUT", "WEBHOOK_PAUSE_AFTER", "DELIVERY_RETENTION", "DISPATCHER_CONSUMER", "DISPATCHER_CONCURRENCY", "DISPATCHER_REPLAY_CONCURRENCY", "DISPATCHER_METRICS_INTERVAL", "DISPATCHER_IN_HAND", "DISPATCHER_WEBHOOK_CONCURRENCY", "DISPATCHER_CIRCUIT_AFTER", "DISPATCHER_CIRCUIT_COOLDOWN"} {
 		t.Setenv(k, "")

@@ -24,7 +24,7 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
-// Header names of a delivery (specification §6 "Headers").
+// Header names of a delivery (docs/webhooks.md "Headers").
 const (
 	HeaderEvent     = "X-Service-Event"
 	HeaderDelivery  = "X-Service-Delivery"

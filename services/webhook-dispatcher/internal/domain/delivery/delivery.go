@@ -1,6 +1,6 @@
 // Package delivery is one event sent (or not) to a workspace's webhook: the
 // exact body, every attempt, and the outcome the delivery log shows
-// (specification §2 "Webhook delivery", §6 "Events"). It also holds the
+// (docs/webhooks.md "Retries", "The delivery log"). It also holds the
 // signature rule and the ports to the receiver and to storage.
 package delivery
 

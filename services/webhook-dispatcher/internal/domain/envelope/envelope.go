@@ -1,8 +1,8 @@
-// Package envelope renders customer events as the webhook body the
-// specification defines (§6 "Envelope", "Event kinds and data"):
-// {"id","event","created_at","data":{...}} with the data fields named
-// exactly as the specification names them and timestamps in ISO 8601 UTC.
-// The input is the event contract of proto/parley/events/v1.
+// Package envelope renders customer events as the webhook body that
+// docs/webhooks.md ("The envelope", "Events") and the OpenAPI document's
+// webhooks define: {"id","event","created_at","data":{...}} with the data
+// fields named exactly as documented and timestamps in ISO 8601 UTC. The
+// input is the event contract of proto/parley/events/v1.
 package envelope
 
 import (

@@ -1,8 +1,8 @@
 // Package replay is an SRE's replay of a workspace's customer events
-// (docs/operations.md "Replaying deliveries"): the events the
-// EVENTS stream stored in a time range, optionally of one kind, are sent
-// again to the workspace's webhook under their original delivery ids, and
-// the new attempts are added to the delivery log.
+// (docs/operations.md "Replaying deliveries"): the events the EVENTS
+// stream stored in a time range, optionally of one kind, are sent again to
+// the workspace's webhook under their original delivery ids, and the new
+// attempts are added to the delivery log.
 //
 // A replay is done in two steps so that neither is bound by one request's
 // timeout: the events are read from the stream and queued, one replay

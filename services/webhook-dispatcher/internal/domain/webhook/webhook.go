@@ -1,6 +1,7 @@
 // Package webhook is a workspace's webhook: where its events go, the secret
 // they are signed with, and the rule that pauses it after repeated failed
-// deliveries (specification §3, "Webhook"). Which URLs and network
+// deliveries (docs/webhooks.md "Pausing after 20 failed deliveries, and
+// saving again"). Which URLs and network
 // addresses a webhook may reach is pkg/safehttp's rule, shared with flow
 // http nodes.
 package webhook

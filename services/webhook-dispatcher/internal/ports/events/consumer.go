@@ -1,10 +1,9 @@
 // Package events consumes customer events from the JetStream stream EVENTS
 // through one durable pull consumer that every dispatcher instance shares
 // (docs/architecture.md "Delivery semantics"), and hands each to the
-// delivery use case. A message
-// is acked only after its outcome is stored; a message that can never be
-// delivered is terminated; anything transient is nak'ed with a delay and
-// comes back (natsx.Consume settles them).
+// delivery use case. A message is acked only after its outcome is stored;
+// a message that can never be delivered is terminated; anything transient
+// is nak'ed with a delay and comes back (natsx.Consume settles them).
 package events
 
 import (
