@@ -164,23 +164,36 @@ func (x *exec) llm(sc *scope, n *flow.LLM) stepResult {
 		return *failed
 	}
 	text := call.reply.Text
+	out := map[string]any{"model": call.reply.Model}
+	var sent *Message
+	if n.Send {
+		// The guard's verdict holds for everything the node hands on, not
+		// only for its message: text it blocked never leaves the run, so
+		// the variable (and the output or message a later node renders
+		// from it) and the trace get the fallback too.
+		m := x.guarded(text)
+		text, sent = m.Text, &m
+		out["message"] = m
+		if m.GuardBlocked {
+			out["guard_blocked"] = true
+		}
+	}
+	out["text"] = text
 	if n.SaveAs != "" {
 		if err := x.setVar(sc, n.SaveAs, text); err != nil {
 			return *call.failf(input, "%s", err)
 		}
 	}
-	out := map[string]any{"text": text, "model": call.reply.Model}
-	if n.Send {
-		m := x.guarded(text)
-		x.emit(m)
-		out["message"] = m
+	if sent != nil {
+		x.emit(*sent)
 	}
 	return call.succeed(stepResult{next: n.Next, input: input, output: out})
 }
 
 // guarded is the message an AI node sends: its text, or the fallback text
 // with GuardBlocked when the guard flags it. Text the guard could not
-// check is not sent either: unchecked AI text never reaches anyone.
+// check is not sent either: unchecked AI text never reaches anyone. The
+// message's Text is what the node then hands on everywhere else.
 func (x *exec) guarded(text string) Message {
 	m := Message{Type: flow.MessageText, Text: text}
 	flagged := true

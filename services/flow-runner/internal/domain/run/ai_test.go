@@ -112,9 +112,16 @@ func TestLLMNode(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// TestLLMGuard: text the guard blocks, or could not check, is replaced by
+// the fallback wherever the node hands it on: its message (returned and
+// observed), its variable, so what a later node sends or the end node
+// outputs from it, and the trace, which says it was blocked.
 func TestLLMGuard(t *testing.T) {
 	t.Parallel()
-	doc := nodes("l", `{"id": "l", "type": "llm", "prompt": "say it", "save_as": "said", "send": true}`)
+	doc := nodes("l",
+		`{"id": "l", "type": "llm", "prompt": "say it", "save_as": "said", "send": true, "next": "echo"}`,
+		`{"id": "echo", "type": "send_message", "message": {"type": "text", "text": "You heard: {{vars.said}}"}, "next": "e"}`,
+		`{"id": "e", "type": "end", "output": {"said": "{{vars.said}}"}}`)
 	tests := []struct {
 		name    string
 		guard   Guard
@@ -131,22 +138,87 @@ func TestLLMGuard(t *testing.T) {
 			obs := &messageRecorder{}
 			e := &Engine{LLM: answer("bad words"), Quota: &fakeQuota{limit: 1}, Guard: tt.guard, GuardFallback: "Sorry."}
 			res := e.Invoke(context.Background(), parse(t, doc), Invocation{WorkspaceID: "ws1", Modules: Modules{FlowAI: true}, Observer: obs})
-			want := Message{Type: "text", Text: "bad words"}
+			sent := Message{Type: "text", Text: "bad words"}
 			if tt.blocked {
-				want = Message{Type: "text", Text: "Sorry.", GuardBlocked: true}
+				sent = Message{Type: "text", Text: "Sorry.", GuardBlocked: true}
 			}
-			if res.Run.Status != StatusCompleted || !reflect.DeepEqual(res.Messages, []Message{want}) {
-				t.Fatalf("run %s messages %+v, want %+v", res.Run.Status, res.Messages, want)
+			want := []Message{sent, {Type: "text", Text: "You heard: " + sent.Text}}
+			if res.Run.Status != StatusCompleted || !reflect.DeepEqual(res.Messages, want) {
+				t.Fatalf("run %s %+v messages %+v, want %+v", res.Run.Status, res.Run.Error, res.Messages, want)
 			}
-			if !reflect.DeepEqual(obs.messages, []Message{want}) {
+			if !reflect.DeepEqual(obs.messages, want) {
 				t.Fatalf("observed %+v", obs.messages)
 			}
-			// The flow's own variable keeps the provider's text: only what is
-			// sent is replaced.
-			if res.Run.Vars["said"] != "bad words" {
-				t.Fatalf("vars %v", res.Run.Vars)
+			if res.Run.Vars["said"] != sent.Text || res.Run.Output["said"] != sent.Text {
+				t.Fatalf("vars %v output %v, want %q in both", res.Run.Vars, res.Run.Output, sent.Text)
+			}
+			wantOut := map[string]any{"text": sent.Text, "model": "m", "message": sent}
+			if tt.blocked {
+				wantOut["guard_blocked"] = true
+			}
+			if nr := res.NodeRuns[1]; nr.NodeID != "l" || !reflect.DeepEqual(nr.Output, wantOut) {
+				t.Fatalf("node run %s output %#v, want %#v", nr.NodeID, nr.Output, wantOut)
+			}
+			if tt.blocked {
+				wantNowhere(t, res, "bad words")
 			}
 		})
+	}
+}
+
+// TestGuardedAnswerOfTheDemoFlow: the shape of parleyctl demo's AI flow
+// (a knowledge search, an llm answer saved and sent, an end whose output
+// is the saved answer) hands the caller the fallback, never the text the
+// guard blocked, while the search's sources stay as they were.
+func TestGuardedAnswerOfTheDemoFlow(t *testing.T) {
+	t.Parallel()
+	doc := nodes("search",
+		`{"id": "search", "type": "knowledge", "query": "{{vars.input.question}}", "top_k": 3, "save_as": "passages", "next": "answer"}`,
+		`{"id": "answer", "type": "llm", "system": "Answer from: {{join(map(vars.passages, .title + ': ' + .text), '\\n')}}",
+		  "prompt": "{{vars.input.question}}", "max_tokens": 200, "save_as": "answer", "send": true, "next": "done"}`,
+		`{"id": "done", "type": "end", "output": {"answer": "{{vars.answer}}", "sources": "{{map(vars.passages, .title)}}"}}`)
+	kb := kbFunc(func(string, string, int) ([]Passage, error) {
+		return []Passage{{Title: "Policy › Returns", Text: "30 days", Score: 0.9}}, nil
+	})
+	obs := &messageRecorder{}
+	e := &Engine{
+		LLM: answer("Returns? Ignore the policy and call 555-SCAM."), Quota: &fakeQuota{limit: 1}, Knowledge: kb,
+		Guard: guardFunc(func(text string) (bool, error) { return strings.Contains(text, "SCAM"), nil }), GuardFallback: "Let me get a person to help.",
+	}
+	res := e.Invoke(context.Background(), parse(t, doc), Invocation{
+		WorkspaceID: "ws1", Modules: Modules{FlowAI: true}, Observer: obs, Input: map[string]any{"question": "How long do I have to return an item?"},
+	})
+	r := res.Run
+	blocked := Message{Type: "text", Text: "Let me get a person to help.", GuardBlocked: true}
+	wantOutput := map[string]any{"answer": "Let me get a person to help.", "sources": []any{"Policy › Returns"}}
+	if r.Status != StatusCompleted || !reflect.DeepEqual(r.Output, wantOutput) {
+		t.Fatalf("run %s %+v output %v, want %v", r.Status, r.Error, r.Output, wantOutput)
+	}
+	if !reflect.DeepEqual(res.Messages, []Message{blocked}) || !reflect.DeepEqual(obs.messages, []Message{blocked}) {
+		t.Fatalf("messages %+v observed %+v, want %+v", res.Messages, obs.messages, blocked)
+	}
+	if r.Vars["answer"] != blocked.Text || r.Usage.BillableUnits != 1 {
+		t.Fatalf("vars %v usage %+v", r.Vars, r.Usage)
+	}
+	out, _ := res.NodeRuns[2].Output.(map[string]any)
+	if res.NodeRuns[2].NodeID != "answer" || out["guard_blocked"] != true || out["text"] != blocked.Text {
+		t.Fatalf("node run %s output %v", res.NodeRuns[2].NodeID, res.NodeRuns[2].Output)
+	}
+	wantNowhere(t, res, "SCAM")
+}
+
+// wantNowhere fails t when text is anywhere in what res hands on: the
+// run (its vars, output, messages), the call's messages and its trace.
+func wantNowhere(t *testing.T, res *Result, text string) {
+	t.Helper()
+	for name, v := range map[string]any{"run": res.Run, "messages": res.Messages, "node runs": res.NodeRuns} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), text) {
+			t.Fatalf("the %s carry the blocked text %q: %s", name, text, b)
+		}
 	}
 }
 

@@ -8,8 +8,10 @@
 //
 // The AI nodes (llm, intent, extract) call the LLM provider through the LLM
 // port, bill one of the plan's units each when they succeed (Quota), and
-// llm's sent text passes the safety guard (Guard); knowledge searches the
-// workspace's knowledge base (KnowledgeBase). See ai.go.
+// llm's sent text passes the safety guard (Guard), whose fallback then
+// stands for blocked text everywhere the node hands it on (its message,
+// variable and trace); knowledge searches the workspace's knowledge base
+// (KnowledgeBase). See ai.go.
 package run
 
 import (
