@@ -62,21 +62,33 @@ func RequestFingerprint(r *http.Request, body []byte) string {
 // claim is the caller's: Refused when it refuses the request before its
 // work starts, Answered when the work is done.
 func (s *Store) Serve(ctx context.Context, w http.ResponseWriter, workspaceID, key, fingerprint string) (claim *Claim, answered bool, err error) {
+	claim, replay, err := s.Decide(ctx, workspaceID, key, fingerprint)
+	if replay != nil {
+		return nil, true, WriteReplay(w, replay)
+	}
+	return claim, false, err
+}
+
+// Decide is Serve for a caller that answers a repeat itself, such as a
+// use case whose port renders: a repeat of a finished request gets its
+// stored response as replay (to answer with WriteReplay), and every other
+// outcome is Serve's.
+func (s *Store) Decide(ctx context.Context, workspaceID, key, fingerprint string) (claim *Claim, replay *Response, err error) {
 	res, err := s.Begin(ctx, workspaceID, key, fingerprint)
 	if err != nil {
 		s.log().Warn("request refused: idempotency keys unavailable", zap.String("workspace_id", workspaceID), zap.Error(err))
-		return nil, false, errs.ServiceUnavailable("idempotency keys are unavailable; try again shortly")
+		return nil, nil, errs.ServiceUnavailable("idempotency keys are unavailable; try again shortly")
 	}
 	switch res.State {
 	case Claimed:
 		if res.TookOver {
 			s.log().Warn("idempotency key taken over from a request that ran too long", zap.String("workspace_id", workspaceID))
 		}
-		return res.Claim, false, nil
+		return res.Claim, nil, nil
 	case Replay:
-		return nil, true, WriteReplay(w, res.Stored)
+		return nil, res.Stored, nil
 	}
-	return nil, false, res.Err()
+	return nil, nil, res.Err()
 }
 
 // Refused frees the key of a request refused before its work started, so

@@ -94,6 +94,27 @@ func TestServe(t *testing.T) {
 	none.Answered(ctx, idempotency.Response{Status: http.StatusOK})
 }
 
+// Decide is Serve that hands a repeat its stored response instead of
+// writing it.
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, idempotency.Options{RefField: "run_id"})
+	ctx := context.Background()
+	claim, replay, err := f.store.Decide(ctx, ws, key, fpA)
+	if err != nil || replay != nil || claim == nil {
+		t.Fatalf("first = %v, %v, %v", claim, replay, err)
+	}
+	_, _, err = f.store.Decide(ctx, ws, key, fpA)
+	wantErr(t, err, http.StatusConflict, idempotency.CodeInProgress)
+	claim.Answered(ctx, idempotency.Response{Status: http.StatusOK, Body: []byte(`{"ok":true}`), Ref: "r1"})
+	again, replay, err := f.store.Decide(ctx, ws, key, fpA)
+	if err != nil || again != nil || replay == nil || replay.Status != http.StatusOK || string(replay.Body) != `{"ok":true}` || replay.Ref != "r1" {
+		t.Fatalf("repeat = %v, %+v, %v", again, replay, err)
+	}
+	_, _, err = f.store.Decide(ctx, ws, key, fpB)
+	wantErr(t, err, http.StatusUnprocessableEntity, idempotency.CodeKeyReuse)
+}
+
 // A key that cannot be decided is 503, and does not stay occupied.
 func TestServeWhenTheBackstopIsDown(t *testing.T) {
 	t.Parallel()

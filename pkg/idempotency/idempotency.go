@@ -11,8 +11,9 @@
 // (flushed, failed over) or the process died between its commit and the
 // Redis write. The package never talks to PostgreSQL itself.
 //
-// A route uses it through KeyFromRequest, Store.Serve and the claim's
-// Refused and Answered (http.go), which read the header, answer repeats
+// A route uses it through KeyFromRequest, Store.Serve (or Store.Decide,
+// when a use case behind the route answers) and the claim's Refused and
+// Answered (http.go), which read the header, answer repeats
 // and keep or free the key the same way on every route; Begin, Complete
 // and Release are what they are built on.
 //
@@ -189,7 +190,7 @@ type Options struct {
 	RefField string
 	// Backstop may be nil: then Redis alone decides.
 	Backstop Backstop
-	// Log hears what Serve, Refused and Answered cannot tell their
+	// Log hears what Serve, Decide, Refused and Answered cannot tell their
 	// caller (nil: nothing is logged).
 	Log *zap.Logger
 }

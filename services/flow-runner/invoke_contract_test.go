@@ -21,7 +21,6 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
-	porthttp "github.com/parleyhq/parley/services/flow-runner/internal/ports/http"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
 
@@ -528,7 +527,7 @@ func TestRunNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used, err := dailycap.New(h.env.Redis(t), redisx.Keys{Prefix: h.cfg.RedisPrefix}, porthttp.DailyCapCounter, loc).Used(context.Background(), ws)
+	used, err := dailycap.New(h.env.Redis(t), redisx.Keys{Prefix: h.cfg.RedisPrefix}, adapters.DailyCapCounter, loc).Used(context.Background(), ws)
 	if err != nil || used != 3 {
 		t.Fatalf("daily count %d, %v; want the 3 runs that went", used, err)
 	}

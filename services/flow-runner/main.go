@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/guard"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/httpcall"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/llm"
+	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/script"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
@@ -59,8 +60,6 @@ type seams struct {
 // serve opens the flow-runner's connections, wires it on them and serves
 // until ctx ends. Tests run it with their own configuration and seams.
 func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) error {
-	// Redis keeps the invoke contract's idempotency keys, concurrency
-	// slots and daily caps, shared by every instance.
 	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, version, log, cfg.Connections,
 		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
 	if err != nil {
@@ -109,18 +108,18 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 	// nodes search them.
 	knowledge := adapters.NewKnowledgeStore(svc.DB)
 	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
-	contract := porthttp.Contract{
-		Keys: idempotency.New(svc.Redis, redisKeys, "flows.invoke", idempotency.Options{
+	// Redis keeps the invoke contract's state, shared by every instance;
+	// the receipts stored with the runs back its idempotency keys.
+	contract := app.Contract{
+		Slots:       adapters.RunSlots{Slots: ratelimit.NewSlots(svc.Redis, redisKeys, cfg.SlotLease)},
+		Concurrency: cfg.Concurrency,
+		Daily:       adapters.DailyRuns{Counter: dailycap.New(svc.Redis, redisKeys, adapters.DailyCapCounter, resetZone)},
+		DailyLimit:  cfg.InvokeDailyCap,
+		Keys: adapters.InvokeKeys{Store: idempotency.New(svc.Redis, redisKeys, "flows.invoke", idempotency.Options{
 			TTL: cfg.IdempotencyTTL, StuckAfter: cfg.IdempotencyStuckAfter, RefField: "run_id",
 			Backstop: adapters.ReceiptBackstop{Runs: runs},
 			Log:      log,
-		}),
-		Slots:        ratelimit.NewSlots(svc.Redis, redisKeys, cfg.SlotLease),
-		Concurrency:  cfg.Concurrency,
-		SlotLease:    cfg.SlotLease,
-		DailyCap:     dailycap.New(svc.Redis, redisKeys, porthttp.DailyCapCounter, resetZone),
-		DailyLimit:   cfg.InvokeDailyCap,
-		PingInterval: cfg.SSEPingInterval,
+		})},
 	}
 	uc := app.New(app.Deps{
 		Flows:     flows,
@@ -139,19 +138,21 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 			Now:           clock,
 			Budget:        flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
 		},
+		Contract:   contract,
 		Guard:      guardian,
 		Stages:     cfg.Stages(),
 		SessionTTL: cfg.SessionTTL,
-		Metrics:    adapters.NewMetrics(svc.Metrics),
-		Now:        clock,
+		Observer:   observe.New(log, svc.Metrics),
+		Clock:      clock,
 	})
 
-	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery, log) })
+	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery) })
 	return service.Ports{Endpoints: []service.Endpoint{
 		// A synchronous run may use its whole RUN_BUDGET_TIME (60 s)
 		// inside one request, past the default rpc bound.
-		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(uc, contract, log), Options: []rpc.EndpointOption{rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)}},
-		{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(uc, log)},
+		{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(porthttp.APIDeps{App: uc, PingInterval: cfg.SSEPingInterval, Log: log}),
+			Options: []rpc.EndpointOption{rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)}},
+		{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(porthttp.AdminDeps{App: uc, Log: log})},
 	}}, nil
 }
 

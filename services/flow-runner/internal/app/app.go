@@ -1,9 +1,11 @@
 // Package app holds the flow-runner's use cases, one file per verb:
 // publishing and deactivating flows and reading every flow, its versions
-// and the runs (operators), listing and invoking them,
-// continuing a waiting run's session and reading a run's trace
-// (developers). It decides; the domain holds the rules and runs the flows,
-// the adapters do the I/O.
+// and the runs (operators), listing them, invoking them or continuing a
+// waiting run's session under the invoke contract (Invoke: concurrency,
+// daily cap, idempotency), and reading a run's trace (developers). It
+// decides; the domain holds the rules and runs the flows, the adapters do
+// the I/O, and what the use cases cannot tell their callers goes to an
+// Observer.
 package app
 
 import (
@@ -37,13 +39,6 @@ type GuardReadiness interface {
 	Ready(ctx context.Context) error
 }
 
-// Metrics hears every finished invoke and continue.
-type Metrics interface {
-	// RunCall is one invoke or continue that ran, with the status the run
-	// reached and how long the engine took.
-	RunCall(status run.Status, took time.Duration)
-}
-
 // Deps are what the use cases need.
 type Deps struct {
 	Flows  catalog.FlowStore
@@ -51,18 +46,22 @@ type Deps struct {
 	Engine *run.Engine
 	// Knowledge keeps the workspaces' knowledge bases (parleyctl kb).
 	Knowledge catalog.KnowledgeStore
+	// Contract is what every invoke and continue is held to (Invoke).
+	Contract Contract
 	// Stages are the staged features a published flow may use
 	// (FLOW_STAGES_OPEN).
 	Stages map[flow.Stage]bool
 	// SessionTTL is how long after started_at a waiting run may be
 	// continued (FLOW_SESSION_TTL).
 	SessionTTL time.Duration
-	Metrics    Metrics
 	// Guard is the safety guard's readiness; nil means none is wired, and
 	// flows with AI nodes are refused (ErrGuardNotWired).
 	Guard GuardReadiness
-	// Now and NewID default to the clock and UUIDv7.
-	Now   func() time.Time
+	// Observer hears what the use cases cannot tell their callers; nil
+	// hears nothing.
+	Observer Observer
+	// Clock and NewID default to time.Now and UUIDv7.
+	Clock func() time.Time
 	NewID func() string
 }
 
@@ -72,10 +71,11 @@ type App struct {
 	runs       catalog.RunStore
 	knowledge  catalog.KnowledgeStore
 	engine     *run.Engine
+	contract   Contract
 	stages     map[flow.Stage]bool
 	sessionTTL time.Duration
-	metrics    Metrics
 	guard      GuardReadiness
+	obs        Observer
 	now        func() time.Time
 	newID      func() string
 }
@@ -83,8 +83,8 @@ type App struct {
 // New returns the use cases over d.
 func New(d Deps) *App {
 	a := &App{
-		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, engine: d.Engine, stages: d.Stages, sessionTTL: d.SessionTTL,
-		metrics: d.Metrics, guard: d.Guard, now: d.Now, newID: d.NewID,
+		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, engine: d.Engine, contract: d.Contract,
+		stages: d.Stages, sessionTTL: d.SessionTTL, guard: d.Guard, obs: d.Observer, now: d.Clock, newID: d.NewID,
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -92,12 +92,8 @@ func New(d Deps) *App {
 	if a.newID == nil {
 		a.newID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	if a.metrics == nil {
-		a.metrics = nopMetrics{}
+	if a.obs == nil {
+		a.obs = nopObserver{}
 	}
 	return a
 }
-
-type nopMetrics struct{}
-
-func (nopMetrics) RunCall(run.Status, time.Duration) {}

@@ -10,35 +10,23 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
-// Continuation is a developer's answer to a waiting run's question.
-type Continuation struct {
-	WorkspaceID string
-	FlowID      string
-	SessionID   string
-	// Text is input.text, the only part of the input a continue reads.
-	Text    string
-	Modules run.Modules
-	// Observer and Receipt are as for an Invocation.
-	Observer run.Observer
-	Receipt  *ReceiptRequest
-}
-
-// ContinueSession answers the question a session's run waits at and
-// stores the run as it then is, in the transaction that holds the run for
-// the continue. Refusals, none of which change the run:
-// catalog.ErrFlowNotFound and *flow.NotInvokableError as for an invoke (the
-// route is the invoke's, checked the same way); catalog.ErrSessionNotFound
-// for an unknown session, one of another workspace or flow, or a finished
-// run; ErrSessionExpired after FLOW_SESSION_TTL from started_at;
-// catalog.ErrSessionBusy while another continue holds it; ErrGuardNotWired
-// for a flow with AI nodes while the safety guard is not.
-func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, error) {
-	if _, err := a.invokable(ctx, c.WorkspaceID, c.FlowID); err != nil {
+// continueSession answers the question a session's run waits at and
+// stores the run as it then is, with the receipt rr asks for, in the
+// transaction that holds the run for the continue. Refusals, none of which
+// change the run: catalog.ErrFlowNotFound and *flow.NotInvokableError as
+// for an invoke (the route is the invoke's, checked the same way);
+// catalog.ErrSessionNotFound for an unknown session, one of another
+// workspace or flow, or a finished run; ErrSessionExpired after
+// FLOW_SESSION_TTL from started_at; catalog.ErrSessionBusy while another
+// continue holds it; ErrGuardNotWired for a flow with AI nodes while the
+// safety guard is not.
+func (a *App) continueSession(ctx context.Context, call InvokeCall, obs run.Observer, rr *receiptRequest) (*Outcome, error) {
+	if _, err := a.invokable(ctx, call.WorkspaceID, call.FlowID); err != nil {
 		return nil, err
 	}
 	var out *Outcome
-	err := a.runs.Continue(ctx, c.SessionID, func(r *run.Run) (catalog.Changes, error) {
-		if r.WorkspaceID != c.WorkspaceID || r.FlowID != c.FlowID || r.Status != run.StatusWaiting {
+	err := a.runs.Continue(ctx, call.Session.ID, func(r *run.Run) (catalog.Changes, error) {
+		if r.WorkspaceID != call.WorkspaceID || r.FlowID != call.FlowID || r.Status != run.StatusWaiting {
 			return catalog.Changes{}, catalog.ErrSessionNotFound
 		}
 		if a.now().Sub(r.StartedAt) > a.sessionTTL {
@@ -53,16 +41,16 @@ func (a *App) ContinueSession(ctx context.Context, c Continuation) (*Outcome, er
 			return catalog.Changes{}, err
 		}
 		started := time.Now()
-		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: c.Text, Modules: c.Modules, Observer: observer(c.Observer)})
+		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: call.Session.Text, Modules: call.Plan.Modules, Observer: obs})
 		if errors.Is(err, run.ErrNotWaiting) {
 			return catalog.Changes{}, catalog.ErrSessionNotFound
 		}
 		if err != nil {
 			return catalog.Changes{}, err
 		}
-		a.metrics.RunCall(res.Run.Status, time.Since(started))
+		a.obs.RunCall(res.Run.Status, time.Since(started))
 		out = &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
-		receipt, err := c.Receipt.receipt(c.WorkspaceID, out)
+		receipt, err := rr.receipt(call.WorkspaceID, out)
 		if err != nil {
 			return catalog.Changes{}, err
 		}

@@ -78,50 +78,38 @@ func depth(v any) int {
 	return deepest + 1
 }
 
-// Invocation is a developer's call of a flow.
-type Invocation struct {
-	WorkspaceID string
-	FlowID      string
-	Input       map[string]any
-	Modules     run.Modules
-	// Observer hears the run as it goes (a stream); nil hears nothing.
-	Observer run.Observer
-	// Receipt, when the call carries an idempotency key, asks for its
-	// answer to be stored with the run.
-	Receipt *ReceiptRequest
-}
-
-// ReceiptRequest asks for a call's answer to be stored with its run, so
-// that a repeat of the call is answered from it and never runs again.
-type ReceiptRequest struct {
-	// KeyHash stands for the idempotency key; Fingerprint for the request.
-	KeyHash     string
-	Fingerprint string
-	// Render is the answer the caller gives for the outcome: its status
-	// and JSON body (nil when too large to replay).
-	Render func(*Outcome) (status int, body []byte, err error)
+// receiptRequest asks for a keyed call's answer to be stored with its run,
+// so that a repeat of the call is answered from it and never runs again.
+type receiptRequest struct {
+	// keyHash stands for the idempotency key; fingerprint for the request.
+	keyHash     string
+	fingerprint string
+	// render is the call's JSON answer for an outcome; an answer over
+	// maxBody bytes is not kept (its repeats are told its run instead).
+	render  func(*Outcome) ([]byte, error)
+	maxBody int
+	// answer is the answer rendered for the receipt, whole: what the
+	// key's store keeps once the run is stored.
+	answer []byte
 }
 
 // receipt renders the receipt of a call that ran; nil without a request.
-func (rr *ReceiptRequest) receipt(workspaceID string, out *Outcome) (*catalog.Receipt, error) {
+func (rr *receiptRequest) receipt(workspaceID string, out *Outcome) (*catalog.Receipt, error) {
 	if rr == nil {
 		return nil, nil
 	}
-	status, body, err := rr.Render(out)
+	body, err := rr.render(out)
 	if err != nil {
 		return nil, fmt.Errorf("render receipt: %w", err)
 	}
-	return &catalog.Receipt{
-		WorkspaceID: workspaceID, KeyHash: rr.KeyHash, Fingerprint: rr.Fingerprint,
-		Status: status, Body: body, RunID: out.Run.ID,
-	}, nil
-}
-
-func observer(o run.Observer) run.Observer {
-	if o == nil {
-		return run.NopObserver{}
+	rr.answer = body
+	if len(body) > rr.maxBody {
+		body = nil
 	}
-	return o
+	return &catalog.Receipt{
+		WorkspaceID: workspaceID, KeyHash: rr.keyHash, Fingerprint: rr.fingerprint,
+		Status: answerStatus, Body: body, RunID: out.Run.ID,
+	}, nil
 }
 
 // Outcome is what one invoke or continue produced: the run after the call
@@ -133,13 +121,14 @@ type Outcome struct {
 	Usage run.Usage
 }
 
-// InvokeFlow starts a run of the flow's published version and stores it.
-// The flow must be the workspace's, active and have an api trigger, else
-// catalog.ErrFlowNotFound; a version with a node a headless run may not
-// use is a *flow.NotInvokableError (package domain/flow). Both are checked on every call against
-// the version published now, so a republished flow is checked at once.
-func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) {
-	v, err := a.invokable(ctx, inv.WorkspaceID, inv.FlowID)
+// invokeFlow starts a run of the flow's published version and stores it,
+// with the receipt rr asks for. The flow must be the workspace's, active
+// and have an api trigger, else catalog.ErrFlowNotFound; a version with a
+// node a headless run may not use is a *flow.NotInvokableError (package
+// domain/flow). Both are checked on every call against the version
+// published now, so a republished flow is checked at once.
+func (a *App) invokeFlow(ctx context.Context, call InvokeCall, obs run.Observer, rr *receiptRequest) (*Outcome, error) {
+	v, err := a.invokable(ctx, call.WorkspaceID, call.FlowID)
 	if err != nil {
 		return nil, err
 	}
@@ -148,16 +137,16 @@ func (a *App) InvokeFlow(ctx context.Context, inv Invocation) (*Outcome, error) 
 	}
 	started := time.Now()
 	res := a.engine.Invoke(ctx, v.Definition, run.Invocation{
-		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: inv.WorkspaceID,
-		SessionID: a.newID(), Input: inv.Input, Modules: inv.Modules, Observer: observer(inv.Observer),
+		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: call.WorkspaceID,
+		SessionID: a.newID(), Input: call.Input, Modules: call.Plan.Modules, Observer: obs,
 	})
-	a.metrics.RunCall(res.Run.Status, time.Since(started))
+	a.obs.RunCall(res.Run.Status, time.Since(started))
 	if res.Run.Status != run.StatusWaiting {
 		// A run that never waited has no session.
 		res.Run.SessionID = ""
 	}
 	out := &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
-	receipt, err := inv.Receipt.receipt(inv.WorkspaceID, out)
+	receipt, err := rr.receipt(call.WorkspaceID, out)
 	if err != nil {
 		return nil, err
 	}

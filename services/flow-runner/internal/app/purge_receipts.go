@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // receiptPurgeBatch bounds one delete, so that a large backlog is purged in
@@ -14,7 +12,7 @@ const receiptPurgeBatch = 10000
 // RunReceiptRetention deletes expired idempotency receipts now and then
 // every interval until ctx ends; their keys answer nothing any more, so
 // they only take room.
-func (a *App) RunReceiptRetention(ctx context.Context, interval time.Duration, log *zap.Logger) {
+func (a *App) RunReceiptRetention(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -23,7 +21,7 @@ func (a *App) RunReceiptRetention(ctx context.Context, interval time.Duration, l
 			n, err := a.runs.PurgeReceipts(ctx, receiptPurgeBatch)
 			if err != nil {
 				if ctx.Err() == nil {
-					log.Warn("purge idempotency receipts", zap.Error(err))
+					a.obs.ReceiptPurgeFailed(err)
 				}
 				break
 			}
@@ -33,7 +31,7 @@ func (a *App) RunReceiptRetention(ctx context.Context, interval time.Duration, l
 			}
 		}
 		if total > 0 {
-			log.Info("idempotency receipts purged", zap.Int64("deleted", total))
+			a.obs.ReceiptsPurged(total)
 		}
 		select {
 		case <-ctx.Done():

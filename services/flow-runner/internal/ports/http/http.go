@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -54,24 +55,37 @@ type App interface {
 	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, []catalog.VersionInfo, error)
 	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
 	ListRuns(ctx context.Context, workspaceID string, q catalog.RunQuery) (app.RunPage, error)
-	InvokeFlow(ctx context.Context, inv app.Invocation) (*app.Outcome, error)
-	ContinueSession(ctx context.Context, c app.Continuation) (*app.Outcome, error)
+	Invoke(ctx context.Context, call app.InvokeCall) (*app.InvokeAnswer, error)
 	GetRun(ctx context.Context, workspaceID, flowID, runID string) (*catalog.Trace, error)
 	AddKnowledgeDocument(ctx context.Context, workspaceID, title string, markdown []byte) (*catalog.KnowledgeDocument, error)
 	ListKnowledgeDocuments(ctx context.Context, workspaceID string) ([]*catalog.KnowledgeDocument, error)
 	DeleteKnowledgeDocument(ctx context.Context, workspaceID, documentID string) error
 }
 
-type handlers struct {
-	app      App
-	contract Contract
-	log      *zap.Logger
+// APIDeps are what the public routes need.
+type APIDeps struct {
+	App App
+	// PingInterval is SSE_PING_INTERVAL: how often a stream sends ": ping".
+	PingInterval time.Duration
+	Log          *zap.Logger
 }
 
-// NewAPI returns the router of the public routes; invokes are held to c.
-func NewAPI(a App, c Contract, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: a, contract: c, log: log}
-	e := httpx.NewEcho(log)
+// AdminDeps are what the operator routes need.
+type AdminDeps struct {
+	App App
+	Log *zap.Logger
+}
+
+type handlers struct {
+	app  App
+	ping time.Duration
+	log  *zap.Logger
+}
+
+// NewAPI returns the router of the public routes (rpc "api").
+func NewAPI(d APIDeps) *echo.Echo {
+	h := &handlers{app: d.App, ping: d.PingInterval, log: d.Log}
+	e := httpx.NewEcho(d.Log)
 	g := e.Group("/v1/flows", flowsAPIOn)
 	g.GET("", h.listFlows)
 	g.POST("/:id/invoke", h.invoke)
@@ -79,11 +93,11 @@ func NewAPI(a App, c Contract, log *zap.Logger) *echo.Echo {
 	return e
 }
 
-// NewAdmin returns the router of the operator routes (parleyctl flow, kb,
-// and the console's flows pages).
-func NewAdmin(a App, log *zap.Logger) *echo.Echo {
-	h := &handlers{app: a, log: log}
-	e := httpx.NewEcho(log)
+// NewAdmin returns the router of the operator routes (rpc "admin":
+// parleyctl flow, kb, and the console's flows pages).
+func NewAdmin(d AdminDeps) *echo.Echo {
+	h := &handlers{app: d.App, log: d.Log}
+	e := httpx.NewEcho(d.Log)
 	e.POST("/admin/workspaces/:ws/flows", h.publishFlow)
 	e.GET("/admin/workspaces/:ws/flows", h.listAllFlows)
 	e.POST("/admin/flows/:id/deactivate", h.deactivateFlow)
@@ -194,6 +208,10 @@ func toHTTPError(err error) error {
 		ke *knowledge.ValidationError
 		ni *flow.NotInvokableError
 		ie *app.InputError
+		// the invoke contract's refusals
+		busy   *app.ConcurrencyLimitedError
+		capped *app.DailyCapError
+		down   *app.ContractUnavailableError
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -218,6 +236,18 @@ func toHTTPError(err error) error {
 		return errs.New(http.StatusGone, CodeSessionExpired, "session expired: continue within the session window of the run's start")
 	case errors.Is(err, catalog.ErrSessionBusy):
 		return errs.New(http.StatusConflict, CodeSessionBusy, "another continue of this session is running")
+	case errors.Is(err, app.ErrFlowsModuleInactive):
+		return errs.New(http.StatusForbidden, errs.CodeModuleInactive, "the workspace's plan does not include the flows module")
+	case errors.As(err, &busy):
+		return errs.Newf(http.StatusTooManyRequests, CodeConcurrencyLimited,
+			"the workspace has %d runs going, its limit; retry when one ends", busy.Limit).WithHeader("Retry-After", "1")
+	case errors.As(err, &capped):
+		return errs.Newf(http.StatusTooManyRequests, CodeDailyInvokeCap,
+			"the workspace reached its %d runs for today; the count resets at midnight (DAILY_RESET_TZ)", capped.Limit)
+	case errors.As(err, &down):
+		// Nothing ran and nothing was kept; the outage is the observer's
+		// to log, not the developer's to read.
+		return errs.ServiceUnavailable("%s are unavailable; try again shortly", down.What)
 	case errors.Is(err, app.ErrGuardNotWired):
 		// The reason (which node, what the guard said) is for the logs of
 		// the platform, not for the developer: their flow is fine.

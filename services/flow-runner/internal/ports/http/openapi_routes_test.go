@@ -13,5 +13,5 @@ import (
 // pkg/openapi/openapi.yaml, and every operation documented under its
 // segments is served.
 func TestPublicRoutesAreDocumented(t *testing.T) {
-	apicheck.CheckServiceRoutes(t, "flow-runner", porthttp.NewAPI(nil, porthttp.Contract{}, zap.NewNop()))
+	apicheck.CheckServiceRoutes(t, "flow-runner", porthttp.NewAPI(porthttp.APIDeps{Log: zap.NewNop()}))
 }
