@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
@@ -214,11 +216,13 @@ func TestCompletedRunAndTrace(t *testing.T) {
 	id := h.publish(ws, "", doc("Greeter", apiOnly, "hi", greet, endNode))
 	second := h.publish(ws, "", doc("Second", apiOnly, "done", endNode))
 
-	r := h.invoke(ws, id, map[string]any{"input": map[string]any{"name": "Ann"}})
-	if r.Status != "completed" || r.SessionID != "" || r.Error != nil || r.Output["name"] != "Ann" || r.Usage == nil {
-		t.Fatalf("invoke: %+v", r)
+	status, raw := h.api(ws, full, http.MethodPost, "/v1/flows/"+id+"/invoke", map[string]any{"input": map[string]any{"name": "Ann"}})
+	r := apicheck.Body[flowrunnerapi.InvokeResponse](t, raw)
+	if status != http.StatusOK || r.Status != "completed" || r.SessionID != "" || r.Error != nil || r.Output["name"] != "Ann" ||
+		!strings.Contains(string(raw), `"usage":{"tokens":0,"cost_usd":0,"billable_units":0}`) {
+		t.Fatalf("invoke: %d %s", status, raw)
 	}
-	if len(r.Messages) != 1 || r.Messages[0]["type"] != "text" || r.Messages[0]["text"] != "Hi Ann" {
+	if len(r.Messages) != 1 || r.Messages[0].Type != "text" || r.Messages[0].Text != "Hi Ann" {
 		t.Fatalf("messages: %v", r.Messages)
 	}
 	if v, err := uuid.Parse(r.RunID); err != nil || v.Version() != 7 {
@@ -300,7 +304,7 @@ func TestSession(t *testing.T) {
 	path := "/v1/flows/" + id + "/invoke"
 
 	r := h.invoke(ws, id, map[string]any{"input": map[string]any{"name": "Ann"}})
-	if r.Status != "waiting" || r.SessionID == "" || len(r.Messages) != 1 || r.Messages[0]["text"] != "Your order?" {
+	if r.Status != "waiting" || r.SessionID == "" || len(r.Messages) != 1 || r.Messages[0].Text != "Your order?" {
 		t.Fatalf("invoke: %+v", r)
 	}
 	// Refusals that leave the session waiting.
@@ -380,10 +384,10 @@ func TestSessionBusyAcrossInstances(t *testing.T) {
 	r := one.invoke(ws, id, map[string]any{"input": map[string]any{}})
 	cont := map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": "A1"}}
 
-	first := make(chan invokeResult, 1)
+	first := make(chan flowrunnerapi.InvokeResponse, 1)
 	go func() {
 		status, body := one.api(ws, full, http.MethodPost, "/v1/flows/"+id+"/invoke", cont)
-		var out invokeResult
+		var out flowrunnerapi.InvokeResponse
 		if status == http.StatusOK {
 			decode(t, body, &out)
 		} else {
@@ -455,8 +459,7 @@ func TestRunBudget(t *testing.T) {
 	// Without flow_script the run fails module_inactive; the node's error
 	// says why.
 	status, body = h.api(ws, full.without("flow_script"), http.MethodPost, "/v1/flows/"+endless+"/invoke", `{"input": {}}`)
-	var out invokeResult
-	decode(t, body, &out)
+	out := apicheck.Body[flowrunnerapi.InvokeResponse](t, body)
 	if status != http.StatusOK || out.Status != "failed" || out.Error == nil || out.Error.Code != "module_inactive" {
 		t.Fatalf("without flow_script: %d %s", status, body)
 	}
@@ -555,7 +558,7 @@ func TestTwoQuestions(t *testing.T) {
 		`{"id": "done", "type": "end", "output": {"both": "{{vars.a + vars.b}}"}}`))
 	r := h.invoke(ws, id, map[string]any{"input": map[string]any{}})
 	c1 := h.invoke(ws, id, map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": "x"}})
-	if c1.Status != "waiting" || c1.SessionID != r.SessionID || len(c1.Messages) != 1 || c1.Messages[0]["text"] != "Second?" {
+	if c1.Status != "waiting" || c1.SessionID != r.SessionID || len(c1.Messages) != 1 || c1.Messages[0].Text != "Second?" {
 		t.Fatalf("first continue: %+v", c1)
 	}
 	c2 := h.invoke(ws, id, map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": "y"}})
@@ -565,12 +568,7 @@ func TestTwoQuestions(t *testing.T) {
 	// The trace holds every call's node runs in order: a question once when
 	// asked and once when answered.
 	status, body := h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+r.RunID, nil)
-	var tr struct {
-		NodeRuns []struct {
-			NodeID string `json:"node_id"`
-		} `json:"node_runs"`
-	}
-	decode(t, body, &tr)
+	tr := apicheck.Body[flowrunnerapi.Trace](t, body)
 	var ids []string
 	for _, n := range tr.NodeRuns {
 		ids = append(ids, n.NodeID)

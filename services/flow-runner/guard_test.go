@@ -14,7 +14,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 )
 
@@ -54,13 +57,11 @@ func (h *harness) fakeAIUnits() *atomic.Int64 {
 	var used atomic.Int64
 	e := echo.New()
 	e.POST("/admin/workspaces/:id/ai-units", func(c echo.Context) error {
-		var in struct {
-			Units int64 `json:"units"`
+		var in gatewayapi.AIUnitsRequest
+		if err := c.Bind(&in); err != nil || in.Units == nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "units is required")
 		}
-		if err := c.Bind(&in); err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, map[string]int64{"ai_used": used.Add(in.Units), "ai_limit": 1000})
+		return c.JSON(http.StatusOK, gatewayapi.AIUnits{AIUsed: used.Add(*in.Units), AILimit: 1000})
 	})
 	rs, err := rpc.NewServer(h.env.NATS(h.t), h.cfg.RPCSubjectPrefix, rpc.ServiceGateway, "0.0.1", h.env.Logger(h.t))
 	if err != nil {
@@ -107,7 +108,7 @@ func TestGuardBlockedTextNeverLeavesTheRun(t *testing.T) {
 
 	const question = "How many days do I have to return a forbidden item?"
 	provided := "Echo: " + question // what the provider answers, and the guard blocks
-	fallback := map[string]any{"type": "text", "text": "Let me get a person to help.", "guard_blocked": true}
+	fallback := flowrunnerapi.Message{Type: "text", Text: "Let me get a person to help.", GuardBlocked: true}
 	wantNowhere := func(what string, body []byte) {
 		t.Helper()
 		if strings.Contains(string(body), provided) {
@@ -116,33 +117,23 @@ func TestGuardBlockedTextNeverLeavesTheRun(t *testing.T) {
 	}
 
 	res := h.invoke(ws, id, map[string]any{"input": map[string]any{"question": question}})
-	if res.Status != "completed" || len(res.Messages) != 1 || !reflect.DeepEqual(res.Messages[0], fallback) {
-		t.Fatalf("invoke: %+v; want one message %v", res, fallback)
+	if res.Status != "completed" || !reflect.DeepEqual(res.Messages, []flowrunnerapi.Message{fallback}) {
+		t.Fatalf("invoke: %+v; want one message %+v", res, fallback)
 	}
 	sources, _ := res.Output["sources"].([]any)
-	if res.Output["answer"] != fallback["text"] || len(sources) != 1 || sources[0] != "Demo shop policy › Returns" {
+	if res.Output["answer"] != fallback.Text || len(sources) != 1 || sources[0] != "Demo shop policy › Returns" {
 		t.Fatalf("output %v; want the fallback as the answer, and the sources", res.Output)
 	}
-	if res.Usage == nil || res.Usage.BillableUnits != 1 || used.Load() != 1 {
+	if res.Usage.BillableUnits != 1 || used.Load() != 1 {
 		t.Fatalf("usage %+v, units in use %d; want the node billed once", res.Usage, used.Load())
 	}
 	status, raw := h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+res.RunID, nil)
-	type traceBody struct {
-		Run struct {
-			Vars map[string]any `json:"vars"`
-		} `json:"run"`
-		NodeRuns []struct {
-			NodeID string `json:"node_id"`
-			Output any    `json:"output"`
-		} `json:"node_runs"`
-	}
-	var trace traceBody
-	decode(t, raw, &trace)
-	if status != http.StatusOK || trace.Run.Vars["answer"] != fallback["text"] || len(trace.NodeRuns) != 4 {
+	trace := apicheck.Body[flowrunnerapi.Trace](t, raw)
+	if status != http.StatusOK || trace.Run.Vars["answer"] != fallback.Text || len(trace.NodeRuns) != 4 {
 		t.Fatalf("trace: %d %s", status, raw)
 	}
-	if answer, _ := trace.NodeRuns[2].Output.(map[string]any); trace.NodeRuns[2].NodeID != "answer" || answer["text"] != fallback["text"] ||
-		answer["guard_blocked"] != true || !reflect.DeepEqual(answer["message"], fallback) {
+	if answer, _ := trace.NodeRuns[2].Output.(map[string]any); trace.NodeRuns[2].NodeID != "answer" || answer["text"] != fallback.Text ||
+		answer["guard_blocked"] != true || !reflect.DeepEqual(asMessage(t, answer["message"]), fallback) {
 		t.Fatalf("the llm node's output %v; want the fallback, marked guard_blocked", trace.NodeRuns[2].Output)
 	}
 	wantNowhere("the trace", raw)
@@ -152,17 +143,17 @@ func TestGuardBlockedTextNeverLeavesTheRun(t *testing.T) {
 	if status != http.StatusOK || hd.Get("Content-Type") != "text/event-stream" || len(events) == 0 {
 		t.Fatalf("stream: %d %v %s", status, hd, body)
 	}
-	var messages []map[string]any
+	var messages []flowrunnerapi.Message
 	for _, ev := range events {
-		if ev.name == "message" {
-			messages = append(messages, ev.data)
+		if ev.name == flowrunnerapi.EventMessage {
+			messages = append(messages, asMessage(t, ev.data))
 		}
 	}
 	end := events[len(events)-1]
-	if len(messages) != 1 || !reflect.DeepEqual(messages[0], fallback) || end.name != "end" {
-		t.Fatalf("stream's message events %v and last event %v; want one message %v, then end", messages, end, fallback)
+	if !reflect.DeepEqual(messages, []flowrunnerapi.Message{fallback}) || end.name != flowrunnerapi.EventEnd {
+		t.Fatalf("stream's message events %+v and last event %v; want one message %+v, then end", messages, end, fallback)
 	}
-	if output, _ := end.data["output"].(map[string]any); output["answer"] != fallback["text"] {
+	if output, _ := end.data["output"].(map[string]any); output["answer"] != fallback.Text {
 		t.Fatalf("end %v; want the fallback as the answer", end.data)
 	}
 	wantNowhere("the stream", body)
@@ -170,15 +161,25 @@ func TestGuardBlockedTextNeverLeavesTheRun(t *testing.T) {
 	// Text the guard passes is the answer everywhere, as written.
 	const fine = "How many days do I have to return an item?"
 	res = h.invoke(ws, id, map[string]any{"input": map[string]any{"question": fine}})
-	passed := map[string]any{"type": "text", "text": "Echo: " + fine}
-	if res.Status != "completed" || len(res.Messages) != 1 || !reflect.DeepEqual(res.Messages[0], passed) || res.Output["answer"] != passed["text"] {
-		t.Fatalf("invoke: %+v; want %v as message and answer", res, passed)
+	passed := flowrunnerapi.Message{Type: "text", Text: "Echo: " + fine}
+	if res.Status != "completed" || !reflect.DeepEqual(res.Messages, []flowrunnerapi.Message{passed}) || res.Output["answer"] != passed.Text {
+		t.Fatalf("invoke: %+v; want %+v as message and answer", res, passed)
 	}
 	status, raw = h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+res.RunID, nil)
-	trace = traceBody{}
-	decode(t, raw, &trace)
+	trace = apicheck.Body[flowrunnerapi.Trace](t, raw)
 	answer, _ := trace.NodeRuns[2].Output.(map[string]any)
-	if _, blocked := answer["guard_blocked"]; status != http.StatusOK || trace.Run.Vars["answer"] != passed["text"] || answer["text"] != passed["text"] || blocked {
+	if _, blocked := answer["guard_blocked"]; status != http.StatusOK || trace.Run.Vars["answer"] != passed.Text || answer["text"] != passed.Text || blocked {
 		t.Fatalf("trace of a passed answer: %d %s", status, raw)
 	}
+}
+
+// asMessage reads v, a message as decoded into a map (a stream's event, a
+// node's output), as the flow message it must be, field for field.
+func asMessage(t *testing.T, v any) flowrunnerapi.Message {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apicheck.Body[flowrunnerapi.Message](t, b)
 }

@@ -12,9 +12,11 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
@@ -195,11 +197,7 @@ func (h *harness) publish(ws, flowID, doc string) string {
 	if status != http.StatusCreated {
 		h.t.Fatalf("publish: %d %s", status, body)
 	}
-	var out struct {
-		ID string `json:"id"`
-	}
-	decode(h.t, body, &out)
-	return out.ID
+	return apicheck.Body[flowrunnerapi.PublishedFlow](h.t, body).ID
 }
 
 // publishFlowKinds publishes, newest last, the flows that a workspace's
@@ -216,32 +214,13 @@ func (h *harness) publishFlowKinds(ws, other string) (api, chat, gone string) {
 }
 
 // invoke invokes a flow with the full plan and wants 200.
-func (h *harness) invoke(ws, flowID string, body any) invokeResult {
+func (h *harness) invoke(ws, flowID string, body any) flowrunnerapi.InvokeResponse {
 	h.t.Helper()
 	status, raw := h.api(ws, full, http.MethodPost, "/v1/flows/"+flowID+"/invoke", body)
 	if status != http.StatusOK {
 		h.t.Fatalf("invoke: %d %s", status, raw)
 	}
-	var out invokeResult
-	decode(h.t, raw, &out)
-	return out
-}
-
-type invokeResult struct {
-	Status    string           `json:"status"`
-	SessionID string           `json:"session_id"`
-	RunID     string           `json:"run_id"`
-	Output    map[string]any   `json:"output"`
-	Messages  []map[string]any `json:"messages"`
-	Usage     *struct {
-		Tokens        int     `json:"tokens"`
-		CostUSD       float64 `json:"cost_usd"`
-		BillableUnits int     `json:"billable_units"`
-	} `json:"usage"`
-	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	return apicheck.Body[flowrunnerapi.InvokeResponse](h.t, raw)
 }
 
 type errorBody struct {

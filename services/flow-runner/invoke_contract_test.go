@@ -14,10 +14,12 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
@@ -167,8 +169,7 @@ func TestFailedRunIsReplayed(t *testing.T) {
 	id := h.publish(ws, "", doc("Failing", apiOnly, "call",
 		`{"id": "call", "type": "http", "method": "GET", "url": "http://127.0.0.1:1/nothing", "save_as": "resp", "next": "done"}`, endNode))
 	status, _, first := h.keyed(ws, id, "k", `{"input": {}}`)
-	var out invokeResult
-	decode(t, first, &out)
+	out := apicheck.Body[flowrunnerapi.InvokeResponse](t, first)
 	if status != http.StatusOK || out.Status != "failed" {
 		t.Fatalf("first: %d %s", status, first)
 	}
@@ -190,8 +191,7 @@ func TestLargeAnswerIsNotReplayed(t *testing.T) {
 	id := h.publish(ws, "", doc("Echo", apiOnly, "done", `{"id": "done", "type": "end", "output": {"echo": "{{vars.input.s}}"}}`))
 	body := `{"input": {"s": "` + strings.Repeat("a", 16<<10-20) + `"}}`
 	status, _, first := h.keyed(ws, id, "big", body)
-	var out invokeResult
-	decode(t, first, &out)
+	out := apicheck.Body[flowrunnerapi.InvokeResponse](t, first)
 	if status != http.StatusOK || len(first) <= idempotency.MaxStoredBody {
 		t.Fatalf("first: %d, %d bytes", status, len(first))
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
 // policy reads one of the store policies the knowledge tests share.
@@ -20,37 +23,23 @@ func policy(t *testing.T, file string) string {
 	return string(b)
 }
 
-type kbDocument struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Passages  int    `json:"passages"`
-	CreatedAt string `json:"created_at"`
-}
-
 // addKB adds a document over the admin route and wants 201.
-func (h *harness) addKB(ws, title, markdown string) kbDocument {
+func (h *harness) addKB(ws, title, markdown string) flowrunnerapi.KnowledgeDocument {
 	h.t.Helper()
-	status, body := h.admin(http.MethodPost, "/admin/workspaces/"+ws+"/kb/documents", map[string]string{"title": title, "markdown": markdown})
+	status, body := h.admin(http.MethodPost, "/admin/workspaces/"+ws+"/kb/documents", flowrunnerapi.AddKnowledgeDocumentRequest{Title: title, Markdown: markdown})
 	if status != http.StatusCreated {
 		h.t.Fatalf("add document: %d %s", status, body)
 	}
-	var out struct {
-		Document kbDocument `json:"document"`
-	}
-	decode(h.t, body, &out)
-	return out.Document
+	return apicheck.Body[flowrunnerapi.KnowledgeDocumentResponse](h.t, body).Document
 }
 
-func (h *harness) listKB(ws string) []kbDocument {
+func (h *harness) listKB(ws string) []flowrunnerapi.KnowledgeDocument {
 	h.t.Helper()
 	status, body := h.admin(http.MethodGet, "/admin/workspaces/"+ws+"/kb/documents", nil)
 	if status != http.StatusOK {
 		h.t.Fatalf("list documents: %d %s", status, body)
 	}
-	var out struct {
-		Documents []kbDocument `json:"documents"`
-	}
-	decode(h.t, body, &out)
+	out := apicheck.Body[flowrunnerapi.KnowledgeDocumentsResponse](h.t, body)
 	if out.Documents == nil {
 		h.t.Fatalf("list documents: %s, want a list", body)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
 // TestOperatorListsEveryFlow: the admin list holds every flow of the
@@ -75,16 +77,7 @@ func TestOperatorReadsVersions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("versions: %d %s", status, body)
 	}
-	var versions struct {
-		FlowID           string `json:"flow_id"`
-		PublishedVersion int    `json:"published_version"`
-		Versions         []struct {
-			Version     int    `json:"version"`
-			PublishedAt string `json:"published_at"`
-			NodeCount   int    `json:"node_count"`
-		} `json:"versions"`
-	}
-	decode(t, body, &versions)
+	versions := apicheck.Body[flowrunnerapi.FlowVersions](t, body)
 	if versions.FlowID != id || versions.PublishedVersion != 2 || len(versions.Versions) != 2 ||
 		versions.Versions[0].Version != 2 || versions.Versions[0].NodeCount != 3 ||
 		versions.Versions[1].Version != 1 || versions.Versions[1].NodeCount != 2 {
@@ -144,21 +137,7 @@ func TestOperatorListsRuns(t *testing.T) {
 		t.Fatalf("the asker did not wait: %+v", waiting)
 	}
 
-	type runsPage struct {
-		Runs []struct {
-			ID            string   `json:"id"`
-			FlowID        string   `json:"flow_id"`
-			FlowVersion   int      `json:"flow_version"`
-			Status        string   `json:"status"`
-			NodesExecuted int      `json:"nodes_executed"`
-			StartedAt     string   `json:"started_at"`
-			CompletedAt   *string  `json:"completed_at"`
-			DurationMS    *int64   `json:"duration_ms"`
-			Usage         struct{} `json:"usage"`
-		} `json:"runs"`
-		NextBefore *string `json:"next_before"`
-	}
-	list := func(query string) runsPage {
+	list := func(query string) flowrunnerapi.RunPage {
 		t.Helper()
 		status, body := h.admin(http.MethodGet, "/admin/workspaces/"+ws+"/runs"+query, nil)
 		if status != http.StatusOK {
@@ -167,9 +146,7 @@ func TestOperatorListsRuns(t *testing.T) {
 		if !strings.Contains(string(body), `"usage":{"tokens":0,"cost_usd":0,"billable_units":0}`) {
 			t.Fatalf("runs%s without usage: %s", query, body)
 		}
-		var p runsPage
-		decode(t, body, &p)
-		return p
+		return apicheck.Body[flowrunnerapi.RunPage](t, body)
 	}
 
 	all := list("")

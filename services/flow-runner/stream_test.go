@@ -11,9 +11,11 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
@@ -231,8 +233,7 @@ func TestStreamPingAndHangUp(t *testing.T) {
 		if status != http.StatusOK {
 			return fmt.Errorf("%d %s", status, raw)
 		}
-		var out invokeResult
-		decode(t, raw, &out)
+		out := apicheck.Body[flowrunnerapi.InvokeResponse](t, raw)
 		if hd.Get(idempotency.ReplayedHeader) != "true" || !strings.HasPrefix(hd.Get("Content-Type"), "application/json") || out.Status != "failed" {
 			t.Fatalf("replay of the dropped stream: %v %s", hd, raw)
 		}

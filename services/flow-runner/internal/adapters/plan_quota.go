@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
@@ -34,9 +35,9 @@ func (q *PlanQuota) Refund(ctx context.Context, workspaceID string) error {
 	return q.use(ctx, workspaceID, -1)
 }
 
-func (q *PlanQuota) use(ctx context.Context, workspaceID string, units int) error {
+func (q *PlanQuota) use(ctx context.Context, workspaceID string, units int64) error {
 	err := q.client.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost,
-		"/admin/workspaces/"+workspaceID+"/ai-units", map[string]int{"units": units}, nil)
+		"/admin/workspaces/"+workspaceID+"/ai-units", gatewayapi.AIUnitsRequest{Units: &units}, nil)
 	if e, ok := errs.As(err); ok && e.Code == errs.CodeQuotaExceeded {
 		return run.ErrQuotaExceeded
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
@@ -56,9 +57,9 @@ func (h *handlers) listAllFlows(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := adminFlowsResponse{Flows: make([]adminFlowDTO, 0, len(flows))}
+	out := flowrunnerapi.WorkspaceFlowsResponse{Flows: make([]flowrunnerapi.WorkspaceFlow, 0, len(flows))}
 	for _, f := range flows {
-		out.Flows = append(out.Flows, toAdminFlowDTO(f))
+		out.Flows = append(out.Flows, toAPIWorkspaceFlow(f))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -72,9 +73,9 @@ func (h *handlers) listFlowVersions(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := versionsResponse{FlowID: f.ID, PublishedVersion: f.PublishedVersion, Versions: make([]versionDTO, 0, len(versions))}
+	out := flowrunnerapi.FlowVersions{FlowID: f.ID, PublishedVersion: f.PublishedVersion, Versions: make([]flowrunnerapi.FlowVersion, 0, len(versions))}
 	for _, v := range versions {
-		out.Versions = append(out.Versions, versionDTO{Version: v.Version, PublishedAt: httpx.Timestamp(v.PublishedAt), NodeCount: v.Nodes})
+		out.Versions = append(out.Versions, flowrunnerapi.FlowVersion{Version: v.Version, PublishedAt: httpx.Timestamp(v.PublishedAt), NodeCount: v.Nodes})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -110,9 +111,9 @@ func (h *handlers) listRuns(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := runsResponse{Runs: make([]runSummaryDTO, 0, len(page.Runs)), NextBefore: httpx.OptionalTimestamp(page.NextBefore)}
+	out := flowrunnerapi.RunPage{Runs: make([]flowrunnerapi.RunSummary, 0, len(page.Runs)), NextBefore: httpx.OptionalTimestamp(page.NextBefore)}
 	for _, r := range page.Runs {
-		out.Runs = append(out.Runs, toRunSummaryDTO(r))
+		out.Runs = append(out.Runs, toAPIRunSummary(r))
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -2,8 +2,8 @@
 // routes (/v1/flows..., reached through the gateway over the rpc "api"
 // endpoint, with the workspace and its modules and features the gateway
 // authenticated) and the operator routes (/admin/..., rpc "admin", for
-// parleyctl and the console). It maps domain errors to *errs.Error and domain objects to the
-// public shapes.
+// parleyctl and the console). It maps domain errors to *errs.Error and
+// renders domain objects as the wire types of pkg/api/flowrunner.
 package http
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -140,9 +141,9 @@ func (h *handlers) listFlows(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := flowsResponse{Flows: make([]flowDTO, 0, len(flows))}
+	out := flowrunnerapi.FlowsResponse{Flows: make([]flowrunnerapi.Flow, 0, len(flows))}
 	for _, f := range flows {
-		out.Flows = append(out.Flows, toFlowDTO(f))
+		out.Flows = append(out.Flows, toAPIFlow(f))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -156,7 +157,7 @@ func (h *handlers) getRun(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, toTraceDTO(t))
+	return c.JSON(http.StatusOK, toAPITrace(t))
 }
 
 func (h *handlers) publishFlow(c echo.Context) error {
@@ -172,7 +173,7 @@ func (h *handlers) publishFlow(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusCreated, publishedResponse{ID: f.ID, PublishedVersion: f.PublishedVersion})
+	return c.JSON(http.StatusCreated, flowrunnerapi.PublishedFlow{ID: f.ID, PublishedVersion: f.PublishedVersion})
 }
 
 func (h *handlers) deactivateFlow(c echo.Context) error {
@@ -184,7 +185,7 @@ func (h *handlers) deactivateFlow(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, deactivatedResponse{ID: f.ID, Status: f.Status})
+	return c.JSON(http.StatusOK, flowrunnerapi.DeactivatedFlow{ID: f.ID, Status: f.Status})
 }
 
 // validationError is a refused flow document: the parser's one line, and

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -27,14 +28,6 @@ const (
 	CodeConcurrencyLimited = "concurrency_limited"
 	CodeDailyInvokeCap     = "daily_invoke_cap"
 )
-
-// invokeRequest is the invoke body. input is kept raw so that its size and
-// depth are measured as sent.
-type invokeRequest struct {
-	Input     json.RawMessage `json:"input"`
-	SessionID *string         `json:"session_id"`
-	Stream    bool            `json:"stream"`
-}
 
 // invoke reads the call and answers it; the invoke contract (app.Invoke)
 // decides what it gets.
@@ -61,7 +54,8 @@ func (h *handlers) invoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var in invokeRequest
+	// input is kept raw, so that its size and depth are measured as sent.
+	var in flowrunnerapi.InvokeRequest
 	if err := httpx.DecodeJSON(bytes.NewReader(raw), &in); err != nil {
 		return err
 	}
@@ -97,8 +91,8 @@ func (h *handlers) invoke(c echo.Context) error {
 	case errors.As(err, &notStored) && sink.stream != nil:
 		// The stream is open: its end says what a JSON call's 500 says.
 		h.log.Error("streamed run not stored", zap.String("workspace_id", ws), zap.Error(err))
-		sink.stream.event("end", endEvent{Status: string(run.StatusFailed), Output: map[string]any{},
-			Error: &run.Error{Code: errs.CodeInternal, Message: "the run could not be stored"}})
+		sink.stream.event(flowrunnerapi.EventEnd, flowrunnerapi.EndEvent{Status: string(run.StatusFailed), Output: map[string]any{},
+			Error: &flowrunnerapi.RunError{Code: errs.CodeInternal, Message: "the run could not be stored"}})
 		return nil
 	case err != nil:
 		return toHTTPError(err)
@@ -106,9 +100,9 @@ func (h *handlers) invoke(c echo.Context) error {
 		// A replay is the stored JSON body, also for a stream request.
 		return idempotency.WriteReplay(c.Response(), &idempotency.Response{Status: answer.Replay.Status, Body: answer.Replay.Body})
 	}
-	resp := toInvokeResponse(answer.Outcome)
+	resp := toAPIInvokeResponse(answer.Outcome)
 	if sink.stream != nil {
-		sink.stream.event("end", toEndEvent(resp))
+		sink.stream.event(flowrunnerapi.EventEnd, toAPIEndEvent(resp))
 		return nil
 	}
 	return c.JSON(http.StatusOK, resp)
@@ -149,18 +143,20 @@ type invokeSink struct {
 func (s *invokeSink) RunStarted(runID string) { s.stream.start(runID) }
 
 func (s *invokeSink) NodeStarted(nodeID string, nodeType flow.NodeType) {
-	s.stream.event("node_start", nodeStartEvent{NodeID: nodeID, Type: string(nodeType)})
+	s.stream.event(flowrunnerapi.EventNodeStart, flowrunnerapi.NodeStartEvent{NodeID: nodeID, Type: string(nodeType)})
 }
 
-func (s *invokeSink) Message(m run.Message) { s.stream.event("message", m) }
+func (s *invokeSink) Message(m run.Message) {
+	s.stream.event(flowrunnerapi.EventMessage, toAPIMessage(m))
+}
 
 func (s *invokeSink) NodeEnded(nr run.NodeRun) {
-	s.stream.event("node_end", nodeEndEvent{NodeID: nr.NodeID, Type: nr.NodeType, MS: nr.DurationMS, Tokens: nr.Tokens, Error: nr.Error})
+	s.stream.event(flowrunnerapi.EventNodeEnd, flowrunnerapi.NodeEndEvent{NodeID: nr.NodeID, Type: nr.NodeType, MS: nr.DurationMS, Tokens: nr.Tokens, Error: nr.Error})
 }
 
 // Render is the call's JSON answer, which its repeats get too.
 func (s *invokeSink) Render(o *app.Outcome) ([]byte, error) {
-	return json.Marshal(toInvokeResponse(o))
+	return json.Marshal(toAPIInvokeResponse(o))
 }
 
 // runStream is a run's SSE response: opened when the run starts, so that
@@ -198,7 +194,7 @@ func (s *runStream) start(runID string) {
 			}
 		}
 	}()
-	s.event("run_start", runStartEvent{RunID: runID})
+	s.event(flowrunnerapi.EventRunStart, flowrunnerapi.RunStartEvent{RunID: runID})
 }
 
 // event sends one event; when the client is gone, the run stops.

@@ -6,47 +6,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 )
 
 // CodeDocumentNotFound is a knowledge-base document that is unknown, or
 // not the workspace's.
 const CodeDocumentNotFound = "document_not_found"
-
-// knowledgeDocumentDTO is a knowledge-base document of the admin contract.
-type knowledgeDocumentDTO struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Passages  int    `json:"passages"`
-	CreatedAt string `json:"created_at"`
-}
-
-func toKnowledgeDocumentDTO(d *catalog.KnowledgeDocument) knowledgeDocumentDTO {
-	return knowledgeDocumentDTO{ID: d.ID, Title: d.Title, Passages: d.Passages, CreatedAt: httpx.Timestamp(d.CreatedAt)}
-}
-
-// addKnowledgeDocumentRequest is the body of an upload: the Markdown as a
-// JSON string, which needs no encoding of its own and keeps Cyrillic
-// readable.
-type addKnowledgeDocumentRequest struct {
-	Title    string `json:"title"`
-	Markdown string `json:"markdown"`
-}
-
-type knowledgeDocumentResponse struct {
-	Document knowledgeDocumentDTO `json:"document"`
-}
-
-type knowledgeDocumentsResponse struct {
-	Documents []knowledgeDocumentDTO `json:"documents"`
-}
-
-type knowledgeDocumentDeletedResponse struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
-}
 
 // adminWorkspace is the :ws of an admin route, which must be a workspace
 // id.
@@ -63,7 +30,7 @@ func (h *handlers) addKnowledgeDocument(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req addKnowledgeDocumentRequest
+	var req flowrunnerapi.AddKnowledgeDocumentRequest
 	if err := httpx.DecodeJSON(c.Request().Body, &req); err != nil {
 		return err
 	}
@@ -71,7 +38,7 @@ func (h *handlers) addKnowledgeDocument(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusCreated, knowledgeDocumentResponse{Document: toKnowledgeDocumentDTO(d)})
+	return c.JSON(http.StatusCreated, flowrunnerapi.KnowledgeDocumentResponse{Document: toAPIKnowledgeDocument(d)})
 }
 
 func (h *handlers) listKnowledgeDocuments(c echo.Context) error {
@@ -83,9 +50,9 @@ func (h *handlers) listKnowledgeDocuments(c echo.Context) error {
 	if err != nil {
 		return toHTTPError(err)
 	}
-	out := knowledgeDocumentsResponse{Documents: make([]knowledgeDocumentDTO, 0, len(docs))}
+	out := flowrunnerapi.KnowledgeDocumentsResponse{Documents: make([]flowrunnerapi.KnowledgeDocument, 0, len(docs))}
 	for _, d := range docs {
-		out.Documents = append(out.Documents, toKnowledgeDocumentDTO(d))
+		out.Documents = append(out.Documents, toAPIKnowledgeDocument(d))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -101,5 +68,5 @@ func (h *handlers) deleteKnowledgeDocument(c echo.Context) error {
 	if err := h.app.DeleteKnowledgeDocument(c.Request().Context(), ws, id); err != nil {
 		return toHTTPError(err)
 	}
-	return c.JSON(http.StatusOK, knowledgeDocumentDeletedResponse{ID: id, Deleted: true})
+	return c.JSON(http.StatusOK, flowrunnerapi.DeletedDocument{ID: id, Deleted: true})
 }
