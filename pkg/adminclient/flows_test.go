@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 )
 
 // TestOperatorFlowReads: every flow, a flow's versions and one version's
@@ -31,10 +32,10 @@ func TestOperatorFlowReads(t *testing.T) {
 	})
 
 	flows, err := client.ListAllFlows(ctx, "w1")
-	want := []adminclient.WorkspaceFlow{
-		{Flow: adminclient.Flow{ID: "f2", Name: "Chat", Status: "inactive", PublishedVersion: 1, UpdatedAt: "2026-11-24T05:00:00Z"},
+	want := []flowrunnerapi.WorkspaceFlow{
+		{Flow: flowrunnerapi.Flow{ID: "f2", Name: "Chat", Status: "inactive", PublishedVersion: 1, UpdatedAt: "2026-11-24T05:00:00Z"},
 			Triggers: []string{"chat"}, CreatedAt: "2026-11-24T03:00:00Z"},
-		{Flow: adminclient.Flow{ID: "f1", Name: "Order", Description: "d", Status: "active", PublishedVersion: 2, UpdatedAt: "2026-11-24T04:00:00Z"},
+		{Flow: flowrunnerapi.Flow{ID: "f1", Name: "Order", Description: "d", Status: "active", PublishedVersion: 2, UpdatedAt: "2026-11-24T04:00:00Z"},
 			Triggers: []string{"api", "chat"}, CreatedAt: "2026-11-24T02:00:00Z"},
 	}
 	if err != nil || !reflect.DeepEqual(flows, want) {
@@ -45,7 +46,7 @@ func TestOperatorFlowReads(t *testing.T) {
 	}
 
 	versions, err := client.ListFlowVersions(ctx, "w1", "f1")
-	wantVersions := adminclient.FlowVersions{FlowID: "f1", PublishedVersion: 2, Versions: []adminclient.FlowVersion{
+	wantVersions := flowrunnerapi.FlowVersions{FlowID: "f1", PublishedVersion: 2, Versions: []flowrunnerapi.FlowVersion{
 		{Version: 2, PublishedAt: "2026-11-24T04:00:00Z", NodeCount: 3}, {Version: 1, PublishedAt: "2026-11-24T02:00:00Z", NodeCount: 2}}}
 	if err != nil || !reflect.DeepEqual(versions, wantVersions) {
 		t.Fatalf("ListFlowVersions = %+v, %v", versions, err)
@@ -74,7 +75,7 @@ func TestOperatorFlowReads(t *testing.T) {
 	if waiting.CompletedAt != nil || waiting.DurationMS != nil || waiting.Error != nil || waiting.Status != "waiting" {
 		t.Errorf("the waiting run = %+v", waiting)
 	}
-	if failed.DurationMS == nil || *failed.DurationMS != 1500 || failed.Usage != (adminclient.RunUsage{Tokens: 120, CostUSD: 0.0004, BillableUnits: 1}) ||
+	if failed.DurationMS == nil || *failed.DurationMS != 1500 || failed.Usage != (flowrunnerapi.Usage{Tokens: 120, CostUSD: 0.0004, BillableUnits: 1}) ||
 		failed.Error == nil || failed.Error.Code != "http_failed" || failed.FlowVersion != 2 || failed.NodesExecuted != 3 {
 		t.Errorf("the failed run = %+v", failed)
 	}

@@ -5,23 +5,9 @@ import (
 	"net/http"
 	"net/url"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
-
-// KnowledgeDocument is a document of a workspace's knowledge base, split
-// into Passages for search.
-type KnowledgeDocument struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Passages  int    `json:"passages"`
-	CreatedAt string `json:"created_at"`
-}
-
-// DeletedDocument is the flow-runner's answer to a deletion.
-type DeletedDocument struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
-}
 
 func documentsPath(workspaceID string) string {
 	return "/admin/workspaces/" + segment(workspaceID) + "/kb/documents"
@@ -29,20 +15,16 @@ func documentsPath(workspaceID string) string {
 
 // AddDocument adds a Markdown document to a workspace's knowledge base.
 // markdown must be UTF-8: JSON would carry other bytes as U+FFFD.
-func (c *Client) AddDocument(ctx context.Context, workspaceID, title, markdown string) (KnowledgeDocument, error) {
-	var out struct {
-		Document KnowledgeDocument `json:"document"`
-	}
-	body := map[string]string{"title": title, "markdown": markdown}
+func (c *Client) AddDocument(ctx context.Context, workspaceID, title, markdown string) (flowrunnerapi.KnowledgeDocument, error) {
+	var out flowrunnerapi.KnowledgeDocumentResponse
+	body := flowrunnerapi.AddKnowledgeDocumentRequest{Title: title, Markdown: markdown}
 	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPost, documentsPath(workspaceID), body, &out)
 	return out.Document, err
 }
 
 // ListDocuments returns a workspace's knowledge-base documents.
-func (c *Client) ListDocuments(ctx context.Context, workspaceID string) ([]KnowledgeDocument, error) {
-	var out struct {
-		Documents []KnowledgeDocument `json:"documents"`
-	}
+func (c *Client) ListDocuments(ctx context.Context, workspaceID string) ([]flowrunnerapi.KnowledgeDocument, error) {
+	var out flowrunnerapi.KnowledgeDocumentsResponse
 	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodGet, documentsPath(workspaceID), nil, &out)
 	return out.Documents, err
 }
@@ -50,12 +32,12 @@ func (c *Client) ListDocuments(ctx context.Context, workspaceID string) ([]Knowl
 // DeleteDocument deletes a document; with workspaceID only when it is that
 // workspace's (404 document_not_found otherwise), a guard against a
 // mistyped id.
-func (c *Client) DeleteDocument(ctx context.Context, documentID, workspaceID string) (DeletedDocument, error) {
+func (c *Client) DeleteDocument(ctx context.Context, documentID, workspaceID string) (flowrunnerapi.DeletedDocument, error) {
 	var query url.Values
 	if workspaceID != "" {
 		query = url.Values{"workspace": {workspaceID}}
 	}
-	var out DeletedDocument
+	var out flowrunnerapi.DeletedDocument
 	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodDelete, withQuery("/admin/kb/documents/"+segment(documentID), query), nil, &out)
 	return out, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 )
 
 const deliveryJSON = `{"id":"d1","event":"test","payload":"{}","status":"failed","attempts":3,"response_status":500,"last_error":"HTTP 500","delivered_at":null,"created_at":"2026-11-24T04:00:00Z"}`
@@ -138,7 +139,7 @@ func TestFlowCalls(t *testing.T) {
 		{http.StatusBadRequest, flowRefusal},
 	}})
 	flows, err := client.ListFlows(ctx, "w1")
-	if err != nil || len(flows) != 1 || flows[0] != (adminclient.Flow{ID: "f1", Name: "Order", Description: "d", Status: "active", PublishedVersion: 2, UpdatedAt: "2026-11-24T04:00:00Z"}) {
+	if err != nil || len(flows) != 1 || flows[0] != (flowrunnerapi.Flow{ID: "f1", Name: "Order", Description: "d", Status: "active", PublishedVersion: 2, UpdatedAt: "2026-11-24T04:00:00Z"}) {
 		t.Fatalf("ListFlows = %+v, %v", flows, err)
 	}
 	if r := s.last(t); r.endpoint != "api" || r.workspaceID != "w1" || !r.flowsAPI {
@@ -148,7 +149,7 @@ func TestFlowCalls(t *testing.T) {
 	// The document goes byte for byte, spacing and key order kept.
 	doc := []byte("{\n  \"name\": \"Order\",   \"nodes\": []\n}")
 	published, err := client.PublishFlow(ctx, "w1", "", doc)
-	if err != nil || published != (adminclient.PublishedFlow{ID: "f1", PublishedVersion: 1}) {
+	if err != nil || published != (flowrunnerapi.PublishedFlow{ID: "f1", PublishedVersion: 1}) {
 		t.Fatalf("PublishFlow = %+v, %v", published, err)
 	}
 	if r := s.last(t); string(r.body) != string(doc) || r.query != "" || r.contentType != "application/json" || r.endpoint != "admin" {
@@ -164,7 +165,7 @@ func TestFlowCalls(t *testing.T) {
 		t.Errorf("new version query = %q", q)
 	}
 
-	if got, err := client.DeactivateFlow(ctx, "", "f1"); err != nil || got != (adminclient.DeactivatedFlow{ID: "f1", Status: "inactive"}) {
+	if got, err := client.DeactivateFlow(ctx, "", "f1"); err != nil || got != (flowrunnerapi.DeactivatedFlow{ID: "f1", Status: "inactive"}) {
 		t.Fatalf("DeactivateFlow = %+v, %v", got, err)
 	}
 	if q := s.last(t).query; q != "" {
@@ -194,7 +195,7 @@ func TestKnowledgeCalls(t *testing.T) {
 		"flow-runner GET /admin/workspaces/w1/kb/documents":  {http.StatusOK, `{"documents":[` + documentJSON + `]}`},
 		"flow-runner DELETE /admin/kb/documents/d1":          {http.StatusOK, `{"id":"d1","deleted":true}`},
 	})
-	want := adminclient.KnowledgeDocument{ID: "d1", Title: "Журам", Passages: 2, CreatedAt: "2026-11-24T04:00:00Z"}
+	want := flowrunnerapi.KnowledgeDocument{ID: "d1", Title: "Журам", Passages: 2, CreatedAt: "2026-11-24T04:00:00Z"}
 	if got, err := client.AddDocument(ctx, "w1", "Журам", "# Журам\n\nТекст."); err != nil || got != want {
 		t.Fatalf("AddDocument = %+v, %v", got, err)
 	}
@@ -206,7 +207,7 @@ func TestKnowledgeCalls(t *testing.T) {
 	}
 	for _, ws := range []string{"", "w1"} {
 		got, err := client.DeleteDocument(ctx, "d1", ws)
-		if err != nil || got != (adminclient.DeletedDocument{ID: "d1", Deleted: true}) {
+		if err != nil || got != (flowrunnerapi.DeletedDocument{ID: "d1", Deleted: true}) {
 			t.Fatalf("DeleteDocument(%q) = %+v, %v", ws, got, err)
 		}
 		wantQuery := ""

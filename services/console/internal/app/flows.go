@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
@@ -17,16 +18,16 @@ import (
 // FlowRunner is the flow-runner's flow, run and knowledge-base calls;
 // *adminclient.Client implements it.
 type FlowRunner interface {
-	ListAllFlows(ctx context.Context, workspaceID string) ([]adminclient.WorkspaceFlow, error)
-	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (adminclient.FlowVersions, error)
+	ListAllFlows(ctx context.Context, workspaceID string) ([]flowrunnerapi.WorkspaceFlow, error)
+	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (flowrunnerapi.FlowVersions, error)
 	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
-	ListRuns(ctx context.Context, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error)
-	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error)
-	DeactivateFlow(ctx context.Context, workspaceID, flowID string) (adminclient.DeactivatedFlow, error)
-	GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (adminclient.Trace, error)
-	AddDocument(ctx context.Context, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error)
-	ListDocuments(ctx context.Context, workspaceID string) ([]adminclient.KnowledgeDocument, error)
-	DeleteDocument(ctx context.Context, documentID, workspaceID string) (adminclient.DeletedDocument, error)
+	ListRuns(ctx context.Context, workspaceID string, f adminclient.RunFilter) (flowrunnerapi.RunPage, error)
+	PublishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (flowrunnerapi.PublishedFlow, error)
+	DeactivateFlow(ctx context.Context, workspaceID, flowID string) (flowrunnerapi.DeactivatedFlow, error)
+	GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (flowrunnerapi.Trace, error)
+	AddDocument(ctx context.Context, workspaceID, title, markdown string) (flowrunnerapi.KnowledgeDocument, error)
+	ListDocuments(ctx context.Context, workspaceID string) ([]flowrunnerapi.KnowledgeDocument, error)
+	DeleteDocument(ctx context.Context, documentID, workspaceID string) (flowrunnerapi.DeletedDocument, error)
 }
 
 // ErrFlowNotFound is a flow the workspace does not have: unknown, or
@@ -44,7 +45,7 @@ const (
 
 // Flows lists every flow of the workspace, active or not, whatever its
 // triggers, newest change first.
-func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.WorkspaceFlow, error) {
+func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID string) ([]flowrunnerapi.WorkspaceFlow, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return nil, err
 	}
@@ -57,27 +58,27 @@ func (a *App) Flows(ctx context.Context, op operator.Operator, workspaceID strin
 
 // Flow returns one of the workspace's flows, active or not. The
 // flow-runner has no route for one flow, so it is found in the list.
-func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.WorkspaceFlow, error) {
+func (a *App) Flow(ctx context.Context, op operator.Operator, workspaceID, flowID string) (flowrunnerapi.WorkspaceFlow, error) {
 	flows, err := a.Flows(ctx, op, workspaceID)
 	if err != nil {
-		return adminclient.WorkspaceFlow{}, err
+		return flowrunnerapi.WorkspaceFlow{}, err
 	}
 	for _, f := range flows {
 		if f.ID == flowID {
 			return f, nil
 		}
 	}
-	return adminclient.WorkspaceFlow{}, ErrFlowNotFound
+	return flowrunnerapi.WorkspaceFlow{}, ErrFlowNotFound
 }
 
 // FlowVersions returns the versions of the workspace's flow, newest first.
-func (a *App) FlowVersions(ctx context.Context, op operator.Operator, workspaceID, flowID string) (adminclient.FlowVersions, error) {
+func (a *App) FlowVersions(ctx context.Context, op operator.Operator, workspaceID, flowID string) (flowrunnerapi.FlowVersions, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.FlowVersions{}, err
+		return flowrunnerapi.FlowVersions{}, err
 	}
 	v, err := a.flows.ListFlowVersions(ctx, workspaceID, flowID)
 	if err != nil {
-		return adminclient.FlowVersions{}, flowRunnerError("list versions of flow "+flowID, err)
+		return flowrunnerapi.FlowVersions{}, flowRunnerError("list versions of flow "+flowID, err)
 	}
 	return v, nil
 }
@@ -96,13 +97,13 @@ func (a *App) FlowVersion(ctx context.Context, op operator.Operator, workspaceID
 }
 
 // Runs returns a page of the workspace's runs, newest first, as f selects.
-func (a *App) Runs(ctx context.Context, op operator.Operator, workspaceID string, f adminclient.RunFilter) (adminclient.RunPage, error) {
+func (a *App) Runs(ctx context.Context, op operator.Operator, workspaceID string, f adminclient.RunFilter) (flowrunnerapi.RunPage, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.RunPage{}, err
+		return flowrunnerapi.RunPage{}, err
 	}
 	page, err := a.flows.ListRuns(ctx, workspaceID, f)
 	if err != nil {
-		return adminclient.RunPage{}, flowRunnerError("list runs", err)
+		return flowrunnerapi.RunPage{}, flowRunnerError("list runs", err)
 	}
 	return page, nil
 }
@@ -124,21 +125,21 @@ func flowRunnerError(doing string, err error) error {
 // PublishFlow publishes document as a new flow of the workspace, or with
 // flowID as a new version of that flow. A document the flow-runner refuses
 // is a *FlowRefusedError saying which node and field.
-func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string, document []byte) (adminclient.PublishedFlow, error) {
+func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string, document []byte) (flowrunnerapi.PublishedFlow, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.PublishedFlow{}, err
+		return flowrunnerapi.PublishedFlow{}, err
 	}
 	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
-		return adminclient.PublishedFlow{}, &FlowRefusedError{Problem: FlowProblemOf(e)}
+		return flowrunnerapi.PublishedFlow{}, &FlowRefusedError{Problem: FlowProblemOf(e)}
 	}
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound && flowID != "" {
 		// The flow-runner publishes a version only to the workspace's own
 		// flow; any other is flow_not_found.
-		return adminclient.PublishedFlow{}, ErrFlowNotFound
+		return flowrunnerapi.PublishedFlow{}, ErrFlowNotFound
 	}
 	if err != nil {
-		return adminclient.PublishedFlow{}, fmt.Errorf("publish flow: %w", err)
+		return flowrunnerapi.PublishedFlow{}, fmt.Errorf("publish flow: %w", err)
 	}
 	return published, nil
 }
@@ -159,13 +160,13 @@ func (a *App) DeactivateFlow(ctx context.Context, op operator.Operator, workspac
 }
 
 // RunTrace returns a run of the workspace's flow with its nodes' steps.
-func (a *App) RunTrace(ctx context.Context, op operator.Operator, workspaceID, flowID, runID string) (adminclient.Trace, error) {
+func (a *App) RunTrace(ctx context.Context, op operator.Operator, workspaceID, flowID, runID string) (flowrunnerapi.Trace, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.Trace{}, err
+		return flowrunnerapi.Trace{}, err
 	}
 	t, err := a.flows.GetRunTrace(ctx, workspaceID, flowID, runID)
 	if err != nil {
-		return adminclient.Trace{}, fmt.Errorf("get run %s: %w", runID, err)
+		return flowrunnerapi.Trace{}, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	return t, nil
 }

@@ -6,11 +6,12 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
 // Documents lists the workspace's knowledge-base documents.
-func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID string) ([]adminclient.KnowledgeDocument, error) {
+func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID string) ([]flowrunnerapi.KnowledgeDocument, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return nil, err
 	}
@@ -22,13 +23,13 @@ func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID s
 }
 
 // AddDocument adds a Markdown document to the workspace's knowledge base.
-func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, title, markdown string) (adminclient.KnowledgeDocument, error) {
+func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, title, markdown string) (flowrunnerapi.KnowledgeDocument, error) {
 	if err := visible(op, workspaceID); err != nil {
-		return adminclient.KnowledgeDocument{}, err
+		return flowrunnerapi.KnowledgeDocument{}, err
 	}
 	d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
 	if err != nil {
-		return adminclient.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
+		return flowrunnerapi.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
 	}
 	return d, nil
 }

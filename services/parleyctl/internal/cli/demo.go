@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 )
 
 // Demo workspace identity; `demo` finds it by slug, so running it again
@@ -217,7 +218,7 @@ type demoFlowSummary struct {
 // description) is published as this parleyctl and configuration describe
 // it, given the workspace's flows as listed: created when missing, a new
 // version when the one found differs, left alone otherwise.
-func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []adminclient.Flow, doc []byte, name, description string) (demoFlowSummary, error) {
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []flowrunnerapi.Flow, doc []byte, name, description string) (demoFlowSummary, error) {
 	flowID := ""
 	for _, f := range listed {
 		if f.Name != name {

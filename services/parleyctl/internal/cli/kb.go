@@ -6,7 +6,7 @@ import (
 	"os"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 )
 
 // kbAdd sends a Markdown document to the flow-runner, which splits it into
@@ -42,7 +42,7 @@ type addedDocument struct {
 	Passages int    `json:"passages"`
 }
 
-func added(d adminclient.KnowledgeDocument) addedDocument {
+func added(d flowrunnerapi.KnowledgeDocument) addedDocument {
 	return addedDocument{ID: d.ID, Title: d.Title, Passages: d.Passages}
 }
 

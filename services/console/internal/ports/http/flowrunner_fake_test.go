@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -34,11 +34,11 @@ type flowCall struct {
 // state, over real NATS.
 type fakeFlowRunner struct {
 	mu       sync.Mutex
-	flows    map[string][]adminclient.WorkspaceFlow // by workspace
-	versions map[string][]fakeVersion               // by flow id, oldest first
-	runs     map[string][]adminclient.RunSummary    // by workspace, newest first
-	docs     map[string][]adminclient.KnowledgeDocument
-	traces   map[string]adminclient.Trace // by workspace + " " + run id
+	flows    map[string][]flowrunnerapi.WorkspaceFlow // by workspace
+	versions map[string][]fakeVersion                 // by flow id, oldest first
+	runs     map[string][]flowrunnerapi.RunSummary    // by workspace, newest first
+	docs     map[string][]flowrunnerapi.KnowledgeDocument
+	traces   map[string]flowrunnerapi.Trace // by workspace + " " + run id
 	calls    []flowCall
 	// refuse answers "METHOD route" (echo's route path) with an error.
 	refuse map[string]*errs.Error
@@ -53,9 +53,9 @@ type fakeVersion struct {
 // serveFlowRunner starts the fake flow-runner on the test's NATS.
 func serveFlowRunner(t *testing.T, env *testenv.Env) *fakeFlowRunner {
 	t.Helper()
-	f := &fakeFlowRunner{flows: map[string][]adminclient.WorkspaceFlow{}, versions: map[string][]fakeVersion{},
-		runs: map[string][]adminclient.RunSummary{}, docs: map[string][]adminclient.KnowledgeDocument{},
-		traces: map[string]adminclient.Trace{}, refuse: map[string]*errs.Error{}}
+	f := &fakeFlowRunner{flows: map[string][]flowrunnerapi.WorkspaceFlow{}, versions: map[string][]fakeVersion{},
+		runs: map[string][]flowrunnerapi.RunSummary{}, docs: map[string][]flowrunnerapi.KnowledgeDocument{},
+		traces: map[string]flowrunnerapi.Trace{}, refuse: map[string]*errs.Error{}}
 	endpoints := map[string]*echo.Echo{}
 	for endpoint, routes := range map[string]func(*echo.Echo){rpc.EndpointAPI: f.apiRoutes, rpc.EndpointAdmin: f.adminRoutes} {
 		e := httpx.NewEcho(env.Logger(t))
@@ -105,21 +105,21 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 					flows[i].PublishedVersion++
 					flows[i].Status, flows[i].UpdatedAt = "active", now
 					f.versions[id] = append(f.versions[id], fakeVersion{document: string(body), publishedAt: now})
-					return c.JSON(http.StatusCreated, map[string]any{"id": id, "published_version": flows[i].PublishedVersion})
+					return c.JSON(http.StatusCreated, flowrunnerapi.PublishedFlow{ID: id, PublishedVersion: flows[i].PublishedVersion})
 				}
 			}
 			return errs.NotFound("flow_not_found", "flow not found")
 		}
-		fl := adminclient.WorkspaceFlow{Flow: adminclient.Flow{ID: uuid.NewString(), Name: "Published", Status: "active", PublishedVersion: 1, UpdatedAt: now},
+		fl := flowrunnerapi.WorkspaceFlow{Flow: flowrunnerapi.Flow{ID: uuid.NewString(), Name: "Published", Status: "active", PublishedVersion: 1, UpdatedAt: now},
 			Triggers: []string{"api"}, CreatedAt: now}
 		f.flows[ws] = append(flows, fl)
 		f.versions[fl.ID] = []fakeVersion{{document: string(body), publishedAt: now}}
-		return c.JSON(http.StatusCreated, map[string]any{"id": fl.ID, "published_version": 1})
+		return c.JSON(http.StatusCreated, flowrunnerapi.PublishedFlow{ID: fl.ID, PublishedVersion: 1})
 	})
 	e.GET("/admin/workspaces/:ws/flows", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return c.JSON(http.StatusOK, map[string]any{"flows": append([]adminclient.WorkspaceFlow{}, f.flows[c.Param("ws")]...)})
+		return c.JSON(http.StatusOK, flowrunnerapi.WorkspaceFlowsResponse{Flows: append([]flowrunnerapi.WorkspaceFlow{}, f.flows[c.Param("ws")]...)})
 	})
 	e.POST("/admin/flows/:id/deactivate", func(c echo.Context) error {
 		f.mu.Lock()
@@ -138,7 +138,7 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 			for i := range flows {
 				if flows[i].ID == c.Param("id") {
 					flows[i].Status = "inactive"
-					return c.JSON(http.StatusOK, map[string]any{"id": flows[i].ID, "status": "inactive"})
+					return c.JSON(http.StatusOK, flowrunnerapi.DeactivatedFlow{ID: flows[i].ID, Status: "inactive"})
 				}
 			}
 		}
@@ -151,10 +151,10 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 		if !ok {
 			return errs.NotFound("flow_not_found", "flow not found")
 		}
-		out := adminclient.FlowVersions{FlowID: fl.ID, PublishedVersion: fl.PublishedVersion, Versions: []adminclient.FlowVersion{}}
+		out := flowrunnerapi.FlowVersions{FlowID: fl.ID, PublishedVersion: fl.PublishedVersion, Versions: []flowrunnerapi.FlowVersion{}}
 		versions := f.versions[fl.ID]
 		for i := len(versions) - 1; i >= 0; i-- {
-			out.Versions = append(out.Versions, adminclient.FlowVersion{Version: i + 1, PublishedAt: versions[i].publishedAt, NodeCount: i + 2})
+			out.Versions = append(out.Versions, flowrunnerapi.FlowVersion{Version: i + 1, PublishedAt: versions[i].publishedAt, NodeCount: i + 2})
 		}
 		return c.JSON(http.StatusOK, out)
 	})
@@ -190,7 +190,7 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 		if l := q.Get("limit"); l != "" {
 			limit, _ = strconv.Atoi(l)
 		}
-		out := adminclient.RunPage{Runs: []adminclient.RunSummary{}}
+		out := flowrunnerapi.RunPage{Runs: []flowrunnerapi.RunSummary{}}
 		for _, r := range f.runs[ws] {
 			if (q.Get("flow_id") != "" && r.FlowID != q.Get("flow_id")) || (q.Get("status") != "" && r.Status != q.Get("status")) ||
 				(q.Get("before") != "" && r.StartedAt >= q.Get("before")) {
@@ -208,18 +208,18 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 	e.GET("/admin/workspaces/:ws/kb/documents", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return c.JSON(http.StatusOK, map[string]any{"documents": append([]adminclient.KnowledgeDocument{}, f.docs[c.Param("ws")]...)})
+		return c.JSON(http.StatusOK, flowrunnerapi.KnowledgeDocumentsResponse{Documents: append([]flowrunnerapi.KnowledgeDocument{}, f.docs[c.Param("ws")]...)})
 	})
 	e.POST("/admin/workspaces/:ws/kb/documents", func(c echo.Context) error {
-		var in struct{ Title, Markdown string }
+		var in flowrunnerapi.AddKnowledgeDocumentRequest
 		if err := httpx.DecodeJSON(c.Request().Body, &in); err != nil {
 			return err
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		d := adminclient.KnowledgeDocument{ID: uuid.NewString(), Title: in.Title, Passages: 1 + len(in.Markdown)/100, CreatedAt: "2026-11-24T04:30:00Z"}
+		d := flowrunnerapi.KnowledgeDocument{ID: uuid.NewString(), Title: in.Title, Passages: 1 + len(in.Markdown)/100, CreatedAt: "2026-11-24T04:30:00Z"}
 		f.docs[c.Param("ws")] = append(f.docs[c.Param("ws")], d)
-		return c.JSON(http.StatusCreated, map[string]any{"document": d})
+		return c.JSON(http.StatusCreated, flowrunnerapi.KnowledgeDocumentResponse{Document: d})
 	})
 	e.DELETE("/admin/kb/documents/:id", func(c echo.Context) error {
 		f.mu.Lock()
@@ -231,7 +231,7 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 			for i, d := range docs {
 				if d.ID == c.Param("id") {
 					f.docs[ws] = append(docs[:i:i], docs[i+1:]...)
-					return c.JSON(http.StatusOK, map[string]any{"id": d.ID, "deleted": true})
+					return c.JSON(http.StatusOK, flowrunnerapi.DeletedDocument{ID: d.ID, Deleted: true})
 				}
 			}
 		}
@@ -240,13 +240,13 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 }
 
 // flowOf is the workspace's flow with id; the caller holds mu.
-func (f *fakeFlowRunner) flowOf(workspaceID, id string) (adminclient.WorkspaceFlow, bool) {
+func (f *fakeFlowRunner) flowOf(workspaceID, id string) (flowrunnerapi.WorkspaceFlow, bool) {
 	for _, fl := range f.flows[workspaceID] {
 		if fl.ID == id {
 			return fl, true
 		}
 	}
-	return adminclient.WorkspaceFlow{}, false
+	return flowrunnerapi.WorkspaceFlow{}, false
 }
 
 // addFlow gives a workspace an active API flow with versions 1 to version
@@ -255,8 +255,8 @@ func (f *fakeFlowRunner) addFlow(workspaceID, name string, version int) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := uuid.NewString()
-	f.flows[workspaceID] = append(f.flows[workspaceID], adminclient.WorkspaceFlow{
-		Flow: adminclient.Flow{ID: id, Name: name, Description: name + " flow", Status: "active", PublishedVersion: version,
+	f.flows[workspaceID] = append(f.flows[workspaceID], flowrunnerapi.WorkspaceFlow{
+		Flow: flowrunnerapi.Flow{ID: id, Name: name, Description: name + " flow", Status: "active", PublishedVersion: version,
 			UpdatedAt: "2026-11-24T04:0" + strconv.Itoa(version%10) + ":00Z"},
 		Triggers: []string{"api"}, CreatedAt: "2026-11-24T04:00:00Z"})
 	for n := 1; n <= version; n++ {
@@ -271,7 +271,7 @@ func versionDocument(name string, n int) string {
 }
 
 // addRuns gives a workspace runs, newest first after the ones it has.
-func (f *fakeFlowRunner) addRuns(workspaceID string, runs ...adminclient.RunSummary) {
+func (f *fakeFlowRunner) addRuns(workspaceID string, runs ...flowrunnerapi.RunSummary) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs[workspaceID] = append(f.runs[workspaceID], runs...)
@@ -283,7 +283,7 @@ func (f *fakeFlowRunner) addDocument(workspaceID, title string, passages int) st
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := uuid.NewString()
-	f.docs[workspaceID] = append(f.docs[workspaceID], adminclient.KnowledgeDocument{ID: id, Title: title, Passages: passages, CreatedAt: "2026-11-24T04:00:00Z"})
+	f.docs[workspaceID] = append(f.docs[workspaceID], flowrunnerapi.KnowledgeDocument{ID: id, Title: title, Passages: passages, CreatedAt: "2026-11-24T04:00:00Z"})
 	return id
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -44,14 +45,14 @@ func (c *Console) mountFlows(ws *echo.Group) {
 type flowsView struct {
 	Flash string
 	// List is the workspace's flows on the list page.
-	List []adminclient.WorkspaceFlow
+	List []flowrunnerapi.WorkspaceFlow
 	// Flow is the flow of its own page or of the deactivation's
 	// confirmation.
-	Flow    *adminclient.WorkspaceFlow
+	Flow    *flowrunnerapi.WorkspaceFlow
 	Confirm bool
 	// Versions are the flow's versions, newest first; Shown is the one
 	// whose Definition (its document as published) the page shows.
-	Versions   []adminclient.FlowVersion
+	Versions   []flowrunnerapi.FlowVersion
 	Shown      int
 	Definition string
 	// Runs are a page of the flow's runs, RunStatus the filter they were
@@ -74,7 +75,7 @@ func (fv flowsView) Active() bool { return fv.Flow != nil && fv.Flow.Status == "
 
 // runRow is a run in the flow page's list, its numbers written out.
 type runRow struct {
-	adminclient.RunSummary
+	flowrunnerapi.RunSummary
 	Duration  string
 	Cost      string
 	TracePath string
@@ -139,7 +140,7 @@ func (c *Console) drawFlows(ctx echo.Context, status int, message string, fv flo
 	flows, err := c.app.Flows(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
 	fv.List = flows
 	if fv.List == nil {
-		fv.List = []adminclient.WorkspaceFlow{}
+		fv.List = []flowrunnerapi.WorkspaceFlow{}
 	}
 	v.Page = fv
 	if err != nil {
@@ -338,7 +339,7 @@ func (c *Console) findRun(ctx echo.Context) error {
 // runView is the run template's data.
 type runView struct {
 	FlowPath    string
-	Run         adminclient.Run
+	Run         flowrunnerapi.Run
 	Vars        string
 	Output      string
 	Nodes       []nodeRunRow
@@ -349,7 +350,7 @@ type runView struct {
 
 // nodeRunRow is one node's step, its input and output as indented JSON.
 type nodeRunRow struct {
-	adminclient.NodeRun
+	flowrunnerapi.NodeRun
 	Status string
 	Cost   string
 	In     string

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
@@ -94,14 +94,14 @@ func TestFlowPageVersionsAndRuns(t *testing.T) {
 	ms := func(n int64) *int64 { return &n }
 	done := "2026-11-24T04:10:01.5Z"
 	s.fr.addRuns(s.ws,
-		adminclient.RunSummary{ID: "r4", FlowID: id, FlowVersion: 3, Status: "waiting", StartedAt: "2026-11-24T04:11:00Z"},
-		adminclient.RunSummary{ID: "r-other", FlowID: other, FlowVersion: 1, Status: "completed", StartedAt: "2026-11-24T04:10:30Z"},
-		adminclient.RunSummary{ID: "r3", FlowID: id, FlowVersion: 3, Status: "failed", StartedAt: "2026-11-24T04:10:00Z", CompletedAt: &done,
-			DurationMS: ms(1500), Usage: adminclient.RunUsage{Tokens: 1234, CostUSD: 0.00185, BillableUnits: 1}, Error: &adminclient.RunError{Code: "http_failed", Message: "boom"}},
-		adminclient.RunSummary{ID: "r2", FlowID: id, FlowVersion: 2, Status: "completed", StartedAt: "2026-11-24T04:09:00Z", DurationMS: ms(420)},
+		flowrunnerapi.RunSummary{ID: "r4", FlowID: id, FlowVersion: 3, Status: "waiting", StartedAt: "2026-11-24T04:11:00Z"},
+		flowrunnerapi.RunSummary{ID: "r-other", FlowID: other, FlowVersion: 1, Status: "completed", StartedAt: "2026-11-24T04:10:30Z"},
+		flowrunnerapi.RunSummary{ID: "r3", FlowID: id, FlowVersion: 3, Status: "failed", StartedAt: "2026-11-24T04:10:00Z", CompletedAt: &done,
+			DurationMS: ms(1500), Usage: flowrunnerapi.Usage{Tokens: 1234, CostUSD: 0.00185, BillableUnits: 1}, Error: &flowrunnerapi.RunError{Code: "http_failed", Message: "boom"}},
+		flowrunnerapi.RunSummary{ID: "r2", FlowID: id, FlowVersion: 2, Status: "completed", StartedAt: "2026-11-24T04:09:00Z", DurationMS: ms(420)},
 	)
 	for n := 1; n <= 20; n++ {
-		s.fr.addRuns(s.ws, adminclient.RunSummary{ID: "old-" + strconv.Itoa(n), FlowID: id, FlowVersion: 1, Status: "completed",
+		s.fr.addRuns(s.ws, flowrunnerapi.RunSummary{ID: "old-" + strconv.Itoa(n), FlowID: id, FlowVersion: 1, Status: "completed",
 			StartedAt: "2026-11-24T03:" + fmt.Sprintf("%02d", 59-n) + ":00Z", DurationMS: ms(7)})
 	}
 
@@ -352,11 +352,11 @@ func TestRunTrace(t *testing.T) {
 	flowID := s.fr.addFlow(s.ws, "Order status", 1)
 	completed := "2026-11-24T04:00:01.055869Z"
 	s.fr.mu.Lock()
-	s.fr.traces[s.ws+" r1"] = adminclient.Trace{
-		Run: adminclient.Run{ID: "r1", FlowID: flowID, Status: "failed", CurrentNodeID: "call", NodesExecuted: 2,
-			Vars: map[string]any{"order": "A-1"}, Output: map[string]any{}, Error: &adminclient.RunError{Code: "http_failed", Message: "boom"},
+	s.fr.traces[s.ws+" r1"] = flowrunnerapi.Trace{
+		Run: flowrunnerapi.Run{ID: "r1", FlowID: flowID, Status: "failed", CurrentNodeID: "call", NodesExecuted: 2,
+			Vars: map[string]any{"order": "A-1"}, Output: map[string]any{}, Error: &flowrunnerapi.RunError{Code: "http_failed", Message: "boom"},
 			StartedAt: "2026-11-24T04:00:00Z", CompletedAt: &completed},
-		NodeRuns: []adminclient.NodeRun{
+		NodeRuns: []flowrunnerapi.NodeRun{
 			{NodeID: "answer", NodeType: "ai", StartedAt: "2026-11-24T04:00:00Z", DurationMS: 420, Input: map[string]any{"prompt": "<script>alert(1)</script>"},
 				Output: map[string]any{"text": "ok"}, Tokens: 1234, CostUSD: 0.00185},
 			{NodeID: "call", NodeType: "http", StartedAt: "2026-11-24T04:00:00Z", DurationMS: 900, Input: map[string]any{"url": "https://example.com"}, Error: "HTTP 500"},

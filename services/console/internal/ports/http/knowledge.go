@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -29,12 +29,12 @@ func (c *Console) mountKnowledge(ws *echo.Group) {
 // or the confirmation of a deletion when Confirm is set.
 type knowledgeView struct {
 	Flash     string
-	Documents []adminclient.KnowledgeDocument
+	Documents []flowrunnerapi.KnowledgeDocument
 	// Title and Markdown are what the add form was sent, kept when it is
 	// drawn again.
 	Title    string
 	Markdown string
-	Confirm  *adminclient.KnowledgeDocument
+	Confirm  *flowrunnerapi.KnowledgeDocument
 }
 
 func (c *Console) knowledgeView(ctx echo.Context) view {
