@@ -90,7 +90,7 @@ func (h *handlers) invoke(c echo.Context) error {
 	switch {
 	case errors.As(err, &notStored) && sink.stream != nil:
 		// The stream is open: its end says what a JSON call's 500 says.
-		h.log.Error("streamed run not stored", zap.String("workspace_id", ws), zap.Error(err))
+		h.log.Error("streamed run not stored", zap.String("workspace_id", ws), zap.Error(notStored.Err))
 		sink.stream.event(flowrunnerapi.EventEnd, flowrunnerapi.EndEvent{Status: string(run.StatusFailed), Output: map[string]any{},
 			Error: &flowrunnerapi.RunError{Code: errs.CodeInternal, Message: "the run could not be stored"}})
 		return nil
