@@ -8,59 +8,21 @@ package webchat
 import (
 	"time"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 	webchatdomain "github.com/parleyhq/parley/services/messaging/internal/domain/webchat"
 )
 
-// Event names on the wire: the SSE event names the widget listens to.
-const (
-	EventMessage = "message"
-	EventTyping  = "typing"
-)
-
-// Message is a message as the widget shows it, the same live (pushed) and
-// in the history, so the widget can merge the two by ID.
-type Message struct {
-	// ID is the message's external_id: the widget's client_message_id for
-	// the visitor's messages, the id the Transport made for replies.
-	ID           string   `json:"id"`
-	Sender       string   `json:"sender"` // contact (the visitor), user, ai
-	Type         string   `json:"type"`   // text, image, carousel, postback
-	Text         string   `json:"text,omitempty"`
-	ImageURL     string   `json:"image_url,omitempty"`
-	QuickReplies []string `json:"quick_replies,omitempty"`
-	Buttons      []Button `json:"buttons,omitempty"`
-	Cards        []Card   `json:"cards,omitempty"`
-	Ratio        string   `json:"ratio,omitempty"`
-	CreatedAt    string   `json:"created_at"`
-}
-
-// Button is a button under a reply or on a card.
-type Button struct {
-	Type    string `json:"type"`
-	Title   string `json:"title"`
-	URL     string `json:"url,omitempty"`
-	Payload string `json:"payload,omitempty"`
-}
-
-// Card is one card of a carousel.
-type Card struct {
-	Title    string   `json:"title"`
-	Subtitle string   `json:"subtitle,omitempty"`
-	ImageURL string   `json:"image_url,omitempty"`
-	Buttons  []Button `json:"buttons,omitempty"`
-}
-
 // FromStored is a stored message as the widget shows it; sent messages
 // keep their buttons, quick replies and cards in metadata (see
 // conversation.OutboundText.Metadata and OutboundCarousel.Metadata).
-func FromStored(m conversation.Message) Message {
+func FromStored(m conversation.Message) messagingapi.WebchatMessage {
 	id := m.ExternalID
 	if id == "" {
 		id = m.ID
 	}
-	out := Message{ID: id, Sender: string(m.Sender), Type: m.Type, CreatedAt: httpx.Timestamp(m.CreatedAt)}
+	out := messagingapi.WebchatMessage{ID: id, Sender: string(m.Sender), Type: m.Type, CreatedAt: httpx.Timestamp(m.CreatedAt)}
 	switch m.Type {
 	case conversation.TypeImage:
 		out.ImageURL, _ = m.Metadata["image_url"].(string)
@@ -70,7 +32,7 @@ func FromStored(m conversation.Message) Message {
 	case conversation.TypeCarousel:
 		out.Ratio, _ = m.Metadata["ratio"].(string)
 		for _, e := range webchatdomain.MetadataObjects(m.Metadata["elements"]) {
-			c := Card{Buttons: buttonsOf(e["buttons"])}
+			c := messagingapi.Card{Buttons: buttonsOf(e["buttons"])}
 			c.Title, _ = e["title"].(string)
 			c.Subtitle, _ = e["subtitle"].(string)
 			c.ImageURL, _ = e["image_url"].(string)
@@ -85,52 +47,52 @@ func FromStored(m conversation.Message) Message {
 }
 
 // textMessage is a text reply as the Transport pushes it.
-func textMessage(id string, at time.Time, o conversation.OutboundText) Message {
-	return Message{
+func textMessage(id string, at time.Time, o conversation.OutboundText) messagingapi.WebchatMessage {
+	return messagingapi.WebchatMessage{
 		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeText, Text: o.Text,
 		QuickReplies: o.QuickReplies, Buttons: toButtons(o.Buttons), CreatedAt: httpx.Timestamp(at),
 	}
 }
 
 // imageMessage is an image as the Transport pushes it.
-func imageMessage(id string, at time.Time, imageURL string) Message {
-	return Message{
+func imageMessage(id string, at time.Time, imageURL string) messagingapi.WebchatMessage {
+	return messagingapi.WebchatMessage{
 		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeImage,
 		ImageURL: imageURL, CreatedAt: httpx.Timestamp(at),
 	}
 }
 
 // carouselMessage is a carousel as the Transport pushes it.
-func carouselMessage(id string, at time.Time, o conversation.OutboundCarousel) Message {
-	cards := make([]Card, len(o.Elements))
+func carouselMessage(id string, at time.Time, o conversation.OutboundCarousel) messagingapi.WebchatMessage {
+	cards := make([]messagingapi.Card, len(o.Elements))
 	for i, e := range o.Elements {
-		cards[i] = Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: toButtons(e.Buttons)}
+		cards[i] = messagingapi.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: toButtons(e.Buttons)}
 	}
 	ratio := o.Ratio
 	if ratio == "" {
 		ratio = conversation.RatioHorizontal
 	}
-	return Message{
+	return messagingapi.WebchatMessage{
 		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeCarousel,
 		Cards: cards, Ratio: ratio, CreatedAt: httpx.Timestamp(at),
 	}
 }
 
-func toButtons(bs []conversation.Button) []Button {
+func toButtons(bs []conversation.Button) []messagingapi.Button {
 	if len(bs) == 0 {
 		return nil
 	}
-	out := make([]Button, len(bs))
+	out := make([]messagingapi.Button, len(bs))
 	for i, b := range bs {
-		out[i] = Button{Type: b.Type, Title: b.Title, URL: b.URL, Payload: b.Payload}
+		out[i] = messagingapi.Button{Type: b.Type, Title: b.Title, URL: b.URL, Payload: b.Payload}
 	}
 	return out
 }
 
-func buttonsOf(v any) []Button {
-	var out []Button
+func buttonsOf(v any) []messagingapi.Button {
+	var out []messagingapi.Button
 	for _, b := range webchatdomain.MetadataObjects(v) {
-		var btn Button
+		var btn messagingapi.Button
 		btn.Type, _ = b["type"].(string)
 		btn.Title, _ = b["title"].(string)
 		btn.URL, _ = b["url"].(string)

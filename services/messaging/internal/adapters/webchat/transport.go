@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
@@ -30,19 +32,19 @@ func NewTransport(bus *Bus) *Transport {
 // SendText pushes a text with its quick replies (chips) or buttons.
 func (t *Transport) SendText(_ context.Context, to conversation.Target, o conversation.OutboundText) (conversation.Sent, error) {
 	id := t.newID()
-	return conversation.Sent{ExternalID: id}, t.push(to, EventMessage, textMessage(id, t.now(), o))
+	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, textMessage(id, t.now(), o))
 }
 
 // SendImage pushes an image; the app sends the text after it.
 func (t *Transport) SendImage(_ context.Context, to conversation.Target, imageURL string) (conversation.Sent, error) {
 	id := t.newID()
-	return conversation.Sent{ExternalID: id}, t.push(to, EventMessage, imageMessage(id, t.now(), imageURL))
+	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, imageMessage(id, t.now(), imageURL))
 }
 
 // SendCarousel pushes the cards as one message.
 func (t *Transport) SendCarousel(_ context.Context, to conversation.Target, c conversation.OutboundCarousel) ([]conversation.Sent, error) {
 	id := t.newID()
-	if err := t.push(to, EventMessage, carouselMessage(id, t.now(), c)); err != nil {
+	if err := t.push(to, messagingapi.WebchatEventMessage, carouselMessage(id, t.now(), c)); err != nil {
 		return nil, err
 	}
 	return []conversation.Sent{{ExternalID: id}}, nil
@@ -50,7 +52,7 @@ func (t *Transport) SendCarousel(_ context.Context, to conversation.Target, c co
 
 // SendTyping shows the visitor's open widgets a typing indicator.
 func (t *Transport) SendTyping(_ context.Context, to conversation.Target) error {
-	return t.push(to, EventTyping, nil)
+	return t.push(to, messagingapi.WebchatEventTyping, nil)
 }
 
 func (t *Transport) push(to conversation.Target, event string, data any) error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
@@ -21,7 +22,7 @@ func TestFromStoredMatchesWhatTheTransportPushes(t *testing.T) {
 	}}
 	tests := []struct {
 		name   string
-		pushed Message
+		pushed messagingapi.WebchatMessage
 		stored conversation.Message
 	}{
 		{"buttons", textMessage("x1", at, text),

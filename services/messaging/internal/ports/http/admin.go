@@ -5,22 +5,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
-type createChannelRequest struct {
-	WorkspaceID string `json:"workspace_id"`
-	Kind        string `json:"kind"`
-	ExternalID  string `json:"external_id"`
-	Token       string `json:"token"`
-	Secret      string `json:"secret"`
-}
-
 // POST /admin/channels {workspace_id, kind, external_id?, token?, secret?}
 func (h *Handlers) createChannel(c echo.Context) error {
-	var req createChannelRequest
+	var req messagingapi.NewChannel
 	if err := httpx.BindJSON(c, &req); err != nil {
 		return err
 	}
@@ -30,7 +23,7 @@ func (h *Handlers) createChannel(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"channel": toAdminChannelJSON(ch)})
+	return c.JSON(http.StatusCreated, messagingapi.AdminChannelAnswer{Channel: toAPIAdminChannel(ch)})
 }
 
 // GET /admin/channels?workspace_id=W
@@ -46,18 +39,16 @@ func (h *Handlers) adminListChannels(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]adminChannelJSON, len(chans))
+	out := messagingapi.AdminChannelList{Channels: make([]messagingapi.AdminChannel, len(chans))}
 	for i, ch := range chans {
-		out[i] = toAdminChannelJSON(ch)
+		out.Channels[i] = toAPIAdminChannel(ch)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"channels": out})
+	return c.JSON(http.StatusOK, out)
 }
 
 // PATCH /admin/channels/:id {ai_mode}
 func (h *Handlers) setChannelAIMode(c echo.Context) error {
-	var req struct {
-		AIMode *string `json:"ai_mode"`
-	}
+	var req messagingapi.SetChannelAIMode
 	if err := httpx.BindJSON(c, &req); err != nil {
 		return err
 	}
@@ -68,5 +59,5 @@ func (h *Handlers) setChannelAIMode(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"channel": toAdminChannelJSON(ch)})
+	return c.JSON(http.StatusOK, messagingapi.AdminChannelAnswer{Channel: toAPIAdminChannel(ch)})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
@@ -41,11 +42,11 @@ func (h *Handlers) listChannels(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]channelJSON, len(chans))
+	out := messagingapi.ChannelList{Channels: make([]messagingapi.Channel, len(chans))}
 	for i, ch := range chans {
-		out[i] = toChannelJSON(ch)
+		out.Channels[i] = toAPIChannel(ch)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"channels": out})
+	return c.JSON(http.StatusOK, out)
 }
 
 // GET /v1/conversations?platform=&before=&limit=
@@ -75,11 +76,11 @@ func (h *Handlers) listConversations(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]conversationJSON, len(page.Conversations))
+	out := messagingapi.ConversationPage{Conversations: make([]messagingapi.Conversation, len(page.Conversations)), NextBefore: httpx.OptionalTimestamp(page.NextBefore)}
 	for i, conv := range page.Conversations {
-		out[i] = toConversationJSON(conv)
+		out.Conversations[i] = toAPIConversation(conv)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"conversations": out, "next_before": httpx.OptionalTimestamp(page.NextBefore)})
+	return c.JSON(http.StatusOK, out)
 }
 
 // GET /v1/conversations/:id/messages?before=&limit=
@@ -94,11 +95,7 @@ func (h *Handlers) listMessages(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]messageJSON, len(page.Messages))
-	for i, m := range page.Messages {
-		out[i] = toMessageJSON(m)
-	}
-	return c.JSON(http.StatusOK, map[string]any{"messages": out, "next_before": httpx.OptionalTimestamp(page.NextBefore)})
+	return c.JSON(http.StatusOK, messagingapi.MessagePage{Messages: toAPIMessages(page.Messages), NextBefore: httpx.OptionalTimestamp(page.NextBefore)})
 }
 
 // pageParams reads before (RFC 3339) and limit (1..100, default 50).

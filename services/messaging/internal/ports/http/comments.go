@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -27,38 +28,6 @@ const (
 	CodePrivateReplyDailyCap        = "private_reply_daily_cap"
 )
 
-// commentJSON is a comment as the API shows it: the fields of the
-// comment.received event plus where it came from and its status.
-type commentJSON struct {
-	ID         string          `json:"id"`
-	PostID     string          `json:"post_id"`
-	ParentID   string          `json:"parent_id,omitempty"`
-	Text       string          `json:"text"`
-	From       commentFromJSON `json:"from"`
-	ReceivedAt string          `json:"received_at"`
-	Platform   string          `json:"platform"`
-	ChannelID  string          `json:"channel_id"`
-	Status     string          `json:"status"`
-}
-
-type commentFromJSON struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-func toCommentJSON(c comment.Comment) commentJSON {
-	return commentJSON{
-		ID: c.ExternalID, PostID: c.PostID, ParentID: c.ParentID, Text: c.Text,
-		From:       commentFromJSON{ID: c.FromID, Name: c.FromName},
-		ReceivedAt: httpx.Timestamp(c.CreatedAt), Platform: string(c.Platform), ChannelID: c.ChannelID,
-		Status: string(c.Status),
-	}
-}
-
-type commentReplyRequest struct {
-	Text *string `json:"text"`
-}
-
 // GET /v1/comments/:id: the comment and its status. :id is comment.id of
 // the comment.received event (the platform's comment id).
 func (h *Handlers) getComment(c echo.Context) error {
@@ -66,7 +35,7 @@ func (h *Handlers) getComment(c echo.Context) error {
 	if err != nil {
 		return commentHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"comment": toCommentJSON(cm)})
+	return c.JSON(http.StatusOK, messagingapi.CommentAnswer{Comment: toAPIComment(cm)})
 }
 
 // POST /v1/comments/:id/reply {text}: a public reply under the comment.
@@ -84,7 +53,7 @@ func (h *Handlers) replyToComment(c echo.Context) error {
 	ans := sendAnswer[app.PublicReply]{
 		status: http.StatusOK,
 		json: func(r app.PublicReply) any {
-			return map[string]any{"ok": true, "external_id": r.ExternalID, "comment": toCommentJSON(r.Comment)}
+			return messagingapi.PublicReplySent{OK: true, ExternalID: r.ExternalID, Comment: toAPIComment(r.Comment)}
 		},
 		ref:    func(app.PublicReply) string { return id },
 		toHTTP: commentHTTP,
@@ -111,9 +80,9 @@ func (h *Handlers) privateReplyToComment(c echo.Context) error {
 	ans := sendAnswer[app.PrivateReply]{
 		status: http.StatusOK,
 		json: func(r app.PrivateReply) any {
-			return map[string]any{
-				"ok": true, "recipient_id": r.RecipientID, "external_id": r.ExternalID,
-				"conversation_id": r.Message.ConversationID, "comment": toCommentJSON(r.Comment),
+			return messagingapi.PrivateReplySent{
+				OK: true, RecipientID: r.RecipientID, ExternalID: r.ExternalID,
+				ConversationID: r.Message.ConversationID, Comment: toAPIComment(r.Comment),
 			}
 		},
 		ref:    func(app.PrivateReply) string { return id },
@@ -139,7 +108,7 @@ func decodeCommentReply(c echo.Context) (string, []byte, error) {
 			return "", nil, errTagUnsupported
 		}
 	}
-	var req commentReplyRequest
+	var req messagingapi.CommentReply
 	if err := httpx.DecodeJSON(bytes.NewReader(raw), &req); err != nil {
 		return "", nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -15,58 +16,21 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
-type buttonJSON struct {
-	Type    string `json:"type"`
-	Title   string `json:"title"`
-	URL     string `json:"url"`
-	Payload string `json:"payload"`
-}
-
-type sendMessageRequest struct {
-	ConversationID string       `json:"conversation_id"`
-	Text           *string      `json:"text"`
-	QuickReplies   []string     `json:"quick_replies"`
-	Buttons        []buttonJSON `json:"buttons"`
-}
-
-type imageRequest struct {
-	ConversationID string `json:"conversation_id"`
-	ImageURL       string `json:"image_url"`
-	Text           string `json:"text"`
-}
-
-type cardJSON struct {
-	Title    string       `json:"title"`
-	Subtitle string       `json:"subtitle"`
-	ImageURL string       `json:"image_url"`
-	Buttons  []buttonJSON `json:"buttons"`
-}
-
-type carouselRequest struct {
-	ConversationID string     `json:"conversation_id"`
-	Elements       []cardJSON `json:"elements"`
-	Ratio          string     `json:"ratio"`
-}
-
-type typingRequest struct {
-	ConversationID string `json:"conversation_id"`
-}
-
 // POST /v1/messages
 func (h *Handlers) sendMessage(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
 	}
-	var req sendMessageRequest
-	raw, err := decodeSend(c, &req)
+	var req messagingapi.SendMessage
+	raw, err := decodeSend(c, &req, &req.ConversationID)
 	if err != nil {
 		return err
 	}
 	if req.Text == nil {
 		return errs.InvalidRequest("text is required")
 	}
-	out := conversation.OutboundText{Text: *req.Text, QuickReplies: req.QuickReplies, Buttons: toButtons(req.Buttons)}
+	out := conversation.OutboundText{Text: *req.Text, QuickReplies: req.QuickReplies, Buttons: fromAPIButtons(req.Buttons)}
 	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 			return h.app.SendMessage(ctx, workspaceOf(c), req.ConversationID, out, rr)
@@ -77,7 +41,7 @@ func (h *Handlers) sendMessage(c echo.Context) error {
 // 201 {"message": M}.
 var messageAnswer = sendAnswer[conversation.Message]{
 	status: http.StatusCreated,
-	json:   func(m conversation.Message) any { return map[string]any{"message": toMessageJSON(m)} },
+	json:   func(m conversation.Message) any { return messagingapi.MessageSent{Message: toAPIMessage(m)} },
 	ref:    func(m conversation.Message) string { return m.ID },
 	toHTTP: toHTTP,
 }
@@ -89,8 +53,8 @@ func (h *Handlers) sendImage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req imageRequest
-	raw, err := decodeSend(c, &req)
+	var req messagingapi.SendImage
+	raw, err := decodeSend(c, &req, &req.ConversationID)
 	if err != nil {
 		return err
 	}
@@ -107,11 +71,8 @@ func (h *Handlers) sendImage(c echo.Context) error {
 var imageAnswer = sendAnswer[[]conversation.Message]{
 	status: http.StatusCreated,
 	json: func(msgs []conversation.Message) any {
-		all := make([]messageJSON, len(msgs))
-		for i, m := range msgs {
-			all[i] = toMessageJSON(m)
-		}
-		return map[string]any{"message": all[0], "messages": all}
+		all := toAPIMessages(msgs)
+		return messagingapi.ImageSent{Message: all[0], Messages: all}
 	},
 	ref: func(msgs []conversation.Message) string {
 		if len(msgs) == 0 {
@@ -128,14 +89,14 @@ func (h *Handlers) sendCarousel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req carouselRequest
-	raw, err := decodeSend(c, &req)
+	var req messagingapi.SendCarousel
+	raw, err := decodeSend(c, &req, &req.ConversationID)
 	if err != nil {
 		return err
 	}
 	out := conversation.OutboundCarousel{Ratio: req.Ratio, Elements: make([]conversation.Card, len(req.Elements))}
 	for i, e := range req.Elements {
-		out.Elements[i] = conversation.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: toButtons(e.Buttons)}
+		out.Elements[i] = conversation.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: fromAPIButtons(e.Buttons)}
 	}
 	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
@@ -145,28 +106,21 @@ func (h *Handlers) sendCarousel(c echo.Context) error {
 
 // POST /v1/typing
 func (h *Handlers) sendTyping(c echo.Context) error {
-	var req typingRequest
-	if _, err := decodeSend(c, &req); err != nil {
+	var req messagingapi.SendTyping
+	if _, err := decodeSend(c, &req, &req.ConversationID); err != nil {
 		return err
 	}
 	if err := h.app.SendTyping(c.Request().Context(), workspaceOf(c), req.ConversationID); err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]bool{"ok": true})
+	return c.JSON(http.StatusOK, messagingapi.OK{OK: true})
 }
 
-// sendRequest is the body of a send: every one names its conversation.
-type sendRequest interface{ conversation() string }
-
-func (r *sendMessageRequest) conversation() string { return r.ConversationID }
-func (r *imageRequest) conversation() string       { return r.ConversationID }
-func (r *carouselRequest) conversation() string    { return r.ConversationID }
-func (r *typingRequest) conversation() string      { return r.ConversationID }
-
 // decodeSend reads a send's body into req and returns it raw, as the
-// idempotency key's fingerprint takes it. A tag field is refused before
-// anything else, whatever the rest holds (specification §1).
-func decodeSend(c echo.Context, req sendRequest) ([]byte, error) {
+// idempotency key's fingerprint takes it; conversationID points at req's
+// conversation_id, which every send requires. A tag field is refused
+// before anything else, whatever the rest holds (specification §1).
+func decodeSend(c echo.Context, req any, conversationID *string) ([]byte, error) {
 	raw, err := readBody(c)
 	if err != nil {
 		return nil, err
@@ -180,18 +134,10 @@ func decodeSend(c echo.Context, req sendRequest) ([]byte, error) {
 	if err := httpx.DecodeJSON(bytes.NewReader(raw), req); err != nil {
 		return nil, err
 	}
-	if req.conversation() == "" {
+	if *conversationID == "" {
 		return nil, errs.InvalidRequest("conversation_id is required")
 	}
 	return raw, nil
-}
-
-func toButtons(in []buttonJSON) []conversation.Button {
-	var out []conversation.Button
-	for _, b := range in {
-		out = append(out, conversation.Button{Type: b.Type, Title: b.Title, URL: b.URL, Payload: b.Payload})
-	}
-	return out
 }
 
 // readBody reads a /v1 body. The gateway holds the public API to its own

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/paging"
@@ -214,8 +215,8 @@ func (w *webchatHandlers) session(c echo.Context) error {
 		s = w.app.NewVisitor(ch)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, map[string]string{
-		"visitor_token": s.Token, "visitor_id": s.Visitor.ID, "expires_at": httpx.Timestamp(s.ExpiresAt),
+	return c.JSON(http.StatusCreated, messagingapi.WebchatSession{
+		VisitorToken: s.Token, VisitorID: s.Visitor.ID, ExpiresAt: httpx.Timestamp(s.ExpiresAt),
 	})
 }
 
@@ -233,18 +234,11 @@ func (w *webchatHandlers) history(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]webchatadapter.Message, len(msgs))
+	out := messagingapi.WebchatHistory{Messages: make([]messagingapi.WebchatMessage, len(msgs))}
 	for i, m := range msgs {
-		out[i] = webchatadapter.FromStored(m)
+		out.Messages[i] = webchatadapter.FromStored(m)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"messages": out})
-}
-
-type visitorMessageRequest struct {
-	Text              string `json:"text"`
-	ClientMessageID   string `json:"client_message_id"`
-	Name              string `json:"name"`
-	QuickReplyPayload string `json:"quick_reply_payload"`
+	return c.JSON(http.StatusOK, out)
 }
 
 // POST /webchat/:channel_id/messages
@@ -260,7 +254,7 @@ func (w *webchatHandlers) message(c echo.Context) (err error) {
 	if err := w.allow(c, ch, v); err != nil {
 		return err
 	}
-	var req visitorMessageRequest
+	var req messagingapi.VisitorMessage
 	if err := bind(c, maxMessageBody, &req); err != nil {
 		return err
 	}
@@ -271,12 +265,6 @@ func (w *webchatHandlers) message(c echo.Context) (err error) {
 		return toHTTP(err)
 	}
 	return w.received(c, ch, v, got)
-}
-
-type visitorPostbackRequest struct {
-	Payload         string `json:"payload"`
-	ClientMessageID string `json:"client_message_id"`
-	Name            string `json:"name"`
 }
 
 // POST /webchat/:channel_id/postbacks
@@ -293,7 +281,7 @@ func (w *webchatHandlers) postback(c echo.Context) (err error) {
 	if err := w.allow(c, ch, v); err != nil {
 		return err
 	}
-	var req visitorPostbackRequest
+	var req messagingapi.VisitorPostback
 	if err := bind(c, maxPostbackBody, &req); err != nil {
 		return err
 	}
@@ -334,12 +322,12 @@ func (w *webchatHandlers) countRefusal(err error) {
 func (w *webchatHandlers) received(c echo.Context, ch channel.Channel, v webchat.Visitor, got app.Received) error {
 	msg := webchatadapter.FromStored(got.Message)
 	if got.Duplicate {
-		return c.JSON(http.StatusOK, map[string]any{"message": msg, "duplicate": true})
+		return c.JSON(http.StatusOK, messagingapi.WebchatReceived{Message: msg, Duplicate: true})
 	}
-	if err := w.bus.Publish(ch.ID, v.ID, webchatadapter.EventMessage, msg); err != nil {
+	if err := w.bus.Publish(ch.ID, v.ID, messagingapi.WebchatEventMessage, msg); err != nil {
 		// Stored and forwarded; only the other tabs miss it until they
 		// reload the history.
 		w.log.Warn("webchat echo not published", zap.String("channel_id", ch.ID), zap.Error(err))
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"message": msg, "duplicate": false})
+	return c.JSON(http.StatusCreated, messagingapi.WebchatReceived{Message: msg})
 }
