@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 const workspaceJSON = `{"workspace":{"id":"w1","name":"Acme","slug":"acme","plan":{"name":"api","modules":["developer_api","flows"],"ai_used":3,"ai_limit":100},"rate_limit":{"per_minute":60},"features":["flows_api"],"created_at":"2026-11-24T04:00:00.000Z"}}`
@@ -126,8 +127,8 @@ func TestChannelCalls(t *testing.T) {
 		"messaging GET /admin/channels":      {http.StatusOK, `{"channels":[` + channelJSON + `]}`},
 		"messaging PATCH /admin/channels/c1": {http.StatusOK, `{"channel":` + channelJSON + `}`},
 	})
-	want := adminclient.Channel{ID: "c1", WorkspaceID: "w1", Kind: "webchat", ExternalID: "site", AIMode: "auto", Status: "active", Secret: "s", CreatedAt: "2026-11-24T04:00:00.000Z"}
-	got, err := client.CreateChannel(ctx, adminclient.NewChannel{WorkspaceID: "w1", Kind: "webchat", ExternalID: "site"})
+	want := messagingapi.AdminChannel{ID: "c1", WorkspaceID: "w1", Kind: "webchat", ExternalID: "site", AIMode: "auto", Status: "active", Secret: "s", CreatedAt: "2026-11-24T04:00:00.000Z"}
+	got, err := client.CreateChannel(ctx, messagingapi.NewChannel{WorkspaceID: "w1", Kind: "webchat", ExternalID: "site"})
 	if err != nil || got != want {
 		t.Fatalf("CreateChannel = %+v, %v", got, err)
 	}

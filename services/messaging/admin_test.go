@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
@@ -32,7 +33,7 @@ func TestAdminChannels(t *testing.T) {
 	if strings.Contains(string(resp.GetBody()), "AAH-secret-token") || strings.Contains(string(resp.GetBody()), `"token"`) {
 		t.Fatalf("create returns the token: %s", resp.GetBody())
 	}
-	var list struct{ Channels []adminChannel }
+	var list messagingapi.AdminChannelList
 	if err := h.admin(http.MethodGet, "/admin/channels?workspace_id="+ws, nil, &list); err != nil || len(list.Channels) != 1 {
 		t.Fatalf("list: %v %+v", err, list)
 	}
@@ -46,7 +47,7 @@ func TestAdminChannels(t *testing.T) {
 	}
 
 	// A given secret and external_id are kept.
-	var given struct{ Channel adminChannel }
+	var given messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": "t", "external_id": "bot-2", "secret": "my_Secret-1-of-23-chars"}, &given); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestAdminChannels(t *testing.T) {
 	}
 
 	// Set mode.
-	var patched struct{ Channel adminChannel }
+	var patched messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPatch, "/admin/channels/"+c.ID, map[string]any{"ai_mode": "external"}, &patched); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/config"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
@@ -86,7 +87,7 @@ type benchService struct {
 	ingress   string // the channel's ingress URL
 	http      *http.Client
 	ws        string
-	channel   adminChannel
+	channel   messagingapi.AdminChannel
 	updateSeq atomic.Int64
 	// conversations are the customers' conversations the sends answer.
 	conversations []string
@@ -149,7 +150,7 @@ func newBenchService(b *testing.B) *benchService {
 		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchConcurrency}, Timeout: 10 * time.Second},
 		ws:     uuid.NewString(),
 	}
-	var created struct{ Channel adminChannel }
+	var created messagingapi.AdminChannelAnswer
 	if err := bs.client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels",
 		map[string]any{"workspace_id": bs.ws, "kind": "telegram", "token": "700100200:AAH-bench"}, &created); err != nil {
 		b.Fatal(err)

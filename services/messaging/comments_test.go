@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -40,9 +41,9 @@ func newCommentHarness(t *testing.T, g *metaGraph, opts ...harnessOption) *harne
 }
 
 // cmtChannel creates a Messenger or Instagram channel for page id pageID.
-func (h *harness) cmtChannel(ws, kind, pageID, mode string) adminChannel {
+func (h *harness) cmtChannel(ws, kind, pageID, mode string) messagingapi.AdminChannel {
 	h.t.Helper()
-	var out struct{ Channel adminChannel }
+	var out messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{
 		"workspace_id": ws, "kind": kind, "external_id": pageID, "token": "page-token-" + pageID,
 	}, &out); err != nil {

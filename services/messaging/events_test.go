@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
@@ -43,7 +44,7 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	}
 
 	convs := h.conversations(ws, "?platform=telegram")
-	var conv conversationOut
+	var conv messagingapi.Conversation
 	for _, c := range convs.Conversations {
 		if c.ChannelID == external.ID {
 			conv = c

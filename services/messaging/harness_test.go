@@ -19,11 +19,13 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
@@ -132,26 +134,29 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 
 // --- parleyctl's side: admin calls ---
 
-type adminChannel struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspace_id"`
-	Kind        string `json:"kind"`
-	ExternalID  string `json:"external_id"`
-	AIMode      string `json:"ai_mode"`
-	Status      string `json:"status"`
-	Secret      string `json:"secret"`
-	CreatedAt   string `json:"created_at"`
-}
-
 func (h *harness) admin(method, path string, in, out any) error {
 	h.t.Helper()
-	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAdmin, "", method, path, in, out)
+	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAdmin, "", method, path, in, strictly(out))
 }
 
+// strictly has a 2xx answer decoded into out only when it has no field
+// out's type lacks (apicheck.DecodeStrict): the bodies the tests read are
+// pkg/api/messaging's, field for field.
+func strictly(out any) any {
+	if out == nil {
+		return nil
+	}
+	return &strictBody{out: out}
+}
+
+type strictBody struct{ out any }
+
+func (s *strictBody) UnmarshalJSON(raw []byte) error { return apicheck.DecodeStrict(raw, s.out) }
+
 // telegramChannel creates a telegram channel in ws and sets its mode.
-func (h *harness) telegramChannel(ws, mode string) adminChannel {
+func (h *harness) telegramChannel(ws, mode string) messagingapi.AdminChannel {
 	h.t.Helper()
-	var out struct{ Channel adminChannel }
+	var out messagingapi.AdminChannelAnswer
 	token := fmt.Sprintf("%d:AAH-%s", 100000+botIDs.Add(1), strings.ReplaceAll(uuid.NewString(), "-", ""))
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": token}, &out); err != nil {
 		h.t.Fatalf("create channel: %v", err)
@@ -197,7 +202,7 @@ func (h *harness) postUpdate(channelID, secret, body string) *httptest.ResponseR
 }
 
 // deliver posts a text message update and requires 200.
-func (h *harness) deliver(ch adminChannel, u tgUpdate) {
+func (h *harness) deliver(ch messagingapi.AdminChannel, u tgUpdate) {
 	h.t.Helper()
 	rec := h.postUpdate(ch.ID, ch.Secret, u.JSON())
 	if rec.Code != http.StatusOK {
@@ -241,7 +246,7 @@ func (u tgUpdate) JSON() string {
 // api calls the api endpoint as the gateway does for workspace ws.
 func (h *harness) api(ws, method, path string, in, out any) error {
 	h.t.Helper()
-	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAPI, ws, method, path, in, out)
+	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAPI, ws, method, path, in, strictly(out))
 }
 
 // apiRaw sends a raw body and returns status and body.
@@ -268,53 +273,18 @@ func wantErr(t *testing.T, err error, status int, code, messagePart string) {
 	}
 }
 
-type conversationOut struct {
-	ID        string `json:"id"`
-	Platform  string `json:"platform"`
-	ChannelID string `json:"channel_id"`
-	Contact   struct {
-		ID         string `json:"id"`
-		SenderID   string `json:"sender_id"`
-		Name       string `json:"name"`
-		ProfilePic string `json:"profile_pic"`
-	} `json:"contact"`
-	LastMessageAt string `json:"last_message_at"`
-	CreatedAt     string `json:"created_at"`
-}
-
-type conversationsOut struct {
-	Conversations []conversationOut `json:"conversations"`
-	NextBefore    *string           `json:"next_before"`
-}
-
-type messageOut struct {
-	ID             string         `json:"id"`
-	ConversationID string         `json:"conversation_id"`
-	Sender         string         `json:"sender"`
-	Type           string         `json:"type"`
-	Content        string         `json:"content"`
-	Metadata       map[string]any `json:"metadata"`
-	ExternalID     string         `json:"external_id"`
-	CreatedAt      string         `json:"created_at"`
-}
-
-type messagesOut struct {
-	Messages   []messageOut `json:"messages"`
-	NextBefore *string      `json:"next_before"`
-}
-
-func (h *harness) conversations(ws, query string) conversationsOut {
+func (h *harness) conversations(ws, query string) messagingapi.ConversationPage {
 	h.t.Helper()
-	var out conversationsOut
+	var out messagingapi.ConversationPage
 	if err := h.api(ws, http.MethodGet, "/v1/conversations"+query, nil, &out); err != nil {
 		h.t.Fatalf("list conversations: %v", err)
 	}
 	return out
 }
 
-func (h *harness) messages(ws, convID, query string) messagesOut {
+func (h *harness) messages(ws, convID, query string) messagingapi.MessagePage {
 	h.t.Helper()
-	var out messagesOut
+	var out messagingapi.MessagePage
 	if err := h.api(ws, http.MethodGet, "/v1/conversations/"+convID+"/messages"+query, nil, &out); err != nil {
 		h.t.Fatalf("list messages: %v", err)
 	}

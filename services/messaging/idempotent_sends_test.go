@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/redisx"
@@ -534,12 +535,12 @@ func TestRetryAfterTheClientGaveUp(t *testing.T) {
 	if retry.status != http.StatusCreated || !retry.replayed() {
 		t.Fatalf("retry = %v", retry)
 	}
-	var out sent
+	var out messagingapi.MessageSent
 	if err := json.Unmarshal(retry.body, &out); err != nil {
 		t.Fatal(err)
 	}
 	msgs := h.messages(ws, conv.ID, "").Messages
-	var mine []messageOut
+	var mine []messagingapi.Message
 	for _, m := range msgs {
 		if m.Sender == "user" {
 			mine = append(mine, m)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 var t0 = time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
@@ -111,7 +113,7 @@ func TestTelegramIngressRejections(t *testing.T) {
 	h := newHarness(t)
 	ws := uuid.NewString()
 	ch := h.telegramChannel(ws, "auto")
-	var web struct{ Channel adminChannel }
+	var web messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat"}, &web); err != nil {
 		t.Fatal(err)
 	}

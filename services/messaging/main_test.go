@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
@@ -50,7 +51,7 @@ func TestRunServesAndStops(t *testing.T) {
 	// sends a reply.
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
 	ws := uuid.NewString()
-	var created struct{ Channel adminChannel }
+	var created messagingapi.AdminChannelAnswer
 	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, "", http.MethodPost, "/admin/channels",
 		map[string]any{"workspace_id": ws, "kind": "telegram", "token": "42:AAH-run"}, &created); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestRunServesAndStops(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("ingress: %v %v", err, resp)
 	}
-	var convs conversationsOut
+	var convs messagingapi.ConversationPage
 	if err := client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, ws, http.MethodGet, "/v1/conversations", nil, &convs); err != nil || len(convs.Conversations) != 1 {
 		t.Fatalf("conversations: %v %+v", err, convs)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/metafake"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
@@ -78,9 +79,9 @@ func withWindow(d time.Duration) harnessOption {
 
 // metaChannel creates a messenger or instagram channel for the page or
 // account pageID, with the page token, in mode.
-func (h *harness) metaChannel(ws, kind, pageID, mode string) adminChannel {
+func (h *harness) metaChannel(ws, kind, pageID, mode string) messagingapi.AdminChannel {
 	h.t.Helper()
-	var out struct{ Channel adminChannel }
+	var out messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{
 		"workspace_id": ws, "kind": kind, "external_id": pageID, "token": metaPageToken,
 	}, &out); err != nil {
@@ -336,11 +337,11 @@ func TestMetaIngressMessages(t *testing.T) {
 		t.Fatalf("reply_to %q, last_customer_message_at %v", replyTo, lastCustomer)
 	}
 
-	stored := map[string]messageOut{}
+	stored := map[string]messagingapi.Message{}
 	for _, m := range h.messages(ws, conv.ID, "").Messages {
 		stored[m.ExternalID+"|"+m.Type+"|"+fmt.Sprint(m.Metadata["attachment_index"])] = m
 	}
-	check := func(key, typ, content, createdAt string, metadata map[string]any) messageOut {
+	check := func(key, typ, content, createdAt string, metadata map[string]any) messagingapi.Message {
 		t.Helper()
 		m, ok := stored[key]
 		if !ok {
@@ -509,7 +510,7 @@ func TestMetaSend(t *testing.T) {
 	messenger, instagram, stale := conv("messenger", testPSID), conv("instagram", testIGSID), conv("messenger", "7000000000000002")
 	sentBefore := len(graph.sends())
 
-	var out sent
+	var out messagingapi.MessageSent
 	if err := h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": messenger, "text": "Which size?", "quick_replies": []string{"M", "L"}}, &out); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 func TestListConversationsWalksTiesExactlyOnce(t *testing.T) {
@@ -252,7 +254,7 @@ func TestListChannels(t *testing.T) {
 	h := newHarness(t)
 	ws := uuid.NewString()
 	tg := h.telegramChannel(ws, "external")
-	var web struct{ Channel adminChannel }
+	var web messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat", "external_id": "site-1"}, &web); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/google/uuid"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
 // customerConversation makes a conversation the way a customer does: by
 // writing to the channel's bot.
-func (h *harness) customerConversation(ws string, ch adminChannel, fromID int64) conversationOut {
+func (h *harness) customerConversation(ws string, ch messagingapi.AdminChannel, fromID int64) messagingapi.Conversation {
 	h.t.Helper()
 	h.deliver(ch, tgUpdate{UpdateID: fromID, MessageID: 1, FromID: fromID, First: "Cus", Last: "Tomer", Date: t0.Unix(), Text: "help"})
 	for _, c := range h.conversations(ws, "").Conversations {
@@ -24,14 +25,10 @@ func (h *harness) customerConversation(ws string, ch adminChannel, fromID int64)
 		}
 	}
 	h.t.Fatal("conversation not found")
-	return conversationOut{}
+	return messagingapi.Conversation{}
 }
 
 func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
-
-type sent struct {
-	Message messageOut `json:"message"`
-}
 
 func TestSendMessageToTelegram(t *testing.T) {
 	t.Parallel()
@@ -84,7 +81,7 @@ func TestSendMessageToTelegram(t *testing.T) {
 	}
 	for i, tt := range tests {
 		before := time.Now().UTC().Add(-time.Second)
-		var out sent
+		var out messagingapi.MessageSent
 		if err := h.api(ws, http.MethodPost, "/v1/messages", tt.body, &out); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -247,7 +244,7 @@ func TestSendMessageToWebchatConversationWithoutVisitor(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ws := uuid.NewString()
-	var web struct{ Channel adminChannel }
+	var web messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat"}, &web); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
@@ -29,9 +31,9 @@ import (
 // --- the widget's side ---
 
 // webchatChannel creates a webchat channel in ws in mode.
-func (h *harness) webchatChannel(ws, mode string) adminChannel {
+func (h *harness) webchatChannel(ws, mode string) messagingapi.AdminChannel {
 	h.t.Helper()
-	var out struct{ Channel adminChannel }
+	var out messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat"}, &out); err != nil {
 		h.t.Fatalf("create webchat channel: %v", err)
 	}
@@ -98,14 +100,11 @@ func newVisitor(t *testing.T, base, channelID string) (token, visitorID string) 
 	if r.Status != http.StatusCreated {
 		t.Fatalf("session: %d %s", r.Status, r.Body)
 	}
-	var s struct {
-		Token     string `json:"visitor_token"`
-		VisitorID string `json:"visitor_id"`
+	s := apicheck.Body[messagingapi.WebchatSession](t, r.Body)
+	if s.VisitorToken == "" || s.VisitorID == "" || s.ExpiresAt == "" {
+		t.Fatalf("session body %s", r.Body)
 	}
-	if err := json.Unmarshal(r.Body, &s); err != nil || s.Token == "" || s.VisitorID == "" {
-		t.Fatalf("session body %s: %v", r.Body, err)
-	}
-	return s.Token, s.VisitorID
+	return s.VisitorToken, s.VisitorID
 }
 
 func say(t *testing.T, base, channelID, token string, body map[string]any) widgetResp {
@@ -190,51 +189,18 @@ func (s *sseStream) next(t *testing.T, name string) sseEvent {
 	}
 }
 
-// widgetMessage is a message as the widget sees it.
-type widgetMessage struct {
-	ID           string   `json:"id"`
-	Sender       string   `json:"sender"`
-	Type         string   `json:"type"`
-	Text         string   `json:"text"`
-	ImageURL     string   `json:"image_url"`
-	QuickReplies []string `json:"quick_replies"`
-	Buttons      []struct {
-		Type, Title, URL, Payload string
-	} `json:"buttons"`
-	Cards []struct {
-		Title    string `json:"title"`
-		Subtitle string `json:"subtitle"`
-		ImageURL string `json:"image_url"`
-		Buttons  []struct {
-			Type, Title, URL, Payload string
-		} `json:"buttons"`
-	} `json:"cards"`
-	Ratio     string `json:"ratio"`
-	CreatedAt string `json:"created_at"`
-}
-
-func decodeWidgetMessage(t *testing.T, data string) widgetMessage {
+func decodeWidgetMessage(t *testing.T, data string) messagingapi.WebchatMessage {
 	t.Helper()
-	var m widgetMessage
-	if err := json.Unmarshal([]byte(data), &m); err != nil {
-		t.Fatalf("message %q: %v", data, err)
-	}
-	return m
+	return apicheck.Body[messagingapi.WebchatMessage](t, []byte(data))
 }
 
-func history(t *testing.T, base, channelID, token string) []widgetMessage {
+func history(t *testing.T, base, channelID, token string) []messagingapi.WebchatMessage {
 	t.Helper()
 	r := widgetCall(t, http.MethodGet, base+"/webchat/"+channelID+"/history", token, "")
 	if r.Status != http.StatusOK {
 		t.Fatalf("history: %d %s", r.Status, r.Body)
 	}
-	var out struct {
-		Messages []widgetMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(r.Body, &out); err != nil {
-		t.Fatalf("history %s: %v", r.Body, err)
-	}
-	return out.Messages
+	return apicheck.Body[messagingapi.WebchatHistory](t, r.Body).Messages
 }
 
 // outboxEvents decodes the outbox, oldest first.
@@ -437,7 +403,7 @@ func TestWebchatVisitorMessageStoredOncePerClientID(t *testing.T) {
 	if len(convs) != 2 {
 		t.Fatalf("conversations = %+v", convs)
 	}
-	byVisitor := map[string]conversationOut{}
+	byVisitor := map[string]messagingapi.Conversation{}
 	for _, c := range convs {
 		byVisitor[c.Contact.SenderID] = c
 	}
@@ -624,7 +590,7 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 	}
 
 	// A reply while no widget is open is stored and shows in the history.
-	var out sent
+	var out messagingapi.MessageSent
 	if err := h.api(ws, http.MethodPost, "/v1/messages", map[string]any{"conversation_id": conv.ID, "text": "Let me check."}, &out); err != nil {
 		t.Fatalf("send: %v", err)
 	}

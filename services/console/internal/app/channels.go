@@ -6,15 +6,16 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
 // Channels are messaging's admin calls on channels; *adminclient.Client
 // implements it.
 type Channels interface {
-	ListChannels(ctx context.Context, workspaceID string) ([]adminclient.Channel, error)
-	CreateChannel(ctx context.Context, ch adminclient.NewChannel) (adminclient.Channel, error)
-	SetChannelAIMode(ctx context.Context, channelID, mode string) (adminclient.Channel, error)
+	ListChannels(ctx context.Context, workspaceID string) ([]messagingapi.AdminChannel, error)
+	CreateChannel(ctx context.Context, ch messagingapi.NewChannel) (messagingapi.AdminChannel, error)
+	SetChannelAIMode(ctx context.Context, channelID, mode string) (messagingapi.AdminChannel, error)
 }
 
 // ErrChannelNotFound is a channel that is not the workspace's: messaging
@@ -27,7 +28,7 @@ var ErrChannelNotFound = errors.New("no such channel in this workspace")
 // any workspace id it is given, so the workspace is read from the gateway
 // first: a workspace that does not exist is ErrWorkspaceNotFound, never an
 // empty list.
-func (a *App) Channels(ctx context.Context, op operator.Operator, id string) ([]adminclient.Channel, error) {
+func (a *App) Channels(ctx context.Context, op operator.Operator, id string) ([]messagingapi.AdminChannel, error) {
 	if _, err := a.Workspace(ctx, op, id); err != nil {
 		return nil, err
 	}
@@ -41,14 +42,14 @@ func (a *App) Channels(ctx context.Context, op operator.Operator, id string) ([]
 // CreateChannel creates a channel in workspace id, after checking the
 // workspace exists (messaging would store an orphan channel otherwise).
 // Messaging validates the rest and words its refusals per field.
-func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id string, ch adminclient.NewChannel) (adminclient.Channel, error) {
+func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id string, ch messagingapi.NewChannel) (messagingapi.AdminChannel, error) {
 	if _, err := a.Workspace(ctx, op, id); err != nil {
-		return adminclient.Channel{}, err
+		return messagingapi.AdminChannel{}, err
 	}
 	ch.WorkspaceID = id
 	created, err := a.channels.CreateChannel(ctx, ch)
 	if err != nil {
-		return adminclient.Channel{}, fmt.Errorf("create channel in workspace %s: %w", id, err)
+		return messagingapi.AdminChannel{}, fmt.Errorf("create channel in workspace %s: %w", id, err)
 	}
 	return created, nil
 }
@@ -56,13 +57,13 @@ func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id string
 // SetChannelAIMode sets the ai_mode of channel channelID of workspace id,
 // after checking the channel is that workspace's. The mode applies from
 // the channel's next customer message.
-func (a *App) SetChannelAIMode(ctx context.Context, op operator.Operator, id, channelID, mode string) (adminclient.Channel, error) {
+func (a *App) SetChannelAIMode(ctx context.Context, op operator.Operator, id, channelID, mode string) (messagingapi.AdminChannel, error) {
 	if err := visible(op, id); err != nil {
-		return adminclient.Channel{}, err
+		return messagingapi.AdminChannel{}, err
 	}
 	chans, err := a.channels.ListChannels(ctx, id)
 	if err != nil {
-		return adminclient.Channel{}, workspaceError(id, "list channels", err)
+		return messagingapi.AdminChannel{}, workspaceError(id, "list channels", err)
 	}
 	for _, c := range chans {
 		if c.ID != channelID {
@@ -70,12 +71,12 @@ func (a *App) SetChannelAIMode(ctx context.Context, op operator.Operator, id, ch
 		}
 		set, err := a.channels.SetChannelAIMode(ctx, channelID, mode)
 		if e, ok := adminclient.AsError(err); ok && e.Status == 404 {
-			return adminclient.Channel{}, ErrChannelNotFound
+			return messagingapi.AdminChannel{}, ErrChannelNotFound
 		}
 		if err != nil {
-			return adminclient.Channel{}, fmt.Errorf("set ai_mode of channel %s: %w", channelID, err)
+			return messagingapi.AdminChannel{}, fmt.Errorf("set ai_mode of channel %s: %w", channelID, err)
 		}
 		return set, nil
 	}
-	return adminclient.Channel{}, ErrChannelNotFound
+	return messagingapi.AdminChannel{}, ErrChannelNotFound
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
@@ -22,20 +23,10 @@ func NewMessagingChannels(client *rpc.Client) *MessagingChannels {
 	return &MessagingChannels{client: client}
 }
 
-type channelDTO struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	ExternalID string `json:"external_id"`
-	AIMode     string `json:"ai_mode"`
-	Status     string `json:"status"`
-}
-
 // Channels implements account.ChannelDirectory. Messaging's errors come back
 // as they are (*errs.Error, 503 service_unavailable when it is not running).
 func (m *MessagingChannels) Channels(ctx context.Context, workspaceID string) ([]account.Channel, error) {
-	var out struct {
-		Channels []channelDTO `json:"channels"`
-	}
+	var out messagingapi.ChannelList
 	if err := m.client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, workspaceID, http.MethodGet, "/v1/channels", nil, &out); err != nil {
 		return nil, fmt.Errorf("list channels: %w", err)
 	}

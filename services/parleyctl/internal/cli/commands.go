@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 // workspace is what demo prints of the demo workspace.
@@ -126,7 +127,7 @@ func channelCreate(ctx context.Context, c *CLI, args []string) error {
 	if _, err := c.api.GetWorkspace(ctx, *wsID); err != nil {
 		return err
 	}
-	ch, err := c.api.CreateChannel(ctx, adminclient.NewChannel{WorkspaceID: *wsID, Kind: *kind, ExternalID: *externalID, Token: *token, Secret: *secret})
+	ch, err := c.api.CreateChannel(ctx, messagingapi.NewChannel{WorkspaceID: *wsID, Kind: *kind, ExternalID: *externalID, Token: *token, Secret: *secret})
 	if err != nil {
 		return err
 	}

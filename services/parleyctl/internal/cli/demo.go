@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 // Demo workspace identity; `demo` finds it by slug, so running it again
@@ -48,21 +49,8 @@ var demoDocument []byte
 
 const demoDocumentTitle = "Demo shop policy"
 
-// channel is what demo prints of a demo channel.
-type channel struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	ExternalID string `json:"external_id"`
-	AIMode     string `json:"ai_mode"`
-	Status     string `json:"status"`
-	Secret     string `json:"secret"`
-}
-
-func demoChannel(ch adminclient.Channel) channel {
-	return channel{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status, Secret: ch.Secret}
-}
-
-// demo seeds the demo workspace with its fixed API key, a Telegram channel, a webchat channel and the demo flow,
+// demo seeds the demo workspace with its fixed API key, a Telegram
+// channel, a webchat channel and the demo flow,
 // creating only what is missing, and prints how to reach them.
 func demo(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("demo")
@@ -81,9 +69,9 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return fmt.Errorf("list demo channels: %w", err)
 	}
-	telegram, err := c.ensureDemoChannel(ctx, existing, adminclient.NewChannel{
+	telegram, err := c.ensureDemoChannel(ctx, existing, messagingapi.NewChannel{
 		WorkspaceID: ws.ID,
-		Kind:        adminclient.KindTelegram,
+		Kind:        messagingapi.KindTelegram,
 		ExternalID:  demoTelegramBot,
 		Token:       c.cfg.DemoTelegramToken,
 		Secret:      c.cfg.DemoTelegramSecret,
@@ -91,9 +79,9 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	webchat, err := c.ensureDemoChannel(ctx, existing, adminclient.NewChannel{
+	webchat, err := c.ensureDemoChannel(ctx, existing, messagingapi.NewChannel{
 		WorkspaceID: ws.ID,
-		Kind:        adminclient.KindWebchat,
+		Kind:        messagingapi.KindWebchat,
 		ExternalID:  demoWebchat,
 	})
 	if err != nil {
@@ -129,7 +117,7 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 		"api_key":     c.cfg.DemoAPIKey,
 		"api_key_id":  key.ID,
 		"gateway_url": c.cfg.GatewayURL(),
-		"channels":    []channel{telegram, webchat},
+		"channels":    []messagingapi.AdminChannel{telegram, webchat},
 		"telegram_ingress": map[string]string{
 			"url":          c.cfg.MessagingURL() + "/ingress/telegram/" + telegram.ID,
 			"secret_token": telegram.Secret,
@@ -161,17 +149,17 @@ func (c *CLI) ensureDemoWorkspace(ctx context.Context) (workspace, error) {
 
 // ensureDemoChannel returns the channel of want's kind and external id
 // among existing, creating it when missing.
-func (c *CLI) ensureDemoChannel(ctx context.Context, existing []adminclient.Channel, want adminclient.NewChannel) (channel, error) {
+func (c *CLI) ensureDemoChannel(ctx context.Context, existing []messagingapi.AdminChannel, want messagingapi.NewChannel) (messagingapi.AdminChannel, error) {
 	for _, ch := range existing {
 		if ch.Kind == want.Kind && ch.ExternalID == want.ExternalID {
-			return demoChannel(ch), nil
+			return ch, nil
 		}
 	}
 	created, err := c.api.CreateChannel(ctx, want)
 	if err != nil {
-		return channel{}, fmt.Errorf("create demo %s channel: %w", want.Kind, err)
+		return messagingapi.AdminChannel{}, fmt.Errorf("create demo %s channel: %w", want.Kind, err)
 	}
-	return demoChannel(created), nil
+	return created, nil
 }
 
 // demoFlow is the demo flow's document for this configuration: its http

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -15,33 +15,33 @@ import (
 // channelKinds and aiModes are the choices of the channel forms, in the
 // order they are offered.
 var (
-	channelKinds = []string{adminclient.KindTelegram, adminclient.KindWebchat, adminclient.KindMessenger, adminclient.KindInstagram}
-	aiModes      = []string{adminclient.AIModeAuto, adminclient.AIModeSuggest, adminclient.AIModeExternal}
+	channelKinds = []string{messagingapi.KindTelegram, messagingapi.KindWebchat, messagingapi.KindMessenger, messagingapi.KindInstagram}
+	aiModes      = []string{messagingapi.AIModeAuto, messagingapi.AIModeSuggest, messagingapi.AIModeExternal}
 )
 
 // channelsView is the channels page: the list with a mode form per row,
 // and the create form.
 type channelsView struct {
-	Channels []adminclient.Channel
+	Channels []messagingapi.AdminChannel
 	Modes    []string
 	Kinds    []string
 	// Form is the create form's values; Errors its refusals by field
 	// (kind, external_id, token, secret).
-	Form   adminclient.NewChannel
+	Form   messagingapi.NewChannel
 	Errors map[string]string
 	// Notice reports what the last action did; Changed is the channel it
 	// was about, and Created the channel just made, whose ingress secret
 	// the page shows.
 	Notice  string
 	Changed string
-	Created *adminclient.Channel
+	Created *messagingapi.AdminChannel
 }
 
 // channelsPage lists the workspace's channels. ?mode_set=CHANNEL reports
 // a mode just set, ?created=CHANNEL a channel just made.
 func (c *Console) channelsPage(ctx echo.Context) error {
 	q := ctx.QueryParams()
-	return c.drawChannels(ctx, channelsView{Form: adminclient.NewChannel{Kind: adminclient.KindTelegram}}, http.StatusOK, "", func(cv *channelsView) {
+	return c.drawChannels(ctx, channelsView{Form: messagingapi.NewChannel{Kind: messagingapi.KindTelegram}}, http.StatusOK, "", func(cv *channelsView) {
 		for i, ch := range cv.Channels {
 			switch ch.ID {
 			case q.Get("mode_set"):
@@ -58,7 +58,7 @@ func (c *Console) channelsPage(ctx echo.Context) error {
 
 // channelLabel names a channel in sentences: its kind and its id on the
 // platform.
-func channelLabel(ch adminclient.Channel) string {
+func channelLabel(ch messagingapi.AdminChannel) string {
 	if ch.ExternalID == "" {
 		return ch.Kind
 	}
@@ -89,7 +89,7 @@ func (c *Console) drawChannels(ctx echo.Context, cv channelsView, status int, me
 // field is drawn beside that field, with the form as it was filled in.
 func (c *Console) createChannel(ctx echo.Context) error {
 	id := ctx.Param("id")
-	form := adminclient.NewChannel{
+	form := messagingapi.NewChannel{
 		Kind:       ctx.FormValue("kind"),
 		ExternalID: ctx.FormValue("external_id"),
 		Token:      ctx.FormValue("token"),
@@ -126,7 +126,7 @@ func (c *Console) setChannelAIMode(ctx echo.Context) error {
 	}
 	if err != nil {
 		return c.actionError(ctx, "channels", err, func(v *view) error {
-			return c.drawChannels(ctx, channelsView{Form: adminclient.NewChannel{Kind: adminclient.KindTelegram}}, v.Status, "The mode was not changed. "+v.Message, nil)
+			return c.drawChannels(ctx, channelsView{Form: messagingapi.NewChannel{Kind: messagingapi.KindTelegram}}, v.Status, "The mode was not changed. "+v.Message, nil)
 		})
 	}
 	return ctx.Redirect(http.StatusSeeOther, workspacePath(id)+"/channels?mode_set="+url.QueryEscape(channelID)+"#channel-"+url.PathEscape(channelID))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
@@ -122,9 +122,9 @@ func TestChannelCreate(t *testing.T) {
 		t.Fatalf("create = %d %q: %s", r.status, r.location(), r.body)
 	}
 	h.messaging.mu.Lock()
-	created := append([]adminclient.NewChannel(nil), h.messaging.created...)
+	created := append([]messagingapi.NewChannel(nil), h.messaging.created...)
 	h.messaging.mu.Unlock()
-	want := adminclient.NewChannel{WorkspaceID: own, Kind: "telegram", ExternalID: "7001", Token: "7001:AAbot", Secret: "a_secret_of_20_chars"}
+	want := messagingapi.NewChannel{WorkspaceID: own, Kind: "telegram", ExternalID: "7001", Token: "7001:AAbot", Secret: "a_secret_of_20_chars"}
 	if len(created) != 1 || created[0] != want {
 		t.Fatalf("messaging got %+v, want %+v", created, want)
 	}

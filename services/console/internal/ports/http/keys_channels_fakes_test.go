@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -115,10 +116,10 @@ func (h *harness) apiKey(id string, k adminclient.APIKey) adminclient.APIKey {
 // calls, in messaging's JSON, from a table, and records what reached it.
 type fakeMessaging struct {
 	mu       sync.Mutex
-	channels []adminclient.Channel
+	channels []messagingapi.AdminChannel
 	// created are the bodies of the creates, modes the ai_mode changes
 	// ("channel id=mode").
-	created []adminclient.NewChannel
+	created []messagingapi.NewChannel
 	modes   []string
 	// refusal, when set, answers every call; createRefusal only creates.
 	refusal       *errs.Error
@@ -130,7 +131,7 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 	m := &fakeMessaging{}
 	e := httpx.NewEcho(env.Logger(t))
 	e.POST("/admin/channels", func(c echo.Context) error {
-		var in adminclient.NewChannel
+		var in messagingapi.NewChannel
 		if err := httpx.BindJSON(c, &in); err != nil {
 			return err
 		}
@@ -143,13 +144,13 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		if m.createRefusal != nil {
 			return m.createRefusal
 		}
-		ch := adminclient.Channel{ID: uuid.NewString(), WorkspaceID: in.WorkspaceID, Kind: in.Kind, ExternalID: in.ExternalID,
-			AIMode: adminclient.AIModeAuto, Status: "active", Secret: in.Secret, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		ch := messagingapi.AdminChannel{ID: uuid.NewString(), WorkspaceID: in.WorkspaceID, Kind: in.Kind, ExternalID: in.ExternalID,
+			AIMode: messagingapi.AIModeAuto, Status: "active", Secret: in.Secret, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
 		if ch.Secret == "" {
 			ch.Secret = "generated_secret_0123456789"
 		}
 		m.channels = append(m.channels, ch)
-		return c.JSON(http.StatusCreated, map[string]any{"channel": ch})
+		return c.JSON(http.StatusCreated, messagingapi.AdminChannelAnswer{Channel: ch})
 	})
 	e.GET("/admin/channels", func(c echo.Context) error {
 		m.mu.Lock()
@@ -157,34 +158,36 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		if m.refusal != nil {
 			return m.refusal
 		}
-		out := []adminclient.Channel{}
+		out := messagingapi.AdminChannelList{Channels: []messagingapi.AdminChannel{}}
 		for _, ch := range m.channels {
 			if ch.WorkspaceID == c.QueryParam("workspace_id") {
-				out = append(out, ch)
+				out.Channels = append(out.Channels, ch)
 			}
 		}
-		return c.JSON(http.StatusOK, map[string]any{"channels": out})
+		return c.JSON(http.StatusOK, out)
 	})
 	e.PATCH("/admin/channels/:id", func(c echo.Context) error {
-		var in struct {
-			AIMode string `json:"ai_mode"`
-		}
+		var in messagingapi.SetChannelAIMode
 		if err := httpx.BindJSON(c, &in); err != nil {
 			return err
 		}
+		mode := ""
+		if in.AIMode != nil {
+			mode = *in.AIMode
+		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.modes = append(m.modes, c.Param("id")+"="+in.AIMode)
+		m.modes = append(m.modes, c.Param("id")+"="+mode)
 		if m.refusal != nil {
 			return m.refusal
 		}
-		if in.AIMode != adminclient.AIModeAuto && in.AIMode != adminclient.AIModeSuggest && in.AIMode != adminclient.AIModeExternal {
+		if mode != messagingapi.AIModeAuto && mode != messagingapi.AIModeSuggest && mode != messagingapi.AIModeExternal {
 			return errs.InvalidRequest("ai_mode must be one of auto, suggest, external")
 		}
 		for i := range m.channels {
 			if m.channels[i].ID == c.Param("id") {
-				m.channels[i].AIMode = in.AIMode
-				return c.JSON(http.StatusOK, map[string]any{"channel": m.channels[i]})
+				m.channels[i].AIMode = mode
+				return c.JSON(http.StatusOK, messagingapi.AdminChannelAnswer{Channel: m.channels[i]})
 			}
 		}
 		return errs.NotFound("channel_not_found", "channel not found")
@@ -195,10 +198,10 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 
 // channel adds a channel of workspace id to the fake messaging and
 // returns it.
-func (m *fakeMessaging) channel(id, kind, externalID, mode string) adminclient.Channel {
+func (m *fakeMessaging) channel(id, kind, externalID, mode string) messagingapi.AdminChannel {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ch := adminclient.Channel{ID: uuid.NewString(), WorkspaceID: id, Kind: kind, ExternalID: externalID, AIMode: mode,
+	ch := messagingapi.AdminChannel{ID: uuid.NewString(), WorkspaceID: id, Kind: kind, ExternalID: externalID, AIMode: mode,
 		Status: "active", Secret: "secret_of_" + externalID, CreatedAt: "2026-11-24T04:00:00Z"}
 	m.channels = append(m.channels, ch)
 	return ch

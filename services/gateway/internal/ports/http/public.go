@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
@@ -212,17 +213,9 @@ type meDTO struct {
 		AIUsed  int64  `json:"ai_used"`
 		AILimit int64  `json:"ai_limit"`
 	} `json:"plan"`
-	Channels   []channelDTO `json:"channels"`
-	RateLimit  rateLimitDTO `json:"rate_limit"`
-	APIVersion string       `json:"api_version"`
-}
-
-type channelDTO struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	ExternalID string `json:"external_id"`
-	AIMode     string `json:"ai_mode"`
-	Status     string `json:"status"`
+	Channels   []messagingapi.Channel `json:"channels"`
+	RateLimit  rateLimitDTO           `json:"rate_limit"`
+	APIVersion string                 `json:"api_version"`
 }
 
 type rateLimitDTO struct {
@@ -237,9 +230,9 @@ func (p *Public) me(c echo.Context) error {
 	var out meDTO
 	out.Workspace.ID, out.Workspace.Name, out.Workspace.Slug = me.Workspace.ID, me.Workspace.Name, me.Workspace.Slug
 	out.Plan.Name, out.Plan.AIUsed, out.Plan.AILimit = me.Workspace.Plan.Name, me.Workspace.Plan.AIUsed, me.Workspace.Plan.AILimit
-	out.Channels = make([]channelDTO, len(me.Channels))
+	out.Channels = make([]messagingapi.Channel, len(me.Channels))
 	for i, ch := range me.Channels {
-		out.Channels[i] = channelDTO{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status}
+		out.Channels[i] = messagingapi.Channel{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status}
 	}
 	out.RateLimit.PerMinute = me.RatePerMinute
 	out.APIVersion = "v1"
