@@ -18,8 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
@@ -27,10 +25,11 @@ import (
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/config"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
-	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
@@ -76,8 +75,9 @@ func BenchmarkMessaging(b *testing.B) {
 	b.Run("send", bs.measure(send, send))
 }
 
-// benchService is the messaging service wired as main wires it, on the
-// benchmark's own database and stream, with one external Telegram channel.
+// benchService is the messaging service started by serve as main starts
+// it, on the benchmark's own database and stream, with one external
+// Telegram channel.
 type benchService struct {
 	b         *testing.B
 	env       *testenv.Env
@@ -100,53 +100,26 @@ type benchService struct {
 
 func newBenchService(b *testing.B) *benchService {
 	b.Helper()
-	env := testenv.New(b, testenv.Migrated(schema, migrations.FS))
+	env := testenv.New(b, testenv.Migrated(adapters.Schema, migrations.FS))
 	bot := httptest.NewServer(&telegramfake.Server{NoRecord: true})
 	b.Cleanup(bot.Close)
 	// Configured as main is, from the environment: every setting at its
-	// default but the test's own servers and the fake Bot API.
+	// default but the test's own servers, a free address and the fake Bot
+	// API.
 	env.Setenv(b)
 	b.Setenv("TELEGRAM_API_BASE", bot.URL)
+	b.Setenv("MESSAGING_ADDR", ports.FreeAddr(b))
 	cfg, err := config.Load[svcconfig.Config]()
 	if err != nil {
 		b.Fatal(err)
 	}
-	gdb := env.DB(b, schema, migrations.FS)
-	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-bench", zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
+	svc := startInstance(b, env, cfg)
+	gdb := env.DB(b, adapters.Schema, migrations.FS)
 	ctx := context.Background()
-	log := zap.NewNop()
-	svc, err := build(ctx, cfg, gdb, env.Redis(b), nc, log, prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceMessaging, version, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Handle(rpc.EndpointAPI, svc.api); err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Handle(rpc.EndpointAdmin, svc.admin); err != nil {
-		b.Fatal(err)
-	}
-	public := httptest.NewServer(svc.public)
-	relayCtx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan struct{})
-	go func() { defer close(relayDone); svc.relay.Run(relayCtx) }()
-	b.Cleanup(func() {
-		public.Close()
-		_ = srv.Stop()
-		stopRelay()
-		<-relayDone
-	})
 
 	bs := &benchService{
 		b: b, env: env, db: gdb, js: env.JetStream(b),
-		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix),
+		client: rpc.NewClient(env.NATS(b), cfg.RPCSubjectPrefix),
 		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchConcurrency}, Timeout: 10 * time.Second},
 		ws:     uuid.NewString(),
 	}
@@ -160,7 +133,7 @@ func newBenchService(b *testing.B) *benchService {
 		map[string]any{"ai_mode": "external"}, nil); err != nil {
 		b.Fatal(err)
 	}
-	bs.ingress = public.URL + "/ingress/telegram/" + bs.channel.ID
+	bs.ingress = svc.base + "/ingress/telegram/" + bs.channel.ID
 
 	if err := gdb.Exec(`CREATE TABLE messaging.bench_baseline (
 		id uuid PRIMARY KEY, subject text NOT NULL, payload bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`).Error; err != nil {
@@ -175,9 +148,7 @@ func newBenchService(b *testing.B) *benchService {
 			b.Fatal(err)
 		}
 	}
-	var list struct {
-		Conversations []struct{ ID string } `json:"conversations"`
-	}
+	var list messagingapi.ConversationPage
 	if err := bs.client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, bs.ws, http.MethodGet, "/v1/conversations", nil, &list); err != nil {
 		b.Fatal(err)
 	}
@@ -273,11 +244,7 @@ func (bs *benchService) ingressOnly(ctx context.Context) error {
 
 // sendOp answers conversation i with POST /v1/messages over rpc.
 func (bs *benchService) sendOp(ctx context.Context, i int) error {
-	var out struct {
-		Message struct {
-			ExternalID string `json:"external_id"`
-		} `json:"message"`
-	}
+	var out messagingapi.MessageSent
 	err := bs.client.CallJSON(ctx, rpc.ServiceMessaging, rpc.EndpointAPI, bs.ws, http.MethodPost, "/v1/messages",
 		map[string]any{"conversation_id": bs.conversations[i], "text": "It ships today.", "buttons": []map[string]string{
 			{"type": "postback", "title": "Track", "payload": "TRACK"},

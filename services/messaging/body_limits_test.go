@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -25,17 +24,10 @@ func TestBodyLimitsOfThePublicListener(t *testing.T) {
 	h := newHarness(t)
 	tg := h.telegramChannel(uuid.NewString(), "auto")
 	wc := h.webchatChannel(uuid.NewString(), "auto")
-	base := widgetServer(t, h.svc)
-	token, _ := newVisitor(t, base, wc.ID)
+	token, _ := newVisitor(t, h.base, wc.ID)
 
 	post := func(path, body string, header map[string]string) (int, string, string) {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		rec := httptest.NewRecorder()
-		h.svc.public.ServeHTTP(rec, req)
+		rec := h.post(path, body, header)
 		if rec.Code == http.StatusOK || rec.Code == http.StatusCreated {
 			return rec.Code, "", ""
 		}

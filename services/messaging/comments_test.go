@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,12 +58,7 @@ func (h *harness) cmtChannel(ws, kind, pageID, mode string) messagingapi.AdminCh
 // cmtPost signs body with the app secret and posts it to /ingress/meta.
 func (h *harness) cmtPost(body string) int {
 	h.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/ingress/meta", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(meta.SignatureHeader, meta.Sign(cmtAppSecret, []byte(body)))
-	rec := httptest.NewRecorder()
-	h.svc.public.ServeHTTP(rec, req)
-	return rec.Code
+	return h.post("/ingress/meta", body, map[string]string{meta.SignatureHeader: meta.Sign(cmtAppSecret, []byte(body))}).Code
 }
 
 // feedComment is a Facebook page feed webhook carrying one change, in
@@ -239,10 +233,7 @@ func TestFeedChangesThatAreNotNewCommentsAreIgnored(t *testing.T) {
 	}
 	// A tampered body is refused before anything is read.
 	body := feedComment(page, page+"_6", "111", "Bo", "hi", at, "add")
-	req := httptest.NewRequest(http.MethodPost, "/ingress/meta", strings.NewReader(strings.Replace(body, "hi", "HI", 1)))
-	req.Header.Set(meta.SignatureHeader, meta.Sign(cmtAppSecret, []byte(body)))
-	rec := httptest.NewRecorder()
-	h.svc.public.ServeHTTP(rec, req)
+	rec := h.post("/ingress/meta", strings.Replace(body, "hi", "HI", 1), map[string]string{meta.SignatureHeader: meta.Sign(cmtAppSecret, []byte(body))})
 	if rec.Code != http.StatusUnauthorized || h.count("comments", "") != 0 {
 		t.Fatalf("tampered: %d, comments %d", rec.Code, h.count("comments", ""))
 	}

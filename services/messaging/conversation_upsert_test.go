@@ -20,8 +20,8 @@ import (
 // older, retried delivery; and the conversation stays one per contact.
 func TestUpsertConversation(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
-	gdb := env.DB(t, schema, migrations.FS)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	ws, chID := uuid.NewString(), uuid.NewString()
 	if err := gdb.Exec(`INSERT INTO messaging.channels (id, workspace_id, kind, secret) VALUES (?, ?, 'telegram', 's')`, chID, ws).Error; err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,9 +15,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -26,23 +29,24 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
 
-// harness is one in-process messaging service on the test's own database
-// and stream, driven the way the gateway (rpc), parleyctl (rpc admin) and
-// Telegram (HTTP ingress) drive it.
+// harness is a messaging service started by serve, as main starts it, on
+// the test's own database, Redis prefix, stream and rpc subjects, and
+// driven the way the gateway (rpc "api"), parleyctl (rpc "admin"),
+// Telegram and Meta (HTTP ingress) and the widget (HTTP) drive it.
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	cfg    svcconfig.Config
+	*instance
+	env *testenv.Env
+	cfg svcconfig.Config
+	// db reads messaging's tables for assertions.
 	db     *gorm.DB
-	svc    *wired
-	reg    *prometheus.Registry
 	client *rpc.Client
-	nc     *nats.Conn
 	tg     *telegramfake.Server
 	// tgTokens maps a channel id to its bot token, for assertions.
 	tgTokens sync.Map
@@ -56,11 +60,33 @@ func withNATS(url string) harnessOption {
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	tg, tgURL := newTelegram(t)
-	cfg := svcconfig.Config{
+	cfg := testConfig(t, env, tgURL)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	// The gateway's and parleyctl's side: a connection of their own to
+	// the NATS server the service uses.
+	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-test", zap.NewNop())
+	if err != nil {
+		t.Fatalf("nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return &harness{
+		instance: startInstance(t, env, cfg),
+		env:      env, cfg: cfg, db: env.DB(t, adapters.Schema, migrations.FS), tg: tg,
+		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix),
+	}
+}
+
+// testConfig is messaging's configuration in env, its Bot API at tgURL,
+// listening on a free address, with the bounds the tests expect unless
+// they change them.
+func testConfig(t *testing.T, env *testenv.Env, tgURL string) svcconfig.Config {
+	return svcconfig.Config{
 		Connections:           env.Connections(),
-		Addr:                  "127.0.0.1:0",
+		Addr:                  ports.FreeAddr(t),
 		TelegramAPIBase:       tgURL,
 		MetaGraphAPIBase:      "http://127.0.0.1:9", // discard port: no Meta here unless a test sets one
 		MessagingWindow:       24 * time.Hour,
@@ -89,47 +115,129 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		WebchatStreamLease:              30 * time.Second,
 		WebchatTokenTTL:                 time.Hour,
 	}
-	for _, o := range opts {
-		o(&cfg)
-	}
+}
+
+// instance is one running messaging, as a process of its own would be:
+// its public listener at base, its rpc endpoints in the queue group of
+// its configuration's prefix.
+type instance struct {
+	t    testing.TB
+	base string
+	bg   *testenv.Background
+}
+
+// startInstance serves messaging with cfg in env until the test ends, and
+// waits until it is ready.
+func startInstance(t testing.TB, env *testenv.Env, cfg svcconfig.Config) *instance {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	log := env.Logger(t)
-	gdb := env.DB(t, schema, migrations.FS)
-	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-test", zap.NewNop())
+	bg := testenv.Serve(t, "messaging", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{}) })
+	in := &instance{t: t, base: "http://" + cfg.Addr, bg: bg}
+	bg.WaitReady(in.base, 20*time.Second)
+	return in
+}
+
+// stop shuts the instance down as SIGTERM does and waits until it has.
+func (in *instance) stop() { in.bg.Stop() }
+
+// ready is whether the instance's /readyz answers 200: all its
+// connections, NATS among them, work.
+func (in *instance) ready() bool {
+	resp, err := http.Get(in.base + "/readyz")
 	if err != nil {
-		t.Fatalf("nats: %v", err)
+		return false
 	}
-	t.Cleanup(nc.Close)
-	reg := prometheus.NewRegistry()
-	ctx := context.Background()
-	svc, err := build(ctx, cfg, gdb, env.Redis(t), nc, log, reg)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// reply is an answer of the public listener.
+type reply struct {
+	Code   int
+	Header http.Header
+	Body   *bytes.Buffer
+}
+
+// post posts body to path on the public listener with header.
+func (in *instance) post(path, body string, header map[string]string) reply {
+	in.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, in.base+path, strings.NewReader(body))
 	if err != nil {
-		t.Fatalf("build: %v", err)
+		in.t.Fatal(err)
 	}
-	srv, err := rpc.NewServer(nc, cfg.RPCSubjectPrefix, rpc.ServiceMessaging, version, log)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return in.do(req)
+}
+
+// get gets path from the public listener.
+func (in *instance) get(path string) reply {
+	in.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, in.base+path, nil)
 	if err != nil {
-		t.Fatalf("rpc server: %v", err)
+		in.t.Fatal(err)
 	}
-	if err := srv.Handle(rpc.EndpointAPI, svc.api); err != nil {
-		t.Fatal(err)
+	return in.do(req)
+}
+
+func (in *instance) do(req *http.Request) reply {
+	in.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		in.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
-	if err := srv.Handle(rpc.EndpointAdmin, svc.admin); err != nil {
-		t.Fatal(err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		in.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
-	relayCtx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan struct{})
-	go func() { defer close(relayDone); svc.relay.Run(relayCtx) }()
-	t.Cleanup(func() {
-		_ = srv.Stop()
-		stopRelay()
-		<-relayDone
-	})
-	return &harness{
-		t: t, env: env, cfg: cfg, db: gdb, svc: svc, reg: reg, nc: nc, tg: tg,
-		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix),
+	return reply{Code: resp.StatusCode, Header: resp.Header, Body: bytes.NewBuffer(raw)}
+}
+
+// metric sums the instance's series of the counter or gauge name, as its
+// /metrics shows them, over those whose labels include labels (name,
+// value pairs).
+func (in *instance) metric(name string, labels ...string) float64 {
+	in.t.Helper()
+	resp, err := http.Get(in.base + "/metrics")
+	if err != nil {
+		in.t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		in.t.Fatalf("/metrics: %v", err)
+	}
+	var sum float64
+	for _, m := range families[name].GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, pairs []string) bool {
+	have := map[string]string{}
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if have[pairs[i]] != pairs[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
+// streams is the widget streams the instance holds.
+func (in *instance) streams() int {
+	return int(in.metric("messaging_webchat_streams"))
 }
 
 // --- parleyctl's side: admin calls ---
@@ -189,16 +297,13 @@ var botIDs atomic.Int64
 // --- Telegram's side: webhook updates ---
 
 // postUpdate posts body to the channel's ingress as Telegram does.
-func (h *harness) postUpdate(channelID, secret, body string) *httptest.ResponseRecorder {
+func (h *harness) postUpdate(channelID, secret, body string) reply {
 	h.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/ingress/telegram/"+channelID, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	header := map[string]string{}
 	if secret != "" {
-		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		header["X-Telegram-Bot-Api-Secret-Token"] = secret
 	}
-	rec := httptest.NewRecorder()
-	h.svc.public.ServeHTTP(rec, req)
-	return rec
+	return h.post("/ingress/telegram/"+channelID, body, header)
 }
 
 // deliver posts a text message update and requires 200.
@@ -336,23 +441,4 @@ func newTelegram(t *testing.T) (*telegramfake.Server, string) {
 	srv := httptest.NewServer(tg)
 	t.Cleanup(srv.Close)
 	return tg, srv.URL
-}
-
-// metricValue sums a counter or gauge over its label sets.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -79,18 +80,24 @@ func TestRunServesAndStops(t *testing.T) {
 	js := env.JetStream(t)
 	wait.Until(t, 5*time.Second, "the event", func() bool { return len(streamMessages(t, js, env.Stream.Name)) == 1 })
 
-	metrics := getText(t, base+"/metrics")
-	for _, want := range []string{
-		`messaging_ingress_updates_total{outcome="stored",platform="telegram"} 1`,
-		`messaging_sends_total{outcome="sent",platform="telegram"} 1`,
-		`messaging_outbox_published_total 1`,
-		`messaging_outbox_backlog`,
-		`go_goroutines`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
+	// The relay counts what it published once the stream has acknowledged
+	// it, so the count may follow the event by a moment.
+	wait.For(t, 5*time.Second, "the metrics", func() error {
+		metrics := getText(t, base+"/metrics")
+		for _, want := range []string{
+			`messaging_ingress_updates_total{outcome="stored",platform="telegram"} 1`,
+			`messaging_sends_total{outcome="sent",platform="telegram"} 1`,
+			`messaging_outbox_published_total 1`,
+			`messaging_outbox_backlog`,
+			`messaging_webchat_streams 0`,
+			`go_goroutines`,
+		} {
+			if !strings.Contains(metrics, want) {
+				return fmt.Errorf("/metrics lacks %s", want)
+			}
 		}
-	}
+		return nil
+	})
 
 	bg.Stop()
 }

@@ -96,16 +96,13 @@ func (h *harness) metaChannel(ws, kind, pageID, mode string) messagingapi.AdminC
 
 // postMeta posts body to /ingress/meta with the X-Hub-Signature-256 header
 // signature (none when empty).
-func (h *harness) postMeta(body []byte, signature string) *httptest.ResponseRecorder {
+func (h *harness) postMeta(body []byte, signature string) reply {
 	h.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/ingress/meta", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
+	header := map[string]string{}
 	if signature != "" {
-		req.Header.Set("X-Hub-Signature-256", signature)
+		header["X-Hub-Signature-256"] = signature
 	}
-	rec := httptest.NewRecorder()
-	h.svc.public.ServeHTTP(rec, req)
-	return rec
+	return h.post("/ingress/meta", string(body), header)
 }
 
 // sendMeta signs body with the app secret, as Meta does, posts it and
@@ -171,11 +168,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, h *harness, n int) []*ev
 func TestMetaVerifyChallenge(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, withMeta(newMetaGraph(t)))
-	get := func(query string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.svc.public.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ingress/meta?"+query, nil))
-		return rec
-	}
+	get := func(query string) reply { return h.get("/ingress/meta?" + query) }
 	rec := get("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1158201444")
 	if rec.Code != http.StatusOK || rec.Body.String() != "1158201444" {
 		t.Fatalf("right token: %d %q, want 200 echoing the challenge", rec.Code, rec.Body)

@@ -94,7 +94,7 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 	}
 	// Let the relay try and fail at least once.
 	wait.Until(t, 10*time.Second, "a failed relay pass", func() bool {
-		return metricValue(t, h.reg, "messaging_outbox_publish_failures_total") >= 1
+		return h.metric("messaging_outbox_publish_failures_total") >= 1
 	})
 	if n := h.count("outbox", "published_at IS NULL"); n != 1 {
 		t.Fatalf("unpublished rows = %d during the outage", n)

@@ -45,8 +45,8 @@ func TestPublishBatch(t *testing.T) {
 func TestPublishPendingMarksTheAcceptedPrefix(t *testing.T) {
 	t.Parallel()
 	// The store alone, over its own database: no relay takes the rows.
-	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
-	gdb := env.DB(t, schema, migrations.FS)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	for range 3 {
 		if err := gdb.Exec(`INSERT INTO messaging.outbox (event_id, subject, payload) VALUES (?, ?, ?)`,
 			uuid.NewString(), env.Stream.Subject(uuid.NewString(), "message.received"), []byte("e")).Error; err != nil {

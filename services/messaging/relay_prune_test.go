@@ -8,26 +8,22 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
-	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
 
-// TestRelayPrunesIngressReceipts runs the service's relay as build wires
-// it over a database holding receipts of every age: its first pass deletes
+// TestRelayPrunesIngressReceipts runs the service, and with it its relay,
+// over a database holding receipts of every age: its first pass deletes
 // those older than INGRESS_DEDUPE_RETENTION, with the published events
 // older than OUTBOX_RETENTION, and keeps the rest.
 func TestRelayPrunesIngressReceipts(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t, testenv.Migrated(schema, migrations.FS))
-	gdb := env.DB(t, schema, migrations.FS)
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	chID := uuid.NewString()
 	if err := gdb.Exec(`INSERT INTO messaging.channels (id, workspace_id, kind, secret) VALUES (?, ?, 'telegram', 's')`, chID, uuid.NewString()).Error; err != nil {
 		t.Fatal(err)
@@ -52,24 +48,11 @@ func TestRelayPrunesIngressReceipts(t *testing.T) {
 		}
 	}
 
-	cfg := svcconfig.Config{
-		Connections: env.Connections(), OutboxPollInterval: time.Second, OutboxRetention: 24 * time.Hour,
-		OutboxPublishTimeout: time.Second, IngressDedupeRetention: 30 * time.Hour,
-		TelegramAPIBase: "http://127.0.0.1:9", MetaGraphAPIBase: "http://127.0.0.1:9", PlatformTimeout: time.Second,
-	}
-	nc, err := natsx.Connect(context.Background(), cfg.Connections, "messaging-test", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	svc, err := build(context.Background(), cfg, gdb, env.Redis(t), nc, env.Logger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); svc.relay.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	// The service with its relay's periods and retentions as this test
+	// wants them; its first pass prunes.
+	cfg := testConfig(t, env, "http://127.0.0.1:9")
+	cfg.OutboxPollInterval, cfg.OutboxRetention, cfg.IngressDedupeRetention = time.Second, 24*time.Hour, 30*time.Hour
+	startInstance(t, env, cfg)
 
 	keys := func() map[string]bool {
 		var got []string
@@ -104,17 +87,17 @@ func TestRelayPrunesPeriodically(t *testing.T) {
 	h := newHarness(t)
 	ch := h.telegramChannel(uuid.NewString(), "auto")
 	var failures atomic.Int64
-	relay := app.NewRelay(adapters.NewOutboxStore(h.db), adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream.Name),
-		app.RelayConfig{
-			Poll: 20 * time.Millisecond, Retention: 24 * time.Hour, PruneEvery: 50 * time.Millisecond,
-			Prune: []app.PruneTask{
-				{Name: "broken", Retention: time.Hour, Prune: func(context.Context, time.Time) (int64, error) {
-					failures.Add(1)
-					return 0, errors.New("table is gone")
-				}},
-				{Name: "ingress_receipts", Retention: time.Hour, Prune: adapters.NewIngressReceiptStore(h.db).Prune},
-			},
-		}, nil, zap.NewNop())
+	relay := app.NewRelay(app.RelayDeps{
+		Store: adapters.NewOutboxStore(h.db), Publisher: adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream.Name),
+		Poll: 20 * time.Millisecond, Retention: 24 * time.Hour, PruneEvery: 50 * time.Millisecond,
+		Prune: []app.PruneTask{
+			{Name: "broken", Retention: time.Hour, Prune: func(context.Context, time.Time) (int64, error) {
+				failures.Add(1)
+				return 0, errors.New("table is gone")
+			}},
+			{Name: "ingress_receipts", Retention: time.Hour, Prune: adapters.NewIngressReceiptStore(h.db).Prune},
+		},
+	})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); relay.Run(ctx) }()

@@ -58,7 +58,7 @@ func TestWebchatSessionsPerAddress(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatSessionsPerMinute = 3 })
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	session := base + "/webchat/" + ch.ID + "/session"
 
 	token, visitor := newVisitor(t, base, ch.ID)
@@ -80,7 +80,7 @@ func TestWebchatSessionsPerAddress(t *testing.T) {
 
 	proxied := newHarness(t, func(c *svcconfig.Config) { c.WebchatSessionsPerMinute = 1; c.TrustedProxies = "127.0.0.1" })
 	pch := proxied.webchatChannel(uuid.NewString(), "auto")
-	psession := widgetServer(t, proxied.svc) + "/webchat/" + pch.ID + "/session"
+	psession := proxied.base + "/webchat/" + pch.ID + "/session"
 	if r := widgetCallFrom(t, http.MethodPost, psession, "", "203.0.113.1"); r.Status != http.StatusCreated {
 		t.Fatalf("first behind the proxy = %d %s", r.Status, r.Body)
 	}
@@ -102,7 +102,7 @@ func TestWebchatMessagesPerAddressAndAcrossInstances(t *testing.T) {
 		c.WebchatAddressMessagesPerMinute = 3
 	})
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	a, b := widgetServer(t, h.svc), widgetServer(t, h.secondInstance())
+	a, b := h.base, h.secondInstance().base
 
 	first, _ := newVisitor(t, a, ch.ID)
 	for _, base := range []string{a, b} {
@@ -134,7 +134,7 @@ func TestWebchatTokensExpireAndRenew(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatTokenTTL = 2 * time.Second })
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 
 	start := time.Now()
 	r := widgetCall(t, http.MethodPost, base+"/webchat/"+ch.ID+"/session", "", "")
@@ -177,7 +177,7 @@ func TestWebchatStreamBoundsHoldAcrossInstances(t *testing.T) {
 	})
 	ch := h.webchatChannel(uuid.NewString(), "auto")
 	second := h.secondInstance()
-	a, b := widgetServer(t, h.svc), widgetServer(t, second)
+	a, b := h.base, second.base
 	events := func(base, token, xff string) widgetResp {
 		return widgetCallFrom(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", token, xff)
 	}
@@ -199,7 +199,7 @@ func TestWebchatStreamBoundsHoldAcrossInstances(t *testing.T) {
 	// A closed stream gives its place back at once.
 	closing.cancel()
 	wait.Until(t, 5*time.Second, "the closed streams' places", func() bool {
-		return second.webchat.Streams() == 1 && h.svc.webchat.Streams() == 1
+		return second.streams() == 1 && h.streams() == 1
 	})
 	openStream(t, b, ch.ID, three)
 
@@ -238,12 +238,7 @@ func TestWebchatBoundsWhileRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	px := proxy.Start(t, u.Host)
-	rdb, err := redisx.Open(context.Background(), px.URL(t, h.env.RedisURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	base := widgetServer(t, h.instanceWithRedis(rdb))
+	base := h.instanceWithRedis(px.URL(t, h.env.RedisURL)).base
 	token, _ := newVisitor(t, base, ch.ID)
 
 	px.Cut()

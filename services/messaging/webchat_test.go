@@ -7,22 +7,18 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
-	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
@@ -42,15 +38,6 @@ func (h *harness) webchatChannel(ws, mode string) messagingapi.AdminChannel {
 		out.Channel.AIMode = mode
 	}
 	return out.Channel
-}
-
-// widgetServer serves an instance's public listener over real HTTP (SSE
-// needs a connection that stays open).
-func widgetServer(t *testing.T, svc *wired) string {
-	t.Helper()
-	srv := httptest.NewServer(svc.public)
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 type widgetResp struct {
@@ -228,7 +215,7 @@ func TestWebchatPage(t *testing.T) {
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "auto")
 	tg := h.telegramChannel(ws, "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 
 	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID, "", "")
 	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
@@ -290,7 +277,7 @@ func TestWebchatFrameAncestorsSetting(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatFrameAncestors = "https://shop.example 'self'" })
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	r := widgetCall(t, http.MethodGet, widgetServer(t, h.svc)+"/webchat/"+ch.ID, "", "")
+	r := widgetCall(t, http.MethodGet, h.base+"/webchat/"+ch.ID, "", "")
 	if csp := r.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors https://shop.example 'self'") {
 		t.Fatalf("CSP = %q", csp)
 	}
@@ -303,7 +290,7 @@ func TestWebchatSessionAndToken(t *testing.T) {
 	ch := h.webchatChannel(ws, "auto")
 	other := h.webchatChannel(ws, "auto")
 	tg := h.telegramChannel(ws, "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 
 	token, visitorID := newVisitor(t, base, ch.ID)
 	if _, err := uuid.Parse(visitorID); err != nil || !strings.HasPrefix(token, visitorID+".") {
@@ -364,7 +351,7 @@ func TestWebchatVisitorMessageStoredOncePerClientID(t *testing.T) {
 	h := newHarness(t)
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "external")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, visitorID := newVisitor(t, base, ch.ID)
 
 	body := map[string]any{"text": "Do you ship to Ulaanbaatar?", "client_message_id": "c-1"}
@@ -443,7 +430,7 @@ func TestWebchatQuickReplyAndAutoMode(t *testing.T) {
 	h := newHarness(t)
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, _ := newVisitor(t, base, ch.ID)
 	if r := say(t, base, ch.ID, token, map[string]any{"text": "Yes", "quick_reply_payload": "Yes"}); r.Status != http.StatusCreated {
 		t.Fatalf("quick reply: %d %s", r.Status, r.Body)
@@ -463,7 +450,7 @@ func TestWebchatRejectsBadMessages(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatMessagesPerMinute = 1000 })
 	ch := h.webchatChannel(uuid.NewString(), "external")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, _ := newVisitor(t, base, ch.ID)
 
 	tests := []struct {
@@ -507,7 +494,7 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatMessagesPerMinute = 3 })
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, _ := newVisitor(t, base, ch.ID)
 	for i := 0; i < 3; i++ {
 		if r := say(t, base, ch.ID, token, map[string]any{"text": "flood"}); r.Status != http.StatusCreated {
@@ -523,19 +510,7 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 		t.Fatalf("messages = %d, want 3", n)
 	}
 	ingress := func(outcome string) float64 {
-		families, _ := h.reg.Gather()
-		for _, f := range families {
-			for _, m := range f.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if f.GetName() == "messaging_ingress_updates_total" && labels["platform"] == "webchat" && labels["outcome"] == outcome {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-		return 0
+		return h.metric("messaging_ingress_updates_total", "platform", "webchat", "outcome", outcome)
 	}
 	if ingress("stored") != 3 || ingress("rate_limited") != 1 {
 		t.Fatalf("ingress metrics: stored %v, rate_limited %v", ingress("stored"), ingress("rate_limited"))
@@ -547,28 +522,22 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 	}
 }
 
-// secondInstance runs another messaging instance on the same database and
-// NATS server, with its own NATS connection, as a second process would.
-func (h *harness) secondInstance() *wired {
+// secondInstance runs another messaging instance on the same database,
+// Redis and NATS server, with connections and a listener of its own, as a
+// second process would. It serves the rpc endpoints too, in the same
+// queue group: a call reaches either instance.
+func (h *harness) secondInstance() *instance {
 	h.t.Helper()
-	return h.instanceWithRedis(h.env.Redis(h.t))
+	return h.instanceWithRedis(h.cfg.RedisURL)
 }
 
-// instanceWithRedis is secondInstance reaching Redis through rdb (a proxy
+// instanceWithRedis is secondInstance reaching Redis at redisURL (a proxy
 // a test cuts).
-func (h *harness) instanceWithRedis(rdb *redis.Client) *wired {
+func (h *harness) instanceWithRedis(redisURL string) *instance {
 	h.t.Helper()
-	nc, err := natsx.Connect(context.Background(), h.cfg.Connections, "messaging-test-2", zap.NewNop())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(nc.Close)
-	svc, err := build(context.Background(), h.cfg, h.db, rdb, nc, h.env.Logger(h.t), prometheus.NewRegistry())
-	if err != nil {
-		h.t.Fatalf("second instance: %v", err)
-	}
-	h.t.Cleanup(svc.webchat.Close)
-	return svc
+	cfg := h.cfg
+	cfg.Addr, cfg.RedisURL = ports.FreeAddr(h.t), redisURL
+	return startInstance(h.t, h.env, cfg)
 }
 
 func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
@@ -576,10 +545,12 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 	h := newHarness(t, func(c *svcconfig.Config) { c.SSEPingInterval = 50 * time.Millisecond })
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "external")
-	// The visitor's widget is connected to instance B; the developer's
-	// replies are sent by instance A (the only one serving the rpc api).
+	// The visitor writes through instance B, and has a tab open on each
+	// instance. Both serve the rpc api, in one queue group: whichever
+	// instance sends a reply, one of the tabs is on the other, and every
+	// reply must reach both.
 	b := h.secondInstance()
-	widgetB := widgetServer(t, b)
+	widgetB := b.base
 	token, visitorID := newVisitor(t, widgetB, ch.ID)
 	if r := say(t, widgetB, ch.ID, token, map[string]any{"text": "Is the blue one in stock?", "client_message_id": "q1"}); r.Status != http.StatusCreated {
 		t.Fatalf("say: %d %s", r.Status, r.Body)
@@ -599,7 +570,7 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 	}
 
 	stream := openStream(t, widgetB, ch.ID, token)
-	tab2 := openStream(t, widgetB, ch.ID, token)
+	tab2 := openStream(t, h.base, ch.ID, token)
 
 	// Keep-alives.
 	select {
@@ -668,7 +639,7 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 
 	// The history holds the thread, oldest first, in the pushed shapes,
 	// from either instance.
-	for _, base := range []string{widgetB, widgetServer(t, h.svc)} {
+	for _, base := range []string{widgetB, h.base} {
 		hist := history(t, base, ch.ID, token)
 		var got []string
 		for _, m := range hist {
@@ -698,8 +669,8 @@ func TestWebchatRepliesReachTheWidgetThroughAnotherInstance(t *testing.T) {
 			done = true
 		}
 	}
-	if v := metricValue(t, h.reg, "messaging_webchat_streams"); v != 0 {
-		t.Fatalf("instance A holds %v streams, want 0 (they are on B)", v)
+	if onA, onB := h.streams(), b.streams(); onA != 1 || onB != 2 {
+		t.Fatalf("instance A holds %d streams and B %d, want 1 (the second tab) and 2", onA, onB)
 	}
 }
 
@@ -708,7 +679,7 @@ func TestWebchatPostbacks(t *testing.T) {
 	h := newHarness(t)
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "external")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, visitorID := newVisitor(t, base, ch.ID)
 	tap := func(body string) widgetResp {
 		return widgetCall(t, http.MethodPost, base+"/webchat/"+ch.ID+"/postbacks", token, body)
@@ -789,7 +760,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *svcconfig.Config) { c.WebchatStreamsPerVisitor = 2; c.WebchatMaxStreams = 3 })
 	ch := h.webchatChannel(uuid.NewString(), "auto")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, _ := newVisitor(t, base, ch.ID)
 	first := openStream(t, base, ch.ID, token)
 	openStream(t, base, ch.ID, token)
@@ -797,7 +768,7 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 
 	// A closed tab frees its place.
 	first.cancel()
-	wait.Until(t, 2*time.Second, "the closed stream's place", func() bool { return h.svc.webchat.Streams() == 1 })
+	wait.Until(t, 2*time.Second, "the closed stream's place", func() bool { return h.streams() == 1 })
 	openStream(t, base, ch.ID, token)
 
 	// The instance's own bound.
@@ -806,8 +777,11 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 	third, _ := newVisitor(t, base, ch.ID)
 	wantLimited(t, widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, ""), "on this server", 5)
 
-	// Shutdown ends every stream and refuses new ones.
-	h.svc.webchat.Close()
+	// Shutdown ends every stream, so that the server's graceful stop does
+	// not wait on them (stop fails the test when the instance does not
+	// stop cleanly), and takes no new one. (A stream asked for while the
+	// instance stops is refused with 503: TestStreamRefusals.)
+	h.stop()
 	for {
 		select {
 		case _, ok := <-last.events:
@@ -815,12 +789,14 @@ func TestWebchatStreamLimitsAndShutdown(t *testing.T) {
 				continue
 			}
 		case <-time.After(2 * time.Second):
-			t.Fatal("stream still open after the bus closed")
+			t.Fatal("stream still open after the instance stopped")
 		}
 		break
 	}
-	r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/events", third, "")
-	wantWidgetErr(t, r, http.StatusServiceUnavailable, "service_unavailable", "")
+	if resp, err := http.Get(base + "/webchat/" + ch.ID); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a stopped instance answered %d", resp.StatusCode)
+	}
 }
 
 func TestWebchatWhileNATSIsDown(t *testing.T) {
@@ -829,7 +805,7 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 	h := newHarness(t, withNATS(n.url()))
 	ws := uuid.NewString()
 	ch := h.webchatChannel(ws, "external")
-	base := widgetServer(t, h.svc)
+	base := h.base
 	token, _ := newVisitor(t, base, ch.ID)
 
 	n.stop()
@@ -839,7 +815,7 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	if got := h.svc.webchat.Streams(); got != 0 {
+	if got := h.streams(); got != 0 {
 		t.Fatalf("a refused stream holds a place: %d", got)
 	}
 	// The visitor can still write: the message and its event are stored
@@ -854,7 +830,7 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 	n.start()
 	wait.Until(t, 10*time.Second, "the stream after NATS is back", func() bool {
 		r := widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/history", token, "")
-		return r.Status == http.StatusOK && h.nc.IsConnected()
+		return r.Status == http.StatusOK && h.ready()
 	})
 	openStream(t, base, ch.ID, token)
 }

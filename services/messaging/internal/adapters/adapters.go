@@ -10,6 +10,9 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
+// Schema is the PostgreSQL schema of the service's tables.
+const Schema = "messaging"
+
 // validID keeps strings that cannot be ids away from uuid columns, where
 // PostgreSQL would reject them with an error instead of finding nothing.
 func validID(ids ...string) bool {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
@@ -33,7 +31,6 @@ func (a *App) AnswerButton(ctx context.Context, ch channel.Channel, tapID string
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
 	if err := t.AnswerButton(ctx, ch, tapID); err != nil {
-		a.log.Warn("button tap not answered", zap.String("channel_id", ch.ID),
-			zap.String("platform", string(ch.Kind)), zap.String("tap_id", tapID), zap.Error(err))
+		a.observer.ButtonNotAnswered(ch.ID, string(ch.Kind), tapID, err)
 	}
 }

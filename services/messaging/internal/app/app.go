@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
@@ -30,10 +29,11 @@ type Deps struct {
 	// EventWritten is called after a commit that wrote an outbox event, so
 	// the relay publishes it without waiting for its next poll.
 	EventWritten func()
-	Metrics      *Metrics
-	Log          *zap.Logger
-	// Now and NewID default to the clock and UUIDv7.
-	Now   func() time.Time
+	// Observer is told what operators watch (nil: nothing is).
+	Observer Observer
+	// Clock dates what the use cases store and checks the windows;
+	// time.Now when nil. NewID makes ids; UUIDv7 when nil.
+	Clock func() time.Time
 	NewID func() string
 }
 
@@ -46,8 +46,7 @@ type App struct {
 	comments     CommentDeps
 	eventSubject func(workspaceID, eventType string) string
 	eventWritten func()
-	metrics      *Metrics
-	log          *zap.Logger
+	observer     Observer
 	now          func() time.Time
 	newID        func() string
 }
@@ -62,9 +61,8 @@ func New(d Deps) *App {
 		comments:     d.Comments,
 		eventSubject: d.EventSubject,
 		eventWritten: d.EventWritten,
-		metrics:      d.Metrics,
-		log:          d.Log,
-		now:          d.Now,
+		observer:     observerOr(d.Observer),
+		now:          d.Clock,
 		newID:        d.NewID,
 	}
 	if a.window == 0 {
@@ -78,12 +76,6 @@ func New(d Deps) *App {
 	}
 	if a.eventWritten == nil {
 		a.eventWritten = func() {}
-	}
-	if a.log == nil {
-		a.log = zap.NewNop()
-	}
-	if a.metrics == nil {
-		a.metrics = NewMetrics(nil)
 	}
 	return a
 }

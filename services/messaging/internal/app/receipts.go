@@ -1,8 +1,6 @@
 package app
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
@@ -24,15 +22,15 @@ type ReceiptRequest[T any] struct {
 
 // receipt renders the receipt of a keyed send of workspaceID; ref names
 // what it produced. Nil without a request. A render that fails (it only
-// encodes JSON) is logged and leaves the send without a receipt rather
-// than lose what was delivered; the key's Redis answer still holds.
-func (rr *ReceiptRequest[T]) receipt(log *zap.Logger, workspaceID, ref string, result T, failed error) *receipt.Receipt {
+// encodes JSON) goes to the observer and leaves the send without a receipt
+// rather than lose what was delivered; the key's Redis answer still holds.
+func (rr *ReceiptRequest[T]) receipt(o Observer, workspaceID, ref string, result T, failed error) *receipt.Receipt {
 	if rr == nil {
 		return nil
 	}
 	status, body, err := rr.Render(result, failed)
 	if err != nil {
-		log.Error("idempotency receipt not rendered", zap.String("workspace_id", workspaceID), zap.Error(err))
+		o.ReceiptNotRendered(workspaceID, err)
 		return nil
 	}
 	return &receipt.Receipt{

@@ -20,7 +20,7 @@ import (
 // would loop. It returns the ingress outcome.
 func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *comment.Inbound) (string, error) {
 	if in == nil || (in.FromID != "" && in.FromID == ch.ExternalID) {
-		a.metrics.Ingress(string(ch.Kind), IngressIgnored)
+		a.observer.Ingress(string(ch.Kind), IngressIgnored)
 		return IngressIgnored, nil
 	}
 	if a.comments.Store == nil {

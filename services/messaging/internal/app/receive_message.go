@@ -109,10 +109,10 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 // publishes without waiting for its next poll.
 func (a *App) received(ch channel.Channel, outcome string, wroteEvent bool, err error) (string, error) {
 	if err != nil {
-		a.metrics.Ingress(string(ch.Kind), IngressError)
+		a.observer.Ingress(string(ch.Kind), IngressError)
 		return "", err
 	}
-	a.metrics.Ingress(string(ch.Kind), outcome)
+	a.observer.Ingress(string(ch.Kind), outcome)
 	if wroteEvent {
 		a.eventWritten()
 	}

@@ -4,26 +4,36 @@ import (
 	"context"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 )
 
-// RelayConfig tunes the outbox relay.
-type RelayConfig struct {
+// RelayDeps are the relay's store, stream and settings.
+type RelayDeps struct {
+	// Store holds the outbox; Publisher is the stream it is relayed to.
+	Store     outbox.Store
+	Publisher outbox.Publisher
+	// Observer is told what the relay did (nil: nothing is).
+	Observer Observer
+	// Clock schedules the pruning and the backlog's counts; time.Now when
+	// nil.
+	Clock func() time.Time
+
 	// Poll is how often the relay looks for unpublished events without
-	// being kicked.
+	// being kicked (1 s when zero).
 	Poll time.Duration
-	// Retention is how long published events are kept before pruning.
+	// Retention is how long published events are kept before pruning
+	// (24 h when zero).
 	Retention time.Duration
-	// PublishTimeout bounds the wait for the stream's acks of one batch.
+	// PublishTimeout bounds the wait for the stream's acks of one batch
+	// (5 s when zero).
 	PublishTimeout time.Duration
-	// Batch is how many events one transaction takes.
+	// Batch is how many events one transaction takes (100 when zero).
 	Batch int
-	// MinBackoff and MaxBackoff bound the wait after a failed pass.
+	// MinBackoff and MaxBackoff bound the wait after a failed pass (100 ms
+	// and 5 s when zero).
 	MinBackoff, MaxBackoff time.Duration
 	// PruneEvery spaces the pruning passes: published events, and the rows
-	// of each of Prune.
+	// of each of Prune (10 min when zero).
 	PruneEvery time.Duration
 	// Prune are other tables the same periodic job keeps short (the ingress
 	// dedupe receipts).
@@ -40,7 +50,7 @@ type PruneTask struct {
 	Prune func(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
-func (c RelayConfig) withDefaults() RelayConfig {
+func (c RelayDeps) withDefaults() RelayDeps {
 	if c.Poll <= 0 {
 		c.Poll = time.Second
 	}
@@ -62,6 +72,10 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.PruneEvery <= 0 {
 		c.PruneEvery = 10 * time.Minute
 	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	c.Observer = observerOr(c.Observer)
 	return c
 }
 
@@ -70,32 +84,16 @@ func (c RelayConfig) withDefaults() RelayConfig {
 // behind. On failure it keeps the events and retries with backoff; the
 // event id as Nats-Msg-Id makes a repeated publish harmless.
 type Relay struct {
-	store   outbox.Store
-	pub     outbox.Publisher
-	cfg     RelayConfig
-	log     *zap.Logger
-	metrics *Metrics
-	kick    chan struct{}
-	now     func() time.Time
+	cfg  RelayDeps
+	kick chan struct{}
 	// backlogAt is when the backlog gauge was last counted (Run's
 	// goroutine only).
 	backlogAt time.Time
 }
 
-// NewRelay returns a relay from store to pub.
-func NewRelay(store outbox.Store, pub outbox.Publisher, cfg RelayConfig, metrics *Metrics, log *zap.Logger) *Relay {
-	if metrics == nil {
-		metrics = NewMetrics(nil)
-	}
-	return &Relay{
-		store:   store,
-		pub:     pub,
-		cfg:     cfg.withDefaults(),
-		log:     log,
-		metrics: metrics,
-		kick:    make(chan struct{}, 1),
-		now:     time.Now,
-	}
+// NewRelay returns a relay from d.Store to d.Publisher.
+func NewRelay(d RelayDeps) *Relay {
+	return &Relay{cfg: d.withDefaults(), kick: make(chan struct{}, 1)}
 }
 
 // Kick asks for a pass now; it never blocks, and kicks during a pass are
@@ -121,9 +119,9 @@ func (r *Relay) Run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			r.metrics.outboxFailures.Inc()
+			r.cfg.Observer.OutboxPassFailed()
 			if !failing {
-				r.log.Warn("outbox publish failed, retrying", zap.Error(err))
+				r.cfg.Observer.OutboxFailing(err)
 				failing = true
 			}
 			backoff = min(max(2*backoff, r.cfg.MinBackoff), r.cfg.MaxBackoff)
@@ -136,11 +134,11 @@ func (r *Relay) Run(ctx context.Context) {
 			continue
 		}
 		if failing {
-			r.log.Info("outbox publishing again")
+			r.cfg.Observer.OutboxRecovered()
 			failing = false
 		}
 		backoff = 0
-		if now := r.now(); now.Sub(lastPrune) >= r.cfg.PruneEvery {
+		if now := r.cfg.Clock(); now.Sub(lastPrune) >= r.cfg.PruneEvery {
 			r.prune(ctx, now)
 			lastPrune = now
 		}
@@ -160,8 +158,8 @@ func (r *Relay) drain(ctx context.Context) error {
 	// is also marked; each publish is bounded by PublishTimeout.
 	work := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
-		n, err := r.store.PublishPending(work, r.cfg.Batch, r.publish)
-		r.metrics.outboxPublished.Add(float64(n))
+		n, err := r.cfg.Store.PublishPending(work, r.cfg.Batch, r.publish)
+		r.cfg.Observer.OutboxPublished(n)
 		if err != nil {
 			return err
 		}
@@ -175,26 +173,26 @@ func (r *Relay) drain(ctx context.Context) error {
 func (r *Relay) publish(ctx context.Context, events []outbox.Event) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
-	return r.pub.PublishBatch(ctx, events)
+	return r.cfg.Publisher.PublishBatch(ctx, events)
 }
 
 // prune deletes published events past their retention, then the rows of
 // every other task past theirs. A failure is logged and retried on the next
 // pass; it does not hold up the others.
 func (r *Relay) prune(ctx context.Context, now time.Time) {
-	if n, err := r.store.Prune(ctx, now.Add(-r.cfg.Retention)); err != nil {
-		r.log.Warn("outbox prune failed", zap.Error(err))
+	if n, err := r.cfg.Store.Prune(ctx, now.Add(-r.cfg.Retention)); err != nil {
+		r.cfg.Observer.OutboxPruneFailed(err)
 	} else {
-		r.metrics.outboxPruned.Add(float64(n))
+		r.cfg.Observer.OutboxPruned(n)
 	}
 	for _, t := range r.cfg.Prune {
 		n, err := t.Prune(ctx, now.Add(-t.Retention))
 		if err != nil {
-			r.log.Warn("prune failed", zap.String("table", t.Name), zap.Error(err))
+			r.cfg.Observer.TablePruneFailed(t.Name, err)
 			continue
 		}
 		if n > 0 {
-			r.log.Debug("pruned", zap.String("table", t.Name), zap.Int64("rows", n))
+			r.cfg.Observer.TablePruned(t.Name, n)
 		}
 	}
 }
@@ -203,17 +201,17 @@ func (r *Relay) prune(ctx context.Context, now time.Time) {
 // a poll interval: passes come as often as events are written, and a count
 // of a long backlog on each would cost more than the publishing.
 func (r *Relay) updateBacklog(ctx context.Context) {
-	now := r.now()
+	now := r.cfg.Clock()
 	if now.Sub(r.backlogAt) < r.cfg.Poll {
 		return
 	}
 	r.backlogAt = now
-	n, err := r.store.Backlog(ctx)
+	n, err := r.cfg.Store.Backlog(ctx)
 	if err != nil {
-		// The gauge keeps its last value; the failing pass is logged.
+		// The gauge keeps its last value; the failing pass is observed.
 		return
 	}
-	r.metrics.outboxBacklog.Set(float64(n))
+	r.cfg.Observer.OutboxBacklog(n)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
@@ -62,11 +60,10 @@ func (a *App) ReplyToComment(ctx context.Context, workspaceID, id, text string, 
 			return err
 		}
 		out = PublicReply{Comment: updated, ExternalID: replyID}
-		return addReceipt(ctx, tx, rr.receipt(a.log, workspaceID, c.ExternalID, out, nil))
+		return addReceipt(ctx, tx, rr.receipt(a.observer, workspaceID, c.ExternalID, out, nil))
 	})
 	if err != nil {
-		a.log.Error("public reply not recorded", zap.String("comment_id", c.ExternalID),
-			zap.String("reply_id", replyID), zap.Error(err))
+		a.observer.PublicReplyNotRecorded(c.ExternalID, replyID, err)
 		return PublicReply{}, &DeliveredError{Err: fmt.Errorf("record public reply: %w", err)}
 	}
 	return out, nil
@@ -123,7 +120,7 @@ func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string
 		rctx := context.WithoutCancel(ctx)
 		for i := len(releases) - 1; i >= 0; i-- {
 			if err := releases[i](rctx); err != nil {
-				a.log.Error("private reply claim not released", zap.String("comment_id", c.ExternalID), zap.Error(err))
+				a.observer.PrivateReplyClaimNotReleased(c.ExternalID, err)
 			}
 		}
 	}
@@ -188,8 +185,7 @@ func (a *App) SendPrivateReply(ctx context.Context, workspaceID, id, text string
 	if err != nil {
 		// The claims stay taken, so no second DM follows; only our copy is
 		// missing.
-		a.log.Error("private reply not stored", zap.String("comment_id", c.ExternalID),
-			zap.String("recipient_id", sent.RecipientID), zap.String("external_id", sent.MessageID), zap.Error(err))
+		a.observer.PrivateReplyNotStored(c.ExternalID, sent.RecipientID, sent.MessageID, err)
 		return PrivateReply{}, &DeliveredError{Err: fmt.Errorf("store private reply: %w", err)}
 	}
 	return out, nil
@@ -237,10 +233,10 @@ func (a *App) storePrivateReply(ctx context.Context, ch channel.Channel, c comme
 			return err
 		}
 		out = PrivateReply{Comment: updated, RecipientID: sent.RecipientID, ExternalID: sent.MessageID, Message: msg}
-		return addReceipt(ctx, tx, rr.receipt(a.log, ch.WorkspaceID, c.ExternalID, out, nil))
+		return addReceipt(ctx, tx, rr.receipt(a.observer, ch.WorkspaceID, c.ExternalID, out, nil))
 	})
 	if err != nil {
-		a.metrics.send(string(ch.Kind), SendError)
+		a.observer.Send(string(ch.Kind), SendError)
 		return PrivateReply{}, err
 	}
 	return out, nil
@@ -269,14 +265,14 @@ func (a *App) observeCommentReply(c comment.Comment, err error) error {
 	platform := string(c.Platform)
 	switch {
 	case err == nil:
-		a.metrics.send(platform, SendSent)
+		a.observer.Send(platform, SendSent)
 		return nil
 	case errors.Is(err, comment.ErrPrivateReplyExpired):
-		a.metrics.send(platform, SendOutsideWindow)
+		a.observer.Send(platform, SendOutsideWindow)
 	case errors.As(err, &pe):
-		a.metrics.send(platform, SendRefused)
+		a.observer.Send(platform, SendRefused)
 	default:
-		a.metrics.send(platform, SendError)
+		a.observer.Send(platform, SendError)
 	}
 	return err
 }

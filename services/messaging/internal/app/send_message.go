@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
@@ -35,7 +33,7 @@ func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID strin
 		return conversation.Message{}, err
 	}
 	msg := a.sentMessage(s, conversation.TypeText, o.Text, o.Metadata(), sent)
-	return msg, a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msg.ID, msg, nil), msg)
+	return msg, a.storeSent(ctx, s, rr.receipt(a.observer, workspaceID, msg.ID, msg, nil), msg)
 }
 
 // SendImage sends the image, then the text (when there is one) as a
@@ -72,7 +70,7 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 			msgs = append(msgs, a.sentMessage(s, conversation.TypeText, o.Text, map[string]any{}, sent))
 		}
 	}
-	if err := a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msgs[0].ID, msgs, failed), msgs...); err != nil {
+	if err := a.storeSent(ctx, s, rr.receipt(a.observer, workspaceID, msgs[0].ID, msgs, failed), msgs...); err != nil {
 		return msgs, err
 	}
 	return msgs, failed
@@ -100,7 +98,7 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 			// carousel is not), but a key keeps this answer, so that a
 			// repeat does not send them again.
 			failed := &DeliveredError{Err: err}
-			return conversation.Message{}, a.keepFailure(ctx, rr.receipt(a.log, workspaceID, "", conversation.Message{}, failed), failed)
+			return conversation.Message{}, a.keepFailure(ctx, rr.receipt(a.observer, workspaceID, "", conversation.Message{}, failed), failed)
 		}
 		return conversation.Message{}, err
 	}
@@ -113,7 +111,7 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 		md["external_ids"] = ids
 	}
 	msg := a.sentMessage(s, conversation.TypeCarousel, "", md, sents[0])
-	return msg, a.storeSent(ctx, s, rr.receipt(a.log, workspaceID, msg.ID, msg, nil), msg)
+	return msg, a.storeSent(ctx, s, rr.receipt(a.observer, workspaceID, msg.ID, msg, nil), msg)
 }
 
 // SendTyping shows the customer a typing indicator; nothing is stored.
@@ -140,16 +138,16 @@ func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID strin
 	platform := string(conv.Platform)
 	transport, ok := a.transports[conv.Platform]
 	if !ok {
-		a.metrics.send(platform, SendUnsupported)
+		a.observer.Send(platform, SendUnsupported)
 		return send{}, &conversation.UnsupportedPlatformError{Platform: conv.Platform}
 	}
 	if err := conversation.CheckWindow(conv, a.now(), a.window); err != nil {
-		a.metrics.send(platform, SendOutsideWindow)
+		a.observer.Send(platform, SendOutsideWindow)
 		return send{}, err
 	}
 	ch, err := a.channels.Get(ctx, conv.ChannelID)
 	if err != nil {
-		a.metrics.send(platform, SendError)
+		a.observer.Send(platform, SendError)
 		return send{}, fmt.Errorf("load channel of conversation %s: %w", conv.ID, err)
 	}
 	return send{target: conversation.Target{Channel: ch, Conversation: conv}, transport: transport, platform: platform}, nil
@@ -163,13 +161,13 @@ func (a *App) observeSend(s send, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &fe):
-		a.metrics.send(s.platform, SendInvalid)
+		a.observer.Send(s.platform, SendInvalid)
 	case errors.Is(err, conversation.ErrOutsideWindow):
-		a.metrics.send(s.platform, SendOutsideWindow)
+		a.observer.Send(s.platform, SendOutsideWindow)
 	case errors.As(err, &pe):
-		a.metrics.send(s.platform, SendRefused)
+		a.observer.Send(s.platform, SendRefused)
 	default:
-		a.metrics.send(s.platform, SendError)
+		a.observer.Send(s.platform, SendError)
 	}
 	return err
 }
@@ -190,19 +188,18 @@ func (a *App) sentMessage(s send, typ, content string, metadata map[string]any, 
 // gone, and a failure is a *DeliveredError.
 func (a *App) storeSent(ctx context.Context, s send, rec *receipt.Receipt, msgs ...conversation.Message) error {
 	if err := a.inbox.AddSent(context.WithoutCancel(ctx), msgs, rec); err != nil {
-		// Only our copy is missing. Say so in the log, where an operator
-		// can find the platform's ids.
+		// Only our copy is missing. Say so where an operator can find
+		// the platform's ids.
 		ids := make([]string, len(msgs))
 		for i, m := range msgs {
 			ids[i] = m.ExternalID
 		}
-		a.log.Error("sent message not stored", zap.String("conversation_id", s.target.Conversation.ID),
-			zap.String("platform", s.platform), zap.Strings("external_ids", ids), zap.Error(err))
-		a.metrics.send(s.platform, SendError)
+		a.observer.SentNotStored(s.target.Conversation.ID, s.platform, ids, err)
+		a.observer.Send(s.platform, SendError)
 		return &DeliveredError{Err: fmt.Errorf("store sent message: %w", err)}
 	}
 	for range msgs {
-		a.metrics.send(s.platform, SendSent)
+		a.observer.Send(s.platform, SendSent)
 	}
 	return nil
 }
@@ -214,7 +211,7 @@ func (a *App) keepFailure(ctx context.Context, rec *receipt.Receipt, failed *Del
 	if rec != nil {
 		if err := a.inbox.AddReceipt(context.WithoutCancel(ctx), *rec); err != nil {
 			// The key's Redis answer still holds it.
-			a.log.Error("idempotency receipt not stored", zap.String("workspace_id", rec.WorkspaceID), zap.Error(err))
+			a.observer.ReceiptNotStored(rec.WorkspaceID, err)
 		}
 	}
 	return failed

@@ -22,10 +22,20 @@ type Webchat struct {
 	tokenTTL time.Duration
 }
 
-// NewWebchat returns the widget's use cases on a; visitor tokens last
-// tokenTTL.
-func NewWebchat(a *App, visitors webchat.Conversations, tokenTTL time.Duration) *Webchat {
-	return &Webchat{app: a, visitors: visitors, tokenTTL: tokenTTL}
+// WebchatDeps are what the widget's use cases need.
+type WebchatDeps struct {
+	// App receives the visitors' messages as every platform's, and holds
+	// the channels, the inbox and the clock.
+	App *App
+	// Visitors finds a visitor's conversation.
+	Visitors webchat.Conversations
+	// TokenTTL is how long a visitor token is taken (WEBCHAT_TOKEN_TTL).
+	TokenTTL time.Duration
+}
+
+// NewWebchat returns the widget's use cases over d.
+func NewWebchat(d WebchatDeps) *Webchat {
+	return &Webchat{app: d.App, visitors: d.Visitors, tokenTTL: d.TokenTTL}
 }
 
 // Channel returns the webchat channel with id; channel.ErrNotFound when

@@ -12,7 +12,7 @@ import (
 )
 
 // POST /admin/channels {workspace_id, kind, external_id?, token?, secret?}
-func (h *Handlers) createChannel(c echo.Context) error {
+func (h *adminHandlers) createChannel(c echo.Context) error {
 	var req messagingapi.NewChannel
 	if err := httpx.BindJSON(c, &req); err != nil {
 		return err
@@ -27,7 +27,7 @@ func (h *Handlers) createChannel(c echo.Context) error {
 }
 
 // GET /admin/channels?workspace_id=W
-func (h *Handlers) adminListChannels(c echo.Context) error {
+func (h *adminHandlers) listChannels(c echo.Context) error {
 	ws := c.QueryParam("workspace_id")
 	if ws == "" {
 		return errs.InvalidRequest("workspace_id is required")
@@ -47,7 +47,7 @@ func (h *Handlers) adminListChannels(c echo.Context) error {
 }
 
 // PATCH /admin/channels/:id {ai_mode}
-func (h *Handlers) setChannelAIMode(c echo.Context) error {
+func (h *adminHandlers) setChannelAIMode(c echo.Context) error {
 	var req messagingapi.SetChannelAIMode
 	if err := httpx.BindJSON(c, &req); err != nil {
 		return err

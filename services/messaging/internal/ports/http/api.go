@@ -37,7 +37,7 @@ func workspaceOf(c echo.Context) string {
 }
 
 // GET /v1/channels
-func (h *Handlers) listChannels(c echo.Context) error {
+func (h *apiHandlers) listChannels(c echo.Context) error {
 	chans, err := h.app.ListChannels(c.Request().Context(), workspaceOf(c))
 	if err != nil {
 		return toHTTP(err)
@@ -59,7 +59,7 @@ func (h *Handlers) listChannels(c echo.Context) error {
 // microsecond above the group's timestamp. Only when one group alone holds
 // more than limit conversations does a page carry the whole group and
 // exceed limit.
-func (h *Handlers) listConversations(c echo.Context) error {
+func (h *apiHandlers) listConversations(c echo.Context) error {
 	q := conversation.ConversationQuery{WorkspaceID: workspaceOf(c)}
 	if p := c.QueryParam("platform"); p != "" {
 		kind, ok := channel.ParseKind(p)
@@ -86,7 +86,7 @@ func (h *Handlers) listConversations(c echo.Context) error {
 // GET /v1/conversations/:id/messages?before=&limit=
 //
 // Newest first, paged like the conversations.
-func (h *Handlers) listMessages(c echo.Context) error {
+func (h *apiHandlers) listMessages(c echo.Context) error {
 	before, limit, err := pageParams(c)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ const (
 
 // GET /v1/comments/:id: the comment and its status. :id is comment.id of
 // the comment.received event (the platform's comment id).
-func (h *Handlers) getComment(c echo.Context) error {
+func (h *apiHandlers) getComment(c echo.Context) error {
 	cm, err := h.app.GetComment(c.Request().Context(), workspaceOf(c), c.Param("id"))
 	if err != nil {
 		return commentHTTP(err)
@@ -40,7 +40,7 @@ func (h *Handlers) getComment(c echo.Context) error {
 
 // POST /v1/comments/:id/reply {text}: a public reply under the comment.
 // 200 {"ok": true, "external_id": the reply's platform id, "comment": C}.
-func (h *Handlers) replyToComment(c echo.Context) error {
+func (h *apiHandlers) replyToComment(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (h *Handlers) replyToComment(c echo.Context) error {
 		ref:    func(app.PublicReply) string { return id },
 		toHTTP: commentHTTP,
 	}
-	return serveSend(h, c, h.opts.SendKeys.Comments, key, raw, ans,
+	return serveSend(h, c, h.sendKeys.Comments, key, raw, ans,
 		func(ctx context.Context, rr *app.ReceiptRequest[app.PublicReply]) (app.PublicReply, error) {
 			return h.app.ReplyToComment(ctx, workspaceOf(c), id, text, rr)
 		})
@@ -67,7 +67,7 @@ func (h *Handlers) replyToComment(c echo.Context) error {
 // POST /v1/comments/:id/private-reply {text}: a DM to the commenter.
 // 200 {"ok": true, "recipient_id", "external_id": the DM's platform id,
 // "conversation_id": the commenter's conversation, "comment": C}.
-func (h *Handlers) privateReplyToComment(c echo.Context) error {
+func (h *apiHandlers) privateReplyToComment(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func (h *Handlers) privateReplyToComment(c echo.Context) error {
 		ref:    func(app.PrivateReply) string { return id },
 		toHTTP: commentHTTP,
 	}
-	return serveSend(h, c, h.opts.SendKeys.Comments, key, raw, ans,
+	return serveSend(h, c, h.sendKeys.Comments, key, raw, ans,
 		func(ctx context.Context, rr *app.ReceiptRequest[app.PrivateReply]) (app.PrivateReply, error) {
 			return h.app.SendPrivateReply(ctx, workspaceOf(c), id, text, rr)
 		})

@@ -1,7 +1,10 @@
-// Package http is the messaging service's HTTP surface: platform ingress on
-// the public listener, the public /v1 routes the gateway forwards over the
-// rpc "api" endpoint, and parleyctl's /admin routes over "admin". Handlers
-// translate JSON to use-case calls and domain errors to *errs.Error.
+// Package http is the messaging service's HTTP surfaces, one constructor
+// each: NewPublic is what it serves on its own address (platform ingress
+// and the website widget), NewAPI the public /v1 routes the gateway
+// forwards over the rpc "api" endpoint, NewAdmin parleyctl's and the
+// console's /admin routes over "admin". Handlers bind and render the
+// bodies of pkg/api/messaging and translate domain errors to *errs.Error;
+// the rules are the app's.
 package http
 
 import (
@@ -11,12 +14,21 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 )
 
-// Options are the ingress secrets the handlers check, and what the
-// routes hold across instances.
-type Options struct {
+// Observer counts what the ports refuse before the app sees it: platform
+// deliveries and widget messages, by the app's Ingress* outcomes.
+type Observer interface {
+	Ingress(platform, outcome string)
+}
+
+// PublicDeps are what the public listener's routes need.
+type PublicDeps struct {
+	App      *app.App
+	Observer Observer
+	Log      *zap.Logger
 	// MetaAppSecret verifies X-Hub-Signature-256 (META_APP_SECRET).
 	MetaAppSecret string
 	// MetaVerifyToken answers hub.challenge (META_VERIFY_TOKEN).
@@ -24,38 +36,31 @@ type Options struct {
 	// MetaProfiles reads new Messenger and Instagram customers' names and
 	// pictures; nil leaves them empty.
 	MetaProfiles MetaProfiles
-	// Webchat serves the website widget; nil leaves its routes out.
-	Webchat *WebchatOptions
-	// SendKeys hold the send routes' Idempotency-Keys; a keyed send
-	// without them is 503.
-	SendKeys SendKeys
+	// Webchat serves the website widget.
+	Webchat WebchatDeps
 }
 
-// Handlers serves every route of the service.
-type Handlers struct {
-	app     *app.App
-	metrics *app.Metrics
-	opts    Options
-	log     *zap.Logger
+// NewPublic returns the public listener's routes: platform ingress and the
+// website widget (the service adds the probes).
+func NewPublic(d PublicDeps) *echo.Echo {
+	e := httpx.NewEcho(d.Log)
+	in := &ingressHandlers{app: d.App, observer: d.Observer, log: d.Log, metaAppSecret: d.MetaAppSecret,
+		metaVerifyToken: d.MetaVerifyToken, metaProfiles: d.MetaProfiles}
+	e.POST("/ingress/telegram/:channel_id", in.telegramIngress)
+	e.GET("/ingress/meta", in.metaVerify)
+	e.POST("/ingress/meta", in.metaIngress)
+	registerWebchat(e, d.Webchat, d.Observer, d.Log)
+	return e
 }
 
-// New returns the handlers over a.
-func New(a *app.App, metrics *app.Metrics, opts Options, log *zap.Logger) *Handlers {
-	if metrics == nil {
-		metrics = app.NewMetrics(nil)
-	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	return &Handlers{app: a, metrics: metrics, opts: opts, log: log}
-}
-
-// RegisterPublic adds the platform ingress routes (public listener).
-func (h *Handlers) RegisterPublic(e *echo.Echo) {
-	e.POST("/ingress/telegram/:channel_id", h.telegramIngress)
-	e.GET("/ingress/meta", h.metaVerify)
-	e.POST("/ingress/meta", h.metaIngress)
-	h.registerWebchat(e)
+// ingressHandlers take the platforms' deliveries.
+type ingressHandlers struct {
+	app             *app.App
+	observer        Observer
+	log             *zap.Logger
+	metaAppSecret   string
+	metaVerifyToken string
+	metaProfiles    MetaProfiles
 }
 
 // secretEqual compares secrets in constant time, whatever their lengths.
@@ -64,9 +69,20 @@ func secretEqual(got, want string) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-// RegisterAPI adds the public /v1 routes (rpc endpoint "api"); the gateway
+// APIDeps are what the /v1 routes need.
+type APIDeps struct {
+	App *app.App
+	// SendKeys hold the send routes' Idempotency-Keys; a keyed send
+	// without them is 503.
+	SendKeys SendKeys
+	Log      *zap.Logger
+}
+
+// NewAPI returns the public /v1 routes (rpc endpoint "api"); the gateway
 // has authenticated the workspace.
-func (h *Handlers) RegisterAPI(e *echo.Echo) {
+func NewAPI(d APIDeps) *echo.Echo {
+	e := httpx.NewEcho(d.Log)
+	h := &apiHandlers{app: d.App, sendKeys: d.SendKeys, log: d.Log}
 	g := e.Group("/v1", requireWorkspace)
 	g.GET("/channels", h.listChannels)
 	g.GET("/conversations", h.listConversations)
@@ -78,11 +94,33 @@ func (h *Handlers) RegisterAPI(e *echo.Echo) {
 	g.GET("/comments/:id", h.getComment)
 	g.POST("/comments/:id/reply", h.replyToComment)
 	g.POST("/comments/:id/private-reply", h.privateReplyToComment)
+	return e
 }
 
-// RegisterAdmin adds the operator routes (rpc endpoint "admin").
-func (h *Handlers) RegisterAdmin(e *echo.Echo) {
+// apiHandlers serve the /v1 routes.
+type apiHandlers struct {
+	app      *app.App
+	sendKeys SendKeys
+	log      *zap.Logger
+}
+
+// AdminDeps are what the operator routes need.
+type AdminDeps struct {
+	App *app.App
+	Log *zap.Logger
+}
+
+// NewAdmin returns the operator routes (rpc endpoint "admin").
+func NewAdmin(d AdminDeps) *echo.Echo {
+	e := httpx.NewEcho(d.Log)
+	h := &adminHandlers{app: d.App}
 	e.POST("/admin/channels", h.createChannel)
-	e.GET("/admin/channels", h.adminListChannels)
+	e.GET("/admin/channels", h.listChannels)
 	e.PATCH("/admin/channels/:id", h.setChannelAIMode)
+	return e
+}
+
+// adminHandlers serve the /admin routes.
+type adminHandlers struct {
+	app *app.App
 }

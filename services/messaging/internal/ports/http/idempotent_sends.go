@@ -71,7 +71,7 @@ func (a sendAnswer[T]) render(result T, err error) (int, []byte, error) {
 // *app.DeliveredError) keeps its answer for the key, in Redis and, through
 // the receipt the use case stores with the send, in PostgreSQL. The first
 // answer is written as kept, so a repeat gets the same bytes.
-func serveSend[T any](h *Handlers, c echo.Context, keys *idempotency.Store, key string, raw []byte, ans sendAnswer[T],
+func serveSend[T any](h *apiHandlers, c echo.Context, keys *idempotency.Store, key string, raw []byte, ans sendAnswer[T],
 	send func(ctx context.Context, rr *app.ReceiptRequest[T]) (T, error)) error {
 	ctx := c.Request().Context()
 	if key == "" {

@@ -21,9 +21,9 @@ const maxMetaBody = 4 << 20
 
 // GET /ingress/meta: Meta's subscription check. It sends hub.mode=subscribe,
 // the verify token configured in the app dashboard, and a challenge to echo.
-func (h *Handlers) metaVerify(c echo.Context) error {
-	if c.QueryParam("hub.mode") != "subscribe" || h.opts.MetaVerifyToken == "" ||
-		!secretEqual(c.QueryParam("hub.verify_token"), h.opts.MetaVerifyToken) {
+func (h *ingressHandlers) metaVerify(c echo.Context) error {
+	if c.QueryParam("hub.mode") != "subscribe" || h.metaVerifyToken == "" ||
+		!secretEqual(c.QueryParam("hub.verify_token"), h.metaVerifyToken) {
 		return errs.New(http.StatusForbidden, "verification_failed", "hub.verify_token does not match META_VERIFY_TOKEN")
 	}
 	return c.String(http.StatusOK, c.QueryParam("hub.challenge"))
@@ -35,24 +35,24 @@ func (h *Handlers) metaVerify(c echo.Context) error {
 // Parley does not know are skipped. Any failure answers 500 so that Meta
 // redelivers; every delivery is deduplicated, so a redelivery stores
 // nothing twice.
-func (h *Handlers) metaIngress(c echo.Context) error {
+func (h *ingressHandlers) metaIngress(c echo.Context) error {
 	raw, err := httpx.ReadBody(c.Request().Body, maxMetaBody)
 	if err != nil {
 		return err
 	}
-	if !meta.VerifySignature(h.opts.MetaAppSecret, raw, c.Request().Header.Get(meta.SignatureHeader)) {
-		h.metrics.Ingress(platformMeta, app.IngressUnauthorized)
+	if !meta.VerifySignature(h.metaAppSecret, raw, c.Request().Header.Get(meta.SignatureHeader)) {
+		h.observer.Ingress(platformMeta, app.IngressUnauthorized)
 		return errs.Unauthorized(meta.SignatureHeader + " is missing or does not sign this body with META_APP_SECRET")
 	}
 	var n meta.Notification
 	if err := json.Unmarshal(raw, &n); err != nil {
-		h.metrics.Ingress(platformMeta, app.IngressInvalid)
+		h.observer.Ingress(platformMeta, app.IngressInvalid)
 		return errs.InvalidRequest("request body is not a Meta webhook notification")
 	}
 	kind, ok := metaKinds[n.Object]
 	if !ok {
 		// Other products' webhooks (user, permissions...) are not ours.
-		h.metrics.Ingress(platformMeta, app.IngressIgnored)
+		h.observer.Ingress(platformMeta, app.IngressIgnored)
 		return c.NoContent(http.StatusOK)
 	}
 	ctx := c.Request().Context()
@@ -72,10 +72,10 @@ var metaKinds = map[string]channel.Kind{
 	meta.ObjectInstagram: channel.KindInstagram,
 }
 
-func (h *Handlers) metaEntry(ctx context.Context, kind channel.Kind, entry meta.Entry) error {
+func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, entry meta.Entry) error {
 	ch, err := h.app.ChannelByExternalID(ctx, kind, entry.ID)
 	if errors.Is(err, channel.ErrNotFound) {
-		h.metrics.Ingress(string(kind), app.IngressNotFound)
+		h.observer.Ingress(string(kind), app.IngressNotFound)
 		h.log.Info("meta entry for unknown channel skipped", zap.String("kind", string(kind)), zap.String("external_id", entry.ID))
 		return nil
 	}

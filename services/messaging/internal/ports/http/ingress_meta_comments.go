@@ -19,10 +19,10 @@ import (
 // read is dropped too, and counted: redelivering it would not make it
 // readable, and answering with an error would hold back the rest of the
 // batch.
-func (h *Handlers) metaChange(ctx context.Context, ch channel.Channel, entry meta.Entry, change meta.Change) error {
+func (h *ingressHandlers) metaChange(ctx context.Context, ch channel.Channel, entry meta.Entry, change meta.Change) error {
 	in, err := meta.ParseCommentChange(entry, change)
 	if errors.Is(err, meta.ErrMalformedChange) {
-		h.metrics.Ingress(string(ch.Kind), app.IngressInvalid)
+		h.observer.Ingress(string(ch.Kind), app.IngressInvalid)
 		h.log.Warn("meta comment change dropped", zap.String("channel_id", ch.ID), zap.String("field", change.Field), zap.Error(err))
 		return nil
 	}

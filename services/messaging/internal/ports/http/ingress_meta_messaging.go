@@ -28,10 +28,10 @@ const metaProfileTimeout = 5 * time.Second
 // on external channels, becomes message.received or postback.received.
 // Echoes of the page's own messages and events that carry no customer
 // message (receipts, reactions) are skipped.
-func (h *Handlers) metaMessaging(ctx context.Context, ch channel.Channel, m meta.Messaging) error {
+func (h *ingressHandlers) metaMessaging(ctx context.Context, ch channel.Channel, m meta.Messaging) error {
 	deliveries := m.Deliveries(ch.ExternalID, time.Now())
 	if len(deliveries) == 0 {
-		h.metrics.Ingress(string(ch.Kind), app.IngressIgnored)
+		h.observer.Ingress(string(ch.Kind), app.IngressIgnored)
 		return nil
 	}
 	profile, err := h.metaProfile(ctx, ch, m.Sender.ID)
@@ -53,8 +53,8 @@ func (h *Handlers) metaMessaging(ctx context.Context, ch channel.Channel, m meta
 // contact keeps its name and picture. A profile Meta does not give (privacy
 // settings, an expired token, Meta down) leaves them empty and never fails
 // the delivery.
-func (h *Handlers) metaProfile(ctx context.Context, ch channel.Channel, senderID string) (meta.Profile, error) {
-	if h.opts.MetaProfiles == nil {
+func (h *ingressHandlers) metaProfile(ctx context.Context, ch channel.Channel, senderID string) (meta.Profile, error) {
+	if h.metaProfiles == nil {
 		return meta.Profile{}, nil
 	}
 	_, err := h.app.FindContact(ctx, ch.ID, senderID)
@@ -66,7 +66,7 @@ func (h *Handlers) metaProfile(ctx context.Context, ch channel.Channel, senderID
 	}
 	pctx, cancel := context.WithTimeout(ctx, metaProfileTimeout)
 	defer cancel()
-	p, err := h.opts.MetaProfiles.Profile(pctx, ch.Kind, ch.Token, senderID)
+	p, err := h.metaProfiles.Profile(pctx, ch.Kind, ch.Token, senderID)
 	if err != nil {
 		h.log.Warn("meta profile not read", zap.String("channel_id", ch.ID), zap.String("sender_id", senderID), zap.Error(err))
 		return meta.Profile{}, nil

@@ -25,11 +25,11 @@ const maxTelegramBody = 1 << 20
 // (setWebhook url=.../ingress/telegram/<channel_id>, secret_token=<secret>).
 // Every update it accepts gets 200, handled or not: Telegram redelivers
 // anything else until it succeeds.
-func (h *Handlers) telegramIngress(c echo.Context) error {
+func (h *ingressHandlers) telegramIngress(c echo.Context) error {
 	ctx := c.Request().Context()
 	ch, err := h.app.ChannelOfKind(ctx, c.Param("channel_id"), channel.KindTelegram)
 	if errors.Is(err, channel.ErrNotFound) {
-		h.metrics.Ingress(platformTelegram, app.IngressNotFound)
+		h.observer.Ingress(platformTelegram, app.IngressNotFound)
 		return errChannelNotFound
 	}
 	if err != nil {
@@ -38,16 +38,16 @@ func (h *Handlers) telegramIngress(c echo.Context) error {
 	// The secret is checked before the body is read: nothing from an
 	// unauthenticated sender is parsed or stored.
 	if !ch.SecretMatches(c.Request().Header.Get(telegram.SecretHeader)) {
-		h.metrics.Ingress(platformTelegram, app.IngressUnauthorized)
+		h.observer.Ingress(platformTelegram, app.IngressUnauthorized)
 		return errs.Unauthorized(telegram.SecretHeader + " is missing or does not match the channel's secret")
 	}
 	var u telegram.Update
 	if err := httpx.DecodeJSONWithin(c.Request().Body, maxTelegramBody, &u); err != nil {
-		h.metrics.Ingress(platformTelegram, app.IngressInvalid)
+		h.observer.Ingress(platformTelegram, app.IngressInvalid)
 		return err
 	}
 	if u.UpdateID == nil {
-		h.metrics.Ingress(platformTelegram, app.IngressInvalid)
+		h.observer.Ingress(platformTelegram, app.IngressInvalid)
 		return errs.InvalidRequest("update_id is required")
 	}
 	var in *conversation.Inbound

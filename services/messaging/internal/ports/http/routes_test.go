@@ -7,18 +7,13 @@ import (
 	"go.uber.org/zap"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	porthttp "github.com/parleyhq/parley/services/messaging/internal/ports/http"
 )
 
 func surfaces() (public, api, admin *echo.Echo) {
-	h := porthttp.New(nil, nil, porthttp.Options{Webchat: &porthttp.WebchatOptions{}}, nil)
-	public, api, admin = httpx.NewEcho(zap.NewNop()), httpx.NewEcho(zap.NewNop()), httpx.NewEcho(zap.NewNop())
-	h.RegisterPublic(public)
-	h.RegisterAPI(api)
-	h.RegisterAdmin(admin)
-	return public, api, admin
+	log := zap.NewNop()
+	return porthttp.NewPublic(porthttp.PublicDeps{Log: log}), porthttp.NewAPI(porthttp.APIDeps{Log: log}), porthttp.NewAdmin(porthttp.AdminDeps{Log: log})
 }
 
 // TestPublicRoutesAreDocumented: every /v1 route messaging serves is in

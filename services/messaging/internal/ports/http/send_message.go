@@ -17,7 +17,7 @@ import (
 )
 
 // POST /v1/messages
-func (h *Handlers) sendMessage(c echo.Context) error {
+func (h *apiHandlers) sendMessage(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (h *Handlers) sendMessage(c echo.Context) error {
 		return errs.InvalidRequest("text is required")
 	}
 	out := conversation.OutboundText{Text: *req.Text, QuickReplies: req.QuickReplies, Buttons: fromAPIButtons(req.Buttons)}
-	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
+	return serveSend(h, c, h.sendKeys.Messages, key, raw, messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 			return h.app.SendMessage(ctx, workspaceOf(c), req.ConversationID, out, rr)
 		})
@@ -48,7 +48,7 @@ var messageAnswer = sendAnswer[conversation.Message]{
 
 // POST /v1/image: the image, then the text as a separate message. The
 // answer's message is the image; messages lists every message sent.
-func (h *Handlers) sendImage(c echo.Context) error {
+func (h *apiHandlers) sendImage(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (h *Handlers) sendImage(c echo.Context) error {
 		return err
 	}
 	out := conversation.OutboundImage{ImageURL: req.ImageURL, Text: req.Text}
-	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, imageAnswer,
+	return serveSend(h, c, h.sendKeys.Messages, key, raw, imageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[[]conversation.Message]) ([]conversation.Message, error) {
 			return h.app.SendImage(ctx, workspaceOf(c), req.ConversationID, out, rr)
 		})
@@ -84,7 +84,7 @@ var imageAnswer = sendAnswer[[]conversation.Message]{
 }
 
 // POST /v1/carousel
-func (h *Handlers) sendCarousel(c echo.Context) error {
+func (h *apiHandlers) sendCarousel(c echo.Context) error {
 	key, err := idempotency.KeyFromRequest(c.Request())
 	if err != nil {
 		return err
@@ -98,14 +98,14 @@ func (h *Handlers) sendCarousel(c echo.Context) error {
 	for i, e := range req.Elements {
 		out.Elements[i] = conversation.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: fromAPIButtons(e.Buttons)}
 	}
-	return serveSend(h, c, h.opts.SendKeys.Messages, key, raw, messageAnswer,
+	return serveSend(h, c, h.sendKeys.Messages, key, raw, messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 			return h.app.SendCarousel(ctx, workspaceOf(c), req.ConversationID, out, rr)
 		})
 }
 
 // POST /v1/typing
-func (h *Handlers) sendTyping(c echo.Context) error {
+func (h *apiHandlers) sendTyping(c echo.Context) error {
 	var req messagingapi.SendTyping
 	if _, err := decodeSend(c, &req, &req.ConversationID); err != nil {
 		return err

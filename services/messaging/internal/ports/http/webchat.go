@@ -39,7 +39,7 @@ import (
 // are 404 channel_not_found, a bad or expired token 401 unauthorized.
 //
 // Abuse bounds, counted in Redis so they hold across instances, per client
-// address as opts.Proxies finds it: new sessions per minute per address;
+// address as WebchatDeps.Proxies finds it: new sessions per minute per address;
 // messages and taps per minute per visitor and per address; open streams
 // per visitor, per address and per channel. Past one: 429 rate_limited
 // with Retry-After.
@@ -56,9 +56,9 @@ const (
 	maxHistory      = 100
 )
 
-// WebchatOptions wire the widget's routes. The bounds have no defaults
-// here: they are settings, whose defaults are the config's.
-type WebchatOptions struct {
+// WebchatDeps are what the widget's routes need. The bounds have no
+// defaults here: they are settings, whose defaults are the config's.
+type WebchatDeps struct {
 	App *app.Webchat
 	// Bus relays pushes between instances and holds this instance's
 	// widget streams.
@@ -92,25 +92,21 @@ type WebchatOptions struct {
 }
 
 type webchatHandlers struct {
-	app     *app.Webchat
-	bus     *webchatadapter.Bus
-	opts    WebchatOptions
-	metrics *app.Metrics
-	log     *zap.Logger
+	app      *app.Webchat
+	bus      *webchatadapter.Bus
+	deps     WebchatDeps
+	observer Observer
+	log      *zap.Logger
 }
 
-func (h *Handlers) registerWebchat(e *echo.Echo) {
-	o := h.opts.Webchat
-	if o == nil {
-		return
+func registerWebchat(e *echo.Echo, d WebchatDeps, observer Observer, log *zap.Logger) {
+	if d.PingInterval <= 0 {
+		d.PingInterval = 15 * time.Second
 	}
-	if o.PingInterval <= 0 {
-		o.PingInterval = 15 * time.Second
+	if d.FrameAncestors == "" {
+		d.FrameAncestors = "*"
 	}
-	if o.FrameAncestors == "" {
-		o.FrameAncestors = "*"
-	}
-	w := &webchatHandlers{app: o.App, bus: o.Bus, opts: *o, metrics: h.metrics, log: h.log}
+	w := &webchatHandlers{app: d.App, bus: d.Bus, deps: d, observer: observer, log: log}
 	g := e.Group("/webchat/:channel_id")
 	g.GET("", w.page)
 	g.GET("/embed.js", w.embedScript)
@@ -148,7 +144,7 @@ func (w *webchatHandlers) visitor(c echo.Context, token string) (channel.Channel
 
 // clientKey is the client address as the per-address bounds count it.
 func (w *webchatHandlers) clientKey(c echo.Context) string {
-	return httpx.LimitKey(w.opts.Proxies.ClientAddr(c.Request()))
+	return httpx.LimitKey(w.deps.Proxies.ClientAddr(c.Request()))
 }
 
 // limited is 429 rate_limited telling the client when to retry.
@@ -170,9 +166,9 @@ func (w *webchatHandlers) limiterDown(c echo.Context, err error) error {
 // allow counts one message or tap of the visitor and of their address, or
 // neither when either is at its bound.
 func (w *webchatHandlers) allow(c echo.Context, ch channel.Channel, v webchat.Visitor) error {
-	visitor := ratelimit.Bucket{Name: "webchat:messages:visitor:" + ch.ID + ":" + v.ID, Limit: w.opts.MessagesPerMinute}
-	res, err := w.opts.Limiter.AllowAll(c.Request().Context(), visitor,
-		ratelimit.Bucket{Name: "webchat:messages:addr:" + w.clientKey(c), Limit: w.opts.AddressMessagesPerMinute})
+	visitor := ratelimit.Bucket{Name: "webchat:messages:visitor:" + ch.ID + ":" + v.ID, Limit: w.deps.MessagesPerMinute}
+	res, err := w.deps.Limiter.AllowAll(c.Request().Context(), visitor,
+		ratelimit.Bucket{Name: "webchat:messages:addr:" + w.clientKey(c), Limit: w.deps.AddressMessagesPerMinute})
 	switch {
 	case err != nil:
 		return w.limiterDown(c, err)
@@ -199,7 +195,7 @@ func bind(c echo.Context, max int64, v any) error {
 // contact appears with the first message. Every call counts against the
 // address's WEBCHAT_SESSIONS_PER_MINUTE, checked before anything else.
 func (w *webchatHandlers) session(c echo.Context) error {
-	res, err := w.opts.Limiter.Allow(c.Request().Context(), "webchat:sessions:"+w.clientKey(c), w.opts.SessionsPerMinute)
+	res, err := w.deps.Limiter.Allow(c.Request().Context(), "webchat:sessions:"+w.clientKey(c), w.deps.SessionsPerMinute)
 	if err != nil {
 		return w.limiterDown(c, err)
 	}
@@ -314,7 +310,7 @@ func (w *webchatHandlers) countRefusal(err error) {
 	case http.StatusTooManyRequests:
 		outcome = ingressRateLimited
 	}
-	w.metrics.Ingress(string(channel.KindWebchat), outcome)
+	w.observer.Ingress(string(channel.KindWebchat), outcome)
 }
 
 // received answers a stored visitor message and shows it in the visitor's

@@ -105,7 +105,7 @@ func (w *webchatHandlers) page(c echo.Context) error {
 		return err
 	}
 	hd := c.Response().Header()
-	hd.Set("Content-Security-Policy", widget.csp(w.opts.FrameAncestors))
+	hd.Set("Content-Security-Policy", widget.csp(w.deps.FrameAncestors))
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
@@ -121,7 +121,7 @@ func (w *webchatHandlers) page(c echo.Context) error {
 // person can read inside the frame.
 func (w *webchatHandlers) notFoundPage(c echo.Context) error {
 	hd := c.Response().Header()
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "+w.opts.FrameAncestors)
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "+w.deps.FrameAncestors)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Cache-Control", "no-store")
 	return c.HTML(http.StatusNotFound, `<!doctype html><html lang="en"><head><meta charset="utf-8">`+

@@ -34,10 +34,10 @@ func (w *webchatHandlers) events(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	channelSlot := ratelimit.Slot{Name: "webchat:streams:channel:" + ch.ID, Limit: w.opts.StreamsPerChannel}
-	visitorSlot := ratelimit.Slot{Name: "webchat:streams:visitor:" + ch.ID + ":" + v.ID, Limit: w.opts.StreamsPerVisitor}
-	lease, err := w.opts.Streams.Acquire(ctx, visitorSlot,
-		ratelimit.Slot{Name: "webchat:streams:addr:" + w.clientKey(c), Limit: w.opts.StreamsPerAddress}, channelSlot)
+	channelSlot := ratelimit.Slot{Name: "webchat:streams:channel:" + ch.ID, Limit: w.deps.StreamsPerChannel}
+	visitorSlot := ratelimit.Slot{Name: "webchat:streams:visitor:" + ch.ID + ":" + v.ID, Limit: w.deps.StreamsPerVisitor}
+	lease, err := w.deps.Streams.Acquire(ctx, visitorSlot,
+		ratelimit.Slot{Name: "webchat:streams:addr:" + w.clientKey(c), Limit: w.deps.StreamsPerAddress}, channelSlot)
 	var full *ratelimit.FullError
 	switch {
 	case errors.As(err, &full) && full.Slot == visitorSlot.Name:
@@ -62,18 +62,7 @@ func (w *webchatHandlers) events(c echo.Context) error {
 	stream, err := w.bus.Open(ch.ID, v.ID)
 	if err != nil {
 		release()
-	}
-	switch {
-	case errors.Is(err, webchatadapter.ErrTooManyStreams):
-		return limited(5*time.Second, "too many open chat windows on this server")
-	case errors.Is(err, webchatadapter.ErrClosed):
-		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "the service is restarting; retry").
-			WithHeader("Retry-After", "1")
-	case err != nil:
-		// NATS is unreachable: the widget retries, as after a restart.
-		w.log.Warn("webchat stream not opened", zap.String("channel_id", ch.ID), zap.Error(err))
-		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "live updates are unavailable; retry").
-			WithHeader("Retry-After", "2")
+		return w.streamRefused(ch.ID, err)
 	}
 	// The place in the bounds goes first: once this instance counts the
 	// stream closed, it is free everywhere.
@@ -84,7 +73,7 @@ func (w *webchatHandlers) events(c echo.Context) error {
 	if sse.Raw([]byte("retry: 3000\n\n")) != nil || sse.Event("ready", []byte("{}")) != nil {
 		return nil
 	}
-	ping := time.NewTicker(w.opts.PingInterval)
+	ping := time.NewTicker(w.deps.PingInterval)
 	defer ping.Stop()
 	// Redis lost sight of this stream long enough for its place to go:
 	// end it, and the widget asks again. Other failures mean Redis is
@@ -116,4 +105,21 @@ func (w *webchatHandlers) events(c echo.Context) error {
 			}
 		}
 	}
+}
+
+// streamRefused answers a stream the bus did not open (err from Bus.Open):
+// this instance's own bound, its shutdown, or NATS out of reach. The
+// widget retries after Retry-After.
+func (w *webchatHandlers) streamRefused(channelID string, err error) error {
+	switch {
+	case errors.Is(err, webchatadapter.ErrTooManyStreams):
+		return limited(5*time.Second, "too many open chat windows on this server")
+	case errors.Is(err, webchatadapter.ErrClosed):
+		return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "the service is restarting; retry").
+			WithHeader("Retry-After", "1")
+	}
+	// NATS is unreachable: the widget retries, as after a restart.
+	w.log.Warn("webchat stream not opened", zap.String("channel_id", channelID), zap.Error(err))
+	return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "live updates are unavailable; retry").
+		WithHeader("Retry-After", "2")
 }
