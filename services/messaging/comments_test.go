@@ -303,7 +303,7 @@ func TestInstagramCommentStoredAndForwarded(t *testing.T) {
 
 // cmtAPI posts a raw body to a comment route as the gateway does and
 // returns the status and the decoded body. A 429 must not carry
-// Retry-After (specification §7): the private-reply caps are not a
+// Retry-After (docs/comments.md "Its limits"): the private-reply caps are not a
 // per-minute limit.
 func (h *harness) cmtAPI(ws, path, body string) (int, map[string]any) {
 	h.t.Helper()

@@ -25,7 +25,7 @@ type CommentDeps struct {
 	PrivateReplyDailyCap int
 }
 
-// Defaults of the specification (§8).
+// Defaults (docs/limits-and-errors.md "Sending and comments").
 const (
 	defaultPrivateReplyWindow   = 7 * 24 * time.Hour
 	defaultPrivateReplyDailyCap = 200

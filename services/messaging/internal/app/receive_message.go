@@ -136,7 +136,7 @@ func inboundMetadata(in *conversation.Inbound) map[string]any {
 }
 
 // customerEvent builds message.received, or postback.received for a tapped
-// button, with every data field of the specification.
+// button, with every data field docs/webhooks.md documents.
 func (a *App) customerEvent(ch channel.Channel, conv conversation.Conversation, contact conversation.Contact, msg conversation.Message, in *conversation.Inbound) (outbox.Event, error) {
 	evChannel := &eventsv1.Channel{Kind: string(ch.Kind), ExternalId: ch.ExternalID}
 	evContact := &eventsv1.Contact{Id: contact.ID, SenderId: contact.SenderID, Name: contact.Name, ProfilePic: contact.ProfilePic}

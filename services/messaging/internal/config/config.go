@@ -33,7 +33,7 @@ type Config struct {
 	// MetaVerifyToken answers Meta's hub.challenge subscription check.
 	MetaVerifyToken string `env:"META_VERIFY_TOKEN" secret:"true"`
 	// MessagingWindow is how long after the customer's last message
-	// Messenger and Instagram take replies (specification §1).
+	// Messenger and Instagram take replies (docs/sending.md).
 	MessagingWindow time.Duration `env:"MESSAGING_WINDOW" envDefault:"24h"`
 	// PrivateReplyWindow is how long after a comment a private reply may be
 	// sent, and how long a commenter who got one waits for the next.

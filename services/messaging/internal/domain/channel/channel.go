@@ -21,7 +21,7 @@ import (
 // platform.
 type Kind string
 
-// The platforms of the specification.
+// The platforms a channel can be on.
 const (
 	KindTelegram  Kind = "telegram"
 	KindMessenger Kind = "messenger"
@@ -47,7 +47,7 @@ func ParseKind(s string) (Kind, bool) {
 // the webhook and the API (external).
 type AIMode string
 
-// The modes of the specification.
+// The AI modes.
 const (
 	AIModeAuto     AIMode = "auto"
 	AIModeSuggest  AIMode = "suggest"
@@ -67,8 +67,7 @@ func ParseAIMode(s string) (AIMode, bool) {
 	return "", false
 }
 
-// Status is a channel's state. Only active exists so far; the specification
-// does not show other values.
+// Status is a channel's state. Only active exists so far.
 type Status string
 
 // StatusActive is the status of every new channel.
@@ -94,7 +93,7 @@ type Channel struct {
 }
 
 // ForwardsEvents reports whether the channel's customer messages become
-// webhook events. The mode alone decides (specification §1).
+// webhook events. The mode alone decides.
 func (c Channel) ForwardsEvents() bool { return c.AIMode == AIModeExternal }
 
 // SecretMatches reports, in constant time, whether got is the channel's

@@ -2,7 +2,7 @@
 // Instagram media) and the rules of answering them: a public reply under
 // the comment, and one private reply (a DM to the commenter) per comment,
 // within the private-reply window of the comment, at most one per commenter
-// per window, and within the page's daily cap (specification §3, §4, §8).
+// per window, and within the page's daily cap (docs/comments.md).
 package comment
 
 import (
@@ -18,12 +18,12 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
-// Status is where a comment stands in being answered (specification §3,
-// "Comment private-reply status").
+// Status is where a comment stands in being answered (docs/comments.md
+// "A comment's status").
 type Status string
 
-// Statuses. received and replied are Parley's names for the states the
-// specification leaves unnamed (no answer yet; a public reply only).
+// Statuses: no answer yet, a public reply only, a private reply only, or
+// both.
 const (
 	// StatusReceived is a comment nobody has answered yet.
 	StatusReceived Status = "received"

@@ -66,8 +66,8 @@ func TestReleaseGivesTheClaimBackUnlessSent(t *testing.T) {
 	}
 }
 
-// TestStatus follows the specification's "Comment private-reply status"
-// table, and Parley's names for what it leaves open.
+// TestStatus follows the statuses of docs/comments.md "A comment's
+// status".
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

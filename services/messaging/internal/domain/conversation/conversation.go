@@ -43,7 +43,7 @@ type Conversation struct {
 // Sender is who wrote a message.
 type Sender string
 
-// Senders of the specification: the customer, an operator or the developer
+// Senders: the customer, an operator or the developer
 // through the API, and the built-in AI.
 const (
 	SenderContact Sender = "contact"

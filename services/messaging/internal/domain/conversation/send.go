@@ -30,7 +30,7 @@ const (
 	RatioSquare     = "square"
 )
 
-// Button types of the specification.
+// Button types.
 const (
 	ButtonTypeWebURL   = "web_url"
 	ButtonTypePostback = "postback"
@@ -321,7 +321,7 @@ func (e *PartlySentError) Error() string { return e.Err.Error() }
 func (e *PartlySentError) Unwrap() error { return e.Err }
 
 // ErrOutsideWindow is a send to a Messenger or Instagram customer whose last
-// message is older than the messaging window (specification §1): nothing
+// message is older than the messaging window (docs/sending.md): nothing
 // was sent.
 var ErrOutsideWindow = errors.New("outside the messaging window after the customer's last message")
 

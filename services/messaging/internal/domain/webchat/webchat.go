@@ -212,8 +212,8 @@ var ErrUnknownPayload = &conversation.FieldError{Field: "payload", Reason: "is n
 // the channel sent in msgs (text buttons and carousel cards' buttons, as
 // their metadata stores them). A visitor could post any payload; only one
 // the developer sent may reach the webhook as postback.received
-// (specification §6: "payload is the payload of a button the developer
-// sent").
+// (docs/webhooks.md: the payload is that of a button the developer
+// sent).
 func FindPostback(msgs []conversation.Message, payload string) (conversation.Button, bool) {
 	for _, m := range msgs {
 		if m.Sender == conversation.SenderContact {

@@ -96,7 +96,7 @@ func (h *apiHandlers) privateReplyToComment(c echo.Context) error {
 
 // decodeCommentReply reads {text}, and returns the body raw, as the
 // idempotency key's fingerprint takes it. A tag field is refused before
-// anything else, as on every send (specification §1).
+// anything else, as on every send.
 func decodeCommentReply(c echo.Context) (string, []byte, error) {
 	raw, err := readBody(c)
 	if err != nil {
@@ -119,7 +119,7 @@ func decodeCommentReply(c echo.Context) (string, []byte, error) {
 }
 
 // commentHTTP maps the comment rules' errors to their codes; the rest as
-// every send's. Neither 429 carries Retry-After (specification §7): the
+// every send's. Neither 429 carries Retry-After (docs/comments.md): the
 // page's cap lifts at midnight, the commenter's after days.
 func commentHTTP(err error) error {
 	switch {

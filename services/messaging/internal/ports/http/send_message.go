@@ -119,7 +119,8 @@ func (h *apiHandlers) sendTyping(c echo.Context) error {
 // decodeSend reads a send's body into req and returns it raw, as the
 // idempotency key's fingerprint takes it; conversationID points at req's
 // conversation_id, which every send requires. A tag field is refused
-// before anything else, whatever the rest holds (specification §1).
+// before anything else, whatever the rest holds (docs/sending.md "The
+// 24-hour window, and tags").
 func decodeSend(c echo.Context, req any, conversationID *string) ([]byte, error) {
 	raw, err := readBody(c)
 	if err != nil {
