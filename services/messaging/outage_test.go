@@ -83,6 +83,9 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 	}
 	h.deliver(ch, tgUpdate{UpdateID: 1, MessageID: 1, FromID: 8, First: "Olu", Date: t0.Unix(), Text: "before the outage"})
 	wait.Until(t, 5*time.Second, "the first event", func() bool { return len(streamMessages(t, js, h.env.Stream.Name)) == 1 })
+	// The relay marks what it published once the stream has acknowledged
+	// it: a moment after the event is in the stream.
+	wait.Until(t, 5*time.Second, "the first event marked published", func() bool { return h.count("outbox", "published_at IS NULL") == 0 })
 
 	ns.stop()
 	// Ingress does not need NATS: the event is committed to the outbox.
