@@ -57,11 +57,11 @@ func (h *harness) fakeAIUnits() *atomic.Int64 {
 	var used atomic.Int64
 	e := echo.New()
 	e.POST("/admin/workspaces/:id/ai-units", func(c echo.Context) error {
-		var in gatewayapi.AIUnitsRequest
-		if err := c.Bind(&in); err != nil || in.Units == nil {
+		var in gatewayapi.UseAIUnits
+		if err := c.Bind(&in); err != nil || in.Units == 0 {
 			return echo.NewHTTPError(http.StatusBadRequest, "units is required")
 		}
-		return c.JSON(http.StatusOK, gatewayapi.AIUnits{AIUsed: used.Add(*in.Units), AILimit: 1000})
+		return c.JSON(http.StatusOK, gatewayapi.AIUnitsAnswer{AIUsed: used.Add(in.Units), AILimit: 1000})
 	})
 	rs, err := rpc.NewServer(h.env.NATS(h.t), h.cfg.RPCSubjectPrefix, rpc.ServiceGateway, "0.0.1", h.env.Logger(h.t))
 	if err != nil {

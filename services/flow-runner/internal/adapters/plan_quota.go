@@ -37,7 +37,7 @@ func (q *PlanQuota) Refund(ctx context.Context, workspaceID string) error {
 
 func (q *PlanQuota) use(ctx context.Context, workspaceID string, units int64) error {
 	err := q.client.CallJSON(ctx, rpc.ServiceGateway, rpc.EndpointAdmin, "", http.MethodPost,
-		"/admin/workspaces/"+workspaceID+"/ai-units", gatewayapi.AIUnitsRequest{Units: &units}, nil)
+		"/admin/workspaces/"+workspaceID+"/ai-units", gatewayapi.UseAIUnits{Units: units}, nil)
 	if e, ok := errs.As(err); ok && e.Code == errs.CodeQuotaExceeded {
 		return run.ErrQuotaExceeded
 	}
