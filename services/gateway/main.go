@@ -12,12 +12,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
+	"github.com/parleyhq/parley/services/gateway/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/gateway/internal/app"
 	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
@@ -67,21 +67,25 @@ func serve(ctx context.Context, cfg gwconfig.Config, log *zap.Logger, s seams) e
 // connections.
 func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error) {
 	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
-	var opts []app.Option
-	if s.clock != nil {
-		opts = append(opts, app.WithClock(s.clock))
-	}
-	accounts := app.New(adapters.NewWorkspaceStore(svc.DB), adapters.NewKeyStore(svc.DB), adapters.NewMessagingChannels(client), cfg.RatePerMinute, opts...)
-	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
-
-	public := httpx.NewEcho(svc.Log())
-	httpport.NewPublic(accounts, limiter, client, svc.NATS.MaxPayload(), httpport.NewMetrics(svc.Metrics), svc.Log(),
-		httpport.WithAuthFailuresPerMinute(cfg.AuthFailuresPerMinute), httpport.WithProxies(cfg.Proxies())).Mount(public)
-	admin := httpx.NewEcho(svc.Log())
-	httpport.NewAdmin(accounts).Mount(admin)
+	accounts := app.New(app.Deps{
+		Workspaces:           adapters.NewWorkspaceStore(svc.DB),
+		Keys:                 adapters.NewKeyStore(svc.DB),
+		Channels:             adapters.NewMessagingChannels(client),
+		DefaultRatePerMinute: cfg.RatePerMinute,
+		Clock:                s.clock,
+	})
 	return service.Ports{
-		Public:    public,
-		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: admin}},
+		Public: httpport.NewPublic(httpport.PublicDeps{
+			App:                   accounts,
+			Limiter:               ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute),
+			RPC:                   client,
+			MaxPayload:            svc.NATS.MaxPayload(),
+			AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
+			Proxies:               cfg.Proxies(),
+			Observer:              observe.New(svc.Metrics),
+			Log:                   svc.Log(),
+		}),
+		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: httpport.NewAdmin(httpport.AdminDeps{App: accounts, Log: svc.Log()})}},
 		// A flow invoke it forwards may take the whole
 		// rpc.LongHandlerTimeout: a rollout lets those in flight finish.
 		LongRequests: true,

@@ -1,13 +1,17 @@
 package gateway
 
+import messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+
 // Me is GET /v1/me: the workspace an API key belongs to, its plan's AI
 // units, its channels and its per-minute request limit.
 type Me struct {
-	Workspace  MeWorkspace `json:"workspace"`
-	Plan       MePlan      `json:"plan"`
-	Channels   []MeChannel `json:"channels"`
-	RateLimit  RateLimit   `json:"rate_limit"`
-	APIVersion string      `json:"api_version"`
+	Workspace MeWorkspace `json:"workspace"`
+	Plan      MePlan      `json:"plan"`
+	// Channels are messaging's, as its GET /v1/channels answers them,
+	// which is where the gateway reads them.
+	Channels   []messagingapi.Channel `json:"channels"`
+	RateLimit  RateLimit              `json:"rate_limit"`
+	APIVersion string                 `json:"api_version"`
 }
 
 // MeWorkspace is who the workspace is.
@@ -22,14 +26,4 @@ type MePlan struct {
 	Name    string `json:"name"`
 	AIUsed  int64  `json:"ai_used"`
 	AILimit int64  `json:"ai_limit"`
-}
-
-// MeChannel is a channel of the workspace as messaging's GET /v1/channels
-// answers it, which is where the gateway reads it.
-type MeChannel struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	ExternalID string `json:"external_id"`
-	AIMode     string `json:"ai_mode"`
-	Status     string `json:"status"`
 }

@@ -25,29 +25,36 @@ type App struct {
 	newID       func() string
 }
 
-// Option changes a default of New (tests use them for a fixed clock).
-type Option func(*App)
-
-// WithClock replaces time.Now.
-func WithClock(now func() time.Time) Option { return func(a *App) { a.now = now } }
+// Deps are what New builds the use cases from.
+type Deps struct {
+	Workspaces account.WorkspaceStore
+	Keys       account.KeyStore
+	// Channels lists a workspace's channels for GET /v1/me.
+	Channels account.ChannelDirectory
+	// DefaultRatePerMinute is RATE_LIMIT_PER_MINUTE: the limit of a
+	// workspace without its own.
+	DefaultRatePerMinute int
+	// Clock stamps workspaces and keys; nil is time.Now to the microsecond.
+	Clock func() time.Time
+}
 
 // New returns the use cases.
-func New(workspaces account.WorkspaceStore, keys account.KeyStore, channels account.ChannelDirectory, defaultRatePerMinute int, opts ...Option) *App {
+func New(d Deps) *App {
 	a := &App{
-		workspaces:  workspaces,
-		keys:        keys,
-		channels:    channels,
-		defaultRate: defaultRatePerMinute,
-		// Postgres keeps microseconds; a time answered at creation must equal
-		// the one read back later.
-		now:    func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
-		random: rand.Reader,
+		workspaces:  d.Workspaces,
+		keys:        d.Keys,
+		channels:    d.Channels,
+		defaultRate: d.DefaultRatePerMinute,
+		now:         d.Clock,
+		random:      rand.Reader,
 		// Version 7 ids are time-ordered, which keeps the primary-key
 		// indexes compact.
 		newID: func() string { return uuid.Must(uuid.NewV7()).String() },
 	}
-	for _, o := range opts {
-		o(a)
+	if a.now == nil {
+		// Postgres keeps microseconds; a time answered at creation must
+		// equal the one read back later.
+		a.now = func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 	}
 	return a
 }

@@ -27,7 +27,7 @@ const (
 )
 
 // keyQueryParams are query parameters that smell like credentials. A request
-// carrying any of them is refused (spec §4: authentication by header only).
+// carrying any of them is refused (authentication is by header only).
 var keyQueryParams = []string{"api_key", "apikey", "api-key", "key", "access_token", "token"}
 
 // APIKey is a workspace's credential. Only its hash is kept; the plaintext

@@ -2,8 +2,8 @@ package account
 
 import "context"
 
-// Channel is a workspace's messaging channel as the Developer API shows it
-// (spec §2); messaging owns channels, the gateway only lists them in /v1/me.
+// Channel is a workspace's messaging channel as the Developer API shows it;
+// messaging owns channels, the gateway only lists them in /v1/me.
 type Channel struct {
 	ID         string
 	Kind       string

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Module is a part of the product a plan may include (spec §5).
+// Module is a part of the product a plan may include.
 type Module string
 
 // The modules a plan may carry.

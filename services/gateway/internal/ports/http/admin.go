@@ -4,24 +4,32 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/gateway/internal/app"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
-// Admin is the operators' API (parleyctl), served on the rpc "admin"
-// endpoint; the bodies are the team's admin contract.
-type Admin struct {
+// AdminDeps are what NewAdmin builds the admin API from.
+type AdminDeps struct {
+	App *app.App
+	Log *zap.Logger
+}
+
+// admin is the operators' API (parleyctl, the console) and the
+// flow-runner's billing call.
+type admin struct {
 	app *app.App
 }
 
-// NewAdmin returns the admin API.
-func NewAdmin(a *app.App) *Admin { return &Admin{app: a} }
-
-// Mount adds the admin routes to e.
-func (a *Admin) Mount(e *echo.Echo) {
+// NewAdmin returns the admin API, served on the rpc "admin" endpoint; its
+// routes and bodies are gatewayapi.AdminRoutes.
+func NewAdmin(d AdminDeps) *echo.Echo {
+	a := &admin{app: d.App}
+	e := httpx.NewEcho(d.Log)
 	e.POST("/admin/workspaces", a.createWorkspace)
 	e.GET("/admin/workspaces", a.listWorkspaces)
 	e.GET("/admin/workspaces/:id", a.getWorkspace)
@@ -31,102 +39,73 @@ func (a *Admin) Mount(e *echo.Echo) {
 	e.POST("/admin/workspaces/:id/api-keys", a.createAPIKey)
 	e.GET("/admin/workspaces/:id/api-keys", a.listAPIKeys)
 	e.DELETE("/admin/api-keys/:id", a.revokeAPIKey)
+	return e
 }
 
-// workspaceDTO is W of the admin contract.
-type workspaceDTO struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Slug string `json:"slug"`
-	Plan struct {
-		Name    string   `json:"name"`
-		Modules []string `json:"modules"`
-		AIUsed  int64    `json:"ai_used"`
-		AILimit int64    `json:"ai_limit"`
-	} `json:"plan"`
-	RateLimit rateLimitDTO `json:"rate_limit"`
-	Features  []string     `json:"features"`
-	CreatedAt string       `json:"created_at"`
-}
-
-func (a *Admin) toDTO(w account.Workspace) workspaceDTO {
-	var d workspaceDTO
-	d.ID, d.Name, d.Slug = w.ID, w.Name, w.Slug
-	d.Plan.Name, d.Plan.AIUsed, d.Plan.AILimit = w.Plan.Name, w.Plan.AIUsed, w.Plan.AILimit
-	d.Plan.Modules = make([]string, len(w.Plan.Modules))
+func (a *admin) toAPIWorkspace(w account.Workspace) gatewayapi.Workspace {
+	modules := make([]string, len(w.Plan.Modules))
 	for i, m := range w.Plan.Modules {
-		d.Plan.Modules[i] = string(m)
+		modules[i] = string(m)
 	}
-	d.RateLimit.PerMinute = w.RateLimit(a.app.DefaultRatePerMinute())
-	d.Features = w.EnabledFeatures()
-	d.CreatedAt = httpx.Timestamp(w.CreatedAt)
-	return d
+	return gatewayapi.Workspace{
+		ID:        w.ID,
+		Name:      w.Name,
+		Slug:      w.Slug,
+		Plan:      gatewayapi.Plan{Name: w.Plan.Name, Modules: modules, AIUsed: w.Plan.AIUsed, AILimit: w.Plan.AILimit},
+		RateLimit: gatewayapi.RateLimit{PerMinute: w.RateLimit(a.app.DefaultRatePerMinute())},
+		Features:  w.EnabledFeatures(),
+		CreatedAt: httpx.Timestamp(w.CreatedAt),
+	}
 }
 
-func (a *Admin) workspace(c echo.Context, status int, w account.Workspace, err error) error {
+func (a *admin) workspace(c echo.Context, status int, w account.Workspace, err error) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(status, map[string]workspaceDTO{"workspace": a.toDTO(w)})
+	return c.JSON(status, gatewayapi.WorkspaceAnswer{Workspace: a.toAPIWorkspace(w)})
 }
 
-func (a *Admin) createWorkspace(c echo.Context) error {
-	var in struct {
-		Name          string    `json:"name"`
-		Slug          string    `json:"slug"`
-		Modules       *[]string `json:"modules"`
-		AILimit       *int64    `json:"ai_limit"`
-		RatePerMinute *int      `json:"rate_per_minute"`
-	}
+func (a *admin) createWorkspace(c echo.Context) error {
+	var in gatewayapi.NewWorkspace
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
-	nw := account.NewWorkspace{Name: in.Name, Slug: in.Slug, AILimit: in.AILimit, RatePerMinute: in.RatePerMinute}
-	if in.Modules != nil {
-		nw.Modules = append([]string{}, *in.Modules...)
-	}
-	w, err := a.app.CreateWorkspace(c.Request().Context(), nw)
+	w, err := a.app.CreateWorkspace(c.Request().Context(), account.NewWorkspace{
+		Name: in.Name, Slug: in.Slug, Modules: in.Modules, AILimit: in.AILimit, RatePerMinute: in.RatePerMinute,
+	})
 	return a.workspace(c, http.StatusCreated, w, err)
 }
 
-func (a *Admin) getWorkspace(c echo.Context) error {
+func (a *admin) getWorkspace(c echo.Context) error {
 	w, err := a.app.GetWorkspace(c.Request().Context(), c.Param("id"))
 	return a.workspace(c, http.StatusOK, w, err)
 }
 
-func (a *Admin) listWorkspaces(c echo.Context) error {
+func (a *admin) listWorkspaces(c echo.Context) error {
 	ws, err := a.app.ListWorkspaces(c.Request().Context(), c.QueryParam("slug"))
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]workspaceDTO, len(ws))
+	out := gatewayapi.WorkspaceList{Workspaces: make([]gatewayapi.Workspace, len(ws))}
 	for i, w := range ws {
-		out[i] = a.toDTO(w)
+		out.Workspaces[i] = a.toAPIWorkspace(w)
 	}
-	return c.JSON(http.StatusOK, map[string][]workspaceDTO{"workspaces": out})
+	return c.JSON(http.StatusOK, out)
 }
 
-func (a *Admin) updateWorkspace(c echo.Context) error {
-	var in struct {
-		Modules       *[]string `json:"modules"`
-		AILimit       *int64    `json:"ai_limit"`
-		RatePerMinute *int      `json:"rate_per_minute"`
-	}
+func (a *admin) updateWorkspace(c echo.Context) error {
+	var in gatewayapi.WorkspaceChanges
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
-	ch := account.Changes{AILimit: in.AILimit, RatePerMinute: in.RatePerMinute}
-	if in.Modules != nil {
-		ch.Modules = append([]string{}, *in.Modules...)
-	}
-	w, err := a.app.UpdateWorkspace(c.Request().Context(), c.Param("id"), ch)
+	w, err := a.app.UpdateWorkspace(c.Request().Context(), c.Param("id"), account.Changes{
+		Modules: in.Modules, AILimit: in.AILimit, RatePerMinute: in.RatePerMinute,
+	})
 	return a.workspace(c, http.StatusOK, w, err)
 }
 
-func (a *Admin) setFeature(c echo.Context) error {
-	var in struct {
-		On *bool `json:"on"`
-	}
+func (a *admin) setFeature(c echo.Context) error {
+	var in gatewayapi.FeatureSwitch
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
@@ -137,11 +116,8 @@ func (a *Admin) setFeature(c echo.Context) error {
 	return a.workspace(c, http.StatusOK, w, err)
 }
 
-func (a *Admin) createAPIKey(c echo.Context) error {
-	var in struct {
-		Name string `json:"name"`
-		Key  string `json:"key"`
-	}
+func (a *admin) createAPIKey(c echo.Context) error {
+	var in gatewayapi.NewAPIKey
 	// The body is optional: a key with no name needs none.
 	if c.Request().ContentLength != 0 {
 		if err := httpx.BindJSON(c, &in); err != nil {
@@ -156,43 +132,30 @@ func (a *Admin) createAPIKey(c echo.Context) error {
 	if k.Existed {
 		status = http.StatusOK
 	}
-	return c.JSON(status, map[string]string{"id": k.ID, "key": k.Key})
+	return c.JSON(status, gatewayapi.CreatedAPIKey{ID: k.ID, Key: k.Key})
 }
 
-// apiKeyDTO is a key as the operators' list shows it: never the key or its
-// hash, only the prefix that tells keys apart. last_used_at is when it last
-// authenticated a request, to within a minute; null if never. revoked_at
-// is null while the key is active.
-type apiKeyDTO struct {
-	ID         string  `json:"id"`
-	Name       string  `json:"name"`
-	Prefix     string  `json:"prefix"`
-	CreatedAt  string  `json:"created_at"`
-	LastUsedAt *string `json:"last_used_at"`
-	RevokedAt  *string `json:"revoked_at"`
-}
-
-func (a *Admin) listAPIKeys(c echo.Context) error {
+func (a *admin) listAPIKeys(c echo.Context) error {
 	keys, err := a.app.ListAPIKeys(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := make([]apiKeyDTO, len(keys))
+	out := gatewayapi.APIKeyList{APIKeys: make([]gatewayapi.APIKey, len(keys))}
 	for i, k := range keys {
-		out[i] = apiKeyDTO{
+		out.APIKeys[i] = gatewayapi.APIKey{
 			ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: httpx.Timestamp(k.CreatedAt),
 			LastUsedAt: httpx.OptionalTimestamp(k.LastUsedAt), RevokedAt: httpx.OptionalTimestamp(k.RevokedAt),
 		}
 	}
-	return c.JSON(http.StatusOK, map[string][]apiKeyDTO{"api_keys": out})
+	return c.JSON(http.StatusOK, out)
 }
 
-func (a *Admin) revokeAPIKey(c echo.Context) error {
+func (a *admin) revokeAPIKey(c echo.Context) error {
 	k, err := a.app.RevokeAPIKey(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]string{"id": k.ID, "revoked_at": httpx.Timestamp(*k.RevokedAt)})
+	return c.JSON(http.StatusOK, gatewayapi.RevokedAPIKey{ID: k.ID, RevokedAt: httpx.Timestamp(*k.RevokedAt)})
 }
 
 // maxAIUnitsPerCall bounds one use of AI units, so that a mistaken call
@@ -202,19 +165,17 @@ const maxAIUnitsPerCall = 1000
 // useAIUnits is the flow-runner's billing call: {"units": n} adds n to the
 // plan's ai_used (a negative n gives units back) and answers the plan;
 // 409 quota_exceeded when the use would pass ai_limit.
-func (a *Admin) useAIUnits(c echo.Context) error {
-	var in struct {
-		Units *int64 `json:"units"`
-	}
+func (a *admin) useAIUnits(c echo.Context) error {
+	var in gatewayapi.UseAIUnits
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
-	if in.Units == nil || *in.Units == 0 || *in.Units > maxAIUnitsPerCall || *in.Units < -maxAIUnitsPerCall {
+	if in.Units == 0 || in.Units > maxAIUnitsPerCall || in.Units < -maxAIUnitsPerCall {
 		return errs.InvalidRequest("units: must be a non-zero integer from %d to %d", -maxAIUnitsPerCall, maxAIUnitsPerCall)
 	}
-	plan, err := a.app.UseAIUnits(c.Request().Context(), c.Param("id"), *in.Units)
+	plan, err := a.app.UseAIUnits(c.Request().Context(), c.Param("id"), in.Units)
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"ai_used": plan.AIUsed, "ai_limit": plan.AILimit})
+	return c.JSON(http.StatusOK, gatewayapi.AIUnitsAnswer{AIUsed: plan.AIUsed, AILimit: plan.AILimit})
 }

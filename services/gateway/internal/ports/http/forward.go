@@ -58,7 +58,7 @@ var longCalls = map[string]time.Duration{rpc.ServiceFlowRunner: rpc.LongCallTime
 type forwarder struct {
 	client     *rpc.Client
 	maxPayload int64
-	metrics    *Metrics
+	obs        Observer
 	log        *zap.Logger
 }
 
@@ -113,7 +113,7 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 	reply, err := f.client.Open(answer, service, rpc.EndpointAPI, req)
 	// A stream counts until its head: the time the service took to
 	// answer, not how long its client watched.
-	f.metrics.upstream.WithLabelValues(service).Observe(time.Since(start).Seconds())
+	f.obs.Forwarded(service, time.Since(start))
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
@@ -25,8 +24,7 @@ func TestRoutingMatchesTheDocument(t *testing.T) {
 	}
 	documented := doc.DocumentedRoutes()
 
-	e := httpx.NewEcho(zap.NewNop())
-	NewPublic(nil, nil, nil, 0, nil, zap.NewNop()).Mount(e)
+	e := NewPublic(PublicDeps{Log: zap.NewNop()})
 	// The gateway's own routes under /v1; its /v1 wildcards go to serve,
 	// which answers /v1/me or forwards by the routing table.
 	own := apicheck.EchoRoutes(e)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
@@ -25,66 +26,101 @@ const legacyPrefix = "/api/v1"
 
 var deprecation = "@" + strconv.FormatInt(time.Date(2026, 9, 18, 0, 0, 0, 0, time.UTC).Unix(), 10)
 
-// Public is the Developer API.
-type Public struct {
-	app     *app.App
-	limiter *ratelimit.Limiter
-	fwd     *forwarder
-	metrics *Metrics
-	log     *zap.Logger
-	// authFailures bounds failed authentications per client address and
-	// minute (AUTH_FAILURES_PER_MINUTE); proxies say who the client is
-	// (TRUSTED_PROXIES).
-	authFailures int
-	proxies      httpx.Proxies
+// Observer is told what the Developer API did, for the gateway's metrics.
+type Observer interface {
+	// Answered is a request answered with status; group is the first path
+	// segment after /v1 ("unknown" for no route).
+	Answered(group string, status int)
+	// RateLimited is a request refused with 429 rate_limited, by the
+	// workspace's limit or the failed authentications of its address.
+	RateLimited()
+	// Forwarded is a request service took took to answer (a stream: to
+	// answer its head).
+	Forwarded(service string, took time.Duration)
 }
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) Answered(string, int)            {}
+func (nopObserver) RateLimited()                    {}
+func (nopObserver) Forwarded(string, time.Duration) {}
 
 // DefaultAuthFailuresPerMinute is AUTH_FAILURES_PER_MINUTE's default.
 const DefaultAuthFailuresPerMinute = 30
 
-// PublicOption changes a default of NewPublic.
-type PublicOption func(*Public)
-
-// WithAuthFailuresPerMinute bounds the failed authentications (401s) one
-// client address may have per minute; past it, its requests are refused
-// with 429 before any key is looked up.
-func WithAuthFailuresPerMinute(n int) PublicOption { return func(p *Public) { p.authFailures = n } }
-
-// WithProxies trusts these proxies to name the client (X-Forwarded-For);
-// without, the client is the connection's peer.
-func WithProxies(proxies httpx.Proxies) PublicOption { return func(p *Public) { p.proxies = proxies } }
-
-// NewPublic returns the Developer API. maxPayload is the NATS server's
-// largest message (nats.Conn.MaxPayload); requests that would not fit are
-// refused with 413 instead of failing in the client.
-func NewPublic(a *app.App, limiter *ratelimit.Limiter, client *rpc.Client, maxPayload int64, metrics *Metrics, log *zap.Logger, opts ...PublicOption) *Public {
-	p := &Public{
-		app:          a,
-		limiter:      limiter,
-		fwd:          &forwarder{client: client, maxPayload: maxPayload, metrics: metrics, log: log},
-		metrics:      metrics,
-		log:          log,
-		authFailures: DefaultAuthFailuresPerMinute,
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+// PublicDeps are what NewPublic builds the Developer API from.
+type PublicDeps struct {
+	App     *app.App
+	Limiter *ratelimit.Limiter
+	// RPC reaches the services requests are forwarded to.
+	RPC *rpc.Client
+	// MaxPayload is the NATS server's largest message
+	// (nats.Conn.MaxPayload): requests that would not fit are refused with
+	// 413 instead of failing in the client.
+	MaxPayload int64
+	// AuthFailuresPerMinute bounds the failed authentications (401s) one
+	// client address may have per minute (AUTH_FAILURES_PER_MINUTE); past
+	// it, its requests are refused with 429 before any key is looked up.
+	// Zero is DefaultAuthFailuresPerMinute.
+	AuthFailuresPerMinute int
+	// Proxies are trusted to name the client (X-Forwarded-For,
+	// TRUSTED_PROXIES); with none, the client is the connection's peer.
+	Proxies httpx.Proxies
+	// Observer counts requests; nil counts nothing.
+	Observer Observer
+	Log      *zap.Logger
 }
 
-// Mount adds /v1 and /api/v1 to e (an httpx.NewEcho, whose request-id
-// middleware has already given every request its X-Request-Id), and the
+// public is the Developer API.
+type public struct {
+	app     *app.App
+	limiter *ratelimit.Limiter
+	fwd     *forwarder
+	obs     Observer
+	log     *zap.Logger
+	// authFailures bounds failed authentications per client address and
+	// minute; proxies say who the client is.
+	authFailures int
+	proxies      httpx.Proxies
+}
+
+// NewPublic returns the gateway's own listener: /v1 and /api/v1, and the
 // API's description, which needs no key: /v1/openapi.json and the /docs
-// page (docs.go).
-func (p *Public) Mount(e *echo.Echo) {
+// page (docs.go). Under /v1 it answers GET /v1/me itself and forwards
+// every other route to its owning service (routes.go).
+func NewPublic(d PublicDeps) *echo.Echo {
+	p := &public{
+		app:          d.App,
+		limiter:      d.Limiter,
+		obs:          d.Observer,
+		log:          d.Log,
+		authFailures: d.AuthFailuresPerMinute,
+		proxies:      d.Proxies,
+	}
+	if p.obs == nil {
+		p.obs = nopObserver{}
+	}
+	if p.authFailures == 0 {
+		p.authFailures = DefaultAuthFailuresPerMinute
+	}
+	p.fwd = &forwarder{client: d.RPC, maxPayload: d.MaxPayload, obs: p.obs, log: d.Log}
+
+	// httpx.NewEcho's request-id middleware gives every request its
+	// X-Request-Id before any of these.
+	e := httpx.NewEcho(d.Log)
 	newReference().mount(e)
 	for _, g := range []*echo.Group{
 		e.Group("/v1", p.observe, p.authenticate, p.rateLimit),
 		e.Group(legacyPrefix, deprecated, p.observe, p.authenticate, p.rateLimit),
 	} {
-		g.Any("", p.serve)
+		g.Match([]string{http.MethodGet, http.MethodHead}, "/me", p.me)
 		g.Any("/*", p.serve)
+		// The base itself is no route, but is answered so only after
+		// authentication, as every other unknown path under it.
+		g.RouteNotFound("", p.serve)
 	}
+	return e
 }
 
 // deprecated marks every answer under /api/v1, errors included, and points
@@ -100,12 +136,12 @@ func deprecated(next echo.HandlerFunc) echo.HandlerFunc {
 
 // observe counts each request by route group and final status. It renders
 // errors itself (as httpx's access log does) so that the status is known.
-func (p *Public) observe(next echo.HandlerFunc) echo.HandlerFunc {
+func (p *public) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		p.metrics.requests.WithLabelValues(groupOf(c.Request().URL.EscapedPath()), strconv.Itoa(c.Response().Status)).Inc()
+		p.obs.Answered(groupOf(c.Request().URL.EscapedPath()), c.Response().Status)
 		return nil
 	}
 }
@@ -126,7 +162,7 @@ func workspaceOf(c echo.Context) account.Workspace {
 // the count, so they tell a prober nothing about it. Failures are counted
 // once they happen, so requests already in flight may pass the bound by
 // their number: it bounds the rate of lookups, not an exact count.
-func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+func (p *public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		bucket := "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r))
@@ -137,7 +173,7 @@ func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
 		}
 		if !seen.Allowed {
-			p.metrics.rateLimited.Inc()
+			p.obs.RateLimited()
 			secs := ratelimit.Seconds(seen.RetryAfter())
 			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
 				"too many failed authentications from this address; retry in %d s", secs).
@@ -163,7 +199,7 @@ func (p *Public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // puts RateLimit-* on the response whatever comes next, errors included.
 // When Redis cannot be reached the request is refused (503) rather than let
 // through unlimited: the limit protects the services behind the gateway.
-func (p *Public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+func (p *public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		w := workspaceOf(c)
 		limit := w.RateLimit(p.app.DefaultRatePerMinute())
@@ -175,7 +211,7 @@ func (p *Public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		res.SetHeaders(c.Response().Header())
 		if !res.Allowed {
-			p.metrics.rateLimited.Inc()
+			p.obs.RateLimited()
 			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
 				"rate limit of %d requests per minute reached; retry in %d s", limit, ratelimit.Seconds(res.RetryAfter()))
 		}
@@ -183,8 +219,10 @@ func (p *Public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// serve answers /v1/me itself and forwards every other known route.
-func (p *Public) serve(c echo.Context) error {
+// serve forwards every known route but /v1/me to its owning service, and
+// answers the rest: 404 for no route, 405 for /v1/me with a method other
+// than GET or HEAD (those are routed to me).
+func (p *public) serve(c echo.Context) error {
 	r := c.Request()
 	path := v1Path(r.URL.EscapedPath())
 	rt, ok := resolve(path)
@@ -192,49 +230,28 @@ func (p *Public) serve(c echo.Context) error {
 		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such route: %s %s", r.Method, path)
 	}
 	if rt.service == "" {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			c.Response().Header().Set("Allow", "GET, HEAD")
-			return errs.New(http.StatusMethodNotAllowed, errs.CodeMethodNotAllowed, "method not allowed on /v1/me")
-		}
-		return p.me(c)
+		c.Response().Header().Set("Allow", "GET, HEAD")
+		return errs.New(http.StatusMethodNotAllowed, errs.CodeMethodNotAllowed, "method not allowed on /v1/me")
 	}
 	return p.fwd.forward(c, rt.service, path, workspaceOf(c))
 }
 
-// meDTO is GET /v1/me, exactly as spec §2/§4.
-type meDTO struct {
-	Workspace struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-		Slug string `json:"slug"`
-	} `json:"workspace"`
-	Plan struct {
-		Name    string `json:"name"`
-		AIUsed  int64  `json:"ai_used"`
-		AILimit int64  `json:"ai_limit"`
-	} `json:"plan"`
-	Channels   []messagingapi.Channel `json:"channels"`
-	RateLimit  rateLimitDTO           `json:"rate_limit"`
-	APIVersion string                 `json:"api_version"`
-}
-
-type rateLimitDTO struct {
-	PerMinute int `json:"per_minute"`
-}
-
-func (p *Public) me(c echo.Context) error {
+// me answers GET /v1/me.
+func (p *public) me(c echo.Context) error {
 	me, err := p.app.DescribeMe(c.Request().Context(), workspaceOf(c))
 	if err != nil {
 		return err
 	}
-	var out meDTO
-	out.Workspace.ID, out.Workspace.Name, out.Workspace.Slug = me.Workspace.ID, me.Workspace.Name, me.Workspace.Slug
-	out.Plan.Name, out.Plan.AIUsed, out.Plan.AILimit = me.Workspace.Plan.Name, me.Workspace.Plan.AIUsed, me.Workspace.Plan.AILimit
+	w := me.Workspace
+	out := gatewayapi.Me{
+		Workspace:  gatewayapi.MeWorkspace{ID: w.ID, Name: w.Name, Slug: w.Slug},
+		Plan:       gatewayapi.MePlan{Name: w.Plan.Name, AIUsed: w.Plan.AIUsed, AILimit: w.Plan.AILimit},
+		RateLimit:  gatewayapi.RateLimit{PerMinute: me.RatePerMinute},
+		APIVersion: "v1",
+	}
 	out.Channels = make([]messagingapi.Channel, len(me.Channels))
 	for i, ch := range me.Channels {
 		out.Channels[i] = messagingapi.Channel{ID: ch.ID, Kind: ch.Kind, ExternalID: ch.ExternalID, AIMode: ch.AIMode, Status: ch.Status}
 	}
-	out.RateLimit.PerMinute = me.RatePerMinute
-	out.APIVersion = "v1"
 	return c.JSON(http.StatusOK, out)
 }

@@ -15,8 +15,8 @@ type route struct {
 	service string
 }
 
-// owners maps the first segment after /v1 to the owning service (the
-// routing table of the team brief). Matching is by whole segment, so
+// owners maps the first segment after /v1 to the owning service
+// (docs/architecture.md, "How the services talk"). Matching is by whole segment, so
 // /v1/webhooks is not /v1/webhook.
 var owners = map[string]string{
 	"channels":      rpc.ServiceMessaging,

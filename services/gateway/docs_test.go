@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"bytes"
@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/openapi"
-	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
 )
 
 func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
 	t.Parallel()
 	// One failed authentication a minute: the address is refused for keyed
 	// routes after the first 401, and the document is served all the same.
-	h := newHarness(t, httpport.WithAuthFailuresPerMinute(1))
+	h := newHarness(t, authFailuresPerMinute(1))
 	h.call(t, http.MethodGet, "/v1/me", "pk_wrong", nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
 	h.call(t, http.MethodGet, "/v1/me", "", nil, nil).expectError(t, http.StatusTooManyRequests, "rate_limited")
 

@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"net/http"
@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
-	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
+	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 )
 
 // wantAuthThrottled checks a 429 for too many failed authentications.
@@ -29,7 +28,7 @@ func wantAuthThrottled(t *testing.T, r response) {
 // nothing.
 func TestFailedAuthenticationsPerAddressAre429(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, httpport.WithAuthFailuresPerMinute(3))
+	h := newHarness(t, authFailuresPerMinute(3))
 	h.fakeService(t, rpc.ServiceMessaging, echoBack)
 	_, key := h.workspace(t, map[string]any{"name": "Acme"})
 	unknown := "pk_" + strings.Repeat("U", 43)
@@ -69,11 +68,7 @@ func TestFailedAuthenticationsPerAddressAre429(t *testing.T) {
 // what a client writes into X-Forwarded-For itself is not believed.
 func TestFailedAuthenticationsBehindATrustedProxy(t *testing.T) {
 	t.Parallel()
-	proxies, err := httpx.ParseProxies("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, httpport.WithAuthFailuresPerMinute(2), httpport.WithProxies(proxies))
+	h := newHarness(t, authFailuresPerMinute(2), func(c *gwconfig.Config) { c.TrustedProxies = "127.0.0.1" })
 	unknown := "pk_" + strings.Repeat("U", 43)
 	from := func(xff string) http.Header { return http.Header{"X-Forwarded-For": {xff}} }
 

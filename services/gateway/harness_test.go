@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"bytes"
@@ -6,26 +6,21 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
-	"github.com/parleyhq/parley/pkg/db"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/natsx"
-	"github.com/parleyhq/parley/pkg/ratelimit"
-	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
-	"github.com/parleyhq/parley/services/gateway/internal/app"
+	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
 	"github.com/parleyhq/parley/services/gateway/migrations"
@@ -33,54 +28,54 @@ import (
 
 const defaultRate = 120
 
-// harness is the gateway wired as main wires it, on the test's own slice of
-// Postgres, Redis and NATS: the public API behind httptest, the admin API
-// on the rpc "admin" endpoint.
+// harness is one gateway, started by serve as in production, on the
+// test's own slice of Postgres, Redis and NATS: the public API on its own
+// listener, the admin API on the rpc "admin" endpoint.
 type harness struct {
 	env    *testenv.Env
 	url    string
 	gdb    *gorm.DB
 	client *rpc.Client
-	reg    *prometheus.Registry
 }
 
-func newHarness(t *testing.T, opts ...httpport.PublicOption) *harness {
+// newHarness starts a gateway with the production defaults, changed by
+// each of mutate.
+func newHarness(t *testing.T, mutate ...func(*gwconfig.Config)) *harness {
 	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
-	log := env.Logger(t)
-	gdb := env.DB(t, adapters.Schema, migrations.FS)
-	rdb := env.Redis(t)
-	nc := env.NATS(t)
-	client := rpc.NewClient(nc, env.RPCPrefix)
-
-	accounts := app.New(adapters.NewWorkspaceStore(gdb), adapters.NewKeyStore(gdb), adapters.NewMessagingChannels(client), defaultRate)
-	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
-	reg := prometheus.NewRegistry()
-	public := httpx.NewEcho(log)
-	httpx.MountProbes(public, reg,
-		httpx.Check{Name: "postgres", Check: func(ctx context.Context) error { return db.Ping(ctx, gdb) }},
-		httpx.Check{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		httpx.Check{Name: "nats", Check: func(context.Context) error { return natsx.Ready(nc) }},
-	)
-	httpport.NewPublic(accounts, limiter, client, nc.MaxPayload(), httpport.NewMetrics(reg), log, opts...).Mount(public)
-	srv := httptest.NewServer(public)
-	t.Cleanup(srv.Close)
-
-	admin := httpx.NewEcho(log)
-	httpport.NewAdmin(accounts).Mount(admin)
-	rs, err := rpc.NewServer(nc, env.RPCPrefix, rpc.ServiceGateway, "0.0.1", log)
-	if err != nil {
-		t.Fatal(err)
+	cfg := gwconfig.Config{
+		Connections:           env.Connections(),
+		Addr:                  ports.FreeAddr(t),
+		RatePerMinute:         defaultRate,
+		AuthFailuresPerMinute: httpport.DefaultAuthFailuresPerMinute,
 	}
-	t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAdmin, admin); err != nil {
-		t.Fatal(err)
+	for _, m := range mutate {
+		m(&cfg)
 	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, client: rpc.NewClient(env.NATS(t), env.RPCPrefix), reg: reg}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	bg := testenv.Serve(t, "gateway", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{}) })
+	url := "http://" + cfg.Addr
+	// Ready once the listener answers: the rpc endpoints are served by then.
+	bg.WaitReady(url, 20*time.Second)
+	return &harness{env: env, url: url, gdb: env.DB(t, adapters.Schema, migrations.FS), client: rpc.NewClient(env.NATS(t), env.RPCPrefix)}
+}
+
+// authFailuresPerMinute sets AUTH_FAILURES_PER_MINUTE.
+func authFailuresPerMinute(n int) func(*gwconfig.Config) {
+	return func(c *gwconfig.Config) { c.AuthFailuresPerMinute = n }
 }
 
 // admin calls the gateway's admin endpoint over NATS, as parleyctl does.
 func (h *harness) admin(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	status, raw := h.adminBytes(t, method, path, body)
+	return status, decodeMap(t, method, path, raw)
+}
+
+// adminBytes is admin answering the body as it came.
+func (h *harness) adminBytes(t *testing.T, method, path string, body any) (int, []byte) {
 	t.Helper()
 	req := &rpcv1.Request{Method: method}
 	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
@@ -98,22 +93,27 @@ func (h *harness) admin(t *testing.T, method, path string, body any) (int, map[s
 // adminRaw sends a raw body to the admin endpoint.
 func (h *harness) adminRaw(t *testing.T, method, path string, body []byte) (int, map[string]any) {
 	t.Helper()
-	return h.adminDo(t, &rpcv1.Request{Method: method, Path: path, Body: body,
+	status, raw := h.adminDo(t, &rpcv1.Request{Method: method, Path: path, Body: body,
 		Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}})
+	return status, decodeMap(t, method, path, raw)
 }
 
-func (h *harness) adminDo(t *testing.T, req *rpcv1.Request) (int, map[string]any) {
+func (h *harness) adminDo(t *testing.T, req *rpcv1.Request) (int, []byte) {
 	t.Helper()
-	method, path := req.GetMethod(), req.GetPath()
 	resp, err := h.client.Do(context.Background(), rpc.ServiceGateway, rpc.EndpointAdmin, req)
 	if err != nil {
-		t.Fatalf("admin %s %s: %v", method, path, err)
+		t.Fatalf("admin %s %s: %v", req.GetMethod(), req.GetPath(), err)
 	}
+	return int(resp.GetStatus()), resp.GetBody()
+}
+
+func decodeMap(t *testing.T, method, path string, raw []byte) map[string]any {
+	t.Helper()
 	var out map[string]any
-	if err := json.Unmarshal(resp.GetBody(), &out); err != nil {
-		t.Fatalf("admin %s %s: body %q: %v", method, path, resp.GetBody(), err)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("admin %s %s: body %q: %v", method, path, raw, err)
 	}
-	return int(resp.GetStatus()), out
+	return out
 }
 
 // mustAdmin is admin that fails the test unless the status is want.

@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"context"
@@ -9,6 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
+
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
 func wsOf(t *testing.T, out map[string]any) map[string]any {
@@ -339,5 +346,89 @@ func TestAdminListsAPIKeys(t *testing.T) {
 		if status != http.StatusNotFound || out["code"] != "workspace_not_found" {
 			t.Errorf("keys of %q = %d %v", ws, status, out)
 		}
+	}
+}
+
+// adminAs calls the admin endpoint with body (a gatewayapi request, nil
+// for none) and decodes its answer into T strictly, failing the test
+// unless the status is want or the answer has a field T lacks.
+func adminAs[T any](t *testing.T, h *harness, want int, method, path string, body any) T {
+	t.Helper()
+	status, raw := h.adminBytes(t, method, path, body)
+	if status != want {
+		t.Fatalf("admin %s %s = %d %s, want %d", method, path, status, raw, want)
+	}
+	return apicheck.Body[T](t, raw)
+}
+
+// TestAnswersAreTheDeclaredBodies: every admin route and GET /v1/me
+// answer their gatewayapi body field for field, and the admin routes take
+// their gatewayapi requests as pkg/adminclient sends them.
+func TestAnswersAreTheDeclaredBodies(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.fakeService(t, rpc.ServiceMessaging, func(c echo.Context) error {
+		return c.JSONBlob(http.StatusOK, []byte(`{"channels":[{"id":"c1","kind":"webchat","external_id":"site","ai_mode":"auto","status":"active"}]}`))
+	})
+	limit, rate := int64(5), 30
+	created := adminAs[gatewayapi.WorkspaceAnswer](t, h, http.StatusCreated, http.MethodPost, "/admin/workspaces", gatewayapi.NewWorkspace{
+		Name: "Typed", Modules: []string{gatewayapi.ModuleFlows, gatewayapi.ModuleDeveloperAPI}, AILimit: &limit, RatePerMinute: &rate,
+	}).Workspace
+	id := created.ID
+	want := gatewayapi.Workspace{
+		ID: id, Name: "Typed", Slug: "typed",
+		Plan:      gatewayapi.Plan{Name: "api", Modules: []string{gatewayapi.ModuleDeveloperAPI, gatewayapi.ModuleFlows}, AILimit: 5},
+		RateLimit: gatewayapi.RateLimit{PerMinute: 30}, Features: []string{gatewayapi.FeatureFlowsAPI}, CreatedAt: created.CreatedAt,
+	}
+	if !reflect.DeepEqual(created, want) {
+		t.Fatalf("created %+v\nwant %+v", created, want)
+	}
+	if got := adminAs[gatewayapi.WorkspaceAnswer](t, h, http.StatusOK, http.MethodGet, "/admin/workspaces/"+id, nil).Workspace; !reflect.DeepEqual(got, want) {
+		t.Fatalf("get %+v\nwant %+v", got, want)
+	}
+	if got := adminAs[gatewayapi.WorkspaceList](t, h, http.StatusOK, http.MethodGet, "/admin/workspaces?slug=typed", nil); len(got.Workspaces) != 1 || !reflect.DeepEqual(got.Workspaces[0], want) {
+		t.Fatalf("list %+v", got)
+	}
+	if got := adminAs[gatewayapi.AIUnitsAnswer](t, h, http.StatusOK, http.MethodPost, "/admin/workspaces/"+id+"/ai-units", gatewayapi.UseAIUnits{Units: 2}); got != (gatewayapi.AIUnitsAnswer{AIUsed: 2, AILimit: 5}) {
+		t.Fatalf("ai units %+v", got)
+	}
+	key := adminAs[gatewayapi.CreatedAPIKey](t, h, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+id+"/api-keys", gatewayapi.NewAPIKey{Name: "typed"})
+	if !keyFormat.MatchString(key.Key) || key.ID == "" {
+		t.Fatalf("created key %+v", key)
+	}
+
+	r := h.call(t, http.MethodGet, "/v1/me", key.Key, nil, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /v1/me = %d %s", r.status, r.body)
+	}
+	wantMe := gatewayapi.Me{
+		Workspace:  gatewayapi.MeWorkspace{ID: id, Name: "Typed", Slug: "typed"},
+		Plan:       gatewayapi.MePlan{Name: "api", AIUsed: 2, AILimit: 5},
+		Channels:   []messagingapi.Channel{{ID: "c1", Kind: "webchat", ExternalID: "site", AIMode: "auto", Status: "active"}},
+		RateLimit:  gatewayapi.RateLimit{PerMinute: 30},
+		APIVersion: "v1",
+	}
+	if me := apicheck.Body[gatewayapi.Me](t, r.body); !reflect.DeepEqual(me, wantMe) {
+		t.Fatalf("me %+v\nwant %+v", me, wantMe)
+	}
+
+	keys := adminAs[gatewayapi.APIKeyList](t, h, http.StatusOK, http.MethodGet, "/admin/workspaces/"+id+"/api-keys", nil).APIKeys
+	if len(keys) != 1 || keys[0].ID != key.ID || keys[0].Name != "typed" || keys[0].Prefix != key.Key[:8] || keys[0].LastUsedAt == nil || keys[0].RevokedAt != nil {
+		t.Fatalf("keys %+v", keys)
+	}
+	revoked := adminAs[gatewayapi.RevokedAPIKey](t, h, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+key.ID, nil)
+	if revoked.ID != key.ID || revoked.RevokedAt == "" {
+		t.Fatalf("revoked %+v", revoked)
+	}
+
+	// An empty module list is a plan without modules, not "leave them".
+	changed := adminAs[gatewayapi.WorkspaceAnswer](t, h, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, gatewayapi.WorkspaceChanges{Modules: []string{}}).Workspace
+	if changed.Plan.Modules == nil || len(changed.Plan.Modules) != 0 || changed.Plan.AILimit != 5 {
+		t.Fatalf("changed %+v", changed)
+	}
+	off := false
+	switched := adminAs[gatewayapi.WorkspaceAnswer](t, h, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/"+gatewayapi.FeatureFlowsAPI, gatewayapi.FeatureSwitch{On: &off}).Workspace
+	if switched.Features == nil || len(switched.Features) != 0 {
+		t.Fatalf("switched off %+v", switched)
 	}
 }
