@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 )
 
 const workspaceJSON = `{"workspace":{"id":"w1","name":"Acme","slug":"acme","plan":{"name":"api","modules":["developer_api","flows"],"ai_used":3,"ai_limit":100},"rate_limit":{"per_minute":60},"features":["flows_api"],"created_at":"2026-11-24T04:00:00.000Z"}}`
@@ -22,13 +23,13 @@ func TestWorkspaceCalls(t *testing.T) {
 		"gateway PATCH /admin/workspaces/w1":                  {http.StatusOK, workspaceJSON},
 		"gateway PUT /admin/workspaces/w1/features/flows_api": {http.StatusOK, workspaceJSON},
 	})
-	want := adminclient.Workspace{
+	want := gatewayapi.Workspace{
 		ID: "w1", Name: "Acme", Slug: "acme",
-		Plan:      adminclient.Plan{Name: "api", Modules: []string{"developer_api", "flows"}, AIUsed: 3, AILimit: 100},
-		RateLimit: adminclient.RateLimit{PerMinute: 60}, Features: []string{"flows_api"}, CreatedAt: "2026-11-24T04:00:00.000Z",
+		Plan:      gatewayapi.Plan{Name: "api", Modules: []string{"developer_api", "flows"}, AIUsed: 3, AILimit: 100},
+		RateLimit: gatewayapi.RateLimit{PerMinute: 60}, Features: []string{"flows_api"}, CreatedAt: "2026-11-24T04:00:00.000Z",
 	}
 	limit := int64(100)
-	got, err := client.CreateWorkspace(ctx, adminclient.NewWorkspace{Name: "Acme", Modules: []string{"developer_api", "flows"}, AILimit: &limit})
+	got, err := client.CreateWorkspace(ctx, gatewayapi.NewWorkspace{Name: "Acme", Modules: []string{"developer_api", "flows"}, AILimit: &limit})
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("CreateWorkspace = %+v, %v", got, err)
 	}
@@ -40,7 +41,7 @@ func TestWorkspaceCalls(t *testing.T) {
 	}
 
 	rate := 10
-	if _, err := client.UpdateWorkspace(ctx, "w1", adminclient.WorkspaceChanges{RatePerMinute: &rate}); err != nil {
+	if _, err := client.UpdateWorkspace(ctx, "w1", gatewayapi.WorkspaceChanges{RatePerMinute: &rate}); err != nil {
 		t.Fatal(err)
 	}
 	if body := bodyOf(t, s.last(t)); !reflect.DeepEqual(body, map[string]any{"rate_per_minute": float64(10)}) {
@@ -48,7 +49,7 @@ func TestWorkspaceCalls(t *testing.T) {
 	}
 	// An empty module list is a change (a plan without modules), not
 	// "leave them".
-	if _, err := client.UpdateWorkspace(ctx, "w1", adminclient.WorkspaceChanges{Modules: []string{}}); err != nil {
+	if _, err := client.UpdateWorkspace(ctx, "w1", gatewayapi.WorkspaceChanges{Modules: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	if body := bodyOf(t, s.last(t)); !reflect.DeepEqual(body, map[string]any{"modules": []any{}}) {
@@ -93,8 +94,8 @@ func TestAPIKeyCalls(t *testing.T) {
 			{"id":"k2","name":"","prefix":"pk_fghij","created_at":"2026-11-24T04:01:00.000Z","last_used_at":null,"revoked_at":"2026-11-24T04:02:00.000Z"}]}`},
 		"gateway DELETE /admin/api-keys/k1": {http.StatusOK, `{"id":"k1","revoked_at":"2026-11-24T04:03:00.000Z"}`},
 	})
-	created, err := client.CreateAPIKey(ctx, "w1", adminclient.NewAPIKey{Name: "ci"})
-	if err != nil || created != (adminclient.CreatedAPIKey{ID: "k1", Key: "pk_x"}) {
+	created, err := client.CreateAPIKey(ctx, "w1", gatewayapi.NewAPIKey{Name: "ci"})
+	if err != nil || created != (gatewayapi.CreatedAPIKey{ID: "k1", Key: "pk_x"}) {
 		t.Fatalf("CreateAPIKey = %+v, %v", created, err)
 	}
 	if body := bodyOf(t, s.last(t)); !reflect.DeepEqual(body, map[string]any{"name": "ci"}) {

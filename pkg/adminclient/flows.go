@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
@@ -29,7 +30,7 @@ type RunFilter struct {
 // the operators' list.
 func (c *Client) ListFlows(ctx context.Context, workspaceID string) ([]flowrunnerapi.Flow, error) {
 	var out flowrunnerapi.FlowsResponse
-	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{FeatureFlowsAPI}}
+	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet, Path: "/v1/flows", Features: []string{gatewayapi.FeatureFlowsAPI}}
 	err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &out)
 	return out.Flows, err
 }
@@ -100,7 +101,7 @@ func (c *Client) DeactivateFlow(ctx context.Context, workspaceID, flowID string)
 // read as the gateway forwards GET /v1/flows/:id/runs/:runId.
 func (c *Client) GetRunTrace(ctx context.Context, workspaceID, flowID, runID string) (flowrunnerapi.Trace, error) {
 	req := &rpcv1.Request{WorkspaceId: workspaceID, Method: http.MethodGet,
-		Path: "/v1/flows/" + segment(flowID) + "/runs/" + segment(runID), Features: []string{FeatureFlowsAPI}}
+		Path: "/v1/flows/" + segment(flowID) + "/runs/" + segment(runID), Features: []string{gatewayapi.FeatureFlowsAPI}}
 	var out flowrunnerapi.Trace
 	err := c.call.CallRaw(ctx, rpc.ServiceFlowRunner, rpc.EndpointAPI, req, &out)
 	return out, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 )
@@ -77,7 +78,7 @@ func (s *services) handler(service, endpoint string) http.Handler {
 		s.requests = append(s.requests, received{
 			service: service, endpoint: endpoint, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
 			body: body, contentType: r.Header.Get("Content-Type"),
-			workspaceID: rpc.WorkspaceID(r.Context()), flowsAPI: rpc.HasFeature(r.Context(), adminclient.FeatureFlowsAPI),
+			workspaceID: rpc.WorkspaceID(r.Context()), flowsAPI: rpc.HasFeature(r.Context(), gatewayapi.FeatureFlowsAPI),
 		})
 		route := service + " " + r.Method + " " + r.URL.Path
 		a, ok := s.answers[route]

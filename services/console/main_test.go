@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
@@ -35,7 +36,7 @@ func TestRunServesAndStops(t *testing.T) {
 
 	admin := adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))
 	const pw = "correct horse battery staple"
-	if _, err := admin.CreateOperator(ctx, adminclient.NewOperator{Email: "root@example.com", Password: pw}); err != nil {
+	if _, err := admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "root@example.com", Password: pw}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -7,15 +7,16 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
 // APIKeys are the gateway's admin calls on API keys; *adminclient.Client
 // implements it.
 type APIKeys interface {
-	ListAPIKeys(ctx context.Context, workspaceID string) ([]adminclient.APIKey, error)
-	CreateAPIKey(ctx context.Context, workspaceID string, k adminclient.NewAPIKey) (adminclient.CreatedAPIKey, error)
-	RevokeAPIKey(ctx context.Context, id string) (adminclient.RevokedAPIKey, error)
+	ListAPIKeys(ctx context.Context, workspaceID string) ([]gatewayapi.APIKey, error)
+	CreateAPIKey(ctx context.Context, workspaceID string, k gatewayapi.NewAPIKey) (gatewayapi.CreatedAPIKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (gatewayapi.RevokedAPIKey, error)
 }
 
 var (
@@ -29,7 +30,7 @@ var (
 )
 
 // APIKeys lists workspace id's keys, revoked ones included, oldest first.
-func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]adminclient.APIKey, error) {
+func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]gatewayapi.APIKey, error) {
 	if err := visible(op, id); err != nil {
 		return nil, err
 	}
@@ -42,27 +43,27 @@ func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]a
 
 // CreateAPIKey creates a key named name in workspace id and returns it
 // with its plaintext, which exists only in this answer.
-func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name string) (adminclient.CreatedAPIKey, error) {
+func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name string) (gatewayapi.CreatedAPIKey, error) {
 	if err := visible(op, id); err != nil {
-		return adminclient.CreatedAPIKey{}, err
+		return gatewayapi.CreatedAPIKey{}, err
 	}
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return adminclient.CreatedAPIKey{}, ErrKeyNameRequired
+		return gatewayapi.CreatedAPIKey{}, ErrKeyNameRequired
 	}
-	k, err := a.apiKeys.CreateAPIKey(ctx, id, adminclient.NewAPIKey{Name: name})
+	k, err := a.apiKeys.CreateAPIKey(ctx, id, gatewayapi.NewAPIKey{Name: name})
 	if err != nil {
-		return adminclient.CreatedAPIKey{}, workspaceError(id, "create API key", err)
+		return gatewayapi.CreatedAPIKey{}, workspaceError(id, "create API key", err)
 	}
 	return k, nil
 }
 
 // RevokeAPIKey revokes key keyID of workspace id at once, after checking
 // the key is that workspace's.
-func (a *App) RevokeAPIKey(ctx context.Context, op operator.Operator, id, keyID string) (adminclient.APIKey, error) {
+func (a *App) RevokeAPIKey(ctx context.Context, op operator.Operator, id, keyID string) (gatewayapi.APIKey, error) {
 	keys, err := a.APIKeys(ctx, op, id)
 	if err != nil {
-		return adminclient.APIKey{}, err
+		return gatewayapi.APIKey{}, err
 	}
 	for _, k := range keys {
 		if k.ID != keyID {
@@ -71,15 +72,15 @@ func (a *App) RevokeAPIKey(ctx context.Context, op operator.Operator, id, keyID 
 		revoked, err := a.apiKeys.RevokeAPIKey(ctx, keyID)
 		if e, ok := adminclient.AsError(err); ok && e.Status == 404 {
 			// Deleted with the workspace since the list was read.
-			return adminclient.APIKey{}, ErrAPIKeyNotFound
+			return gatewayapi.APIKey{}, ErrAPIKeyNotFound
 		}
 		if err != nil {
-			return adminclient.APIKey{}, fmt.Errorf("revoke API key %s: %w", keyID, err)
+			return gatewayapi.APIKey{}, fmt.Errorf("revoke API key %s: %w", keyID, err)
 		}
 		k.RevokedAt = &revoked.RevokedAt
 		return k, nil
 	}
-	return adminclient.APIKey{}, ErrAPIKeyNotFound
+	return gatewayapi.APIKey{}, ErrAPIKeyNotFound
 }
 
 // workspaceError is a service's answer about workspace id: its

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 	"github.com/parleyhq/parley/services/console/internal/domain/session"
 )
@@ -18,8 +19,8 @@ import (
 // Workspaces reads workspaces from the gateway's admin endpoint;
 // *adminclient.Client implements it.
 type Workspaces interface {
-	GetWorkspace(ctx context.Context, id string) (adminclient.Workspace, error)
-	ListWorkspaces(ctx context.Context) ([]adminclient.Workspace, error)
+	GetWorkspace(ctx context.Context, id string) (gatewayapi.Workspace, error)
+	ListWorkspaces(ctx context.Context) ([]gatewayapi.Workspace, error)
 }
 
 // SignInLimiter counts failed sign-ins per client address and per account
@@ -102,23 +103,23 @@ func isID(s string) bool {
 
 // Workspace returns workspace id as the gateway answers it, when op may
 // see it.
-func (a *App) Workspace(ctx context.Context, op operator.Operator, id string) (adminclient.Workspace, error) {
+func (a *App) Workspace(ctx context.Context, op operator.Operator, id string) (gatewayapi.Workspace, error) {
 	if err := visible(op, id); err != nil {
-		return adminclient.Workspace{}, err
+		return gatewayapi.Workspace{}, err
 	}
 	w, err := a.workspaces.GetWorkspace(ctx, id)
 	if e, ok := adminclient.AsError(err); ok && e.Status == 404 {
-		return adminclient.Workspace{}, ErrWorkspaceNotFound
+		return gatewayapi.Workspace{}, ErrWorkspaceNotFound
 	}
 	if err != nil {
-		return adminclient.Workspace{}, fmt.Errorf("get workspace %s: %w", id, err)
+		return gatewayapi.Workspace{}, fmt.Errorf("get workspace %s: %w", id, err)
 	}
 	return w, nil
 }
 
 // Workspaces lists the workspaces op may see: all of them for a platform
 // operator, its own for a workspace operator.
-func (a *App) Workspaces(ctx context.Context, op operator.Operator) ([]adminclient.Workspace, error) {
+func (a *App) Workspaces(ctx context.Context, op operator.Operator) ([]gatewayapi.Workspace, error) {
 	if !op.Platform() {
 		w, err := a.Workspace(ctx, op, op.WorkspaceID)
 		if errors.Is(err, ErrWorkspaceNotFound) {
@@ -127,7 +128,7 @@ func (a *App) Workspaces(ctx context.Context, op operator.Operator) ([]adminclie
 		if err != nil {
 			return nil, err
 		}
-		return []adminclient.Workspace{w}, nil
+		return []gatewayapi.Workspace{w}, nil
 	}
 	ws, err := a.workspaces.ListWorkspaces(ctx)
 	if err != nil {

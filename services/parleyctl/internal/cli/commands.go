@@ -3,15 +3,9 @@ package cli
 import (
 	"context"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 )
-
-// workspace is what demo prints of the demo workspace.
-type workspace struct {
-	ID   string `json:"id"`
-	Slug string `json:"slug"`
-}
 
 func workspaceCreate(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("workspace create")
@@ -23,7 +17,7 @@ func workspaceCreate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "name"); err != nil {
 		return err
 	}
-	nw := adminclient.NewWorkspace{Name: *name, Slug: *slug, Modules: splitList(*modules)}
+	nw := gatewayapi.NewWorkspace{Name: *name, Slug: *slug, Modules: splitList(*modules)}
 	if f.set("ai-limit") {
 		nw.AILimit = aiLimit
 	}
@@ -46,7 +40,7 @@ func workspaceUpdate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	var ch adminclient.WorkspaceChanges
+	var ch gatewayapi.WorkspaceChanges
 	if f.set("modules") {
 		ch.Modules = splitList(*modules)
 	}
@@ -92,7 +86,7 @@ func apikeyCreate(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace"); err != nil {
 		return err
 	}
-	k, err := c.api.CreateAPIKey(ctx, *id, adminclient.NewAPIKey{Name: *name})
+	k, err := c.api.CreateAPIKey(ctx, *id, gatewayapi.NewAPIKey{Name: *name})
 	if err != nil {
 		return err
 	}

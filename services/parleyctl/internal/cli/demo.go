@@ -9,9 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 )
 
 // Demo workspace identity; `demo` finds it by slug, so running it again
@@ -23,7 +23,7 @@ const (
 	demoWebchat     = "parley_demo_site"
 )
 
-var demoModules = []string{adminclient.ModuleDeveloperAPI, adminclient.ModuleFlows, adminclient.ModuleFlowAI, adminclient.ModuleFlowScript}
+var demoModules = []string{gatewayapi.ModuleDeveloperAPI, gatewayapi.ModuleFlows, gatewayapi.ModuleFlowAI, gatewayapi.ModuleFlowScript}
 
 // demoAILimit is the demo plan's AI replies.
 const demoAILimit = 1000
@@ -61,7 +61,7 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := c.api.CreateAPIKey(ctx, ws.ID, adminclient.NewAPIKey{Name: "demo", Key: c.cfg.DemoAPIKey})
+	key, err := c.api.CreateAPIKey(ctx, ws.ID, gatewayapi.NewAPIKey{Name: "demo", Key: c.cfg.DemoAPIKey})
 	if err != nil {
 		return fmt.Errorf("demo api key: %w", err)
 	}
@@ -131,20 +131,20 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	})
 }
 
-func (c *CLI) ensureDemoWorkspace(ctx context.Context) (workspace, error) {
+func (c *CLI) ensureDemoWorkspace(ctx context.Context) (gatewayapi.Workspace, error) {
 	found, ok, err := c.api.FindWorkspaceBySlug(ctx, demoSlug)
 	if err != nil {
-		return workspace{}, fmt.Errorf("find demo workspace: %w", err)
+		return gatewayapi.Workspace{}, fmt.Errorf("find demo workspace: %w", err)
 	}
 	if ok {
-		return workspace{ID: found.ID, Slug: found.Slug}, nil
+		return found, nil
 	}
 	aiLimit := int64(demoAILimit)
-	created, err := c.api.CreateWorkspace(ctx, adminclient.NewWorkspace{Name: demoName, Slug: demoSlug, Modules: demoModules, AILimit: &aiLimit})
+	created, err := c.api.CreateWorkspace(ctx, gatewayapi.NewWorkspace{Name: demoName, Slug: demoSlug, Modules: demoModules, AILimit: &aiLimit})
 	if err != nil {
-		return workspace{}, fmt.Errorf("create demo workspace: %w", err)
+		return gatewayapi.Workspace{}, fmt.Errorf("create demo workspace: %w", err)
 	}
-	return workspace{ID: created.ID, Slug: created.Slug}, nil
+	return created, nil
 }
 
 // ensureDemoChannel returns the channel of want's kind and external id
@@ -195,34 +195,28 @@ func revised(doc []byte) (_ []byte, name, description string, err error) {
 	return doc, head.Name, head.Description, nil
 }
 
-// demoFlowSummary is what demo prints of the demo flow.
-type demoFlowSummary struct {
-	ID               string `json:"id"`
-	Name             string `json:"name"`
-	PublishedVersion int    `json:"published_version"`
-}
-
 // ensureDemoFlow makes sure the demo flow doc (named name, described by
 // description) is published as this parleyctl and configuration describe
 // it, given the workspace's flows as listed: created when missing, a new
-// version when the one found differs, left alone otherwise.
-func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []flowrunnerapi.Flow, doc []byte, name, description string) (demoFlowSummary, error) {
+// version when the one found differs, left alone otherwise. It returns
+// the flow's id and published version, as a publish answers them.
+func (c *CLI) ensureDemoFlow(ctx context.Context, workspaceID string, listed []flowrunnerapi.Flow, doc []byte, name, description string) (flowrunnerapi.PublishedFlow, error) {
 	flowID := ""
 	for _, f := range listed {
 		if f.Name != name {
 			continue
 		}
 		if f.Description == description {
-			return demoFlowSummary{ID: f.ID, Name: f.Name, PublishedVersion: f.PublishedVersion}, nil
+			return flowrunnerapi.PublishedFlow{ID: f.ID, PublishedVersion: f.PublishedVersion}, nil
 		}
 		flowID = f.ID
 		break
 	}
 	published, err := c.api.PublishFlow(ctx, workspaceID, flowID, doc)
 	if err != nil {
-		return demoFlowSummary{}, fmt.Errorf("publish demo flow %q: %w", name, err)
+		return flowrunnerapi.PublishedFlow{}, fmt.Errorf("publish demo flow %q: %w", name, err)
 	}
-	return demoFlowSummary{ID: published.ID, Name: name, PublishedVersion: published.PublishedVersion}, nil
+	return published, nil
 }
 
 // ensureDemoDocument adds the demo shop's policy to the demo workspace's

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 )
 
 // operatorStdin is where operator create reads the password; tests swap it.
@@ -36,7 +37,7 @@ func operatorCreate(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return err
 	}
-	op, err := adminclient.New(c.call).CreateOperator(ctx, adminclient.NewOperator{Email: *email, Password: password, WorkspaceID: *workspace})
+	op, err := adminclient.New(c.call).CreateOperator(ctx, consoleapi.NewOperator{Email: *email, Password: password, WorkspaceID: *workspace})
 	if err != nil {
 		return err
 	}

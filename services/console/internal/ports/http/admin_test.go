@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
@@ -22,14 +23,14 @@ func TestCreateOperator(t *testing.T) {
 	ws := h.workspace("Acme")
 	ctx := context.Background()
 
-	platform, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "Root@Example.com", Password: password})
+	platform, err := h.admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "Root@Example.com", Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if platform.ID == "" || platform.Email != "Root@Example.com" || platform.WorkspaceID != nil {
 		t.Fatalf("platform operator = %+v", platform)
 	}
-	scoped, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "ann@example.com", Password: password, WorkspaceID: ws})
+	scoped, err := h.admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "ann@example.com", Password: password, WorkspaceID: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +45,20 @@ func TestCreateOperator(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		give       adminclient.NewOperator
+		give       consoleapi.NewOperator
 		wantStatus int
 		wantCode   string
 		wantIn     string
 	}{
-		{"email taken in another case", adminclient.NewOperator{Email: "ROOT@example.COM", Password: password}, http.StatusConflict, "operator_exists", "exists"},
-		{"no email", adminclient.NewOperator{Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
-		{"not an email", adminclient.NewOperator{Email: "ann", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
-		{"a display name", adminclient.NewOperator{Email: "Ann <ann2@example.com>", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
-		{"two addresses", adminclient.NewOperator{Email: "a@example.com, b@example.com", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
-		{"password of 11", adminclient.NewOperator{Email: "cy@example.com", Password: "elevenchars"}, http.StatusBadRequest, errs.CodeInvalidRequest, "at least 12"},
-		{"password too long", adminclient.NewOperator{Email: "cy@example.com", Password: strings.Repeat("x", 257)}, http.StatusBadRequest, errs.CodeInvalidRequest, "at most 256"},
-		{"a workspace that does not exist", adminclient.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: uuid.NewString()}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
-		{"a workspace id that is no id", adminclient.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: "acme"}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
+		{"email taken in another case", consoleapi.NewOperator{Email: "ROOT@example.COM", Password: password}, http.StatusConflict, "operator_exists", "exists"},
+		{"no email", consoleapi.NewOperator{Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"not an email", consoleapi.NewOperator{Email: "ann", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"a display name", consoleapi.NewOperator{Email: "Ann <ann2@example.com>", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"two addresses", consoleapi.NewOperator{Email: "a@example.com, b@example.com", Password: password}, http.StatusBadRequest, errs.CodeInvalidRequest, "email"},
+		{"password of 11", consoleapi.NewOperator{Email: "cy@example.com", Password: "elevenchars"}, http.StatusBadRequest, errs.CodeInvalidRequest, "at least 12"},
+		{"password too long", consoleapi.NewOperator{Email: "cy@example.com", Password: strings.Repeat("x", 257)}, http.StatusBadRequest, errs.CodeInvalidRequest, "at most 256"},
+		{"a workspace that does not exist", consoleapi.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: uuid.NewString()}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
+		{"a workspace id that is no id", consoleapi.NewOperator{Email: "cy@example.com", Password: password, WorkspaceID: "acme"}, http.StatusBadRequest, errs.CodeInvalidRequest, "workspace_id"},
 	}
 	for _, tt := range tests {
 		_, err := h.admin.CreateOperator(ctx, tt.give)
@@ -72,10 +73,10 @@ func TestCreateOperator(t *testing.T) {
 		t.Fatalf("%d operators stored, want the 2 accepted", n)
 	}
 	// Exactly 12 characters is enough, counted as characters, not bytes.
-	if _, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "dee@example.com", Password: "twelve chars"}); err != nil {
+	if _, err := h.admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "dee@example.com", Password: "twelve chars"}); err != nil {
 		t.Fatalf("a 12-character password: %v", err)
 	}
-	if _, err := h.admin.CreateOperator(ctx, adminclient.NewOperator{Email: "eve@example.com", Password: "ééééééééééé"}); err == nil {
+	if _, err := h.admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "eve@example.com", Password: "ééééééééééé"}); err == nil {
 		t.Fatal("11 characters in 22 bytes were accepted")
 	}
 }

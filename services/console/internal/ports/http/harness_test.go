@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
@@ -87,7 +88,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	rdb := env.Redis(t)
 	nc := env.NATS(t)
 
-	gw := &fakeGateway{workspaces: map[string]adminclient.Workspace{}, refusals: map[string]*errs.Error{}}
+	gw := &fakeGateway{workspaces: map[string]gatewayapi.Workspace{}, refusals: map[string]*errs.Error{}}
 	if !s.withoutGateway {
 		gw.serve(t, env)
 	}
@@ -149,7 +150,7 @@ func newHarness(t *testing.T, s settings) *harness {
 // reads, in the gateway's JSON.
 type fakeGateway struct {
 	mu         sync.Mutex
-	workspaces map[string]adminclient.Workspace
+	workspaces map[string]gatewayapi.Workspace
 	// refusals answer a workspace id with an error instead.
 	refusals map[string]*errs.Error
 	// keys are the workspaces' API keys (keys_channels_fakes_test.go).
@@ -174,7 +175,7 @@ func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
 	e.GET("/admin/workspaces", func(c echo.Context) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		out := []adminclient.Workspace{}
+		out := []gatewayapi.Workspace{}
 		for _, w := range g.workspaces {
 			out = append(out, w)
 		}
@@ -223,9 +224,9 @@ func (h *harness) workspace(name string) string {
 	id := uuid.NewString()
 	h.gateway.mu.Lock()
 	defer h.gateway.mu.Unlock()
-	w := adminclient.Workspace{ID: id, Name: name, Slug: strings.ToLower(name), CreatedAt: "2026-11-24T04:00:00Z",
-		Plan:      adminclient.Plan{Name: "api", Modules: []string{"developer_api", "flows"}, AIUsed: 250, AILimit: 1000},
-		RateLimit: adminclient.RateLimit{PerMinute: 120}, Features: []string{"flows_api"}}
+	w := gatewayapi.Workspace{ID: id, Name: name, Slug: strings.ToLower(name), CreatedAt: "2026-11-24T04:00:00Z",
+		Plan:      gatewayapi.Plan{Name: "api", Modules: []string{"developer_api", "flows"}, AIUsed: 250, AILimit: 1000},
+		RateLimit: gatewayapi.RateLimit{PerMinute: 120}, Features: []string{"flows_api"}}
 	h.gateway.workspaces[id] = w
 	return id
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -40,7 +40,7 @@ type keysView struct {
 
 // keyRow is one key as the list draws it.
 type keyRow struct {
-	adminclient.APIKey
+	gatewayapi.APIKey
 }
 
 // Created is when the key was made, for people.

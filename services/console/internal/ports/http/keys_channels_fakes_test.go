@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -22,7 +22,7 @@ import (
 // fakeKeys is the fake gateway's API keys, in the gateway's JSON, with
 // the calls that reached them.
 type fakeKeys struct {
-	byWorkspace map[string][]adminclient.APIKey
+	byWorkspace map[string][]gatewayapi.APIKey
 	// created are the names of the keys created, revoked the ids revoked.
 	created []string
 	revoked []string
@@ -34,7 +34,7 @@ type fakeKeys struct {
 // the keys.
 func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 	e.POST("/admin/workspaces/:id/api-keys", func(c echo.Context) error {
-		var in adminclient.NewAPIKey
+		var in gatewayapi.NewAPIKey
 		if err := httpx.BindJSON(c, &in); err != nil {
 			return err
 		}
@@ -50,9 +50,9 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 		raw := make([]byte, 16)
 		_, _ = rand.Read(raw)
 		plain := "pk_live_" + hex.EncodeToString(raw)
-		k := adminclient.APIKey{ID: uuid.NewString(), Name: in.Name, Prefix: plain[:12], CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		k := gatewayapi.APIKey{ID: uuid.NewString(), Name: in.Name, Prefix: plain[:12], CreatedAt: time.Now().UTC().Format(time.RFC3339)}
 		g.keys.byWorkspace[c.Param("id")] = append(g.keys.byWorkspace[c.Param("id")], k)
-		return c.JSON(http.StatusCreated, adminclient.CreatedAPIKey{ID: k.ID, Key: plain})
+		return c.JSON(http.StatusCreated, gatewayapi.CreatedAPIKey{ID: k.ID, Key: plain})
 	})
 	e.GET("/admin/workspaces/:id/api-keys", func(c echo.Context) error {
 		g.mu.Lock()
@@ -60,7 +60,7 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 		if err := g.keysRefusal(c.Param("id")); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"api_keys": append([]adminclient.APIKey{}, g.keys.byWorkspace[c.Param("id")]...)})
+		return c.JSON(http.StatusOK, map[string]any{"api_keys": append([]gatewayapi.APIKey{}, g.keys.byWorkspace[c.Param("id")]...)})
 	})
 	e.DELETE("/admin/api-keys/:id", func(c echo.Context) error {
 		g.mu.Lock()
@@ -78,7 +78,7 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 					at := time.Now().UTC().Format(time.RFC3339)
 					keys[i].RevokedAt = &at
 				}
-				return c.JSON(http.StatusOK, adminclient.RevokedAPIKey{ID: keys[i].ID, RevokedAt: *keys[i].RevokedAt})
+				return c.JSON(http.StatusOK, gatewayapi.RevokedAPIKey{ID: keys[i].ID, RevokedAt: *keys[i].RevokedAt})
 			}
 		}
 		return errs.NotFound("api_key_not_found", "API key not found")
@@ -95,17 +95,17 @@ func (g *fakeGateway) keysRefusal(id string) error {
 		return errs.NotFound("workspace_not_found", "workspace not found")
 	}
 	if g.keys.byWorkspace == nil {
-		g.keys.byWorkspace = map[string][]adminclient.APIKey{}
+		g.keys.byWorkspace = map[string][]gatewayapi.APIKey{}
 	}
 	return nil
 }
 
 // apiKey adds a key to workspace id at the fake gateway and returns it.
-func (h *harness) apiKey(id string, k adminclient.APIKey) adminclient.APIKey {
+func (h *harness) apiKey(id string, k gatewayapi.APIKey) gatewayapi.APIKey {
 	h.gateway.mu.Lock()
 	defer h.gateway.mu.Unlock()
 	if h.gateway.keys.byWorkspace == nil {
-		h.gateway.keys.byWorkspace = map[string][]adminclient.APIKey{}
+		h.gateway.keys.byWorkspace = map[string][]gatewayapi.APIKey{}
 	}
 	k.ID = uuid.NewString()
 	h.gateway.keys.byWorkspace[id] = append(h.gateway.keys.byWorkspace[id], k)

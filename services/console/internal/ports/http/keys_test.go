@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
@@ -20,8 +20,8 @@ func TestAPIKeysList(t *testing.T) {
 	own := h.workspace("Acme")
 	used := "2026-11-24T04:05:00Z"
 	revokedAt := "2026-11-24T04:06:00Z"
-	active := h.apiKey(own, adminclient.APIKey{Name: "production", Prefix: "pk_live_ab12", CreatedAt: "2026-11-20T10:00:00Z", LastUsedAt: &used})
-	gone := h.apiKey(own, adminclient.APIKey{Name: "old laptop", Prefix: "pk_live_cd34", CreatedAt: "2026-11-01T09:30:00Z", RevokedAt: &revokedAt})
+	active := h.apiKey(own, gatewayapi.APIKey{Name: "production", Prefix: "pk_live_ab12", CreatedAt: "2026-11-20T10:00:00Z", LastUsedAt: &used})
+	gone := h.apiKey(own, gatewayapi.APIKey{Name: "old laptop", Prefix: "pk_live_cd34", CreatedAt: "2026-11-01T09:30:00Z", RevokedAt: &revokedAt})
 	h.operator(t, "ann@example.com", own)
 	b := h.browser(t)
 	b.mustSignIn("ann@example.com")
@@ -144,7 +144,7 @@ func TestAPIKeyCreateRefused(t *testing.T) {
 func TestAPIKeyRevoke(t *testing.T) {
 	t.Parallel()
 	h, own, b := signedInToAcme(t)
-	key := h.apiKey(own, adminclient.APIKey{Name: "ci", Prefix: "pk_live_ab12", CreatedAt: "2026-11-20T10:00:00Z"})
+	key := h.apiKey(own, gatewayapi.APIKey{Name: "ci", Prefix: "pk_live_ab12", CreatedAt: "2026-11-20T10:00:00Z"})
 
 	confirm := b.get("/workspaces/" + own + "/keys?revoke=" + key.ID)
 	action := `action="/workspaces/` + own + `/keys/` + key.ID + `/revoke"`
@@ -195,7 +195,7 @@ func TestAPIKeyActionsRefused(t *testing.T) {
 	t.Parallel()
 	h, own, b := signedInToAcme(t)
 	other := h.workspace("Globex")
-	theirs := h.apiKey(other, adminclient.APIKey{Name: "globex ci", Prefix: "pk_live_ef56", CreatedAt: "2026-11-20T10:00:00Z"})
+	theirs := h.apiKey(other, gatewayapi.APIKey{Name: "globex ci", Prefix: "pk_live_ef56", CreatedAt: "2026-11-20T10:00:00Z"})
 	token := b.pageCSRF("/workspaces/" + own + "/keys")
 
 	for _, path := range []string{"/workspaces/" + own + "/keys", "/workspaces/" + own + "/keys/" + theirs.ID + "/revoke"} {

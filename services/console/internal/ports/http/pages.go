@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
@@ -158,7 +158,7 @@ func (c *Console) workspacePage(ctx echo.Context) error {
 
 // workspaceView adds what the template cannot work out to a workspace.
 type workspaceView struct {
-	adminclient.Workspace
+	gatewayapi.Workspace
 }
 
 // AIPercent is the share of the plan's AI units used, 0 to 100.
