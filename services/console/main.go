@@ -15,12 +15,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
-	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/console/internal/adapters"
+	"github.com/parleyhq/parley/services/console/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/console/internal/app"
 	consoleconfig "github.com/parleyhq/parley/services/console/internal/config"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
@@ -52,8 +52,12 @@ func run(ctx context.Context, log *zap.Logger) error {
 // seams are what tests replace in the wiring; the zero value is
 // production's.
 type seams struct {
-	// clock dates sessions and sign-in limits; time.Now when nil.
+	// clock dates sessions and operators; time.Now when nil.
 	clock func() time.Time
+	// passwordCost is argon2id's cost of an operator's password;
+	// operator.DefaultParams when zero. Tests make it cheap: every
+	// operator created and every sign-in hashes.
+	passwordCost operator.Params
 }
 
 // serve opens the console's connections, wires it on them and serves until
@@ -75,13 +79,18 @@ func serve(ctx context.Context, cfg consoleconfig.Config, log *zap.Logger, s sea
 // wire builds the console's adapters, use cases and ports on svc's
 // connections.
 func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, error) {
-	hasher, err := operator.NewHasher(operator.DefaultParams)
+	cost := s.passwordCost
+	if cost == (operator.Params{}) {
+		cost = operator.DefaultParams
+	}
+	hasher, err := operator.NewHasher(cost)
 	if err != nil {
 		return service.Ports{}, fmt.Errorf("password hasher: %w", err)
 	}
 	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
+	obs := observe.New(svc.Metrics)
 	// The other services, through the one client parleyctl uses too.
-	services := adminclient.New(adapters.NewUpstreamMetrics(svc.Metrics).Wrap(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)))
+	services := adminclient.New(obs.Upstream(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)))
 	console := app.New(app.Deps{
 		Operators:  adapters.NewOperatorStore(svc.DB),
 		Sessions:   adapters.NewSessionStore(svc.DB),
@@ -94,22 +103,19 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
 		NewID:      uuid.NewString,
-		Now:        s.clock,
+		Clock:      s.clock,
 	})
 	svc.Go("session pruner", func(ctx context.Context) { pruneSessions(ctx, console, svc.Log()) })
 
-	public := httpx.NewEcho(svc.Log())
-	pages, err := httpport.NewConsole(console, svc.Log(), httpport.WithProxies(cfg.Proxies()),
-		httpport.WithInsecureCookies(cfg.InsecureCookies), httpport.WithMetrics(httpport.NewMetrics(svc.Metrics)))
-	if err != nil {
-		return service.Ports{}, err
-	}
-	pages.Mount(public)
-	admin := httpx.NewEcho(svc.Log())
-	httpport.NewAdmin(console).Mount(admin)
 	return service.Ports{
-		Public:    public,
-		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: admin}},
+		Public: httpport.NewPublic(httpport.PublicDeps{
+			App:             console,
+			Proxies:         cfg.Proxies(),
+			InsecureCookies: cfg.InsecureCookies,
+			Observer:        obs,
+			Log:             svc.Log(),
+		}),
+		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: httpport.NewAdmin(httpport.AdminDeps{App: console, Log: svc.Log()})}},
 	}, nil
 }
 

@@ -62,13 +62,13 @@ type Deps struct {
 	Policy     session.Policy
 	// NewID returns a fresh row id (a UUID).
 	NewID func() string
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock dates sessions and operators; time.Now when nil.
+	Clock func() time.Time
 }
 
 // New returns the use cases.
 func New(d Deps) *App {
-	now := d.Now
+	now := d.Clock
 	if now == nil {
 		now = time.Now
 	}

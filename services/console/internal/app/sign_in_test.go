@@ -61,7 +61,7 @@ func newAppHashing(t *testing.T, policy session.Policy, now *clock, params opera
 		Hasher:    hasher,
 		Policy:    policy,
 		NewID:     uuid.NewString,
-		Now:       now.Now,
+		Clock:     now.Now,
 	})
 	if _, err := a.CreateOperator(context.Background(), app.NewOperator{Email: "ann@example.com", Password: pw}); err != nil {
 		t.Fatal(err)
@@ -94,6 +94,32 @@ func TestSessionSlidesWithUse(t *testing.T) {
 	now.set(t0.Add(210 * time.Minute))
 	if _, _, err := a.Authenticate(ctx, in.Token); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("after an hour idle: %v, want ErrNotFound", err)
+	}
+}
+
+// TestPruneSessions: the pruner deletes expired sessions and keeps live
+// ones.
+func TestPruneSessions(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC)
+	now := &clock{now: t0}
+	a := newApp(t, session.Policy{IdleTTL: time.Hour, MaxAge: 24 * time.Hour}, now)
+	ctx := context.Background()
+	if _, err := a.SignIn(ctx, "ann@example.com", pw, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	// Past the first session's idle expiry, untouched since.
+	now.set(t0.Add(2 * time.Hour))
+	live, err := a.SignIn(ctx, "ann@example.com", pw, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.PruneSessions(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	if _, _, err := a.Authenticate(ctx, live.Token); err != nil {
+		t.Fatalf("the live session after pruning: %v", err)
 	}
 }
 

@@ -4,39 +4,35 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
+	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
 
-// Admin is the console's part of the operators' API (parleyctl), served on
-// the rpc "admin" endpoint.
-type Admin struct {
+// AdminDeps are what NewAdmin builds the admin API from.
+type AdminDeps struct {
+	App *app.App
+	Log *zap.Logger
+}
+
+// admin is the console's part of the operators' API (parleyctl).
+type admin struct {
 	app *app.App
 }
 
-// NewAdmin returns the admin API.
-func NewAdmin(a *app.App) *Admin { return &Admin{app: a} }
-
-// Mount adds the admin routes to e.
-func (a *Admin) Mount(e *echo.Echo) {
+// NewAdmin returns the admin API, served on the rpc "admin" endpoint; its
+// routes and bodies are consoleapi.AdminRoutes.
+func NewAdmin(d AdminDeps) *echo.Echo {
+	a := &admin{app: d.App}
+	e := httpx.NewEcho(d.Log)
 	e.POST("/admin/operators", a.createOperator)
+	return e
 }
 
-// operatorDTO is an operator as the admin contract answers it; the
-// password hash never leaves the console.
-type operatorDTO struct {
-	ID          string  `json:"id"`
-	Email       string  `json:"email"`
-	WorkspaceID *string `json:"workspace_id"`
-}
-
-func (a *Admin) createOperator(c echo.Context) error {
-	var in struct {
-		Email       string `json:"email"`
-		Password    string `json:"password"`
-		WorkspaceID string `json:"workspace_id"`
-	}
+func (a *admin) createOperator(c echo.Context) error {
+	var in consoleapi.NewOperator
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
@@ -44,7 +40,8 @@ func (a *Admin) createOperator(c echo.Context) error {
 	if err != nil {
 		return toHTTP(err)
 	}
-	out := operatorDTO{ID: o.ID, Email: o.Email}
+	// The password hash never leaves the console.
+	out := consoleapi.Operator{ID: o.ID, Email: o.Email}
 	if o.WorkspaceID != "" {
 		out.WorkspaceID = &o.WorkspaceID
 	}

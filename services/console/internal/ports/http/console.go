@@ -41,42 +41,48 @@ type Console struct {
 	pages   map[string]*template.Template
 	now     func() time.Time
 	// insecureCookies drops Secure from cookies sent over plain HTTP
-	// (CONSOLE_INSECURE_COOKIES; see WithInsecureCookies).
+	// (PublicDeps.InsecureCookies).
 	insecureCookies bool
-	// metrics counts requests and sign-ins; nil counts nothing.
-	metrics *Metrics
+	obs             Observer
 }
 
-// Option changes a Console.
-type Option func(*Console)
+// PublicDeps are what NewPublic builds the console's pages from.
+type PublicDeps struct {
+	App *app.App
+	// Proxies are trusted to name the client (X-Forwarded-For,
+	// TRUSTED_PROXIES) for the address the sign-in limits count.
+	Proxies httpx.Proxies
+	// InsecureCookies sends the console's cookies without Secure over
+	// plain HTTP whatever the client's address (CONSOLE_INSECURE_COOKIES):
+	// for a console tried out in docker compose, which a browser on the
+	// same machine reaches through a published port, so the console sees
+	// the bridge's gateway as the peer, not loopback. Anyone who can watch
+	// that plain HTTP can take the session: never for a console reached
+	// over a network. Requests over HTTPS (TLS, or X-Forwarded-Proto https
+	// from a proxy) keep Secure cookies either way.
+	InsecureCookies bool
+	// Observer counts requests and sign-ins; nil counts nothing.
+	Observer Observer
+	Log      *zap.Logger
+}
 
-// WithProxies trusts proxies' X-Forwarded-For for the client address the
-// sign-in limits count (TRUSTED_PROXIES).
-func WithProxies(p httpx.Proxies) Option { return func(c *Console) { c.proxies = p } }
-
-// NewConsole returns the pages, their templates parsed.
-func NewConsole(a *app.App, log *zap.Logger, opts ...Option) (*Console, error) {
-	c := &Console{app: a, log: log, pages: map[string]*template.Template{}, now: time.Now}
-	for _, opt := range opts {
-		opt(c)
+// NewPublic returns the console's pages, answering every error as a page.
+func NewPublic(d PublicDeps) *echo.Echo {
+	c := &Console{app: d.App, log: d.Log, proxies: d.Proxies, insecureCookies: d.InsecureCookies, obs: d.Observer,
+		pages: map[string]*template.Template{}, now: time.Now}
+	if c.obs == nil {
+		c.obs = nopObserver{}
 	}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(template.FuncMap{"day": day, "minute": displayTime}).
-			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, fmt.Errorf("parse page %s: %w", name, err)
-		}
-		c.pages[name] = t
+		// Embedded at build time: a template that does not parse fails
+		// every test.
+		c.pages[name] = template.Must(template.New("layout.html").Funcs(template.FuncMap{"day": day, "minute": displayTime}).
+			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
-	return c, nil
-}
 
-// Mount adds the pages to e and makes e answer its errors as pages.
-func (c *Console) Mount(e *echo.Echo) {
+	e := httpx.NewEcho(d.Log)
 	e.HTTPErrorHandler = c.errorPage
-	if c.metrics != nil {
-		e.Use(c.metrics.count)
-	}
+	e.Use(c.count)
 	// The largest form is a flow document or a knowledge-base file: the
 	// flow-runner takes documents up to 1 MiB, and a form's encoding may
 	// triple them. Everything past sign-in is an operator's; before it,
@@ -98,6 +104,7 @@ func (c *Console) Mount(e *echo.Echo) {
 	c.mountFlows(ws)
 	c.mountKnowledge(ws)
 	c.mountKeysAndChannels(ws)
+	return e
 }
 
 func cacheFor(d time.Duration, h http.Handler) http.Handler {

@@ -72,7 +72,7 @@ func (c *Console) login(ctx echo.Context) error {
 	email := ctx.FormValue("email")
 	lv := loginView{Email: email}
 	if !session.SameToken(ctx.FormValue(csrfField), want) || !sameOrigin(r) {
-		c.metrics.signIn(signInStaleForm)
+		c.obs.SignInStaleForm()
 		return c.loginPage(ctx, http.StatusForbidden, lv,
 			"This sign-in form was out of date or came from another site. Sign in again with this one.")
 	}
@@ -81,14 +81,14 @@ func (c *Console) login(ctx echo.Context) error {
 	var limited *app.LimitedError
 	switch {
 	case errors.As(err, &limited):
-		c.metrics.signIn(signInLimited)
+		c.obs.SignInLimited()
 		secs := ratelimit.Seconds(limited.RetryAfter)
 		ctx.Response().Header().Set(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
 		lv.RetryAfter = secs
 		return c.loginPage(ctx, http.StatusTooManyRequests, lv,
 			"Too many failed sign-ins from this address or for this account. Try again in "+strconv.Itoa(secs)+" seconds.")
 	case errors.Is(err, app.ErrBadCredentials):
-		c.metrics.signIn(signInWrong)
+		c.obs.SignInWrong()
 		return c.loginPage(ctx, http.StatusUnauthorized, lv, "The email or the password is wrong.")
 	case err != nil:
 		return err
@@ -99,7 +99,7 @@ func (c *Console) login(ctx echo.Context) error {
 			c.log.Warn("end replaced session", zap.Error(err))
 		}
 	}
-	c.metrics.signIn(signInSucceeded)
+	c.obs.SignedIn()
 	ctx.SetCookie(c.cookie(r, sessionCookie, in.Token))
 	ctx.SetCookie(c.expired(r, loginCookie))
 	return ctx.Redirect(http.StatusSeeOther, "/")

@@ -34,7 +34,7 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // onLoopback reports whether r reached the console on this machine in the
 // clear: no TLS, a loopback peer, and a Host that names the loopback
 // (localhost, *.localhost, 127.0.0.0/8, ::1). Only then, or with
-// WithInsecureCookies, are its cookies sent without Secure, since a
+// PublicDeps.InsecureCookies, are its cookies sent without Secure, since a
 // browser on plain http://127.0.0.1 would drop a Secure cookie. Any other
 // request, including one relayed by a proxy on this machine under a
 // public name, gets Secure cookies.
@@ -93,16 +93,6 @@ const (
 	loginCookie   = "parley_console_login"
 )
 
-// WithInsecureCookies sends the console's cookies without Secure over
-// plain HTTP whatever the client's address (CONSOLE_INSECURE_COOKIES): for
-// a console tried out in docker compose, which a browser on the same
-// machine reaches through a published port, so the console sees the
-// bridge's gateway as the peer, not loopback. Anyone who can watch that
-// plain HTTP can take the session: never for a console reached over a
-// network. Requests over HTTPS (TLS, or X-Forwarded-Proto https from a
-// proxy) keep Secure cookies either way.
-func WithInsecureCookies(on bool) Option { return func(c *Console) { c.insecureCookies = on } }
-
 // plainHTTP reports whether r came over plain HTTP: no TLS, and no proxy
 // says the browser used HTTPS. (A client may claim https itself: that
 // only makes its cookies Secure.)
@@ -111,7 +101,7 @@ func plainHTTP(r *http.Request) bool {
 }
 
 // clearCookies reports whether the cookies of r go without Secure: on
-// loopback, or over plain HTTP with WithInsecureCookies.
+// loopback, or over plain HTTP with PublicDeps.InsecureCookies.
 func (c *Console) clearCookies(r *http.Request) bool {
 	return onLoopback(r) || (c.insecureCookies && plainHTTP(r))
 }

@@ -1,7 +1,8 @@
-package http_test
+package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,9 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
 // TestCreateOperator: POST /admin/operators over NATS, through
@@ -78,5 +82,35 @@ func TestCreateOperator(t *testing.T) {
 	}
 	if _, err := h.admin.CreateOperator(ctx, consoleapi.NewOperator{Email: "eve@example.com", Password: "ééééééééééé"}); err == nil {
 		t.Fatal("11 characters in 22 bytes were accepted")
+	}
+}
+
+// TestOperatorAnswerIsTheDeclaredBody: POST /admin/operators answers
+// consoleapi.Operator field for field: no field beside it (a hash, a
+// time), and workspace_id null for a platform operator.
+func TestOperatorAnswerIsTheDeclaredBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	ws := h.workspace("Acme")
+	for _, give := range []consoleapi.NewOperator{
+		{Email: "root@example.com", Password: password},
+		{Email: "ann@example.com", Password: password, WorkspaceID: ws},
+	} {
+		body, err := json.Marshal(give)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rpc.NewClient(h.env.NATS(t), h.env.RPCPrefix).Do(context.Background(), rpc.ServiceConsole, rpc.EndpointAdmin, &rpcv1.Request{
+			Method: http.MethodPost, Path: "/admin/operators", Body: body,
+			Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}},
+		})
+		if err != nil || resp.GetStatus() != http.StatusCreated {
+			t.Fatalf("create %s = %v, %v", give.Email, resp, err)
+		}
+		got := apicheck.Body[consoleapi.Operator](t, resp.GetBody())
+		if got.ID == "" || got.Email != give.Email || (give.WorkspaceID == "") != (got.WorkspaceID == nil) ||
+			(got.WorkspaceID != nil && *got.WorkspaceID != give.WorkspaceID) {
+			t.Fatalf("created %s = %+v", give.Email, got)
+		}
 	}
 }

@@ -1,21 +1,26 @@
-package http_test
+package main
 
 import (
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metricsText is the console's series as /metrics serves them.
+// metricsText is the console's series as its /metrics serves them.
 func (h *harness) metricsText(t *testing.T) string {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(h.metrics, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	return rec.Body.String()
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics = %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
 }
 
 // TestMetrics: requests are counted by their route's pattern (never the

@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"bytes"
@@ -6,38 +6,37 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/ratelimit"
-	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/services/console/internal/adapters"
-	"github.com/parleyhq/parley/services/console/internal/app"
+	consoleconfig "github.com/parleyhq/parley/services/console/internal/config"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
-	"github.com/parleyhq/parley/services/console/internal/domain/session"
 	httpport "github.com/parleyhq/parley/services/console/internal/ports/http"
 	"github.com/parleyhq/parley/services/console/migrations"
 )
 
-// testParams keep argon2id cheap under -race; the domain's tests hold the
+// testCost keeps argon2id cheap under -race; the domain's tests hold the
 // real parameters to their round trip.
-var testParams = operator.Params{Memory: 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var testCost = operator.Params{Memory: 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
 
 // password is every test operator's password.
 const password = "correct horse battery staple"
@@ -55,18 +54,19 @@ func defaults() settings {
 	return settings{idleTTL: time.Hour, maxAge: 24 * time.Hour, perAddress: 10, perAcct: 5}
 }
 
-// harness is the console wired as main wires it, on the test's own slice of
-// PostgreSQL, Redis and NATS: the pages behind httptest, the admin API on
-// the rpc "admin" endpoint, and a fake of the gateway's admin workspace
-// routes answering from a table.
+// harness is one console, started by serve as in production, on the
+// test's own slice of PostgreSQL, Redis and NATS: the pages on its own
+// listener, the admin API on the rpc "admin" endpoint, and fakes of the
+// services it reads, the gateway's admin workspace routes answering from
+// a table.
 type harness struct {
 	env     *testenv.Env
 	url     string
 	gdb     *gorm.DB
-	app     *app.App
 	admin   *adminclient.Client
 	gateway *fakeGateway
-	routes  []*echo.Route
+	// clock is the console's: the real time plus what tests advance.
+	clock *clock
 
 	// dispatcher is the fake webhook dispatcher (webhook_test.go).
 	dispatcher *fakeDispatcher
@@ -75,18 +75,11 @@ type harness struct {
 	// flows is the fake flow-runner (flowrunner_fake_test.go), nil
 	// withoutFlowRunner.
 	flows *fakeFlowRunner
-	// metrics is the registry of the console's series, as /metrics serves
-	// them.
-	metrics *prometheus.Registry
 }
 
 func newHarness(t *testing.T, s settings) *harness {
 	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
-	log := env.Logger(t)
-	gdb := env.DB(t, adapters.Schema, migrations.FS)
-	rdb := env.Redis(t)
-	nc := env.NATS(t)
 
 	gw := &fakeGateway{workspaces: map[string]gatewayapi.Workspace{}, refusals: map[string]*errs.Error{}}
 	if !s.withoutGateway {
@@ -98,52 +91,40 @@ func newHarness(t *testing.T, s settings) *harness {
 	if !s.withoutFlowRunner {
 		flows = serveFlowRunner(t, env)
 	}
-	hasher, err := operator.NewHasher(testParams)
-	if err != nil {
-		t.Fatal(err)
+	cfg := consoleconfig.Config{
+		Connections:                   env.Connections(),
+		Proxying:                      httpx.Proxying{TrustedProxies: s.proxies},
+		Addr:                          ports.FreeAddr(t),
+		SessionTTL:                    s.idleTTL,
+		SessionMaxAge:                 s.maxAge,
+		LoginFailuresPerMinute:        s.perAddress,
+		LoginAccountFailuresPerMinute: s.perAcct,
+		InsecureCookies:               s.insecureCookies,
 	}
-	limiter := ratelimit.New(rdb, redisx.Keys{Prefix: env.RedisPrefix}, time.Minute)
-	reg := prometheus.NewRegistry()
-	services := adminclient.New(adapters.NewUpstreamMetrics(reg).Wrap(rpc.NewClient(nc, env.RPCPrefix)))
-	a := app.New(app.Deps{
-		Operators:  adapters.NewOperatorStore(gdb),
-		Sessions:   adapters.NewSessionStore(gdb),
-		Workspaces: services,
-		APIKeys:    services,
-		Channels:   services,
-		Webhooks:   services,
-		Flows:      services,
-		Limiter:    adapters.NewSignInLimits(limiter, s.perAddress, s.perAcct),
-		Hasher:     hasher,
-		Policy:     session.Policy{IdleTTL: s.idleTTL, MaxAge: s.maxAge},
-		NewID:      uuid.NewString,
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	clk := &clock{}
+	bg := testenv.Serve(t, "console", func(ctx context.Context) error {
+		return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now, passwordCost: testCost})
 	})
-	proxies, err := httpx.ParseProxies(s.proxies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := httpx.NewEcho(log)
-	pages, err := httpport.NewConsole(a, log, httpport.WithProxies(proxies), httpport.WithInsecureCookies(s.insecureCookies),
-		httpport.WithMetrics(httpport.NewMetrics(reg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages.Mount(public)
-	srv := httptest.NewServer(public)
-	t.Cleanup(srv.Close)
-
-	adminEcho := httpx.NewEcho(log)
-	httpport.NewAdmin(a).Mount(adminEcho)
-	rs, err := rpc.NewServer(nc, env.RPCPrefix, rpc.ServiceConsole, "0.0.1", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAdmin, adminEcho); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{env: env, url: srv.URL, gdb: gdb, app: a, metrics: reg, gateway: gw, dispatcher: dispatcher, messaging: messaging, flows: flows, routes: public.Routes(),
+	url := "http://" + cfg.Addr
+	// Ready once the listener answers: the rpc endpoints are served by then.
+	bg.WaitReady(url, 20*time.Second)
+	return &harness{env: env, url: url, gdb: env.DB(t, adapters.Schema, migrations.FS), gateway: gw, clock: clk,
+		dispatcher: dispatcher, messaging: messaging, flows: flows,
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
+}
+
+// clock is a settable clock: the real time plus an offset tests move.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// routes are the console's pages and actions, as NewPublic routes them.
+func routes() []*echo.Route {
+	return httpport.NewPublic(httpport.PublicDeps{Log: zap.NewNop()}).Routes()
 }
 
 // fakeGateway answers the gateway's admin workspace routes the console
@@ -231,11 +212,11 @@ func (h *harness) workspace(name string) string {
 	return id
 }
 
-// operator creates an operator with the test password; workspaceID empty
-// for a platform operator.
+// operator creates an operator with the test password through the admin
+// endpoint, as parleyctl does; workspaceID empty for a platform operator.
 func (h *harness) operator(t *testing.T, email, workspaceID string) {
 	t.Helper()
-	if _, err := h.app.CreateOperator(context.Background(), app.NewOperator{Email: email, Password: password, WorkspaceID: workspaceID}); err != nil {
+	if _, err := h.admin.CreateOperator(context.Background(), consoleapi.NewOperator{Email: email, Password: password, WorkspaceID: workspaceID}); err != nil {
 		t.Fatalf("create operator %s: %v", email, err)
 	}
 }
@@ -399,8 +380,11 @@ func (b *browser) pageCSRF(path string) string {
 	return csrf(b.t, b.get(path))
 }
 
-// authenticated reports whether token opens a session.
-func authenticated(h *harness, token string) bool {
-	_, _, err := h.app.Authenticate(context.Background(), token)
-	return err == nil
+// authenticated reports whether token, sent by hand as the session
+// cookie from a fresh browser, opens a session: the console's home
+// answers it with a page of its own rather than sending it to sign in.
+func authenticated(t *testing.T, h *harness, token string) bool {
+	t.Helper()
+	r := h.browser(t).do(http.MethodGet, "/", nil, map[string]string{"Cookie": "parley_console_session=" + token})
+	return r.status != http.StatusSeeOther || r.location() != "/login"
 }

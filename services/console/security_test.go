@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 
 // TestCookieFlags: HttpOnly, SameSite=Lax and Path=/ always; Secure unless
 // the console is reached on loopback, decided from the Host and the peer,
-// or over plain HTTP with CONSOLE_INSECURE_COOKIES (WithInsecureCookies),
+// or over plain HTTP with CONSOLE_INSECURE_COOKIES (PublicDeps.InsecureCookies),
 // which keeps Secure over HTTPS. The sign-in page says which holds.
 func TestCookieFlags(t *testing.T) {
 	t.Parallel()
@@ -216,7 +216,7 @@ func TestNoSessionFixation(t *testing.T) {
 	if second == "" || second == first {
 		t.Fatalf("sign-in kept the session token %q", first)
 	}
-	if r := authenticated(h, first); r {
+	if r := authenticated(t, h, first); r {
 		t.Fatal("the session held before signing in again still opens")
 	}
 	if who := b.get("/workspaces"); !strings.Contains(who.body, "bo@example.com") {
@@ -227,7 +227,7 @@ func TestNoSessionFixation(t *testing.T) {
 	planted := h.browser(t)
 	planted.client.Jar.SetCookies(u, []*http.Cookie{{Name: "parley_console_session", Value: "attacker-chosen-token", Path: "/"}})
 	planted.mustSignIn("ann@example.com")
-	if got := planted.sessionToken(); got == "attacker-chosen-token" || !authenticated(h, got) {
+	if got := planted.sessionToken(); got == "attacker-chosen-token" || !authenticated(t, h, got) {
 		t.Fatalf("session token after sign-in = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"net/http"
@@ -69,7 +69,7 @@ func TestPlatformOperatorAndAnIDThatIsNoWorkspace(t *testing.T) {
 // /workspaces/:id.
 func (h *harness) workspaceRoutes() []*echo.Route {
 	var out []*echo.Route
-	for _, route := range h.routes {
+	for _, route := range routes() {
 		if strings.HasPrefix(route.Path, "/workspaces/:id") && route.Method != echoRouteNotFound {
 			out = append(out, route)
 		}

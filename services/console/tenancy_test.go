@@ -1,4 +1,4 @@
-package http_test
+package main
 
 import (
 	"net/http"
@@ -22,7 +22,7 @@ func TestWorkspaceOperatorSeesOnlyItsWorkspace(t *testing.T) {
 	token := b.pageCSRF("/workspaces/" + own)
 
 	var checked int
-	for _, route := range h.routes {
+	for _, route := range routes() {
 		if !strings.HasPrefix(route.Path, "/workspaces/:id") || route.Method == echoRouteNotFound {
 			continue
 		}
