@@ -34,8 +34,8 @@ type Observer interface {
 	// RateLimited is a request refused with 429 rate_limited, by the
 	// workspace's limit or the failed authentications of its address.
 	RateLimited()
-	// Forwarded is a request service took took to answer (a stream: to
-	// answer its head).
+	// Forwarded is a request forwarded to service, which took took to
+	// answer it (a stream: to answer its head).
 	Forwarded(service string, took time.Duration)
 }
 
@@ -116,8 +116,8 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	} {
 		g.Match([]string{http.MethodGet, http.MethodHead}, "/me", p.me)
 		g.Any("/*", p.serve)
-		// The base itself is no route, but is answered so only after
-		// authentication, as every other unknown path under it.
+		// The base itself (/v1) is no route: like every unknown path
+		// under it, it is answered 404 only after authentication.
 		g.RouteNotFound("", p.serve)
 	}
 	return e
