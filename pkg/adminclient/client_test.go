@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
-	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 const workspaceJSON = `{"workspace":{"id":"w1","name":"Acme","slug":"acme","plan":{"name":"api","modules":["developer_api","flows"],"ai_used":3,"ai_limit":100},"rate_limit":{"per_minute":60},"features":["flows_api"],"created_at":"2026-11-24T04:00:00.000Z"}}`

@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 
-	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 func workspaceCreate(ctx context.Context, c *CLI, args []string) error {

@@ -10,8 +10,8 @@ import (
 	"fmt"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
-	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
 // Demo workspace identity; `demo` finds it by slug, so running it again
