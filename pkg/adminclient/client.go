@@ -5,10 +5,11 @@
 // all over NATS through pkg/rpc. parleyctl and the operator console both
 // call the services through it, never through another service's tables.
 //
-// Request and response structs carry the services' JSON field names as
-// they answer them. Times stay the strings the services send (RFC 3339,
-// UTC), so that what is shown is what was answered. Every answer outside
-// 2xx is an *Error carrying its status, code and message.
+// Its methods take and return the services' own wire types, from pkg/api
+// (docs/architecture.md "Wire types"): it declares no body of its own, only
+// the query filters of its list calls. Times stay the strings the services
+// send (RFC 3339, UTC), so that what is shown is what was answered. Every
+// answer outside 2xx is an *Error carrying its status, code and message.
 package adminclient
 
 import (

@@ -128,7 +128,10 @@ func TestChannelCalls(t *testing.T) {
 		"messaging GET /admin/channels":      {http.StatusOK, `{"channels":[` + channelJSON + `]}`},
 		"messaging PATCH /admin/channels/c1": {http.StatusOK, `{"channel":` + channelJSON + `}`},
 	})
-	want := messagingapi.AdminChannel{ID: "c1", WorkspaceID: "w1", Kind: "webchat", ExternalID: "site", AIMode: "auto", Status: "active", Secret: "s", CreatedAt: "2026-11-24T04:00:00.000Z"}
+	want := messagingapi.AdminChannel{
+		Channel:     messagingapi.Channel{ID: "c1", Kind: "webchat", ExternalID: "site", AIMode: "auto", Status: "active"},
+		WorkspaceID: "w1", Secret: "s", CreatedAt: "2026-11-24T04:00:00.000Z",
+	}
 	got, err := client.CreateChannel(ctx, messagingapi.NewChannel{WorkspaceID: "w1", Kind: "webchat", ExternalID: "site"})
 	if err != nil || got != want {
 		t.Fatalf("CreateChannel = %+v, %v", got, err)

@@ -25,8 +25,10 @@ func TestWebhookAdminReads(t *testing.T) {
 	})
 
 	pausedAt := "2026-11-24T03:00:00Z"
-	want := dispatcherapi.WebhookStatus{ID: "h1", URL: "https://example.com/hook", Status: "paused", ConsecutiveFailures: 20,
-		PausedAt: &pausedAt, CreatedAt: "2026-11-24T01:00:00Z", UpdatedAt: "2026-11-24T03:00:00Z"}
+	want := dispatcherapi.WebhookStatus{
+		Webhook:             dispatcherapi.Webhook{ID: "h1", URL: "https://example.com/hook", Status: "paused", CreatedAt: "2026-11-24T01:00:00Z", UpdatedAt: "2026-11-24T03:00:00Z"},
+		ConsecutiveFailures: 20, PausedAt: &pausedAt,
+	}
 	if got, err := client.WebhookStatus(ctx, "w1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("WebhookStatus = %+v, %v", got, err)
 	}

@@ -144,8 +144,10 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		if m.createRefusal != nil {
 			return m.createRefusal
 		}
-		ch := messagingapi.AdminChannel{ID: uuid.NewString(), WorkspaceID: in.WorkspaceID, Kind: in.Kind, ExternalID: in.ExternalID,
-			AIMode: messagingapi.AIModeAuto, Status: "active", Secret: in.Secret, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		ch := messagingapi.AdminChannel{
+			Channel:     messagingapi.Channel{ID: uuid.NewString(), Kind: in.Kind, ExternalID: in.ExternalID, AIMode: messagingapi.AIModeAuto, Status: "active"},
+			WorkspaceID: in.WorkspaceID, Secret: in.Secret, CreatedAt: time.Now().UTC().Format(time.RFC3339),
+		}
 		if ch.Secret == "" {
 			ch.Secret = "generated_secret_0123456789"
 		}
@@ -201,8 +203,10 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 func (m *fakeMessaging) channel(id, kind, externalID, mode string) messagingapi.AdminChannel {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ch := messagingapi.AdminChannel{ID: uuid.NewString(), WorkspaceID: id, Kind: kind, ExternalID: externalID, AIMode: mode,
-		Status: "active", Secret: "secret_of_" + externalID, CreatedAt: "2026-11-24T04:00:00Z"}
+	ch := messagingapi.AdminChannel{
+		Channel:     messagingapi.Channel{ID: uuid.NewString(), Kind: kind, ExternalID: externalID, AIMode: mode, Status: "active"},
+		WorkspaceID: id, Secret: "secret_of_" + externalID, CreatedAt: "2026-11-24T04:00:00Z",
+	}
 	m.channels = append(m.channels, ch)
 	return ch
 }

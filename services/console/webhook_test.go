@@ -134,7 +134,7 @@ func (d *fakeDispatcher) putWebhook(c echo.Context) error {
 	defer d.mu.Unlock()
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	ws := rpc.WorkspaceID(c.Request().Context())
-	return d.saved(c, ws, dispatcherapi.WebhookStatus{ID: "wh-" + ws, URL: in.URL, CreatedAt: now, UpdatedAt: now})
+	return d.saved(c, ws, dispatcherapi.WebhookStatus{Webhook: dispatcherapi.Webhook{ID: "wh-" + ws, URL: in.URL, CreatedAt: now, UpdatedAt: now}})
 }
 
 func (d *fakeDispatcher) resave(c echo.Context) error {
@@ -232,8 +232,8 @@ func (d *fakeDispatcher) replayOne(c echo.Context, in dispatcherapi.ReplayReques
 func (d *fakeDispatcher) webhook(ws, status, updatedAt string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w := dispatcherapi.WebhookStatus{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
-		CreatedAt: "2026-11-20T08:00:00Z", UpdatedAt: updatedAt}
+	w := dispatcherapi.WebhookStatus{Webhook: dispatcherapi.Webhook{ID: "wh-" + ws, URL: "https://hooks.example.com/parley", Status: status,
+		CreatedAt: "2026-11-20T08:00:00Z", UpdatedAt: updatedAt}}
 	if status == "paused" {
 		w.ConsecutiveFailures, w.PausedAt = 20, &updatedAt
 	}

@@ -51,17 +51,13 @@ type Webhook struct {
 // WebhookStatus is a workspace's webhook as operators see it: the webhook
 // and the pause rule's state. It never carries the secret.
 type WebhookStatus struct {
-	ID     string `json:"id"`
-	URL    string `json:"url"`
-	Status string `json:"status"`
+	Webhook
 	// ConsecutiveFailures counts failed deliveries since the last success
 	// or save; the webhook pauses when it reaches the dispatcher's limit.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// PausedAt is when the pause rule paused the webhook; nil unless it is
 	// paused.
-	PausedAt  *string `json:"paused_at"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
+	PausedAt *string `json:"paused_at"`
 }
 
 // SaveWebhookRequest is PUT /v1/webhook's body: the URL events are POSTed

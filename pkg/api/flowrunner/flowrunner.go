@@ -15,10 +15,11 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/pkg/api"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
 
-// Flow is the specification's flow object: an active flow with an api
-// trigger, as GET /v1/flows lists it.
+// Flow is a flow as GET /v1/flows lists it: an active flow with an api
+// trigger (docs/flows.md "Listing flows").
 type Flow struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -57,31 +58,16 @@ type InvokeResponse struct {
 }
 
 // Message is a flow message: what a flow "sent" during the call, returned
-// to the developer and never sent to a customer. GuardBlocked is set when
-// the safety guard replaced an AI node's text with the fallback text.
+// to the developer and never sent to a customer. Its buttons and cards are
+// the ones a send takes (pkg/api/messaging). GuardBlocked is set when the
+// safety guard replaced an AI node's text with the fallback text.
 type Message struct {
-	Type         string   `json:"type"`
-	Text         string   `json:"text,omitempty"`
-	QuickReplies []string `json:"quick_replies,omitempty"`
-	Buttons      []Button `json:"buttons,omitempty"`
-	Cards        []Card   `json:"cards,omitempty"`
-	GuardBlocked bool     `json:"guard_blocked,omitempty"`
-}
-
-// Button is a message's or a card's button.
-type Button struct {
-	Type    string `json:"type"`
-	Title   string `json:"title"`
-	URL     string `json:"url,omitempty"`
-	Payload string `json:"payload,omitempty"`
-}
-
-// Card is a carousel element.
-type Card struct {
-	Title    string   `json:"title"`
-	Subtitle string   `json:"subtitle,omitempty"`
-	ImageURL string   `json:"image_url,omitempty"`
-	Buttons  []Button `json:"buttons,omitempty"`
+	Type         string                `json:"type"`
+	Text         string                `json:"text,omitempty"`
+	QuickReplies []string              `json:"quick_replies,omitempty"`
+	Buttons      []messagingapi.Button `json:"buttons,omitempty"`
+	Cards        []messagingapi.Card   `json:"cards,omitempty"`
+	GuardBlocked bool                  `json:"guard_blocked,omitempty"`
 }
 
 // Usage is what a call's (or, in a run list, a run's) AI nodes consumed:

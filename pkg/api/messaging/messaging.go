@@ -38,15 +38,12 @@ type ChannelList struct {
 	Channels []Channel `json:"channels"`
 }
 
-// AdminChannel is a channel as operators see it: with its ingress secret
-// (to configure the platform's webhook), never with its token.
+// AdminChannel is a channel as operators see it: the Developer API's
+// channel, with its workspace, its ingress secret (to configure the
+// platform's webhook) and when it was created; never with its token.
 type AdminChannel struct {
-	ID          string `json:"id"`
+	Channel
 	WorkspaceID string `json:"workspace_id"`
-	Kind        string `json:"kind"`
-	ExternalID  string `json:"external_id"`
-	AIMode      string `json:"ai_mode"`
-	Status      string `json:"status"`
 	Secret      string `json:"secret"`
 	CreatedAt   string `json:"created_at"`
 }

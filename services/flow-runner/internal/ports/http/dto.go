@@ -2,6 +2,7 @@ package http
 
 import (
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
@@ -59,18 +60,18 @@ func toAPIMessage(m run.Message) flowrunnerapi.Message {
 		Type: m.Type, Text: m.Text, QuickReplies: m.QuickReplies, Buttons: toAPIButtons(m.Buttons), GuardBlocked: m.GuardBlocked,
 	}
 	for _, c := range m.Cards {
-		out.Cards = append(out.Cards, flowrunnerapi.Card{Title: c.Title, Subtitle: c.Subtitle, ImageURL: c.ImageURL, Buttons: toAPIButtons(c.Buttons)})
+		out.Cards = append(out.Cards, messagingapi.Card{Title: c.Title, Subtitle: c.Subtitle, ImageURL: c.ImageURL, Buttons: toAPIButtons(c.Buttons)})
 	}
 	return out
 }
 
-func toAPIButtons(bs []run.Button) []flowrunnerapi.Button {
+func toAPIButtons(bs []run.Button) []messagingapi.Button {
 	if bs == nil {
 		return nil
 	}
-	out := make([]flowrunnerapi.Button, len(bs))
+	out := make([]messagingapi.Button, len(bs))
 	for i, b := range bs {
-		out[i] = flowrunnerapi.Button{Type: b.Type, Title: b.Title, URL: b.URL, Payload: b.Payload}
+		out[i] = messagingapi.Button{Type: b.Type, Title: b.Title, URL: b.URL, Payload: b.Payload}
 	}
 	return out
 }

@@ -16,8 +16,8 @@ func toAPIChannel(c channel.Channel) messagingapi.Channel {
 
 func toAPIAdminChannel(c channel.Channel) messagingapi.AdminChannel {
 	return messagingapi.AdminChannel{
-		ID: c.ID, WorkspaceID: c.WorkspaceID, Kind: string(c.Kind), ExternalID: c.ExternalID,
-		AIMode: string(c.AIMode), Status: string(c.Status), Secret: c.Secret, CreatedAt: httpx.Timestamp(c.CreatedAt),
+		Channel:     toAPIChannel(c),
+		WorkspaceID: c.WorkspaceID, Secret: c.Secret, CreatedAt: httpx.Timestamp(c.CreatedAt),
 	}
 }
 

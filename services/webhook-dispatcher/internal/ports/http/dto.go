@@ -27,15 +27,10 @@ func toAPISaved(w *webhook.Webhook) dispatcherapi.SavedWebhook {
 // toAPIWebhookStatus is the webhook as operators see it, with the pause
 // rule's state, without the secret.
 func toAPIWebhookStatus(w *webhook.Webhook) dispatcherapi.WebhookStatus {
-	pub := toAPIWebhook(w)
 	return dispatcherapi.WebhookStatus{
-		ID:                  pub.ID,
-		URL:                 pub.URL,
-		Status:              pub.Status,
+		Webhook:             toAPIWebhook(w),
 		ConsecutiveFailures: w.ConsecutiveFailures,
 		PausedAt:            httpx.OptionalTimestamp(w.PausedAt),
-		CreatedAt:           pub.CreatedAt,
-		UpdatedAt:           pub.UpdatedAt,
 	}
 }
 
