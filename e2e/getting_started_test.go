@@ -13,8 +13,8 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
 
-// TestGettingStarted plays the specification's "Getting started" steps 1–4
-// against the built binaries: the demo workspace and key, the webhook and its
+// TestGettingStarted plays the README's quick start (README.md "Quick
+// start") against the built binaries: the demo workspace and key, the webhook and its
 // test event, the channel switched to external, a customer's Telegram message
 // arriving as a signed message.received webhook, and the developer's answer
 // reaching the customer on Telegram.

@@ -2,8 +2,8 @@
 // daily allowance has been used, in Redis, so that every instance of every
 // service that spends the allowance shares one count.
 //
-// Its first user is the page's daily private-reply cap (specification §8:
-// default 200 per page per day, reset at midnight Ulaanbaatar time, shared
+// Its first user is the page's daily private-reply cap (docs/comments.md
+// "Its limits": default 200 per page per day, reset at midnight Ulaanbaatar time, shared
 // by comment private replies, comment auto-DM, post-commerce and bulk
 // reply). Whoever sends a private reply reserves one unit under the
 // PrivateReply counter and the page id before the send, and releases it

@@ -15,8 +15,9 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
-	// Extra holds additional top-level body fields the specification names
-	// for some errors (run_id on idempotency_response_unavailable).
+	// Extra holds additional top-level body fields some errors carry
+	// (run_id on idempotency_response_unavailable, docs/limits-and-errors.md
+	// "The error shape").
 	Extra map[string]any
 	// Header holds response headers the error requires (Retry-After).
 	Header http.Header

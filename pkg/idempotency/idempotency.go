@@ -70,8 +70,8 @@ const (
 	CodeResponseUnavailable = "idempotency_response_unavailable"
 )
 
-// The specification's defaults of IDEMPOTENCY_TTL and
-// IDEMPOTENCY_STUCK_AFTER, used when Options leaves them zero.
+// The documented defaults of IDEMPOTENCY_TTL and IDEMPOTENCY_STUCK_AFTER
+// (docs/api.md "Idempotency keys"), used when Options leaves them zero.
 const (
 	defaultTTL        = 24 * time.Hour
 	defaultStuckAfter = 5 * time.Minute
@@ -118,7 +118,7 @@ func CheckKey(key string) error {
 // hex SHA-256 over the three, each prefixed by its length so that no two
 // different requests hash the same input ("/a"+"b" is not "/ab"+""). The
 // body is not normalized: one differing only in whitespace or key order is
-// a different request, as the specification says.
+// a different request (docs/api.md "Idempotency keys").
 func Fingerprint(method, path string, body []byte) string {
 	h := sha256.New()
 	var n [8]byte

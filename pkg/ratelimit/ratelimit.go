@@ -12,7 +12,7 @@
 //     that writes "rate:parley:..." breaks both.
 //   - Its GCRA reports Remaining as instantaneous burst capacity that refills
 //     continuously, and ResetAfter as the time until the bucket is full
-//     again. The specification publishes a plain "per minute" number
+//     again. The API publishes a plain "per minute" number
 //     (rate_limit.per_minute), and a fixed window maps onto the headers one
 //     to one: RateLimit-Limit is that number, RateLimit-Remaining is what is
 //     left in this window, RateLimit-Reset and Retry-After are the seconds

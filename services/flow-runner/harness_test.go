@@ -60,7 +60,7 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		BudgetNodes:         200,
 		StagesOpen:          "call_flow,script,condition.cases,delay.until,variable.op",
 		AllowPrivateTargets: true,
-		// The invoke contract at the specification's values.
+		// The invoke contract at its documented values (docs/flows.md "Limits").
 		Concurrency:           4,
 		SlotLease:             15 * time.Second,
 		InvokeDailyCap:        2000,

@@ -26,8 +26,8 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
 
-// The invoke contract: every rule of the specification's "Idempotency",
-// the concurrency and daily limits, as a developer meets them.
+// The invoke contract: every rule of docs/flows.md "Idempotency" and
+// "Concurrency and the daily cap", as a developer meets them.
 
 // hold is a flow http node's target that holds each request until the
 // test lets them all go: a run that is still going, as long as a test

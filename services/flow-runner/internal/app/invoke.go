@@ -16,7 +16,7 @@ import (
 // below keep its state where every instance sees it.
 //
 // The order of the checks decides what a refused call costs, and follows
-// the specification: a replay and an idempotency_in_progress answer need a
+// docs/flows.md "Idempotency": a replay and an idempotency_in_progress answer need a
 // concurrency slot, so the slot comes first; neither runs the flow, so
 // neither counts towards the daily cap, which comes after the key. The
 // daily cap counts runs that start (invokes and continues, streams

@@ -13,7 +13,7 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
-// Limits of an invoke's input (the specification's).
+// Limits of an invoke's input (docs/limits-and-errors.md "Headless flows").
 const (
 	// MaxInputBytes bounds input's JSON encoding, compacted, so that
 	// indentation does not count.

@@ -17,7 +17,9 @@ import (
 // (Go, shell, Makefile, YAML, proto, SQL, Dockerfiles, env and conf files,
 // Python, HTML templates): every Markdown file a comment names must be in
 // the repository, and a heading it cites after the file's name (a quoted
-// title, or a #anchor) must be a heading of that file. A section number
+// title, or a #anchor) must be a heading of that file. A comment may not
+// cite the product's specification either (productSpec): a clone does not
+// have it. A section number
 // after a guide's name is refused: the guides are cited by heading, which
 // is what a reader finds. A comment that cites the README by name and
 // heading without the extension is held to the same rule.
@@ -45,6 +47,9 @@ func TestCodeCommentsCiteDocumentsThatExist(t *testing.T) {
 			return err
 		}
 		for _, c := range lang(string(src)) {
+			if m := productSpec.FindString(c.text); m != "" {
+				problems = append(problems, fmt.Sprintf("%s:%d: cites %q, a document the repository does not have: cite the guide that states the rule", filepath.ToSlash(rel), c.line, m))
+			}
 			for _, cite := range citations(c.text) {
 				checked++
 				if msg := checkCitation(root, filepath.Dir(path), cite); msg != "" {
@@ -65,6 +70,12 @@ func TestCodeCommentsCiteDocumentsThatExist(t *testing.T) {
 		t.Fatal("no citation found in the code's comments: the scanner is broken")
 	}
 }
+
+// productSpec is a comment's reference to the product's specification,
+// which a clone does not have: the rules it states are in the guides,
+// which a comment cites instead. "The OpenAPI specification" and an RFC's
+// sections are other documents.
+var productSpec = regexp.MustCompile(`(?i)\bthe specification\b|\bspecification(?:'s|\s*§)|\bspec(?:'s|\s*§|\s*\(§)`)
 
 // skippedDirs hold no code of ours: build output, and bundles vendored
 // byte for byte (their comments are their authors').
@@ -339,6 +350,26 @@ func TestCitationsAreChecked(t *testing.T) {
 		msg := checkCitation(root, filepath.Join(root, "pkg", "errs"), tt.give)
 		if (msg == "") != tt.ok {
 			t.Errorf("checkCitation(%+v) = %q, want ok=%v", tt.give, msg, tt.ok)
+		}
+	}
+}
+
+func TestProductSpecReferencesAreFound(t *testing.T) {
+	for _, tt := range []struct {
+		give string
+		want bool
+	}{
+		{"as the specification says", true},
+		{"the specification's defaults", true},
+		{"(specification §8: default 200)", true},
+		{"exactly as spec §2/§4", true},
+		{"the spec's Button", true},
+		{"RFC 6750 §3", false},
+		{"the OpenAPI document", false},
+		{"var spec = flow.Message", false},
+	} {
+		if got := productSpec.MatchString(tt.give); got != tt.want {
+			t.Errorf("productSpec.MatchString(%q) = %v, want %v", tt.give, got, tt.want)
 		}
 	}
 }

@@ -7,7 +7,8 @@
 // Package parley.events.v1 is the contract of customer events. messaging
 // writes them to its outbox and publishes them to the JetStream stream EVENTS
 // on subject events.<workspace_id>.<type>, with id as Nats-Msg-Id. The
-// webhook dispatcher renders them as the specification's webhook envelope.
+// webhook dispatcher renders them as the webhook envelope
+// (docs/webhooks.md "The envelope").
 
 package eventsv1
 

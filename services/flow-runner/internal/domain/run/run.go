@@ -228,7 +228,8 @@ type Budget struct {
 	Nodes int
 }
 
-// DefaultBudget is the specification's: 60 s or 200 nodes.
+// DefaultBudget is the documented one (docs/flows.md "The run budget"):
+// 60 s or 200 nodes.
 var DefaultBudget = Budget{Time: 60 * time.Second, Nodes: 200}
 
 // Modules are the workspace's plan modules a run consults.
