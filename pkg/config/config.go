@@ -26,6 +26,8 @@ type Connections struct {
 	// is a trust boundary, since whoever reaches it can call every
 	// service's rpc and admin endpoints.
 	NATSSecurity
+	// Listening bounds every HTTP listener of the service.
+	Listening
 
 	// RedisPrefix starts every Redis key, so that test runs and checkouts
 	// sharing one Redis never collide.
@@ -75,6 +77,25 @@ func (s NATSSecurity) Validate() error {
 	return nil
 }
 
+// Listening are the bounds every HTTP listener keeps: the services' own
+// (pkg/service serves them with pkg/httpx) and the sandboxes beside them.
+type Listening struct {
+	// HTTPReadTimeout bounds reading one whole request, headers and body,
+	// from its first byte: a client that sends slowly, or stops, is
+	// answered 408 or cut there rather than holding its connection and
+	// a goroutine for as long as it likes. A response may take longer
+	// (a streamed run, the widget's events): only reading is bounded.
+	HTTPReadTimeout time.Duration `env:"HTTP_READ_TIMEOUT" envDefault:"30s"`
+}
+
+// Validate refuses a bound that would bound nothing.
+func (l Listening) Validate() error {
+	if l.HTTPReadTimeout <= 0 {
+		return fmt.Errorf("HTTP_READ_TIMEOUT: %s must be more than 0", l.HTTPReadTimeout)
+	}
+	return nil
+}
+
 // Location returns the time zone for daily resets.
 func (c Connections) Location() (*time.Location, error) {
 	return time.LoadLocation(c.DailyResetTZ)
@@ -87,6 +108,9 @@ func (c Connections) Validate() error {
 		return fmt.Errorf("DAILY_RESET_TZ: %w", err)
 	}
 	if err := c.NATSSecurity.Validate(); err != nil {
+		return err
+	}
+	if err := c.Listening.Validate(); err != nil {
 		return err
 	}
 	for name, v := range map[string]string{"EVENTS_STREAM": c.EventsStream, "EVENTS_SUBJECT_PREFIX": c.EventsSubjectPrefix, "RPC_SUBJECT_PREFIX": c.RPCSubjectPrefix} {

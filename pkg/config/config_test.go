@@ -26,7 +26,8 @@ func TestLoadDefaultsAndOverrides(t *testing.T) {
 	if cfg.Window != 90*time.Minute || len(cfg.Delays) != 3 || cfg.Delays[0] != 500*time.Millisecond {
 		t.Fatalf("cfg = %+v", cfg)
 	}
-	if cfg.EventsStream != "EVENTS" || cfg.NATSURL != "nats://127.0.0.1:4222" || cfg.DailyResetTZ != "Asia/Ulaanbaatar" {
+	if cfg.EventsStream != "EVENTS" || cfg.NATSURL != "nats://127.0.0.1:4222" || cfg.DailyResetTZ != "Asia/Ulaanbaatar" ||
+		cfg.HTTPReadTimeout != 30*time.Second {
 		t.Fatalf("connection defaults = %+v", cfg.Connections)
 	}
 	masked := config.Masked(cfg)
@@ -44,6 +45,9 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"bad list", "TEST_DELAYS", "1s,later"},
 		{"bad zone", "DAILY_RESET_TZ", "Mars/Olympus"},
 		{"bad stream name", "EVENTS_STREAM", "EVENTS >"},
+		{"bad read timeout", "HTTP_READ_TIMEOUT", "soon"},
+		{"no read timeout", "HTTP_READ_TIMEOUT", "0s"},
+		{"negative read timeout", "HTTP_READ_TIMEOUT", "-1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,6 +87,7 @@ const (
 	CodeInternal           = "internal_error"
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodePayloadTooLarge    = "payload_too_large"
+	CodeRequestTimeout     = "request_timeout"
 	CodeServiceUnavailable = "service_unavailable"
 	CodePlatformError      = "platform_error"
 	// CodeQuotaExceeded is the plan's AI units used up: the gateway's

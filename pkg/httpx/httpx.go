@@ -102,16 +102,42 @@ func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks ...Check) {
 // once told to stop, unless the service waits longer (see Serve).
 const DefaultShutdownGrace = 10 * time.Second
 
-// Serve listens on addr until ctx ends, then stops taking requests and waits
-// up to grace for those in flight; the connections still open then are
-// closed.
-func Serve(ctx context.Context, e *echo.Echo, addr string, grace time.Duration) error {
-	srv := &http.Server{
+// Bounds of every listener's connections besides the read timeout.
+const (
+	// maxHeaderWait bounds reading a request's headers, unless the read
+	// timeout is shorter.
+	maxHeaderWait = 10 * time.Second
+	// idleTimeout is how long a kept-alive connection may wait for its
+	// next request: longer than the 60 s most load balancers keep an idle
+	// connection to their backends, so that the balancer closes first and
+	// never sends a request on a connection being closed.
+	idleTimeout = 120 * time.Second
+)
+
+// NewServer returns the server a Parley listener serves h with on addr.
+// readTimeout (HTTP_READ_TIMEOUT, config.Listening; more than zero) bounds
+// reading each request whole, headers and body, from its first byte: a
+// handler reading a body that has not arrived by then gets an error
+// (ReadFailed answers it 408), and a body no handler read is cut there.
+// Only reading is bounded: a streamed response writes under its own
+// bounds (FlushWriter), and a handler may take as long as it needs once
+// it has read its request (the server lifts the read deadline when the
+// body has been read to its end, so a long answer's context is not
+// cancelled).
+func NewServer(addr string, h http.Handler, readTimeout time.Duration) *http.Server {
+	return &http.Server{
 		Addr:              addr,
-		Handler:           e,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Handler:           h,
+		ReadHeaderTimeout: min(maxHeaderWait, readTimeout),
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
 	}
+}
+
+// Serve serves srv (NewServer) until ctx ends, then stops taking requests
+// and waits up to grace for those in flight; the connections still open
+// then are closed.
+func Serve(ctx context.Context, srv *http.Server, grace time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {

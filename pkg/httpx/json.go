@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/parleyhq/parley/pkg/errs"
 )
@@ -20,7 +21,8 @@ const MaxBodyBytes = 1 << 20
 
 // ReadBody reads all of r, at most limit bytes. A longer body is 413
 // payload_too_large naming the limit: it is never decoded in part, so valid
-// JSON is never called malformed for being long.
+// JSON is never called malformed for being long. A body that cannot be
+// read is answered as ReadFailed says.
 func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r, limit+1))
 	var tooLong *http.MaxBytesError
@@ -28,11 +30,23 @@ func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 	case errors.As(err, &tooLong):
 		return nil, TooLarge(limit)
 	case err != nil:
-		return nil, errs.InvalidRequest("request body could not be read")
+		return nil, ReadFailed(err)
 	case int64(len(body)) > limit:
 		return nil, TooLarge(limit)
 	}
 	return body, nil
+}
+
+// ReadFailed answers a request whose body could not be read (err from
+// reading it): 408 request_timeout when it did not arrive within the
+// listener's read timeout (NewServer; docs/limits-and-errors.md "Request
+// body limits"), which the client can still be told before its connection
+// is closed; otherwise 400 invalid_request.
+func ReadFailed(err error) *errs.Error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errs.New(http.StatusRequestTimeout, errs.CodeRequestTimeout, "the request body did not arrive in time")
+	}
+	return errs.InvalidRequest("request body could not be read")
 }
 
 // TooLarge is 413 payload_too_large for a body over limit bytes.

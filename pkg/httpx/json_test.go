@@ -2,10 +2,14 @@ package httpx_test
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
@@ -82,5 +86,26 @@ func TestDecodeJSONOverTheLimitIs413(t *testing.T) {
 	}
 	if err := httpx.DecodeJSON(strings.NewReader(`{"text":"`+strings.Repeat("a", httpx.MaxBodyBytes)+`"}`), &v); err == nil {
 		t.Fatal("a body over MaxBodyBytes decoded")
+	}
+}
+
+// A body whose read passed the listener's deadline is 408
+// request_timeout; one that failed otherwise is 400 invalid_request.
+func TestReadBodyThatFailsIs408OrIs400(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err        error
+		status     int
+		code, mean string
+	}{
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, http.StatusRequestTimeout, errs.CodeRequestTimeout, "did not arrive in time"},
+		{io.ErrUnexpectedEOF, http.StatusBadRequest, errs.CodeInvalidRequest, "could not be read"},
+		{syscall.ECONNRESET, http.StatusBadRequest, errs.CodeInvalidRequest, "could not be read"},
+	} {
+		_, err := httpx.ReadBody(io.MultiReader(strings.NewReader(`{"a":`), iotest.ErrReader(tt.err)), 1<<10)
+		e, ok := errs.As(err)
+		if !ok || e.Status != tt.status || e.Code != tt.code || !strings.Contains(e.Message, tt.mean) {
+			t.Errorf("a read failing with %v = %v, want %d %s", tt.err, err, tt.status, tt.code)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func served(t *testing.T, grace time.Duration, entered chan<- struct{}, release 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	result := make(chan error, 1)
-	go func() { result <- httpx.Serve(ctx, e, addr, grace) }()
+	go func() { result <- httpx.Serve(ctx, httpx.NewServer(addr, e, time.Minute), grace) }()
 	wait.For(t, 10*time.Second, "listening", func() error {
 		resp, err := http.Get("http://" + addr + "/ok")
 		if err != nil {

@@ -170,8 +170,10 @@ func TestEveryOperationIsDescribed(t *testing.T) {
 				t.Errorf("%s: no %d response", o.where, status)
 			}
 		}
-		if op.RequestBody != nil && op.Responses.Status(413) == nil {
-			t.Errorf("%s takes a body but has no 413 response", o.where)
+		for _, status := range []int{408, 413} {
+			if op.RequestBody != nil && op.Responses.Status(status) == nil {
+				t.Errorf("%s takes a body but has no %d response", o.where, status)
+			}
 		}
 	}
 }
@@ -213,8 +215,9 @@ func errorCodes(op *openapi3.Operation) map[int][]string {
 }
 
 // wantCodes is what each route answers besides the gateway's own refusals
-// (401 unauthorized, 403 module_inactive, 429 rate_limited, 413
-// payload_too_large, 500 internal_error, 503 service_unavailable), as read
+// (401 unauthorized, 403 module_inactive, 429 rate_limited, 408
+// request_timeout, 413 payload_too_large, 500 internal_error, 503
+// service_unavailable), as read
 // from the services' handlers.
 var wantCodes = map[string]map[int][]string{
 	"getMe":             {},
@@ -278,6 +281,7 @@ var sendCodes = map[int][]string{
 var gatewayCodes = map[int]string{
 	401: errs.CodeUnauthorized,
 	403: errs.CodeModuleInactive,
+	408: errs.CodeRequestTimeout,
 	413: errs.CodePayloadTooLarge,
 	429: errs.CodeRateLimited,
 	500: errs.CodeInternal,
@@ -313,7 +317,7 @@ func TestEveryErrorCodeIsListedWithItsStatus(t *testing.T) {
 			}
 		}
 		for status, code := range gatewayCodes {
-			if status == 413 && o.op.RequestBody == nil {
+			if (status == 408 || status == 413) && o.op.RequestBody == nil {
 				continue
 			}
 			if !slices.Contains(got[status], code) {

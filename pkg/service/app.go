@@ -237,7 +237,8 @@ type Endpoint struct {
 }
 
 // Serve serves p until ctx ends (SIGINT or SIGTERM, see Main): p.Public
-// with the probes on addr, and p.Endpoints on NATS. Then it shuts the
+// with the probes on addr, each request read within the connections'
+// HTTP_READ_TIMEOUT (httpx.NewServer), and p.Endpoints on NATS. Then it shuts the
 // service down in order (see App) and returns. A listener or an endpoint
 // that fails to start is returned as the error, after the same shutdown.
 func (a *App) Serve(ctx context.Context, addr string, p Ports) error {
@@ -256,7 +257,7 @@ func (a *App) Serve(ctx context.Context, addr string, p Ports) error {
 	}
 	a.log.Info("serving", zap.String("addr", addr))
 	errc := make(chan error, 1)
-	go func() { errc <- httpx.Serve(ctx, public, addr, grace) }()
+	go func() { errc <- httpx.Serve(ctx, httpx.NewServer(addr, public, a.conn.HTTPReadTimeout), grace) }()
 	var err error
 	select {
 	case err = <-errc:

@@ -87,6 +87,7 @@ func (e *Env) Connections() config.Connections {
 		EventsSubjectPrefix: e.Stream.SubjectPrefix,
 		RPCSubjectPrefix:    e.RPCPrefix,
 		DailyResetTZ:        "Asia/Ulaanbaatar",
+		Listening:           config.Listening{HTTPReadTimeout: 30 * time.Second},
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 )
 
@@ -90,7 +92,12 @@ func main() {
 	rc := &Receiver{Secret: secret, Now: time.Now, seen: map[string]time.Time{}, Handle: func(event string, body []byte) {
 		fmt.Printf("%s %s\n", event, body)
 	}}
+	// A request must arrive whole within HTTP_READ_TIMEOUT (30 s), so that
+	// a client that sends slowly cannot hold the receiver's connections.
+	listening, err := config.Load[config.Listening]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	log.Printf("receiving Parley webhooks on http://%s/", addr)
-	srv := &http.Server{Addr: addr, Handler: rc, ReadHeaderTimeout: 5 * time.Second}
-	log.Fatal(srv.ListenAndServe())
+	log.Fatal(httpx.NewServer(addr, rc, listening.HTTPReadTimeout).ListenAndServe())
 }

@@ -12,13 +12,22 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/httpx"
 )
 
 // Serve serves h on addr, printing banner once listening is under way,
-// until SIGINT or SIGTERM; a server that cannot listen exits the process
-// with status 1, naming name.
+// until SIGINT or SIGTERM, each request read within HTTP_READ_TIMEOUT as
+// by the services; a server that cannot listen, or a bad
+// HTTP_READ_TIMEOUT, exits the process with status 1, naming name.
 func Serve(name, addr, banner string, h http.Handler) {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	listening, err := config.Load[config.Listening]()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	srv := httpx.NewServer(addr, h, listening.HTTPReadTimeout)
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	stopped := make(chan struct{})

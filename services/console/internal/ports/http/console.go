@@ -158,6 +158,9 @@ func (c *Console) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if !safeMethod(r.Method) {
+			if err := readForm(r); err != nil {
+				return err
+			}
 			given := r.Header.Get(csrfHeader)
 			if given == "" {
 				given = ctx.FormValue(csrfField)
@@ -169,6 +172,32 @@ func (c *Console) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx.Set(ctxOperator, op)
 		ctx.Set(ctxToken, token)
 		return next(ctx)
+	}
+}
+
+// formMemory is how much of a multipart form is held in memory rather
+// than in temporary files: echo's own (FormValue, FormFile), more than the
+// body limit, so no form goes to disk.
+const formMemory = 32 << 20
+
+// readForm reads the form of r, so that FormValue and FormFile read what
+// arrived: FormValue alone would take a form that did not arrive as an
+// empty one. A body over the limit keeps its 413; one that did not arrive
+// within HTTP_READ_TIMEOUT is 408, and one that cannot be read otherwise
+// 400 (httpx.ReadFailed).
+func readForm(r *http.Request) error {
+	err := r.ParseForm()
+	if err == nil && strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+		err = r.ParseMultipartForm(formMemory)
+	}
+	var tooLarge *echo.HTTPError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooLarge) && tooLarge.Code == http.StatusRequestEntityTooLarge:
+		return tooLarge
+	default:
+		return httpx.ReadFailed(err)
 	}
 }
 

@@ -65,6 +65,9 @@ func (c *Console) loginPage(ctx echo.Context, status int, lv loginView, message 
 // session the browser had with a new one (no fixation) and goes home.
 func (c *Console) login(ctx echo.Context) error {
 	r := ctx.Request()
+	if err := readForm(r); err != nil {
+		return err
+	}
 	var want string
 	if ck, err := r.Cookie(loginCookie); err == nil {
 		want = ck.Value
