@@ -303,6 +303,54 @@ func TestRefusedRequestLeavesTheKey(t *testing.T) {
 	}
 }
 
+// A number no float64 holds, anywhere in input, is 400 input_invalid
+// naming it, and a body JSON cannot read (NaN, Infinity) 400
+// invalid_request; either way before anything runs or is counted: no run,
+// no daily unit, and the Idempotency-Key is left for the request that
+// follows.
+func TestNumbersOutOfRangeAreRefusedBeforeAnything(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	id := h.publish(ws, "", counterFlow)
+	for _, tt := range []struct{ body, field string }{
+		{`{"input": {"n": 1e400}}`, "input.n"},
+		{`{"input": {"n": -1e400}}`, "input.n"},
+		{`{"input": {"n": 1` + strings.Repeat("0", 309) + `}}`, "input.n"},
+		{`{"input": {"items": [{"price": 2}, {"price": 1.8e308}]}}`, "input.items[1].price"},
+		{`{"input": {"n": 1e400}, "stream": true}`, "input.n"},
+		{`{"session_id": "` + uuid.NewString() + `", "input": {"text": "hi", "n": -1E+999}}`, "input.n"},
+	} {
+		status, _, b := h.keyed(ws, id, "k", tt.body)
+		if msg := wantError(t, status, b, http.StatusBadRequest, "input_invalid"); !strings.HasPrefix(msg, tt.field+": must be a number from ") {
+			t.Errorf("%.60s: message %q, want it to name %s", tt.body, msg, tt.field)
+		}
+	}
+	for _, body := range []string{`{"input": {"n": NaN}}`, `{"input": {"n": Infinity}}`, `{"input": {"n": -Infinity}}`, `{"input": {"n": 0x10}}`} {
+		status, _, b := h.keyed(ws, id, "k", body)
+		wantError(t, status, b, http.StatusBadRequest, "invalid_request")
+	}
+	if n := h.runCount(ws); n != 0 {
+		t.Fatalf("%d runs after the refusals", n)
+	}
+	loc, err := h.cfg.Location()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily := dailycap.New(h.env.Redis(t), redisx.Keys{Prefix: h.cfg.RedisPrefix}, adapters.DailyCapCounter, loc)
+	if used, err := daily.Used(context.Background(), ws); err != nil || used != 0 {
+		t.Fatalf("daily count %d, %v after the refusals", used, err)
+	}
+	// The key is free: another request with it runs, and is not a replay.
+	status, hd, b := h.keyed(ws, id, "k", `{"input": {"n": 1.7976931348623157e308}}`)
+	if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "" || !strings.Contains(string(b), `"echo":1.7976931348623157e+308`) {
+		t.Fatalf("the key's first good request: %d %v %s", status, hd, b)
+	}
+	if used, err := daily.Used(context.Background(), ws); err != nil || used != 1 {
+		t.Fatalf("daily count %d, %v after one run", used, err)
+	}
+}
+
 // Rule 8 and the concurrency limit: FLOW_CONCURRENCY runs per workspace
 // across instances, streams included; the next is 429 with Retry-After,
 // replays and in-progress answers included.

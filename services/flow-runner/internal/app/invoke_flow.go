@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
@@ -32,7 +35,11 @@ type InputError struct {
 func (e *InputError) Error() string { return e.Field + ": " + e.Reason }
 
 // ParseInput reads an invoke's input: a JSON object of at most
-// MaxInputBytes and MaxInputDepth levels.
+// MaxInputBytes and MaxInputDepth levels, whose numbers are float64s, the
+// numbers of the run's expressions. A number no float64 holds (1e400) is
+// refused here, naming it, before anything runs or is counted: taken as
+// it came, it would fail the run it started (docs/flows.md "Invoking a
+// flow").
 func ParseInput(raw json.RawMessage) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -57,7 +64,49 @@ func ParseInput(raw json.RawMessage) (map[string]any, error) {
 	if d := depth(in); d > MaxInputDepth {
 		return nil, &InputError{Field: "input", Reason: fmt.Sprintf("is nested %d levels deep, over the limit of %d", d, MaxInputDepth)}
 	}
+	if err := floatNumbers("input", in); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// floatNumbers replaces each json.Number inside v, the value at field,
+// with its float64, in place; the first number out of a float64's range,
+// in the order of the keys, is an *InputError naming its field
+// ("input.items[2].price").
+func floatNumbers(field string, v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			f, err := floatNumber(field+"."+k, t[k])
+			if err != nil {
+				return err
+			}
+			t[k] = f
+		}
+	case []any:
+		for i, e := range t {
+			f, err := floatNumber(fmt.Sprintf("%s[%d]", field, i), e)
+			if err != nil {
+				return err
+			}
+			t[i] = f
+		}
+	}
+	return nil
+}
+
+// floatNumber is v with its numbers float64s (see floatNumbers).
+func floatNumber(field string, v any) (any, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v, floatNumbers(field, v)
+	}
+	f, err := n.Float64() // JSON has no NaN or infinity: only its range fails
+	if err != nil {
+		return nil, &InputError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", -math.MaxFloat64, math.MaxFloat64)}
+	}
+	return f, nil
 }
 
 // depth is how many levels of objects and arrays v nests, v included.

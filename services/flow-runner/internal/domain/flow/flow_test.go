@@ -104,6 +104,8 @@ func TestRefusals(t *testing.T) {
 		{"unknown next", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": "y"}`), ParseOptions{}, "x", "next", `unknown node "y"`},
 		{"empty next", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": ""}`), ParseOptions{}, "x", "next", "empty target"},
 		{"next to itself", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": "x"}`), ParseOptions{}, "x", "next", "itself"},
+		{"number out of range", doc(`{"id": "x", "type": "variable", "name": "n", "value": {"big": [1e400]}, "next": "e"}`, `{"id": "e", "type": "end"}`), ParseOptions{}, "x", "value", "has a number beyond ±1.7976931348623157e+308"},
+		{"whole number out of range", doc(`{"id": "x", "type": "loop", "over": "[1]", "as": "i", "body": "e", "max_iterations": -1e999}`, `{"id": "e", "type": "end"}`), ParseOptions{}, "x", "max_iterations", "has a number beyond"},
 		{"next not string", doc(`{"id": "x", "type": "send_message", "message": {"text": "a"}, "next": 3}`), ParseOptions{}, "x", "next", "must be a string"},
 		{"unreachable", doc(`{"id": "x", "type": "end"}`, `{"id": "y", "type": "end"}`), ParseOptions{}, "y", "", "unreachable"},
 		{"unknown then", doc(`{"id": "x", "type": "condition", "if": "true", "then": "nope"}`), ParseOptions{}, "x", "then", "unknown node"},

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -236,10 +238,22 @@ func (r *reader) decode(name string, v any, what string) bool {
 		return false
 	}
 	if err := json.Unmarshal(r.m[name], v); err != nil {
+		if outOfRange(err) {
+			// Valid JSON, but no number of a run holds it (1e400).
+			r.fail(name, "has a number beyond ±%g", math.MaxFloat64)
+			return false
+		}
 		r.fail(name, "must be %s", what)
 		return false
 	}
 	return true
+}
+
+// outOfRange says err is a JSON number that a float64 (a number field, or
+// a number inside a JSON value) does not fit.
+func outOfRange(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te) && strings.HasPrefix(te.Value, "number") && te.Type.Kind() == reflect.Float64
 }
 
 func (r *reader) str(name string, required bool) string {
