@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -62,6 +63,24 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// maxClipped bounds what of a request an error message repeats: enough to
+// recognise a path or a method by, never the 100 KB a client may send.
+const maxClipped = 64
+
+// Clip is s, a part of a request (its path, its method), as an error
+// message may repeat it: whole up to maxClipped bytes, else cut there,
+// at a character's start, and marked with "…".
+func Clip(s string) string {
+	if len(s) <= maxClipped {
+		return s
+	}
+	cut := maxClipped
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Check is one readiness dependency (Postgres, Redis, NATS).

@@ -36,3 +36,20 @@ func TestProxying(t *testing.T) {
 		t.Fatalf("Validate(%q) = %v", bad.TrustedProxies, err)
 	}
 }
+
+// What an error repeats of a request is its start, cut at a character.
+func TestClip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ give, want string }{
+		{"", ""},
+		{"/v1/nope", "/v1/nope"},
+		{strings.Repeat("a", 64), strings.Repeat("a", 64)},
+		{strings.Repeat("a", 65), strings.Repeat("a", 64) + "…"},
+		{strings.Repeat("a", 100<<10), strings.Repeat("a", 64) + "…"},
+		{strings.Repeat("a", 63) + "éé", strings.Repeat("a", 63) + "…"},
+	} {
+		if got := httpx.Clip(tt.give); got != tt.want {
+			t.Errorf("Clip(%.70q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}

@@ -217,4 +217,9 @@ func TestReferencePage(t *testing.T) {
 	for _, path := range []string{"/docs", "/docs/assets/reference.js"} {
 		h.call(t, http.MethodPost, path, "", nil, nil).expectError(t, http.StatusMethodNotAllowed, "method_not_allowed")
 	}
+	// An asset's name of 100 KB is named by its start only.
+	long := h.call(t, http.MethodGet, "/docs/assets/"+strings.Repeat("x", 100<<10), "", nil, nil)
+	if m := long.expectError(t, http.StatusNotFound, "not_found"); len(long.body) > 300 || !strings.HasSuffix(m, "/docs/assets/"+strings.Repeat("x", 51)+"…") {
+		t.Fatalf("a 100 KB asset name: %d bytes: %s", len(long.body), long.body)
+	}
 }

@@ -412,6 +412,16 @@ func TestUnknownRoutesAre404(t *testing.T) {
 	} {
 		h.call(t, http.MethodGet, path, key, nil, nil).expectError(t, http.StatusNotFound, "not_found")
 	}
+	// A path of 100 KB is named by its start only, whatever the method.
+	long := "/v1/" + strings.Repeat("a", 100<<10)
+	r := h.call(t, http.MethodGet, long, key, nil, nil)
+	if m := r.expectError(t, http.StatusNotFound, "not_found"); len(r.body) > 300 || m != "no such route: GET /v1/"+strings.Repeat("a", 60)+"…" {
+		t.Fatalf("a 100 KB path: %d bytes: %s", len(r.body), r.body)
+	}
+	r = h.call(t, strings.Repeat("M", 10<<10), long, key, nil, nil)
+	if r.expectError(t, http.StatusNotFound, "not_found"); len(r.body) > 300 {
+		t.Fatalf("a 100 KB path with a 10 KB method: %d bytes: %.300s", len(r.body), r.body)
+	}
 	if n := len(msg.requests()); n != 0 {
 		t.Fatalf("messaging received %d requests for unknown routes", n)
 	}

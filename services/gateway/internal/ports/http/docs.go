@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/openapi"
 )
 
@@ -200,7 +201,7 @@ func (r *reference) asset(c echo.Context) error {
 	name := c.Param("name")
 	f, ok := r.assets[name]
 	if !ok {
-		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such asset: %s", c.Request().URL.EscapedPath())
+		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such asset: %s", httpx.Clip(c.Request().URL.EscapedPath()))
 	}
 	cache := cacheRevalidate
 	if c.QueryParam("v") == f.version {

@@ -227,7 +227,7 @@ func (p *public) serve(c echo.Context) error {
 	path := v1Path(r.URL.EscapedPath())
 	rt, ok := resolve(path)
 	if !ok {
-		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such route: %s %s", r.Method, path)
+		return errs.Newf(http.StatusNotFound, errs.CodeNotFound, "no such route: %s %s", httpx.Clip(r.Method), httpx.Clip(path))
 	}
 	if rt.service == "" {
 		c.Response().Header().Set("Allow", "GET, HEAD")
