@@ -2,6 +2,7 @@ package safehttp
 
 import (
 	"net/netip"
+	"strings"
 )
 
 // AddrError is an address that may not be reached, with the kind of range
@@ -12,7 +13,22 @@ type AddrError struct {
 	Range string
 }
 
-func (e *AddrError) Error() string { return e.Addr.String() + " is a " + e.Range + " address" }
+func (e *AddrError) Error() string { return e.Addr.String() + " is " + e.Kind() }
+
+// Kind is the address's range as a phrase: "a loopback address", "an IETF
+// protocol assignment address".
+func (e *AddrError) Kind() string { return article(e.Range) + " " + e.Range + " address" }
+
+// article is the indefinite article before a range's name. Each name
+// starts with a word said as it is written or with letters spelt out
+// (IETF: "eye"), never with a vowel said as a consonant ("unicast"), so
+// a vowel letter takes "an"; TestAddrErrorReads holds every name to it.
+func article(name string) string {
+	if name != "" && strings.ContainsRune("aeiouAEIOU", rune(name[0])) {
+		return "an"
+	}
+	return "a"
+}
 
 type special struct {
 	prefix netip.Prefix

@@ -102,3 +102,57 @@ func TestCheckAddrRefusesInvalid(t *testing.T) {
 		t.Fatal("the zero Addr was allowed")
 	}
 }
+
+// Every refusal reads as English: each range's name with its article, the
+// names of every table and the ranges CheckAddr names outside them.
+func TestAddrErrorReads(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{
+		"cloud metadata":             "a cloud metadata address",
+		"unspecified (this network)": "an unspecified (this network) address",
+		"unspecified":                "an unspecified address",
+		"private":                    "a private address",
+		"private (unique local)":     "a private (unique local) address",
+		"shared (CGNAT)":             "a shared (CGNAT) address",
+		"loopback":                   "a loopback address",
+		"link-local":                 "a link-local address",
+		"IETF protocol assignment":   "an IETF protocol assignment address",
+		"documentation":              "a documentation address",
+		"6to4 relay":                 "a 6to4 relay address",
+		"6to4":                       "a 6to4 address",
+		"benchmarking":               "a benchmarking address",
+		"multicast":                  "a multicast address",
+		"reserved":                   "a reserved address",
+		"invalid":                    "an invalid address",
+	}
+	names := []string{"reserved", "invalid"}
+	for _, table := range [][]special{specialV4, specialV6, namedV6} {
+		for _, s := range table {
+			names = append(names, s.name)
+		}
+	}
+	for _, name := range names {
+		phrase, ok := want[name]
+		if !ok {
+			t.Errorf("range %q: add how its refusal reads to this test", name)
+			continue
+		}
+		if got := (&AddrError{Range: name}).Kind(); got != phrase {
+			t.Errorf("range %q reads %q, want %q", name, got, phrase)
+		}
+	}
+	for give, msg := range map[string]string{
+		"0.0.0.0":   "0.0.0.0 is an unspecified (this network) address",
+		"::":        ":: is an unspecified address",
+		"192.0.0.8": "192.0.0.8 is an IETF protocol assignment address",
+		"2001::1":   "2001::1 is an IETF protocol assignment address",
+		"10.1.2.3":  "10.1.2.3 is a private address",
+	} {
+		if err := CheckAddr(netip.MustParseAddr(give)); err == nil || err.Error() != msg {
+			t.Errorf("CheckAddr(%s) = %v, want %q", give, err, msg)
+		}
+	}
+	if err := CheckAddr(netip.Addr{}); err == nil || err.Error() != "invalid IP is an invalid address" {
+		t.Errorf("CheckAddr(zero) = %v", err)
+	}
+}

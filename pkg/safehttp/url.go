@@ -2,6 +2,7 @@ package safehttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -130,8 +131,9 @@ func CheckResolved(ctx context.Context, r Resolver, u *url.URL) error {
 		return nil
 	}
 	for _, a := range addrs {
-		if err := CheckAddr(a); err != nil {
-			return &URLError{"must point to a public address: " + host + " resolves to " + err.Error()}
+		var refused *AddrError
+		if errors.As(CheckAddr(a), &refused) {
+			return &URLError{"must point to a public address: " + host + " resolves to " + refused.Addr.String() + ", " + refused.Kind()}
 		}
 	}
 	return nil

@@ -118,7 +118,7 @@ func TestCheckResolved(t *testing.T) {
 		{give: "https://public.example.com/in"},
 		{give: "https://unknown.example.com/in"}, // lookup fails: left to the dial-time check
 		{give: "https://93.184.216.34/in"},
-		{give: "https://private.example.com/in", wantErr: "url must point to a public address: private.example.com resolves to 10.0.0.5 is a private address"},
+		{give: "https://private.example.com/in", wantErr: "url must point to a public address: private.example.com resolves to 10.0.0.5, a private address"},
 		{give: "https://meta.example.com/in", wantErr: "cloud metadata"},
 	}
 	for _, tt := range tests {

@@ -64,7 +64,7 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 	// While the name points at loopback, saving is refused.
 	dns.set(host, "127.0.0.1")
 	h.wantError(ws, http.MethodPut, "/v1/webhook", map[string]string{"url": url}, http.StatusBadRequest, "invalid_request",
-		"url must point to a public address: "+host+" resolves to 127.0.0.1 is a loopback address")
+		"url must point to a public address: "+host+" resolves to 127.0.0.1, a loopback address")
 
 	// Public at save time; loopback when delivering.
 	dns.set(host, "93.184.216.34")
@@ -97,29 +97,29 @@ func TestDialTimeGuardDefeatsDNSRebinding(t *testing.T) {
 	// AAAA, is refused at the dial with its range named; test events
 	// (one synchronous attempt) go through the same sender.
 	for _, tt := range []struct{ addr, kind string }{
-		{"127.0.0.1", "loopback"},
-		{"::ffff:127.0.0.1", "loopback"}, // an AAAA record carrying IPv4 loopback
-		{"::1", "loopback"},
-		{"10.0.0.1", "private"},
-		{"172.16.5.4", "private"},
-		{"192.168.1.1", "private"},
-		{"169.254.169.254", "cloud metadata"},
-		{"169.254.1.1", "link-local"},
-		{"100.64.0.1", "shared (CGNAT)"},
-		{"0.0.0.0", "unspecified (this network)"},
-		{"224.0.0.1", "multicast"},
-		{"198.18.0.1", "benchmarking"},
-		{"192.0.2.1", "documentation"},
-		{"fd00:ec2::254", "private (unique local)"},
-		{"fe80::1", "link-local"},
-		{"64:ff9b::a00:1", "private"}, // NAT64 of 10.0.0.1
-		{"2001:db8::1", "documentation"},
+		{"127.0.0.1", "a loopback"},
+		{"::ffff:127.0.0.1", "a loopback"}, // an AAAA record carrying IPv4 loopback
+		{"::1", "a loopback"},
+		{"10.0.0.1", "a private"},
+		{"172.16.5.4", "a private"},
+		{"192.168.1.1", "a private"},
+		{"169.254.169.254", "a cloud metadata"},
+		{"169.254.1.1", "a link-local"},
+		{"100.64.0.1", "a shared (CGNAT)"},
+		{"0.0.0.0", "an unspecified (this network)"},
+		{"224.0.0.1", "a multicast"},
+		{"198.18.0.1", "a benchmarking"},
+		{"192.0.2.1", "a documentation"},
+		{"fd00:ec2::254", "a private (unique local)"},
+		{"fe80::1", "a link-local"},
+		{"64:ff9b::a00:1", "a private"}, // NAT64 of 10.0.0.1
+		{"2001:db8::1", "a documentation"},
 	} {
 		dns.set(host, tt.addr)
 		d := call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
 		e := text(d.LastError)
-		if d.Status != "failed" || d.ResponseStatus != nil || !strings.HasPrefix(e, "refused to connect to ") || !strings.HasSuffix(e, " is a "+tt.kind+" address") {
-			t.Errorf("%s resolving to %s: test delivery %s, want refused as a %s address", host, tt.addr, jsonOf(d), tt.kind)
+		if d.Status != "failed" || d.ResponseStatus != nil || !strings.HasPrefix(e, "refused to connect to ") || !strings.HasSuffix(e, " is "+tt.kind+" address") {
+			t.Errorf("%s resolving to %s: test delivery %s, want refused as %s address", host, tt.addr, jsonOf(d), tt.kind)
 		}
 	}
 	if n := canaryConns.Load(); n != 0 {

@@ -57,7 +57,7 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 	ws := uuid.NewString()
 	_, err := strict.SaveWebhook(context.Background(), ws, "https://internal.example.com/in")
 	var ue *safehttp.URLError
-	if !errors.As(err, &ue) || ue.Error() != "url must point to a public address: internal.example.com resolves to 10.20.30.40 is a private address" {
+	if !errors.As(err, &ue) || ue.Error() != "url must point to a public address: internal.example.com resolves to 10.20.30.40, a private address" {
 		t.Fatalf("SaveWebhook(internal) = %v", err)
 	}
 	w, err := strict.SaveWebhook(context.Background(), ws, "  https://hooks.example.com/in  ")

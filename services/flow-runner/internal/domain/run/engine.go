@@ -376,7 +376,7 @@ func (x *exec) step(sc *scope, node flow.Node) stepResult {
 	case *flow.Knowledge:
 		return x.knowledge(sc, n)
 	}
-	return x.failStep(sc, node, "a %s node cannot run in a headless run", node.Type())
+	return x.failStep(sc, node, "a chat-only node cannot run in a headless run")
 }
 
 // renderer renders templates over vars, keeping the first error, so that a

@@ -345,6 +345,7 @@ func TestNodeFailures(t *testing.T) {
 		{"huge string", nodes("v", `{"id": "v", "type": "variable", "set": {"a": "repeat('x', 600000) + repeat('y', 600000)"}}`), "larger than"},
 		{"vars bound", nodes("v", `{"id": "v", "type": "variable", "set": {"a": "repeat('x', 900000)", "b": "vars.a", "c": "vars.a", "d": "vars.a", "e": "vars.a"}}`), "vars would pass"},
 		{"http without a caller", nodes("h", `{"id": "h", "type": "http", "url": "https://e.x"}`), "no HTTP caller"},
+		{"a chat-only node", nodes("a", `{"id": "a", "type": "ai_response"}`), `node "a" (ai_response): a chat-only node cannot run in a headless run`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

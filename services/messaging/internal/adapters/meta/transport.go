@@ -324,7 +324,7 @@ func checkImage(kind channel.Kind, imageURL, field string) error {
 	}
 	ext := strings.ToLower(path.Ext(u.Path))
 	if otherMediaExtensions[ext] {
-		return &conversation.FieldError{Field: field, Reason: fmt.Sprintf("must be a JPEG or PNG image on instagram (the URL names a %s file)", strings.TrimPrefix(ext, "."))}
+		return &conversation.FieldError{Field: field, Reason: fmt.Sprintf("must be a JPEG or PNG image on instagram (the URL's file ends in %s)", ext)}
 	}
 	return nil
 }

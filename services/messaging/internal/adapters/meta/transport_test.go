@@ -292,24 +292,26 @@ func TestInstagramImageRule(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		url    string
-		refuse bool
+		refuse string // the extension the refusal names; "": accepted
 	}{
-		{"https://cdn.example/a.jpg", false},
-		{"https://cdn.example/a.JPEG", false},
-		{"https://cdn.example/a.png?width=600", false},
-		{"https://cdn.example/photos/1234", false},     // no extension: Meta decides
-		{"https://cdn.example/render.php?id=7", false}, // not a media extension: Meta decides
-		{"https://cdn.example/a.gif", true},
-		{"https://cdn.example/a.webp", true},
-		{"https://cdn.example/a.HEIC", true},
-		{"https://cdn.example/a.svg#x", true},
-		{"https://cdn.example/clip.mp4", true},
-		{"https://cdn.example/a%2Egif", true}, // the decoded path is what names the file
+		{"https://cdn.example/a.jpg", ""},
+		{"https://cdn.example/a.JPEG", ""},
+		{"https://cdn.example/a.png?width=600", ""},
+		{"https://cdn.example/photos/1234", ""},     // no extension: Meta decides
+		{"https://cdn.example/render.php?id=7", ""}, // not a media extension: Meta decides
+		{"https://cdn.example/a.gif", ".gif"},
+		{"https://cdn.example/a.webp", ".webp"},
+		{"https://cdn.example/a.HEIC", ".heic"},
+		{"https://cdn.example/a.svg#x", ".svg"},
+		{"https://cdn.example/clip.mp4", ".mp4"},
+		{"https://cdn.example/a.avif", ".avif"},
+		{"https://cdn.example/a%2Egif", ".gif"}, // the decoded path is what names the file
 	}
 	for _, tt := range tests {
 		err := checkImage(channel.KindInstagram, tt.url, "image_url")
-		if (err != nil) != tt.refuse {
-			t.Errorf("instagram %s: error %v, want refused=%v", tt.url, err, tt.refuse)
+		want := "must be a JPEG or PNG image on instagram (the URL's file ends in " + tt.refuse + ")"
+		if (err != nil) != (tt.refuse != "") || (err != nil && !strings.HasSuffix(err.Error(), want)) {
+			t.Errorf("instagram %s: error %v, want refused=%v (%q)", tt.url, err, tt.refuse != "", want)
 		}
 		if err := checkImage(channel.KindMessenger, tt.url, "image_url"); err != nil {
 			t.Errorf("messenger %s: %v, want any format accepted", tt.url, err)
