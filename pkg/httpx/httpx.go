@@ -70,13 +70,16 @@ func accessLog(log *zap.Logger) echo.MiddlewareFunc {
 const maxClipped = 64
 
 // Clip is s, a part of a request (its path, its method), as an error
-// message may repeat it: whole up to maxClipped bytes, else cut there,
-// at a character's start, and marked with "…".
-func Clip(s string) string {
-	if len(s) <= maxClipped {
+// message may repeat it: Truncate to maxClipped bytes.
+func Clip(s string) string { return Truncate(s, maxClipped) }
+
+// Truncate keeps at most n bytes of s, cut at a character's start, and
+// marks the cut with "…".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxClipped
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

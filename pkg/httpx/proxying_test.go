@@ -37,6 +37,18 @@ func TestProxying(t *testing.T) {
 	}
 }
 
+func TestTruncateKeepsRunes(t *testing.T) {
+	t.Parallel()
+	s := strings.Repeat("é", 10) // 2 bytes each
+	got := httpx.Truncate(s, 5)
+	if got != "éé…" {
+		t.Fatalf("Truncate = %q", got)
+	}
+	if httpx.Truncate("short", 10) != "short" {
+		t.Fatal("short string changed")
+	}
+}
+
 // What an error repeats of a request is its start, cut at a character.
 func TestClip(t *testing.T) {
 	t.Parallel()

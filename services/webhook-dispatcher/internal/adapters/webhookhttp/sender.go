@@ -18,8 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/safehttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
@@ -134,11 +134,11 @@ func (s *Sender) Send(ctx context.Context, r delivery.Request) delivery.Result {
 	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
 		res.Error = fmt.Sprintf("receiver answered %d (redirects are not followed)", resp.StatusCode)
 		if loc := resp.Header.Get("Location"); loc != "" {
-			res.Error += ": Location " + truncate(clean([]byte(loc)), errorBodyChars)
+			res.Error += ": Location " + httpx.Truncate(clean([]byte(loc)), errorBodyChars)
 		}
 	default:
 		res.Error = fmt.Sprintf("receiver answered %d", resp.StatusCode)
-		if snippet := truncate(clean(body), errorBodyChars); snippet != "" {
+		if snippet := httpx.Truncate(clean(body), errorBodyChars); snippet != "" {
 			res.Error += ": " + snippet
 		}
 	}
@@ -156,7 +156,7 @@ func describe(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return truncate(err.Error(), errorBodyChars)
+	return httpx.Truncate(err.Error(), errorBodyChars)
 }
 
 // clean makes receiver-supplied bytes fit to store and show: valid UTF-8,
@@ -169,17 +169,4 @@ func clean(b []byte) string {
 		}
 		return r
 	}, s)
-}
-
-// truncate keeps at most n bytes of s, cut at a rune boundary, and marks
-// the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

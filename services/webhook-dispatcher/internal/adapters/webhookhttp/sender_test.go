@@ -175,15 +175,3 @@ func TestSenderFailures(t *testing.T) {
 		t.Errorf("closed port: %+v", res)
 	}
 }
-
-func TestTruncateKeepsRunes(t *testing.T) {
-	t.Parallel()
-	s := strings.Repeat("é", 10) // 2 bytes each
-	got := truncate(s, 5)
-	if got != "éé…" {
-		t.Fatalf("truncate = %q", got)
-	}
-	if truncate("short", 10) != "short" {
-		t.Fatal("short string changed")
-	}
-}
