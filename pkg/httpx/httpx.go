@@ -179,6 +179,20 @@ func Serve(ctx context.Context, srv *http.Server, grace time.Duration) error {
 	return nil
 }
 
+// DropBody stops reading the request's body, for a request turned away
+// before its body is read (no key, a wrong one, no such channel), before
+// it is answered: the answer goes at once and the connection closes after
+// it, instead of waiting for a body no one will read, which a client that
+// sends slowly makes last up to the read timeout (NewServer).
+func DropBody(c echo.Context) {
+	if c.Request().ContentLength == 0 {
+		return
+	}
+	c.Response().Header().Set(echo.HeaderConnection, "close")
+	// A writer relayed over rpc has no connection to stop reading.
+	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now())
+}
+
 // BindJSON decodes the request body into v, strictly: unknown fields are
 // allowed (clients evolve), but malformed JSON and wrong types are 400
 // invalid_request naming the field.

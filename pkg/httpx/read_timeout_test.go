@@ -81,18 +81,32 @@ func TestABodyDribbledPastTheReadTimeoutIs408(t *testing.T) {
 }
 
 // A body no handler reads (an answer refused before it, such as a 401) is
-// cut at the read timeout, the answer sent then.
+// cut at the read timeout, the answer sent then; a handler that drops it
+// (DropBody) is answered at once, and the connection closed.
 func TestAnUnreadBodyIsCutAtTheReadTimeout(t *testing.T) {
 	t.Parallel()
 	e := httpx.NewEcho(zap.NewNop())
 	e.POST("/refuse", func(echo.Context) error { return errs.Unauthorized("no key") })
+	e.POST("/drop", func(c echo.Context) error {
+		httpx.DropBody(c)
+		return errs.Unauthorized("no key")
+	})
 	addr := servedWithin(t, e)
-	res, err := dribble.Send(addr, dribble.Request{Method: http.MethodPost, Path: "/refuse", ContentLength: 100_000, Every: 50 * time.Millisecond}, readBound+margin)
+	req := dribble.Request{Method: http.MethodPost, Path: "/refuse", ContentLength: 100_000, Every: 50 * time.Millisecond}
+	res, err := dribble.Send(addr, req, readBound+margin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != http.StatusUnauthorized || !res.Closed || res.After < readBound {
 		t.Fatalf("answered %d %s, closed %v after %s; want 401 and closed after %s and within %s more", res.Status, res.Body, res.Closed, res.After, readBound, margin)
+	}
+	req.Path = "/drop"
+	res, err = dribble.Send(addr, req, readBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != http.StatusUnauthorized || !res.Closed {
+		t.Fatalf("dropped: answered %d %s, closed %v after %s; want 401 and closed before %s", res.Status, res.Body, res.Closed, res.After, readBound)
 	}
 }
 

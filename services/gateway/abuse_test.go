@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/dribble"
 	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 )
 
@@ -80,4 +82,32 @@ func TestFailedAuthenticationsBehindATrustedProxy(t *testing.T) {
 	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("10.9.9.9, 203.0.113.1")))
 	// Another client behind the same proxy has its own count.
 	h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.2")).expectError(t, http.StatusUnauthorized, "unauthorized")
+}
+
+// A request refused before its body is read (no key, a wrong one, an
+// address throttled) is answered at once and its connection closed: a
+// client dribbling the body holds nothing while HTTP_READ_TIMEOUT (30 s
+// here) runs.
+func TestRefusedRequestsDoNotWaitForTheirBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, authFailuresPerMinute(2))
+	addr := strings.TrimPrefix(h.url, "http://")
+	for _, key := range []string{"", "pk_" + strings.Repeat("U", 43), "pk_" + strings.Repeat("U", 43)} {
+		header := http.Header{"Content-Type": {"application/json"}}
+		if key != "" {
+			header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := dribble.Send(addr, dribble.Request{Method: http.MethodPost, Path: "/v1/messages", Header: header,
+			ContentLength: 100_000, Every: 100 * time.Millisecond}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusUnauthorized && res.Status != http.StatusTooManyRequests || !res.Closed || res.After > 5*time.Second {
+			t.Fatalf("key %q: answered %d %s, closed %v after %s; want a refusal at once, then closed", key, res.Status, res.Body, res.Closed, res.After)
+		}
+	}
+	// With a good key, the body is read and the request goes on as usual.
+	h.fakeService(t, rpc.ServiceMessaging, echoBack)
+	_, key := h.workspace(t, map[string]any{"name": "Acme"})
+	h.call(t, http.MethodPost, "/v1/messages", key, []byte(`{}`), nil).json(t)
 }

@@ -148,6 +148,10 @@ func (c *Console) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 			token = ck.Value
 		}
 		op, _, err := c.app.Authenticate(r.Context(), token)
+		if err != nil {
+			// Nothing is read from whoever is not signed in.
+			httpx.DropBody(ctx)
+		}
 		if errors.Is(err, session.ErrNotFound) {
 			if token != "" {
 				ctx.SetCookie(c.expired(r, sessionCookie))

@@ -161,38 +161,50 @@ func workspaceOf(c echo.Context) account.Workspace {
 // a good key is never slowed by this. The 401s themselves are unchanged by
 // the count, so they tell a prober nothing about it. Failures are counted
 // once they happen, so requests already in flight may pass the bound by
-// their number: it bounds the rate of lookups, not an exact count.
+// their number: it bounds the rate of lookups, not an exact count. A
+// refused request's body is never read (httpx.DropBody).
 func (p *public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		bucket := "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r))
-		seen, err := p.limiter.Peek(r.Context(), bucket, p.authFailures)
+		w, err := p.admit(c)
 		if err != nil {
-			p.log.Warn("rate limiter unavailable", zap.Error(err),
-				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-			return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
-		}
-		if !seen.Allowed {
-			p.obs.RateLimited()
-			secs := ratelimit.Seconds(seen.RetryAfter())
-			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
-				"too many failed authentications from this address; retry in %d s", secs).
-				WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
-		}
-		w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
-		if err != nil {
-			herr := toHTTP(err)
-			if e, ok := errs.As(herr); ok && e.Status == http.StatusUnauthorized {
-				if _, cerr := p.limiter.Allow(r.Context(), bucket, p.authFailures); cerr != nil {
-					// The failure goes uncounted; the 401 stands.
-					p.log.Warn("failed authentication not counted", zap.Error(cerr))
-				}
-			}
-			return herr
+			httpx.DropBody(c)
+			return err
 		}
 		c.Set(ctxWorkspace, w)
 		return next(c)
 	}
+}
+
+// admit is authenticate's check: the workspace of the request's key, or
+// why it is refused.
+func (p *public) admit(c echo.Context) (account.Workspace, error) {
+	r := c.Request()
+	bucket := "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r))
+	seen, err := p.limiter.Peek(r.Context(), bucket, p.authFailures)
+	if err != nil {
+		p.log.Warn("rate limiter unavailable", zap.Error(err),
+			zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		return account.Workspace{}, errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+	}
+	if !seen.Allowed {
+		p.obs.RateLimited()
+		secs := ratelimit.Seconds(seen.RetryAfter())
+		return account.Workspace{}, errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
+			"too many failed authentications from this address; retry in %d s", secs).
+			WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
+	}
+	w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
+	if err != nil {
+		herr := toHTTP(err)
+		if e, ok := errs.As(herr); ok && e.Status == http.StatusUnauthorized {
+			if _, cerr := p.limiter.Allow(r.Context(), bucket, p.authFailures); cerr != nil {
+				// The failure goes uncounted; the 401 stands.
+				p.log.Warn("failed authentication not counted", zap.Error(cerr))
+			}
+		}
+		return account.Workspace{}, herr
+	}
+	return w, nil
 }
 
 // rateLimit counts the request against the workspace's per-minute limit and

@@ -30,15 +30,17 @@ func (h *ingressHandlers) telegramIngress(c echo.Context) error {
 	ch, err := h.app.ChannelOfKind(ctx, c.Param("channel_id"), channel.KindTelegram)
 	if errors.Is(err, channel.ErrNotFound) {
 		h.observer.Ingress(platformTelegram, app.IngressNotFound)
+		httpx.DropBody(c)
 		return errChannelNotFound
 	}
 	if err != nil {
 		return err
 	}
 	// The secret is checked before the body is read: nothing from an
-	// unauthenticated sender is parsed or stored.
+	// unauthenticated sender is parsed or stored, or waited for.
 	if !ch.SecretMatches(c.Request().Header.Get(telegram.SecretHeader)) {
 		h.observer.Ingress(platformTelegram, app.IngressUnauthorized)
+		httpx.DropBody(c)
 		return errs.Unauthorized(telegram.SecretHeader + " is missing or does not match the channel's secret")
 	}
 	var u telegram.Update

@@ -127,14 +127,17 @@ func (w *webchatHandlers) channel(c echo.Context) (channel.Channel, error) {
 	return ch, err
 }
 
-// visitor authenticates the visitor on the channel of the path.
+// visitor authenticates the visitor on the channel of the path; a request
+// it refuses is answered without its body (httpx.DropBody).
 func (w *webchatHandlers) visitor(c echo.Context, token string) (channel.Channel, webchat.Visitor, error) {
 	ch, err := w.channel(c)
 	if err != nil {
+		httpx.DropBody(c)
 		return channel.Channel{}, webchat.Visitor{}, err
 	}
 	v, err := w.app.Visitor(ch, token)
 	if err != nil {
+		httpx.DropBody(c)
 		return channel.Channel{}, webchat.Visitor{}, errs.Unauthorized(VisitorTokenHeader +
 			" is missing or not valid for this channel; POST /webchat/{channel_id}/session for a new visitor")
 	}
@@ -164,8 +167,14 @@ func (w *webchatHandlers) limiterDown(c echo.Context, err error) error {
 }
 
 // allow counts one message or tap of the visitor and of their address, or
-// neither when either is at its bound.
-func (w *webchatHandlers) allow(c echo.Context, ch channel.Channel, v webchat.Visitor) error {
+// neither when either is at its bound; a request it refuses is answered
+// without its body (httpx.DropBody).
+func (w *webchatHandlers) allow(c echo.Context, ch channel.Channel, v webchat.Visitor) (err error) {
+	defer func() {
+		if err != nil {
+			httpx.DropBody(c)
+		}
+	}()
 	visitor := ratelimit.Bucket{Name: "webchat:messages:visitor:" + ch.ID + ":" + v.ID, Limit: w.deps.MessagesPerMinute}
 	res, err := w.deps.Limiter.AllowAll(c.Request().Context(), visitor,
 		ratelimit.Bucket{Name: "webchat:messages:addr:" + w.clientKey(c), Limit: w.deps.AddressMessagesPerMinute})
