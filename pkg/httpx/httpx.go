@@ -179,11 +179,11 @@ func Serve(ctx context.Context, srv *http.Server, grace time.Duration) error {
 	return nil
 }
 
-// DropBody stops reading the request's body, for a request turned away
-// before its body is read (no key, a wrong one, no such channel), before
-// it is answered: the answer goes at once and the connection closes after
-// it, instead of waiting for a body no one will read, which a client that
-// sends slowly makes last up to the read timeout (NewServer).
+// DropBody is called, before answering, for a request turned away without
+// its body being read (no key, a wrong one, no such channel): the
+// connection stops reading, so the answer goes at once and the connection
+// is closed after it, instead of waiting for a body no one will read (up
+// to the read timeout, NewServer, from a client that sends slowly).
 func DropBody(c echo.Context) {
 	if c.Request().ContentLength == 0 {
 		return
