@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/bytesize"
 )
 
 // Bounds of one Client call (a flow http node).
@@ -90,7 +92,7 @@ func (c *Client) Call(ctx context.Context, r Request) (Response, error) {
 		return Response{}, err
 	}
 	if len(r.Body) > MaxRequestBody {
-		return Response{}, fmt.Errorf("request body is larger than %s", byteSize(MaxRequestBody))
+		return Response{}, fmt.Errorf("request body is larger than %s", bytesize.Size(MaxRequestBody))
 	}
 	method := r.Method
 	if method == "" {

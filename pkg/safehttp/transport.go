@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/bytesize"
 )
 
 // Bounds every transport built here applies, whoever the caller is.
@@ -127,7 +129,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("response body is larger than %s", byteSize(e.Limit))
+	return fmt.Sprintf("response body is larger than %s", bytesize.Size(e.Limit))
 }
 
 // ReadCapped reads r to its end, but never more than limit bytes: a longer
@@ -143,16 +145,4 @@ func ReadCapped(r io.Reader, limit int64) ([]byte, error) {
 		return b[:limit], &TooLargeError{Limit: limit}
 	}
 	return b, nil
-}
-
-// byteSize writes n the way limits are documented: "1 MiB", "64 KiB", or
-// bytes.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
