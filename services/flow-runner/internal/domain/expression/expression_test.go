@@ -193,3 +193,28 @@ func TestValue(t *testing.T) {
 		t.Fatalf("got %#v, want %#v", got, want)
 	}
 }
+
+// A rendered value is bounded as it is built: its parts together pass
+// MaxStringBytes at the part that passes it, whatever follows.
+func TestValueBound(t *testing.T) {
+	t.Parallel()
+	part := "{{repeat('x', 400000)}}"
+	for n, wantErr := range map[int]bool{2: false, 3: true, 100: true} {
+		items := make([]any, n)
+		for i := range items {
+			items[i] = part
+		}
+		v, err := CompileValue(map[string]any{"parts": items, "range": "{{1..2}}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Render(nil)
+		var size *SizeError
+		if wantErr != errors.As(err, &size) {
+			t.Fatalf("%d parts: %v", n, err)
+		}
+		if !wantErr && !reflect.DeepEqual(got.(map[string]any)["range"], []any{float64(1), float64(2)}) {
+			t.Fatalf("%d parts: range rendered as %#v", n, got.(map[string]any)["range"])
+		}
+	}
+}

@@ -210,28 +210,36 @@ func (v *Value) IsString() bool {
 }
 
 // Render evaluates every template of the tree over vars. The result is a
-// fresh JSON tree, at most MaxStringBytes large when encoded.
+// fresh JSON tree, at most MaxStringBytes large when encoded. The bound
+// holds as the tree is built: rendering stops at the first part that
+// passes it, so that a tree of a thousand templates of 1 MiB each never
+// takes more than the bound and one template's value.
 func (v *Value) Render(vars map[string]any) (any, error) {
-	out, err := v.render(vars)
-	if err != nil {
-		return nil, err
-	}
-	return Normalize(out, MaxStringBytes)
+	n := normalizer{left: MaxStringBytes, limit: MaxStringBytes}
+	return v.render(vars, &n, 0)
 }
 
-func (v *Value) render(vars map[string]any) (any, error) {
+// render is Normalize of the rendered tree, done as it is rendered.
+func (v *Value) render(vars map[string]any, n *normalizer, depth int) (any, error) {
 	if v == nil {
-		return nil, nil
+		return n.value(nil, depth)
 	}
 	switch v.kind {
 	case 'l':
-		return v.lit, nil
+		return n.value(v.lit, depth)
 	case 't':
-		return v.tmpl.Render(vars)
+		r, err := v.tmpl.Render(vars)
+		if err != nil {
+			return nil, err
+		}
+		return n.value(r, depth)
 	case 'a':
+		if err := n.take(2 + len(v.items)); err != nil {
+			return nil, err
+		}
 		out := make([]any, len(v.items))
 		for i, e := range v.items {
-			r, err := e.render(vars)
+			r, err := e.render(vars, n, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -239,9 +247,15 @@ func (v *Value) render(vars map[string]any) (any, error) {
 		}
 		return out, nil
 	case 'o':
+		if err := n.take(2 + len(v.items)); err != nil {
+			return nil, err
+		}
 		out := make(map[string]any, len(v.items))
 		for i, e := range v.items {
-			r, err := e.render(vars)
+			if err := n.take(len(v.keys[i]) + 3); err != nil {
+				return nil, err
+			}
+			r, err := e.render(vars, n, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -249,5 +263,5 @@ func (v *Value) render(vars map[string]any) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, nil
+	return n.value(nil, depth)
 }
