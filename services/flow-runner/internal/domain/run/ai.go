@@ -184,8 +184,10 @@ func (x *exec) llm(sc *scope, n *flow.LLM) stepResult {
 			return *call.failf(input, "%s", err)
 		}
 	}
-	if sent != nil {
-		x.emit(*sent)
+	if sent != nil && !x.emit(*sent) {
+		r := x.outputStop(sc, n)
+		r.input = input
+		return *call.fail(r)
 	}
 	return call.succeed(stepResult{next: n.Next, input: input, output: out})
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/bytesize"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/expression"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
@@ -127,6 +129,9 @@ func (e *Engine) budget() Budget {
 	if b.Nodes <= 0 {
 		b.Nodes = DefaultBudget.Nodes
 	}
+	if b.Output <= 0 {
+		b.Output = DefaultBudget.Output
+	}
 	return b
 }
 
@@ -142,6 +147,9 @@ type exec struct {
 	sessionID string
 	budget    Budget
 	deadline  time.Time
+	// output is what the run's messages, and its output once it ends,
+	// take as JSON: at most budget.Output.
+	output int
 }
 
 func (e *Engine) newExec(ctx context.Context, r *Run, m Modules, obs Observer, ws string) *exec {
@@ -149,10 +157,15 @@ func (e *Engine) newExec(ctx context.Context, r *Run, m Modules, obs Observer, w
 		obs = NopObserver{}
 	}
 	b := e.budget()
-	return &exec{
+	x := &exec{
 		e: e, ctx: ctx, run: r, res: &Result{Run: r}, obs: obs, modules: m, workspace: ws,
 		budget: b, deadline: e.now().Add(b.Time),
 	}
+	// A continued run's earlier messages count: the budget is the run's.
+	for _, msg := range r.Messages {
+		x.output += encodedSize(msg)
+	}
+	return x
 }
 
 // scope is the variables and place of one flow being run: the run's own
@@ -195,7 +208,7 @@ func (x *exec) finish(o outcome) {
 		return
 	case failed:
 		r.Status = StatusFailed
-		r.Error = o.err
+		r.Error = &Error{Code: o.err.Code, Message: truncate(o.err.Message, MaxErrorBytes)}
 	default:
 		r.Status = StatusCompleted
 		r.Output = o.output
@@ -253,13 +266,42 @@ func (x *exec) runNode(sc *scope, node flow.Node, step func() stepResult) stepRe
 	res := step()
 	nr := &x.res.NodeRuns[i]
 	nr.DurationMS = x.e.now().Sub(started).Milliseconds()
-	nr.Input, nr.Output, nr.Error = res.input, res.output, res.nodeErr
+	nr.Input, nr.Output, nr.Error = x.traced(res.input), x.traced(res.output), res.nodeErr
 	nr.Tokens, nr.CostUSD = res.tokens, res.costUSD
 	if res.stop != nil && res.stop.kind == failed && nr.Error == "" {
 		nr.Error = res.stop.err.Message
 	}
+	nr.Error = truncate(nr.Error, MaxErrorBytes)
 	x.obs.NodeEnded(*nr)
 	return res
+}
+
+// traced is v as the trace records it: v itself while the run's trace,
+// with it, stays within the output budget, else Truncated. Either way the
+// trace holds no more than the budget of what the flow built, however
+// many nodes record big values (a loop over a variable of 4 MiB).
+func (x *exec) traced(v any) any {
+	if v == nil {
+		return nil
+	}
+	size := encodedSize(v)
+	if size > x.budget.Output-x.run.TraceBytes {
+		v = Truncated(size)
+		size = encodedSize(v)
+	}
+	x.run.TraceBytes += size
+	return v
+}
+
+// encodedSize is the length of v's JSON encoding, which is how the run
+// stores it and the answer carries it. A value without one (none of the
+// engine's values) counts as too large to keep.
+func encodedSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return math.MaxInt32
+	}
+	return len(b)
 }
 
 // checkBudget stops the run before node when the node count or the time is
@@ -322,9 +364,31 @@ func (x *exec) portCtx(limit time.Duration) (ctx context.Context, cancel context
 
 // budgetStop is the failure of a node interrupted by the time budget.
 func (x *exec) budgetStop(sc *scope, node flow.Node) stepResult {
-	why := fmt.Sprintf("the run reached its time budget of %s", x.budget.Time)
+	return x.stopped(sc, node, fmt.Sprintf("the run reached its time budget of %s", x.budget.Time))
+}
+
+// outputStop is the failure of a node whose message or output would take
+// the run past its output budget: it is neither sent nor kept.
+func (x *exec) outputStop(sc *scope, node flow.Node) stepResult {
+	return x.stopped(sc, node, fmt.Sprintf("the run's messages and output would pass its budget of %s (RUN_OUTPUT_LIMIT)",
+		bytesize.Size(x.budget.Output)))
+}
+
+// stopped is the failure of a node the budget stopped, why saying which
+// part of it.
+func (x *exec) stopped(sc *scope, node flow.Node, why string) stepResult {
 	o := outcome{kind: failed, err: &Error{Code: CodeBudgetExceeded, Message: fmt.Sprintf("%s; node %q was stopped", why, sc.prefix+node.ID())}}
 	return stepResult{stop: &o, nodeErr: CodeBudgetExceeded + ": " + why}
+}
+
+// takeOutput counts size bytes of messages or output into the run's
+// output budget, unless they would pass it.
+func (x *exec) takeOutput(size int) bool {
+	if size > x.budget.Output-x.output {
+		return false
+	}
+	x.output += size
+	return true
 }
 
 // interrupted reports whether a port call's failure came from the run's
@@ -384,7 +448,24 @@ func (x *exec) step(sc *scope, node flow.Node) stepResult {
 type renderer struct {
 	vars map[string]any
 	err  error
+	// left is what the texts may still take together when over is set;
+	// past it the renderer stops with over as its error, so that a node of
+	// a thousand fields of 1 MiB each never builds them all.
+	left int
+	over error
 }
+
+// errOutputBudget is a message that would take the run past its output
+// budget.
+var errOutputBudget = errors.New("output budget spent")
+
+// MaxRequestHeadBytes bounds an http node's URL and header values
+// together, as rendered.
+const MaxRequestHeadBytes = 1 << 20
+
+// errRequestHead is an http node's URL and headers past
+// MaxRequestHeadBytes.
+var errRequestHead = fmt.Errorf("the url and headers would pass %s", bytesize.Size(MaxRequestHeadBytes))
 
 func (r *renderer) text(t *flow.Template) string {
 	if t == nil || r.err != nil {
@@ -393,6 +474,13 @@ func (r *renderer) text(t *flow.Template) string {
 	s, err := t.RenderString(r.vars)
 	if err != nil {
 		r.err = err
+		return ""
+	}
+	if r.over != nil {
+		if r.left -= len(s); r.left < 0 {
+			r.err = r.over
+			return ""
+		}
 	}
 	return s
 }
@@ -419,23 +507,39 @@ func render(t *flow.Template, vars map[string]any) (string, error) {
 	return s, r.err
 }
 
-func (x *exec) emit(m Message) {
+// emit sends m when the run's output budget has room for it, and says
+// whether it did; a message that would pass the budget is not sent.
+func (x *exec) emit(m Message) bool {
+	if !x.takeOutput(encodedSize(m)) {
+		return false
+	}
 	x.run.Messages = append(x.run.Messages, m)
 	x.res.Messages = append(x.res.Messages, m)
 	x.obs.Message(m)
+	return true
+}
+
+// messageRenderer renders a message's texts within what is left of the
+// output budget.
+func (x *exec) messageRenderer(vars map[string]any) renderer {
+	return renderer{vars: vars, left: x.budget.Output - x.output, over: errOutputBudget}
 }
 
 func (x *exec) sendMessage(sc *scope, n *flow.SendMessage) stepResult {
-	m, err := renderMessage(n.Message, sc.vars)
+	m, err := renderMessage(n.Message, x.messageRenderer(sc.vars))
+	if errors.Is(err, errOutputBudget) {
+		return x.outputStop(sc, n)
+	}
 	if err != nil {
 		return x.failStep(sc, n, "%s", err)
 	}
-	x.emit(m)
+	if !x.emit(m) {
+		return x.outputStop(sc, n)
+	}
 	return stepResult{next: n.Next, output: m}
 }
 
-func renderMessage(spec flow.Message, vars map[string]any) (Message, error) {
-	r := renderer{vars: vars}
+func renderMessage(spec flow.Message, r renderer) (Message, error) {
 	m := Message{Type: spec.Type, Text: r.text(spec.Text), QuickReplies: r.texts(spec.QuickReplies), Buttons: r.buttons(spec.Buttons)}
 	for _, c := range spec.Cards {
 		m.Cards = append(m.Cards, Card{Title: r.text(c.Title), Subtitle: r.text(c.Subtitle), ImageURL: r.text(c.ImageURL), Buttons: r.buttons(c.Buttons)})
@@ -452,15 +556,20 @@ func (x *exec) question(sc *scope, n *flow.Question) stepResult {
 		// ask their questions outside loops.
 		return x.failStep(sc, n, "a question inside a loop body cannot wait for an answer")
 	}
-	r := renderer{vars: sc.vars}
+	r := x.messageRenderer(sc.vars)
 	m := Message{Type: flow.MessageText, Text: r.text(n.Text), QuickReplies: r.texts(n.QuickReplies)}
+	if errors.Is(r.err, errOutputBudget) {
+		return x.outputStop(sc, n)
+	}
 	if r.err != nil {
 		return x.failStep(sc, n, "%s", r.err)
 	}
 	if len(m.QuickReplies) > 0 {
 		m.Type = flow.MessageQuickReplies
 	}
-	x.emit(m)
+	if !x.emit(m) {
+		return x.outputStop(sc, n)
+	}
 	return stepResult{output: m, stop: &outcome{kind: waiting}}
 }
 
@@ -658,15 +767,16 @@ func (x *exec) setVar(sc *scope, name string, v any) error {
 }
 
 func (x *exec) http(sc *scope, node flow.Node, n *flow.HTTP) stepResult {
-	url, err := render(n.URL, sc.vars)
-	if err != nil {
-		return x.failStep(sc, node, "url: %s", err)
+	head := renderer{vars: sc.vars, left: MaxRequestHeadBytes, over: errRequestHead}
+	url := head.text(n.URL)
+	if head.err != nil {
+		return x.failStep(sc, node, "url: %s", head.err)
 	}
 	req := HTTPRequest{Method: n.Method, URL: url, Headers: map[string]string{}, Timeout: n.Timeout}
 	for _, h := range n.Headers {
-		v, err := render(h.Value, sc.vars)
-		if err != nil {
-			return x.failStep(sc, node, "headers.%s: %s", h.Name, err)
+		v := head.text(h.Value)
+		if head.err != nil {
+			return x.failStep(sc, node, "headers.%s: %s", h.Name, head.err)
 		}
 		req.Headers[h.Name] = v
 	}
@@ -927,6 +1037,11 @@ func (x *exec) end(sc *scope, n *flow.End) stepResult {
 			return x.failStep(sc, n, "output: %s", err)
 		}
 		out, _ = v.(map[string]any)
+	}
+	// The run's own output counts with its messages; a called flow's is a
+	// value of its caller's (its variables, its trace).
+	if sc.top && !x.takeOutput(encodedSize(out)) {
+		return x.outputStop(sc, n)
 	}
 	return stepResult{output: out, stop: &outcome{kind: ended, output: out}}
 }

@@ -17,8 +17,10 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/bytesize"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
 
@@ -56,6 +58,19 @@ const MaxCallDepth = 3
 // MaxVarsBytes bounds the run's variables, encoded as JSON, so that a stored
 // run stays small whatever its loops write.
 const MaxVarsBytes = 4 << 20
+
+// MaxErrorBytes bounds the text of a run's error and of a node run's: an
+// error may quote what the flow built (a URL an http node could not
+// reach, a script's exception), and a loop of them would otherwise pile
+// it up in the trace.
+const MaxErrorBytes = 1 << 10
+
+// Truncated is what a trace records instead of a node's input or output
+// that would take the run's trace past its budget: the size it had, as
+// JSON, so that the trace shows something was there.
+func Truncated(bytes int) map[string]any {
+	return map[string]any{"truncated": true, "bytes": float64(bytes)}
+}
 
 // Error is a failed run's reason.
 type Error struct {
@@ -126,10 +141,17 @@ type Run struct {
 	// Depth is 0 for a run invoked over the API; called flows run inside
 	// their caller's run, counted from it.
 	Depth int
+	// TraceBytes is what its node runs' recorded inputs and outputs take,
+	// as JSON, over every call so far: a continue's store says what the
+	// earlier calls took.
+	TraceBytes int
 }
 
 // NodeRun is one node's run in the trace. A node stopped by the budget has
-// an Error and DurationMS 0: it did not run.
+// an Error and DurationMS 0: it did not run. Input and Output are kept
+// whole while the run's trace, with them, stays within Budget.Output
+// (counted in Run.TraceBytes); past that, one is recorded as
+// Truncated(its size). Error is cut at MaxErrorBytes.
 type NodeRun struct {
 	NodeID     string
 	NodeType   string
@@ -140,6 +162,22 @@ type NodeRun struct {
 	Error      string
 	Tokens     int
 	CostUSD    float64
+}
+
+// AnswerTooLarge fails the call's run because its answer, of size bytes,
+// is over max, the most one reply carries: the caller could never be told
+// it. The call's messages and the output go, so that the run as stored is
+// what the caller is told instead: failed, run_budget_exceeded.
+func (res *Result) AnswerTooLarge(size, max int, now time.Time) {
+	r := res.Run
+	r.Messages = r.Messages[:len(r.Messages)-len(res.Messages)]
+	res.Messages = nil
+	r.Status, r.Output = StatusFailed, map[string]any{}
+	r.Error = &Error{Code: CodeBudgetExceeded, Message: fmt.Sprintf(
+		"the run's answer of %d bytes would pass %s, the most one reply carries", size, bytesize.Size(max))}
+	if r.CompletedAt == nil {
+		r.CompletedAt = &now
+	}
 }
 
 // Result is what one invoke or continue produced.
@@ -222,15 +260,19 @@ func (NopObserver) Message(Message)                   {}
 func (NopObserver) NodeEnded(NodeRun)                 {}
 
 // Budget bounds a run: Nodes over the whole run, Time per call (a waiting
-// run's wait for its answer is not counted).
+// run's wait for its answer is not counted), and Output, in bytes, what
+// the run holds of what its flow produced, over the whole run: its
+// messages and its output, as JSON, together; and, apart, the inputs and
+// outputs its trace records (see NodeRun).
 type Budget struct {
-	Time  time.Duration
-	Nodes int
+	Time   time.Duration
+	Nodes  int
+	Output int
 }
 
 // DefaultBudget is the documented one (docs/flows.md "The run budget"):
-// 60 s or 200 nodes.
-var DefaultBudget = Budget{Time: 60 * time.Second, Nodes: 200}
+// 60 s, 200 nodes, and 1 MiB of messages and output.
+var DefaultBudget = Budget{Time: 60 * time.Second, Nodes: 200, Output: 1 << 20}
 
 // Modules are the workspace's plan modules a run consults.
 type Modules struct {
