@@ -120,6 +120,9 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 			Backstop: adapters.ReceiptBackstop{Runs: runs},
 			Log:      log,
 		})},
+		// An answer travels in one rpc reply; the room left is for the
+		// reply's envelope (status, headers).
+		MaxAnswerBytes: rpc.MaxReplyBytes - 64<<10,
 	}
 	uc := app.New(app.Deps{
 		Flows:     flows,

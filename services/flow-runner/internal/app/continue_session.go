@@ -20,7 +20,7 @@ import (
 // FLOW_SESSION_TTL from started_at; catalog.ErrSessionBusy while another
 // continue holds it; ErrGuardNotWired for a flow with AI nodes while the
 // safety guard is not.
-func (a *App) continueSession(ctx context.Context, call InvokeCall, obs run.Observer, rr *receiptRequest) (*Outcome, error) {
+func (a *App) continueSession(ctx context.Context, call InvokeCall, sink InvokeSink, rr *receiptRequest) (*Outcome, error) {
 	if _, err := a.invokable(ctx, call.WorkspaceID, call.FlowID); err != nil {
 		return nil, err
 	}
@@ -41,20 +41,18 @@ func (a *App) continueSession(ctx context.Context, call InvokeCall, obs run.Obse
 			return catalog.Changes{}, err
 		}
 		started := time.Now()
-		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: call.Session.Text, Modules: call.Plan.Modules, Observer: obs})
+		res, err := a.engine.Continue(ctx, v.Definition, r, run.Continuation{Text: call.Session.Text, Modules: call.Plan.Modules, Observer: sink})
 		if errors.Is(err, run.ErrNotWaiting) {
 			return catalog.Changes{}, catalog.ErrSessionNotFound
 		}
 		if err != nil {
 			return catalog.Changes{}, err
 		}
-		a.obs.RunCall(res.Run.Status, time.Since(started))
-		out = &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
-		receipt, err := rr.receipt(call.WorkspaceID, out)
-		if err != nil {
+		if out, err = a.outcome(sink, res); err != nil {
 			return catalog.Changes{}, err
 		}
-		return catalog.Changes{NodeRuns: res.NodeRuns, Receipt: receipt}, nil
+		a.obs.RunCall(res.Run.Status, time.Since(started))
+		return catalog.Changes{NodeRuns: res.NodeRuns, Receipt: rr.receipt(call.WorkspaceID, out)}, nil
 	})
 	if err != nil {
 		return nil, err

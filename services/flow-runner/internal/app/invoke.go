@@ -41,6 +41,11 @@ type Contract struct {
 	DailyLimit int
 	// Keys are the calls' Idempotency-Keys.
 	Keys IdempotencyKeys
+	// MaxAnswerBytes is the largest JSON answer a call's reply carries; a
+	// larger one fails its run in-run, so that no run is stored as it went
+	// while its caller is told something else (App.outcome). Zero: no
+	// bound.
+	MaxAnswerBytes int
 }
 
 // ErrSlotsFull is SlotPool.Take's answer when every place is held.
@@ -154,8 +159,8 @@ type SessionInput struct {
 
 // InvokeSink is where a call's run goes as it happens: a stream writes
 // each event, a JSON call keeps none. Render is the call's JSON answer for
-// an outcome, which its repeats get too (a stream's included), so a keyed
-// call keeps it.
+// an outcome: what a JSON call is answered (Outcome.Answer), and what its
+// repeats get (a stream's included), so a keyed call keeps it.
 type InvokeSink interface {
 	run.Observer
 	Render(o *Outcome) ([]byte, error)
@@ -249,7 +254,7 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 	sink := &startedSink{InvokeSink: call.Sink}
 	var rr *receiptRequest
 	if claim != nil {
-		rr = &receiptRequest{keyHash: claim.KeyHash(), fingerprint: call.Fingerprint, render: call.Sink.Render, maxBody: a.contract.Keys.MaxAnswerBytes()}
+		rr = &receiptRequest{keyHash: claim.KeyHash(), fingerprint: call.Fingerprint, maxBody: a.contract.Keys.MaxAnswerBytes()}
 	}
 	var out *Outcome
 	if call.Session != nil {
@@ -271,7 +276,7 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 		return nil, err
 	}
 	if claim != nil {
-		claim.Answered(ctx, StoredAnswer{Status: answerStatus, Body: rr.answer, RunID: out.Run.ID})
+		claim.Answered(ctx, StoredAnswer{Status: answerStatus, Body: out.Answer, RunID: out.Run.ID})
 	}
 	return &InvokeAnswer{Outcome: out}, nil
 }

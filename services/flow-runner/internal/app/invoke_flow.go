@@ -133,41 +133,60 @@ type receiptRequest struct {
 	// keyHash stands for the idempotency key; fingerprint for the request.
 	keyHash     string
 	fingerprint string
-	// render is the call's JSON answer for an outcome; an answer over
-	// maxBody bytes is not kept (its repeats are told its run instead).
-	render  func(*Outcome) ([]byte, error)
+	// maxBody bounds the answer a receipt keeps; a larger one's repeats
+	// are told its run instead.
 	maxBody int
-	// answer is the answer rendered for the receipt, whole: what the
-	// key's store keeps once the run is stored.
-	answer []byte
 }
 
-// receipt renders the receipt of a call that ran; nil without a request.
-func (rr *receiptRequest) receipt(workspaceID string, out *Outcome) (*catalog.Receipt, error) {
+// receipt is the receipt of a call that ran, its answer rendered; nil
+// without a request.
+func (rr *receiptRequest) receipt(workspaceID string, out *Outcome) *catalog.Receipt {
 	if rr == nil {
-		return nil, nil
+		return nil
 	}
-	body, err := rr.render(out)
-	if err != nil {
-		return nil, fmt.Errorf("render receipt: %w", err)
-	}
-	rr.answer = body
+	body := out.Answer
 	if len(body) > rr.maxBody {
 		body = nil
 	}
 	return &catalog.Receipt{
 		WorkspaceID: workspaceID, KeyHash: rr.keyHash, Fingerprint: rr.fingerprint,
 		Status: answerStatus, Body: body, RunID: out.Run.ID,
-	}, nil
+	}
 }
 
 // Outcome is what one invoke or continue produced: the run after the call
-// and the messages of this call.
+// and the messages of this call, and the call's answer.
 type Outcome struct {
 	Run      *run.Run
 	Messages []run.Message
 	// Usage is this call's: the response's usage (Run.Usage is the run's).
 	Usage run.Usage
+	// Answer is the JSON answer of the outcome (InvokeSink.Render),
+	// rendered before the run is stored: what a JSON call is sent.
+	Answer []byte
+}
+
+// outcome is the outcome of a call's run, res, with its answer rendered
+// by sink before the run is stored, so that the answer sent and the run
+// stored are one. An answer larger than a reply carries could never be
+// sent: the run then fails in-run (run.Result.AnswerTooLarge), and that is
+// what is stored and answered. An answer that cannot be rendered leaves
+// the run unstored.
+func (a *App) outcome(sink InvokeSink, res *run.Result) (*Outcome, error) {
+	out := &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
+	body, err := sink.Render(out)
+	if err != nil {
+		return nil, fmt.Errorf("render answer: %w", err)
+	}
+	if limit := a.contract.MaxAnswerBytes; limit > 0 && len(body) > limit {
+		res.AnswerTooLarge(len(body), limit, a.now())
+		out = &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
+		if body, err = sink.Render(out); err != nil {
+			return nil, fmt.Errorf("render answer: %w", err)
+		}
+	}
+	out.Answer = body
+	return out, nil
 }
 
 // invokeFlow starts a run of the flow's published version and stores it,
@@ -176,7 +195,7 @@ type Outcome struct {
 // node a headless run may not use is a *flow.NotInvokableError (package
 // domain/flow). Both are checked on every call against the version
 // published now, so a republished flow is checked at once.
-func (a *App) invokeFlow(ctx context.Context, call InvokeCall, obs run.Observer, rr *receiptRequest) (*Outcome, error) {
+func (a *App) invokeFlow(ctx context.Context, call InvokeCall, sink InvokeSink, rr *receiptRequest) (*Outcome, error) {
 	v, err := a.invokable(ctx, call.WorkspaceID, call.FlowID)
 	if err != nil {
 		return nil, err
@@ -187,20 +206,19 @@ func (a *App) invokeFlow(ctx context.Context, call InvokeCall, obs run.Observer,
 	started := time.Now()
 	res := a.engine.Invoke(ctx, v.Definition, run.Invocation{
 		RunID: a.newID(), FlowID: v.FlowID, Version: v.Version, WorkspaceID: call.WorkspaceID,
-		SessionID: a.newID(), Input: call.Input, Modules: call.Plan.Modules, Observer: obs,
+		SessionID: a.newID(), Input: call.Input, Modules: call.Plan.Modules, Observer: sink,
 	})
+	out, err := a.outcome(sink, res)
+	if err != nil {
+		return nil, err
+	}
 	a.obs.RunCall(res.Run.Status, time.Since(started))
 	if res.Run.Status != run.StatusWaiting {
 		// A run that never waited has no session.
 		res.Run.SessionID = ""
 	}
-	out := &Outcome{Run: res.Run, Messages: res.Messages, Usage: res.Usage}
-	receipt, err := rr.receipt(call.WorkspaceID, out)
-	if err != nil {
-		return nil, err
-	}
 	// The run happened: it is stored even when the caller has gone.
-	if err := a.runs.Create(context.WithoutCancel(ctx), res.Run, res.NodeRuns, receipt); err != nil {
+	if err := a.runs.Create(context.WithoutCancel(ctx), res.Run, res.NodeRuns, rr.receipt(call.WorkspaceID, out)); err != nil {
 		return nil, fmt.Errorf("store run: %w", err)
 	}
 	return out, nil

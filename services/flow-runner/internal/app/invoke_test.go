@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -234,7 +235,8 @@ func (o *observed) ContractUnavailable(what string, _ error) {
 }
 
 // contractFixture is an App over the fakes: flow "echo" of workspace "ws"
-// echoes input.s, flow "ai" has an llm node (and no guard is wired).
+// echoes input.s, flow "say" sends it as a message too, flow "ai" has an
+// llm node (and no guard is wired).
 type contractFixture struct {
 	app   *App
 	runs  *fakeRuns
@@ -264,6 +266,10 @@ func newContractFixture(t *testing.T, concurrency, dailyLimit int) *contractFixt
 		Flows: &fakeFlows{versions: map[string]*catalog.Version{
 			"echo": version("echo", `{"name": "Echo", "triggers": ["api"], "nodes": [
 				{"id": "start", "type": "start", "next": "done"},
+				{"id": "done", "type": "end", "output": {"s": "{{vars.input.s}}"}}]}`),
+			"say": version("say", `{"name": "Say", "triggers": ["api"], "nodes": [
+				{"id": "start", "type": "start", "next": "hi"},
+				{"id": "hi", "type": "send_message", "message": {"type": "text", "text": "{{vars.input.s}}"}, "next": "done"},
 				{"id": "done", "type": "end", "output": {"s": "{{vars.input.s}}"}}]}`),
 			"ai": version("ai", `{"name": "AI", "triggers": ["api"], "nodes": [
 				{"id": "start", "type": "start", "next": "say"},
@@ -481,6 +487,59 @@ func TestInvokeAnswerTooLargeToKeep(t *testing.T) {
 	if kept := f.keys.answered("ws", "big"); kept == nil || len(kept.Body) <= f.keys.max || kept.RunID != ans.Outcome.Run.ID {
 		t.Fatalf("the key got %+v", kept)
 	}
+}
+
+// An answer larger than one reply carries could never reach its caller:
+// the run fails in-run instead, without the call's messages and output,
+// and the run stored, the answer and what the key keeps all say that.
+func TestInvokeAnswerTooLargeForAReply(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	f.app.contract.MaxAnswerBytes = 1 << 10
+	f.keys.max = 1 << 20
+	ans, err := f.invoke("say", "k", map[string]any{"s": strings.Repeat("a", 2<<10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ans.Outcome.Run
+	whole, _ := json.Marshal(map[string]any{"run_id": r.ID, "output": map[string]any{"s": strings.Repeat("a", 2<<10)}})
+	want := run.Error{Code: run.CodeBudgetExceeded, Message: fmt.Sprintf("the run's answer of %d bytes would pass 1 KiB, the most one reply carries", len(whole))}
+	if r.Status != run.StatusFailed || r.Error == nil || *r.Error != want || len(r.Output) != 0 || r.CompletedAt == nil ||
+		len(r.Messages) != 0 || len(ans.Outcome.Messages) != 0 {
+		t.Fatalf("run %s %+v, output %v, %d messages", r.Status, r.Error, r.Output, len(r.Messages))
+	}
+	answer := `{"output":{},"run_id":"` + r.ID + `"}`
+	if string(ans.Outcome.Answer) != answer {
+		t.Fatalf("answer %s; want %s", ans.Outcome.Answer, answer)
+	}
+	if len(f.runs.runs) != 1 || f.runs.runs[0].Status != run.StatusFailed || string(f.runs.receipts[0].Body) != answer {
+		t.Fatalf("stored %d runs, receipt %+v", len(f.runs.runs), f.runs.receipts[0])
+	}
+	if kept := f.keys.answered("ws", "k"); kept == nil || string(kept.Body) != answer {
+		t.Fatalf("the key keeps %+v", kept)
+	}
+}
+
+// An answer that cannot be rendered is a run not stored: the caller is
+// told so (500), and no run says otherwise.
+func TestInvokeAnswerNotRendered(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	c := call("echo", "k", nil)
+	c.Sink = &unrenderable{}
+	_, err := f.app.Invoke(context.Background(), c)
+	var notStored *RunNotStoredError
+	if !errors.As(err, &notStored) || len(f.runs.runs) != 0 || f.keys.answered("ws", "k") != nil {
+		t.Fatalf("%v, %d runs stored; want RunNotStoredError and none", err, len(f.runs.runs))
+	}
+	f.wantClean(t)
+}
+
+// unrenderable is a sink whose answers cannot be rendered.
+type unrenderable struct{ sink }
+
+func (*unrenderable) Render(*Outcome) ([]byte, error) {
+	return nil, errors.New("json: unsupported value")
 }
 
 // A call in progress, or a key used for another request, is refused as

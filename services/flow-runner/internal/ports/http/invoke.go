@@ -100,12 +100,12 @@ func (h *handlers) invoke(c echo.Context) error {
 		// A replay is the stored JSON body, also for a stream request.
 		return idempotency.WriteReplay(c.Response(), &idempotency.Response{Status: answer.Replay.Status, Body: answer.Replay.Body})
 	}
-	resp := toAPIInvokeResponse(answer.Outcome)
 	if sink.stream != nil {
-		sink.stream.event(flowrunnerapi.EventEnd, toAPIEndEvent(resp))
+		sink.stream.event(flowrunnerapi.EventEnd, toAPIEndEvent(toAPIInvokeResponse(answer.Outcome)))
 		return nil
 	}
-	return c.JSON(http.StatusOK, resp)
+	// The answer the run was stored with (Render), as it was rendered.
+	return c.JSONBlob(http.StatusOK, answer.Outcome.Answer)
 }
 
 // continueText is input.text of a continue, the only part it reads.
