@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
+	"github.com/parleyhq/parley/pkg/bytesize"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
@@ -58,6 +59,7 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		SessionTTL:          time.Hour,
 		BudgetTime:          20 * time.Second,
 		BudgetNodes:         200,
+		OutputLimit:         bytesize.MiB,
 		StagesOpen:          "call_flow,script,condition.cases,delay.until,variable.op",
 		AllowPrivateTargets: true,
 		// The invoke contract at its documented values (docs/flows.md "Limits").

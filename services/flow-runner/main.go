@@ -139,7 +139,7 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 			Knowledge:     knowledge,
 			GuardFallback: cfg.GuardFallbackText,
 			Now:           clock,
-			Budget:        flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes},
+			Budget:        flowrun.Budget{Time: cfg.BudgetTime, Nodes: cfg.BudgetNodes, Output: int(cfg.OutputLimit)},
 		},
 		Contract:   contract,
 		Guard:      guardian,

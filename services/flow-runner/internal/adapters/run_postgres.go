@@ -479,6 +479,19 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if err != nil {
 			return err
 		}
+		// What the trace holds so far counts against the run's budget
+		// (run.Run.TraceBytes): the recorded inputs and outputs, as the
+		// json columns keep them, as encoded.
+		var trace struct {
+			Last  int
+			Bytes int
+		}
+		if err := tx.Model(&nodeRunRow{}).Where("run_id = ?", row.ID).
+			Select("coalesce(max(seq), 0) AS last, coalesce(sum(coalesce(octet_length(input::text), 0) + coalesce(octet_length(output::text), 0)), 0) AS bytes").
+			Scan(&trace).Error; err != nil {
+			return fmt.Errorf("measure node runs: %w", err)
+		}
+		r.TraceBytes = trace.Bytes
 		changes, err := fn(r)
 		if err != nil {
 			return err
@@ -490,11 +503,7 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if err := tx.Model(&runRow{}).Where("id = ?", row.ID).Select("*").Omit("id", "source").Updates(&updated).Error; err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
-		var last int
-		if err := tx.Model(&nodeRunRow{}).Where("run_id = ?", row.ID).Select("coalesce(max(seq), 0)").Scan(&last).Error; err != nil {
-			return fmt.Errorf("count node runs: %w", err)
-		}
-		nodes, err := nodeRunColumns(last+1, changes.NodeRuns)
+		nodes, err := nodeRunColumns(trace.Last+1, changes.NodeRuns)
 		if err != nil {
 			return err
 		}

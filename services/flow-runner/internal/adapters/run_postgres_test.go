@@ -161,3 +161,41 @@ func TestReceiptsStoredWithTheirRuns(t *testing.T) {
 		t.Fatal("a live receipt was purged")
 	}
 }
+
+// A continued run is given what its trace took so far (run.Run.TraceBytes):
+// every stored node run's input and output, as stored, the calls before
+// included; its new node runs follow the stored ones.
+func TestContinueSaysWhatTheTraceTook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, f, runs := publishedFlow(t, time.Hour)
+	r := &run.Run{
+		ID: uuid.NewString(), FlowID: f.ID, Version: 1, WorkspaceID: ws, Status: run.StatusWaiting,
+		CurrentNodeID: "q", Vars: map[string]any{}, StartedAt: time.Now(), SessionID: uuid.NewString(),
+	}
+	first := []run.NodeRun{
+		{NodeID: "start", NodeType: "start", StartedAt: time.Now()},
+		{NodeID: "v", NodeType: "variable", StartedAt: time.Now(), Output: map[string]any{"v": "abc"}},
+		{NodeID: "q", NodeType: "question", StartedAt: time.Now(), Input: map[string]any{"text": "é"}, Output: run.Message{Type: "text", Text: "Name?"}},
+	}
+	if err := runs.Create(ctx, r, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	// {"v":"abc"} 11, {"text":"é"} 13 (é is two bytes), {"type":"text","text":"Name?"} 30.
+	const took = 11 + 13 + 30
+	for call, want := range []int{took, took + 14} {
+		err := runs.Continue(ctx, r.SessionID, func(got *run.Run) (catalog.Changes, error) {
+			if got.TraceBytes != want {
+				t.Errorf("call %d: the trace took %d bytes; want %d", call+2, got.TraceBytes, want)
+			}
+			return catalog.Changes{NodeRuns: []run.NodeRun{{NodeID: "q", NodeType: "question", StartedAt: time.Now(), Input: map[string]any{"text": "yes"}}}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := runs.Get(ctx, ws, f.ID, r.ID)
+	if err != nil || len(tr.NodeRuns) != 5 || tr.NodeRuns[4].NodeID != "q" {
+		t.Fatalf("trace %+v, %v", tr, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/bytesize"
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/adapters/llm"
@@ -29,6 +30,10 @@ type Config struct {
 	BudgetTime time.Duration `env:"RUN_BUDGET_TIME" envDefault:"60s"`
 	// BudgetNodes bounds the node runs over a whole run.
 	BudgetNodes int `env:"RUN_BUDGET_NODES" envDefault:"200"`
+	// OutputLimit bounds what a run holds of what its flow built, over
+	// the whole run: its messages and output together, and apart its
+	// trace's recorded inputs and outputs.
+	OutputLimit bytesize.Size `env:"RUN_OUTPUT_LIMIT" envDefault:"1MiB"`
 	// StagesOpen lists the staged features a published flow may use;
 	// StagesNone closes them all (an empty value takes the default, all
 	// open).
@@ -87,6 +92,16 @@ type Config struct {
 // run and for an evaluation step that overruns (at most a few seconds).
 const MaxBudgetTime = rpc.LongHandlerTimeout - 15*time.Second
 
+// The bounds of RUN_OUTPUT_LIMIT. A JSON answer carries a call's messages
+// and the run's output, so at most the limit and a little more: the top
+// keeps it far under the largest reply (rpc.MaxReplyBytes), and four runs
+// of a workspace at once within a few times the limit of memory. Below
+// the bottom an honest flow could not send a few messages.
+const (
+	MinOutputLimit = 64 * bytesize.KiB
+	MaxOutputLimit = bytesize.Size(rpc.MaxReplyBytes / 4)
+)
+
 // StagesNone is the FLOW_STAGES_OPEN value that opens no staged feature.
 const StagesNone = "none"
 
@@ -121,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.BudgetNodes < 1 || c.BudgetNodes > 100000 {
 		return fmt.Errorf("RUN_BUDGET_NODES: must be between 1 and 100000, got %d", c.BudgetNodes)
+	}
+	if c.OutputLimit < MinOutputLimit || c.OutputLimit > MaxOutputLimit {
+		return fmt.Errorf("RUN_OUTPUT_LIMIT: %s is not between %s and %s", c.OutputLimit, MinOutputLimit, MaxOutputLimit)
 	}
 	if c.Concurrency < 1 {
 		return fmt.Errorf("FLOW_CONCURRENCY: must be at least 1, got %d", c.Concurrency)

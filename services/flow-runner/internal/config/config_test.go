@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/bytesize"
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
@@ -15,7 +16,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":8083" || cfg.SessionTTL != time.Hour || cfg.BudgetTime != 60*time.Second || cfg.BudgetNodes != 200 || cfg.AllowPrivateTargets {
+	if cfg.Addr != ":8083" || cfg.SessionTTL != time.Hour || cfg.BudgetTime != 60*time.Second || cfg.BudgetNodes != 200 ||
+		cfg.OutputLimit != bytesize.MiB || cfg.AllowPrivateTargets {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if cfg.Concurrency != 4 || cfg.SlotLease != 15*time.Second || cfg.InvokeDailyCap != 2000 ||
@@ -70,12 +72,13 @@ func TestSettings(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.LoadFrom[Config](map[string]string{
 		"FLOW_RUNNER_ADDR": ":9999", "FLOW_SESSION_TTL": "2s", "RUN_BUDGET_TIME": "1s",
-		"RUN_BUDGET_NODES": "10", "FLOW_STAGES_OPEN": "script", "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+		"RUN_BUDGET_NODES": "10", "RUN_OUTPUT_LIMIT": "256 KiB", "FLOW_STAGES_OPEN": "script", "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":9999" || cfg.SessionTTL != 2*time.Second || cfg.BudgetTime != time.Second || cfg.BudgetNodes != 10 || !cfg.AllowPrivateTargets {
+	if cfg.Addr != ":9999" || cfg.SessionTTL != 2*time.Second || cfg.BudgetTime != time.Second || cfg.BudgetNodes != 10 ||
+		cfg.OutputLimit != 256*bytesize.KiB || !cfg.AllowPrivateTargets {
 		t.Fatalf("settings: %+v", cfg)
 	}
 	if st := cfg.Stages(); !st[flow.StageScript] || st[flow.StageCallFlow] {
@@ -105,6 +108,9 @@ func TestRefusals(t *testing.T) {
 		{"negative budget", map[string]string{"RUN_BUDGET_TIME": "-1s"}, "RUN_BUDGET_TIME"},
 		{"budget past the rpc bound", map[string]string{"RUN_BUDGET_TIME": "61s"}, "RUN_BUDGET_TIME"},
 		{"no nodes", map[string]string{"RUN_BUDGET_NODES": "0"}, "RUN_BUDGET_NODES"},
+		{"output limit too small", map[string]string{"RUN_OUTPUT_LIMIT": "1KiB"}, "RUN_OUTPUT_LIMIT: 1 KiB is not between 64 KiB and 16 MiB"},
+		{"output limit past a reply", map[string]string{"RUN_OUTPUT_LIMIT": "17MiB"}, "RUN_OUTPUT_LIMIT"},
+		{"output limit in decimal units", map[string]string{"RUN_OUTPUT_LIMIT": "1MB"}, "RUN_OUTPUT_LIMIT"},
 		{"unknown stage", map[string]string{"FLOW_STAGES_OPEN": "scripts"}, "FLOW_STAGES_OPEN"},
 		{"bad duration", map[string]string{"FLOW_SESSION_TTL": "soon"}, "FLOW_SESSION_TTL"},
 		{"no concurrency", map[string]string{"FLOW_CONCURRENCY": "0"}, "FLOW_CONCURRENCY"},
