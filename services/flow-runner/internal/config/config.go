@@ -94,9 +94,8 @@ const MaxBudgetTime = rpc.LongHandlerTimeout - 15*time.Second
 
 // The bounds of RUN_OUTPUT_LIMIT. A JSON answer carries a call's messages
 // and the run's output, so at most the limit and a little more: the top
-// keeps it far under the largest reply (rpc.MaxReplyBytes), and four runs
-// of a workspace at once within a few times the limit of memory. Below
-// the bottom an honest flow could not send a few messages.
+// keeps it far under the largest reply (rpc.MaxReplyBytes). Below the
+// bottom an honest flow could not send a few messages.
 const (
 	MinOutputLimit = 64 * bytesize.KiB
 	MaxOutputLimit = bytesize.Size(rpc.MaxReplyBytes / 4)
