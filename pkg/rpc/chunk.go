@@ -314,6 +314,13 @@ func (p *pending) streamControl() string {
 	return p.msg.Header.Get(HeaderStreamControl)
 }
 
+// backlog reports whether stream messages wait to be read.
+func (p *pending) backlog() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue) > 0
+}
+
 // failStream breaks the stream with err unless it is broken; p.mu is held.
 func (p *pending) failStream(err error) {
 	if p.streamErr == nil {

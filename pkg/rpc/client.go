@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ type Client struct {
 
 	// StreamKeepAlive and StreamGap; shorter in tests.
 	keepAlive, streamGap time.Duration
+	// ackEvery is how many bytes handed on a stream's reader acknowledges
+	// at once while more is queued (half of StreamWindow); smaller in
+	// tests.
+	ackEvery int
 }
 
 // NewClient returns a client for services registered under prefix.
@@ -46,6 +51,7 @@ func NewClient(nc *nats.Conn, prefix string) *Client {
 		replies:   &replies{nc: nc, gap: ChunkGap},
 		keepAlive: StreamKeepAlive,
 		streamGap: StreamGap,
+		ackEvery:  StreamWindow / 2,
 	}
 }
 
@@ -133,6 +139,7 @@ func (c *Client) Open(ctx context.Context, service, endpoint string, req *rpcv1.
 		return nil, fmt.Errorf("call %s: stream head without %s", service, HeaderStreamControl)
 	}
 	reply.Response = &resp
+	reply.unacked = len(resp.Body)
 	return reply, nil
 }
 
@@ -157,7 +164,7 @@ func (c *Client) request(ctx context.Context, subject string, data []byte) (*nat
 	}
 	msg := &nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: nats.Header{
 		HeaderAcceptChunks: {"1"},
-		HeaderAcceptStream: {"1"},
+		HeaderAcceptStream: {strconv.Itoa(acceptStreamAcks)},
 	}}
 	if err := c.nc.PublishMsg(msg); err != nil {
 		c.replies.close(inbox)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,6 +33,13 @@ type Reply struct {
 	// Read by Next only.
 	seq int   // of the last data or end read
 	err error // io.EOF after the end, or why the stream broke
+	// ackEvery is Client.ackEvery; unacked the bytes handed on since the
+	// last ack.
+	ackEvery int
+	unacked  int
+	// acked is the last seq acknowledged, -1 before the first; the
+	// keep-alives repeat it.
+	acked atomic.Int64
 
 	mu     sync.Mutex
 	ended  bool // the end was read: the server needs no cancel
@@ -41,7 +49,8 @@ type Reply struct {
 // newReply wraps msg, the first answer to call; for a stream's head it
 // starts the keep-alives.
 func (c *Client) newReply(msg *nats.Msg, call call) *Reply {
-	r := &Reply{nc: c.nc, replies: c.replies, call: call, gap: c.streamGap, stop: make(chan struct{})}
+	r := &Reply{nc: c.nc, replies: c.replies, call: call, gap: c.streamGap, stop: make(chan struct{}), ackEvery: c.ackEvery}
+	r.acked.Store(-1)
 	if msg.Header.Get(HeaderStream) != streamHead {
 		r.stopKeepAlives()
 		c.replies.close(call.inbox)
@@ -64,10 +73,15 @@ func (r *Reply) Streaming() bool { return r.stream }
 // came for StreamGap, when the connection to NATS dropped, and when ctx
 // ends; once it failed other than by ctx it keeps failing, and the caller
 // closes the reply. One goroutine reads.
+//
+// Calling Next says the caller has handed on what it read before (the
+// head's body included): it acknowledges that to the service, whose
+// handler runs at most StreamWindow ahead of it (see stream.go).
 func (r *Reply) Next(ctx context.Context) ([]byte, error) {
 	if !r.Streaming() {
 		return nil, io.EOF
 	}
+	r.acknowledge()
 	for r.err == nil {
 		m, err := r.call.p.next(ctx, r.gap)
 		if err != nil {
@@ -100,6 +114,7 @@ func (r *Reply) Next(ctx context.Context) ([]byte, error) {
 				r.end()
 			}
 			if len(m.Data) > 0 {
+				r.unacked += len(m.Data)
 				return m.Data, nil
 			}
 		default:
@@ -107,6 +122,23 @@ func (r *Reply) Next(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return nil, r.err
+}
+
+// acknowledge tells the service that every message up to the last read
+// was handed on: at once when nothing more is queued (the handler may be
+// waiting for it), else once ackEvery bytes were, so that a stream of many
+// small events costs few acks.
+func (r *Reply) acknowledge() {
+	if r.err != nil || r.control == "" || int64(r.seq) <= r.acked.Load() {
+		return
+	}
+	if r.unacked < r.ackEvery && r.call.p.backlog() {
+		return
+	}
+	// One lost is made good by the keep-alives, which repeat it.
+	_ = r.nc.Publish(r.control, []byte(controlAck+strconv.Itoa(r.seq)))
+	r.acked.Store(int64(r.seq))
+	r.unacked = 0
 }
 
 // end forgets a stream that ended: nothing is left to keep alive or cancel.
@@ -154,7 +186,11 @@ func (r *Reply) keepAlive(interval time.Duration) {
 		case <-tick.C:
 			// A keep-alive that cannot be sent now is one of several
 			// within StreamIdle; the next may go.
-			_ = r.nc.Publish(r.control, []byte(controlKeepAlive))
+			msg := controlKeepAlive
+			if seq := r.acked.Load(); seq >= 0 {
+				msg = controlAck + strconv.FormatInt(seq, 10)
+			}
+			_ = r.nc.Publish(r.control, []byte(msg))
 		}
 	}
 }

@@ -73,6 +73,8 @@ type Server struct {
 
 	// StreamIdle and StreamBeat; shorter in tests.
 	streamIdle, streamBeat time.Duration
+	// StreamWindow; smaller in tests.
+	streamWindow int64
 
 	// mu orders starting a request against Stop: once closed, no handler
 	// starts, so none runs after Stop returns and its caller closes the
@@ -105,8 +107,9 @@ func NewServer(nc *nats.Conn, prefix, service, version string, log *zap.Logger) 
 		cancel: cancel,
 		grace:  StopGrace,
 
-		streamIdle: StreamIdle,
-		streamBeat: StreamBeat,
+		streamIdle:   StreamIdle,
+		streamBeat:   StreamBeat,
+		streamWindow: StreamWindow,
 	}, nil
 }
 
@@ -231,8 +234,8 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 		req.Header.Set("X-Request-Id", in.GetRequestId())
 	}
 	rec := newRecorder()
-	if msg.Headers().Get(HeaderAcceptStream) != "" && msg.Reply() != "" {
-		rec.stream = s.newStream(msg.Reply(), in.GetRequestId(), cancelStream)
+	if accept := msg.Headers().Get(HeaderAcceptStream); accept != "" && msg.Reply() != "" {
+		rec.stream = s.newStream(ctx, msg.Reply(), in.GetRequestId(), cancelStream, acknowledges(accept))
 	}
 	h.ServeHTTP(rec, req)
 	if rec.streaming() {
@@ -318,14 +321,16 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 // Flush sends what was written so far when the caller takes streams, and
-// makes the response a stream (see stream.go). For a caller that does not
-// it does nothing: the response is sent when the handler returns, in one
-// message or, when large, in chunks (see chunk.go).
+// makes the response a stream (see stream.go); it returns once the caller
+// is at most StreamWindow behind, so a handler cannot run far ahead of its
+// reader. For a caller that does not take streams it does nothing: the
+// response is sent when the handler returns, in one message or, when
+// large, in chunks (see chunk.go).
 func (r *recorder) Flush() { _ = r.FlushError() }
 
 // FlushError is Flush for http.ResponseController, which prefers it: it
-// says when the stream could not be sent (the handler's context is
-// cancelled then too).
+// says when the stream could not be sent, or its caller went (the
+// handler's context is cancelled then too).
 func (r *recorder) FlushError() error {
 	if r.stream == nil {
 		return nil
@@ -342,7 +347,10 @@ func (r *recorder) FlushError() error {
 			return nil
 		}
 		r.body.Reset()
-		return err
+		if err != nil {
+			return err
+		}
+		return r.stream.awaitAcks(r.stream.window)
 	}
 	if r.body.Len() == 0 {
 		return nil
@@ -350,6 +358,34 @@ func (r *recorder) FlushError() error {
 	err := r.stream.flush(r.body.Bytes())
 	r.body.Reset()
 	return err
+}
+
+// AwaitDelivery flushes what the handler wrote to the stream w answers and
+// returns once its caller has taken all of it: the gateway acknowledges a
+// message once it has written it to its HTTP client. It fails, with the
+// cause, when that cannot happen any more: the caller went
+// (ErrStreamCancelled) or the handler's context ended. For a response that
+// is not a stream (never flushed, the caller does not take streams, or w
+// is not an rpc request's) and a caller that does not acknowledge, it
+// returns nil at once: the response goes when the handler returns, and
+// there is nothing to wait for or no way to know.
+func AwaitDelivery(w http.ResponseWriter) error {
+	for {
+		switch t := w.(type) {
+		case *recorder:
+			if !t.streaming() {
+				return nil
+			}
+			if err := t.FlushError(); err != nil {
+				return err
+			}
+			return t.stream.awaitAcks(0)
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // streaming reports whether the response has begun to be sent as a stream.

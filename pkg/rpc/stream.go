@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,9 +21,12 @@ import (
 // streams has its response sent as it is written, on the request's reply
 // subject, instead of whole at the end:
 //
-//   - the request carries Parley-Accept-Stream: 1 (the Client sets it on
-//     every request; for a caller that does not, Flush does nothing and the
-//     response goes whole when the handler returns, as ever);
+//   - the request carries Parley-Accept-Stream: 2 (the Client sets it on
+//     every request): the caller reads streams and acknowledges what it
+//     consumed; 1 is a caller that reads streams without acknowledging
+//     (one from before flow control), and for a caller that sends neither
+//     Flush does nothing and the response goes whole when the handler
+//     returns, as ever;
 //   - the first Flush sends the head: Parley-Stream: head and
 //     Parley-Stream-Control: <subject>, its data the encoded rpcv1.Response
 //     with the status, the headers and the body written so far (what does
@@ -44,6 +48,17 @@ import (
 // handler's request context is cancelled with ErrStreamCancelled as its
 // cause, so a flow run stops instead of working for no one.
 //
+// Flow control: a caller of version 2 sends "ack <n>" there once it has
+// handed on every message up to n (the head is 0) — the gateway, once it
+// has written them to its HTTP client — and its keep-alives repeat the
+// last ack, so one lost is made good. A Flush returns only once at most
+// StreamWindow bytes of the body sent are unacknowledged, so a handler
+// runs ahead of its reader by that much and one flush, not by whatever it
+// can produce: a reader that stops reading stops the handler, and the
+// reader's own bound (the gateway's SSE_WRITE_TIMEOUT) then cancels it.
+// AwaitDelivery waits until everything flushed is acknowledged: a flow run
+// is stored completed only once its end event was handed on.
+//
 // A stream is still one request: it holds one of MaxInFlight slots, its
 // handler's timeout bounds it, and Stop waits for it as for any other.
 const (
@@ -60,6 +75,11 @@ const (
 	HeaderStreamSeq = "Parley-Stream-Seq"
 )
 
+// acceptStreamAcks is the HeaderAcceptStream of a caller that acknowledges
+// what it consumed (flow control); a server applies StreamWindow only to
+// such callers, so callers from before it keep streaming during a rollout.
+const acceptStreamAcks = 2
+
 // The kinds of stream message (HeaderStream) and the control messages.
 const (
 	streamHead = "head"
@@ -69,6 +89,7 @@ const (
 
 	controlKeepAlive = "keepalive"
 	controlCancel    = "cancel"
+	controlAck       = "ack "
 )
 
 // Timing of a stream. The caller's keep-alives come five times within
@@ -89,6 +110,12 @@ const (
 	StreamGap = 3 * StreamBeat
 )
 
+// StreamWindow is how many bytes of a stream's body a server sends ahead
+// of what its caller acknowledged: the most a relay holds of one stream
+// beyond a flush, whatever the handler produces. A flow run's events are
+// small, so a reader that keeps up never waits for it.
+const StreamWindow = 256 << 10
+
 // ErrStreamCancelled is the cause (context.Cause) of a streamed handler's
 // cancelled context when its caller stopped reading: it said so, it stopped
 // sending keep-alives, or the stream could not be sent to it.
@@ -96,7 +123,7 @@ var ErrStreamCancelled = errors.New("rpc stream caller gone")
 
 // stream is the sending side of one streamed reply. The handler's goroutine
 // flushes into it; the watcher goroutine sends beats and watches the
-// keep-alives; the control subscription's callback takes cancel.
+// keep-alives; the control subscription's callback takes acks and cancel.
 type stream struct {
 	nc        *nats.Conn
 	log       *zap.Logger
@@ -104,9 +131,15 @@ type stream struct {
 	requestID string
 	idle      time.Duration
 	beat      time.Duration
-	cancel    context.CancelCauseFunc
+	// ctx is the handler's request context, which cancel ends.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// window is StreamWindow for a caller that acknowledges, else 0: a
+	// flush then never waits.
+	window int64
 
-	keepAlive chan struct{} // a keep-alive arrived; buffered 1
+	keepAlive chan struct{} // a keep-alive or an ack arrived; buffered 1
+	acked     chan struct{} // an ack moved taken; buffered 1
 	stop      chan struct{} // closed when the handler returned
 	watched   chan struct{} // closed when the watcher returned
 
@@ -118,21 +151,46 @@ type stream struct {
 	seq      int
 	lastSent time.Time
 	control  *nats.Subscription
+	// sent counts the body's bytes sent, the head's included; taken those
+	// the caller acknowledged; marks are the messages sent and not yet
+	// acknowledged, each with sent once it had gone. Kept only with a
+	// window.
+	sent, taken int64
+	marks       []streamMark
 }
 
-func (s *Server) newStream(reply, requestID string, cancel context.CancelCauseFunc) *stream {
-	return &stream{
+// streamMark is where message seq ended in the body sent.
+type streamMark struct {
+	seq  int
+	sent int64
+}
+
+func (s *Server) newStream(ctx context.Context, reply, requestID string, cancel context.CancelCauseFunc, acks bool) *stream {
+	st := &stream{
 		nc:        s.nc,
 		log:       s.log,
 		reply:     reply,
 		requestID: requestID,
 		idle:      s.streamIdle,
 		beat:      s.streamBeat,
+		ctx:       ctx,
 		cancel:    cancel,
 		keepAlive: make(chan struct{}, 1),
+		acked:     make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		watched:   make(chan struct{}),
 	}
+	if acks {
+		st.window = s.streamWindow
+	}
+	return st
+}
+
+// acknowledges reports whether a request's HeaderAcceptStream value is a
+// caller's that acknowledges what it consumed.
+func acknowledges(accept string) bool {
+	v, err := strconv.Atoi(accept)
+	return err == nil && v >= acceptStreamAcks
 }
 
 // pieceSize is the most body one stream message carries, leaving room for
@@ -171,15 +229,85 @@ func (st *stream) start(resp *rpcv1.Response) error {
 	if err := st.publish(nats.Header{HeaderStream: {streamHead}, HeaderStreamControl: {control.Subject}}, data); err != nil {
 		return err
 	}
+	st.sentMessage(0, len(head.Body))
 	return st.send(body[len(head.Body):], false)
 }
 
-// flush sends body, written since the last flush, as data; st.mu is not
-// held.
+// flush sends body, written since the last flush, as data, and returns once
+// at most the window of what was sent is unacknowledged; st.mu is not held.
+// Once the caller has gone nothing more is sent: the body is dropped and
+// the cause returned.
 func (st *stream) flush(body []byte) error {
+	if err := st.gone(); err != nil {
+		return err
+	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.send(body, false)
+	err := st.send(body, false)
+	st.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return st.awaitAcks(st.window)
+}
+
+// gone is why the caller no longer reads the stream (ErrStreamCancelled),
+// or nil.
+func (st *stream) gone() error {
+	if cause := context.Cause(st.ctx); errors.Is(cause, ErrStreamCancelled) {
+		return cause
+	}
+	return nil
+}
+
+// awaitAcks returns once at most limit bytes of what was sent are
+// unacknowledged; at once for a caller that does not acknowledge. It fails
+// with the cause when the handler's context ends first (the caller went,
+// or the handler's time is up). st.mu is not held.
+func (st *stream) awaitAcks(limit int64) error {
+	if st.window == 0 {
+		return nil
+	}
+	for {
+		st.mu.Lock()
+		behind := st.sent - st.taken
+		st.mu.Unlock()
+		if behind <= limit {
+			return nil
+		}
+		select {
+		case <-st.acked:
+		case <-st.ctx.Done():
+			return context.Cause(st.ctx)
+		}
+	}
+}
+
+// sentMessage counts message seq, with n bytes of the body, as sent and
+// not yet acknowledged; st.mu is held.
+func (st *stream) sentMessage(seq, n int) {
+	if st.window == 0 {
+		return
+	}
+	st.sent += int64(n)
+	st.marks = append(st.marks, streamMark{seq: seq, sent: st.sent})
+}
+
+// ack takes the caller's acknowledgement of every message up to seq.
+func (st *stream) ack(seq int) {
+	st.mu.Lock()
+	i := 0
+	for i < len(st.marks) && st.marks[i].seq <= seq {
+		st.taken = st.marks[i].sent
+		i++
+	}
+	st.marks = st.marks[i:]
+	st.mu.Unlock()
+	if i > 0 {
+		select {
+		case st.acked <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // finish sends the end with the rest of the body and tears the stream down
@@ -214,6 +342,7 @@ func (st *stream) send(body []byte, last bool) error {
 		if err := st.publish(nats.Header{HeaderStream: {kind}, HeaderStreamSeq: {strconv.Itoa(st.seq)}}, piece); err != nil {
 			return err
 		}
+		st.sentMessage(st.seq, len(piece))
 		if kind == streamEnd {
 			return nil
 		}
@@ -234,11 +363,17 @@ func (st *stream) publish(h nats.Header, data []byte) error {
 	return nil
 }
 
-// onControl takes the caller's keep-alives and cancel.
+// onControl takes the caller's keep-alives, acks and cancel. Anything but
+// a cancel says the caller is alive.
 func (st *stream) onControl(m *nats.Msg) {
 	if string(m.Data) == controlCancel {
 		st.cancel(fmt.Errorf("%w: it cancelled", ErrStreamCancelled))
 		return
+	}
+	if n, ok := strings.CutPrefix(string(m.Data), controlAck); ok {
+		if seq, err := strconv.Atoi(n); err == nil {
+			st.ack(seq)
+		}
 	}
 	select {
 	case st.keepAlive <- struct{}{}:
