@@ -9,30 +9,33 @@ import (
 	"time"
 )
 
-// StreamWriteTimeout bounds one write to a streamed response: a client
-// that stops reading is let go rather than holding its connection and its
+// StreamWriteTimeout bounds one write to a streamed response by default
+// (StartSSE; the gateway's relay takes SSE_WRITE_TIMEOUT): a client that
+// stops reading is let go rather than holding its connection and its
 // server's goroutine for ever. The servers have no WriteTimeout, which
 // would cut a long stream short.
 const StreamWriteTimeout = 30 * time.Second
 
-// FlushWriter writes a streamed response: each write under
-// StreamWriteTimeout and flushed at once, so that it reaches the client
-// now. One goroutine writes.
+// FlushWriter writes a streamed response: each write under its timeout and
+// flushed at once, so that it reaches the client now. One goroutine
+// writes.
 type FlushWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
-// NewFlushWriter writes to w, whose status and headers the caller sends.
-func NewFlushWriter(w http.ResponseWriter) *FlushWriter {
-	return &FlushWriter{w: w, rc: http.NewResponseController(w)}
+// NewFlushWriter writes to w, whose status and headers the caller sends,
+// each write bounded by timeout.
+func NewFlushWriter(w http.ResponseWriter, timeout time.Duration) *FlushWriter {
+	return &FlushWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
 // Write sends b and flushes it.
 func (f *FlushWriter) Write(b []byte) error {
 	// A writer without deadlines (a recorder relayed over NATS) is bounded
 	// by whoever relays it.
-	if err := f.rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := f.rc.SetWriteDeadline(time.Now().Add(f.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	if len(b) > 0 {
@@ -64,7 +67,7 @@ func StartSSE(w http.ResponseWriter) *SSE {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &SSE{w: NewFlushWriter(w)}
+	s := &SSE{w: NewFlushWriter(w, StreamWriteTimeout)}
 	s.err = s.w.Write(nil) // the headers, at once
 	return s
 }

@@ -48,6 +48,7 @@ func newHarness(t *testing.T, mutate ...func(*gwconfig.Config)) *harness {
 		Addr:                  ports.FreeAddr(t),
 		RatePerMinute:         defaultRate,
 		AuthFailuresPerMinute: httpport.DefaultAuthFailuresPerMinute,
+		SSEWriteTimeout:       httpx.StreamWriteTimeout,
 	}
 	for _, m := range mutate {
 		m(&cfg)

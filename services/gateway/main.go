@@ -82,6 +82,7 @@ func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error)
 			MaxPayload:            svc.NATS.MaxPayload(),
 			AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
 			Proxies:               cfg.Proxies(),
+			SSEWriteTimeout:       cfg.SSEWriteTimeout,
 			Observer:              observe.New(svc.Metrics),
 			Log:                   svc.Log(),
 		}),

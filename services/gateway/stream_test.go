@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/pkg/rpc"
+	"github.com/parleyhq/parley/pkg/testenv/sse"
+	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 )
 
 func runEvent(i int) string { return fmt.Sprintf("event: node\ndata: {\"step\":%d}\n\n", i) }
@@ -161,5 +163,73 @@ func TestClientLeavingCancelsTheStreamedRun(t *testing.T) {
 		}
 	case <-time.After(rpc.StreamIdle / 2):
 		t.Fatalf("the run still goes %s after its client left", rpc.StreamIdle/2)
+	}
+}
+
+// A client that sends a streamed invoke and then reads nothing is cut once
+// a write to it has waited SSE_WRITE_TIMEOUT, and its run is cancelled
+// (rpc.ErrStreamCancelled): the run, held by flow control within a window
+// of what the gateway could write, produced a bounded amount however much
+// it had to say.
+func TestClientThatStopsReadingIsCutAndItsRunCancelled(t *testing.T) {
+	t.Parallel()
+	const (
+		writeTimeout = 300 * time.Millisecond
+		event        = 64 << 10
+		// Without flow control the run would produce all of it before
+		// the client is cut; with it, what the sockets' buffers hold and a
+		// window.
+		most    = 64 << 20
+		bounded = 16 << 20
+	)
+	h := newHarness(t, func(c *gwconfig.Config) { c.SSEWriteTimeout = writeTimeout })
+	type stopped struct {
+		cause   error
+		flushed int
+	}
+	done := make(chan stopped, 1)
+	h.fakeService(t, rpc.ServiceFlowRunner, func(c echo.Context) error {
+		ctx := c.Request().Context()
+		res := c.Response()
+		res.Header().Set("Content-Type", "text/event-stream")
+		data := strings.Repeat("x", event)
+		flushed := 0
+		for ctx.Err() == nil && flushed < most {
+			n, _ := fmt.Fprintf(res, "event: message\ndata: %s\n\n", data)
+			res.Flush()
+			flushed += n
+		}
+		done <- stopped{cause: context.Cause(ctx), flushed: flushed}
+		return nil
+	})
+	_, key := h.workspace(t, map[string]any{"name": "Acme"})
+
+	req, err := http.NewRequest(http.MethodPost, h.url+"/v1/flows/f1/invoke", strings.NewReader(`{"input":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	client := sse.OpenSilent(t, req)
+	sent := time.Now()
+	var got stopped
+	select {
+	case got = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run still goes 20 s after its client stopped reading")
+	}
+	t.Logf("run cancelled %s after the request, having flushed %d bytes", time.Since(sent).Round(time.Millisecond), got.flushed)
+	if !errors.Is(got.cause, rpc.ErrStreamCancelled) {
+		t.Fatalf("the run stopped with %v after %d bytes, want rpc.ErrStreamCancelled", got.cause, got.flushed)
+	}
+	if got.flushed > bounded {
+		t.Fatalf("the run flushed %d bytes for a client that read nothing, want at most %d", got.flushed, bounded)
+	}
+	// The gateway has let the connection go: what it had written, and then
+	// the end of the connection, not of the stream.
+	body := client.Drain(t, 10*time.Second)
+	if len(body) >= got.flushed {
+		t.Fatalf("the client could read %d bytes of the %d flushed; want the stream cut short", len(body), got.flushed)
 	}
 }

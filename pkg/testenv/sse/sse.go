@@ -1,5 +1,6 @@
 // Package sse reads a text/event-stream as a client does, for tests: the
-// webchat widget's stream, a streamed flow run, relayed or not.
+// webchat widget's stream, a streamed flow run, relayed or not; and, with
+// Silent, does not read one, as a stalled client does.
 package sse
 
 import (

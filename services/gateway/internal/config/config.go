@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
@@ -26,6 +27,10 @@ type Config struct {
 	// client address may have per minute before its requests are refused
 	// (429) without a key lookup.
 	AuthFailuresPerMinute int `env:"AUTH_FAILURES_PER_MINUTE" envDefault:"30"`
+	// SSEWriteTimeout bounds each write of a relayed stream (a flow run's
+	// events) to its client: one that stops reading is cut, and its run
+	// stops and is stored failed.
+	SSEWriteTimeout time.Duration `env:"SSE_WRITE_TIMEOUT" envDefault:"30s"`
 }
 
 // Validate checks the settings.
@@ -41,6 +46,9 @@ func (c Config) Validate() error {
 	}
 	if c.AuthFailuresPerMinute < 1 {
 		return fmt.Errorf("AUTH_FAILURES_PER_MINUTE: %d must be at least 1", c.AuthFailuresPerMinute)
+	}
+	if c.SSEWriteTimeout <= 0 {
+		return fmt.Errorf("SSE_WRITE_TIMEOUT: %s must be positive", c.SSEWriteTimeout)
 	}
 	if err := c.Proxying.Validate(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"testing"
+	"time"
 
 	pkgconfig "github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/services/gateway/internal/config"
@@ -15,9 +16,13 @@ func TestLoad(t *testing.T) {
 		wantAddr string
 		wantRate int
 		wantAuth int
-		wantErr  bool
+		// wantWrite is SSE_WRITE_TIMEOUT; zero is its default, 30 s.
+		wantWrite time.Duration
+		wantErr   bool
 	}{
 		{name: "defaults", env: map[string]string{}, wantAddr: ":8080", wantRate: 120, wantAuth: 30},
+		{name: "stream write timeout", env: map[string]string{"SSE_WRITE_TIMEOUT": "5s"}, wantAddr: ":8080", wantRate: 120, wantAuth: 30, wantWrite: 5 * time.Second},
+		{name: "zero stream write timeout", env: map[string]string{"SSE_WRITE_TIMEOUT": "0s"}, wantErr: true},
 		{name: "auth failures and proxies", env: map[string]string{"AUTH_FAILURES_PER_MINUTE": "5", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}, wantAddr: ":8080", wantRate: 120, wantAuth: 5},
 		{name: "zero auth failures", env: map[string]string{"AUTH_FAILURES_PER_MINUTE": "0"}, wantErr: true},
 		{name: "a proxy that is no address", env: map[string]string{"TRUSTED_PROXIES": "proxy.internal"}, wantErr: true},
@@ -39,7 +44,11 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Addr != tt.wantAddr || cfg.RatePerMinute != tt.wantRate || cfg.AuthFailuresPerMinute != tt.wantAuth {
+			if tt.wantWrite == 0 {
+				tt.wantWrite = 30 * time.Second
+			}
+			if cfg.Addr != tt.wantAddr || cfg.RatePerMinute != tt.wantRate || cfg.AuthFailuresPerMinute != tt.wantAuth ||
+				cfg.SSEWriteTimeout != tt.wantWrite {
 				t.Fatalf("config = %+v", cfg)
 			}
 		})

@@ -58,8 +58,10 @@ var longCalls = map[string]time.Duration{rpc.ServiceFlowRunner: rpc.LongCallTime
 type forwarder struct {
 	client     *rpc.Client
 	maxPayload int64
-	obs        Observer
-	log        *zap.Logger
+	// writeTimeout bounds each write of a relayed stream (SSE_WRITE_TIMEOUT).
+	writeTimeout time.Duration
+	obs          Observer
+	log          *zap.Logger
 }
 
 // forward sends the request to service's "api" endpoint, with the
@@ -145,7 +147,10 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 // at once, until the stream ends. The status is sent by then, so a failure
 // just ends the response: the client sees an event stream stop short. When
 // the client goes (its request context ends) or stops reading (a write
-// fails or times out), the caller's Close cancels the run.
+// fails or takes longer than writeTimeout), the caller's Close cancels the
+// run. Asking the reply for the next piece tells the service the last was
+// written (rpc flow control), so a client that stops reading holds the run
+// within rpc.StreamWindow of what it was sent, until the write times out.
 func (f *forwarder) relay(c echo.Context, service string, status int, reply *rpc.Reply) {
 	res := c.Response()
 	h := res.Header()
@@ -156,9 +161,9 @@ func (f *forwarder) relay(c echo.Context, service string, status int, reply *rpc
 		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	}
 	res.WriteHeader(status)
-	// Each piece under httpx.StreamWriteTimeout: a client that stops
-	// reading is let go, and the run it watched is cancelled.
-	out := httpx.NewFlushWriter(res)
+	// Each piece under writeTimeout: a client that stops reading is let
+	// go, and the run it watched is cancelled.
+	out := httpx.NewFlushWriter(res, f.writeTimeout)
 	ctx := c.Request().Context()
 	log := f.log.With(zap.String("service", service), zap.String("request_id", h.Get(echo.HeaderXRequestID)))
 	piece := reply.Response.GetBody()

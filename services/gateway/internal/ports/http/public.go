@@ -67,6 +67,9 @@ type PublicDeps struct {
 	// Proxies are trusted to name the client (X-Forwarded-For,
 	// TRUSTED_PROXIES); with none, the client is the connection's peer.
 	Proxies httpx.Proxies
+	// SSEWriteTimeout bounds each write of a relayed stream to its client
+	// (SSE_WRITE_TIMEOUT); zero is httpx.StreamWriteTimeout.
+	SSEWriteTimeout time.Duration
 	// Observer counts requests; nil counts nothing.
 	Observer Observer
 	Log      *zap.Logger
@@ -104,7 +107,10 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	if p.authFailures == 0 {
 		p.authFailures = DefaultAuthFailuresPerMinute
 	}
-	p.fwd = &forwarder{client: d.RPC, maxPayload: d.MaxPayload, obs: p.obs, log: d.Log}
+	p.fwd = &forwarder{client: d.RPC, maxPayload: d.MaxPayload, writeTimeout: d.SSEWriteTimeout, obs: p.obs, log: d.Log}
+	if p.fwd.writeTimeout == 0 {
+		p.fwd.writeTimeout = httpx.StreamWriteTimeout
+	}
 
 	// httpx.NewEcho's request-id middleware gives every request its
 	// X-Request-Id before any of these.
