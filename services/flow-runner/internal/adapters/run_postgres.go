@@ -521,6 +521,34 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 	})
 }
 
+// FinishStream implements catalog.RunStore. Of a cut run only the outcome
+// changes (status, error, output, session, completed_at): its vars,
+// messages and trace are what it did. It is matched on its status and
+// node count as stored, which any continue that took it since changed.
+func (s *RunStore) FinishStream(ctx context.Context, cut *run.Run, was run.Status, receipt *catalog.Receipt) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if cut != nil {
+			row, err := runToRow(cut, time.Now().UTC())
+			if err != nil {
+				return err
+			}
+			if err := tx.Model(&runRow{}).
+				Where("id = ? AND status = ? AND nodes_executed = ?", cut.ID, string(was), cut.NodesExecuted).
+				Select("status", "error", "output", "session_id", "completed_at", "updated_at").
+				Updates(&row).Error; err != nil {
+				return fmt.Errorf("mark run failed: %w", err)
+			}
+		}
+		if receipt == nil {
+			return nil
+		}
+		if err := tx.Exec(insertReceipt(1), s.receiptArgs(receipt)...).Error; err != nil {
+			return fmt.Errorf("insert receipt: %w", err)
+		}
+		return nil
+	})
+}
+
 // FindReceipt returns the receipt of a workspace's key (by its hash) that
 // has not expired, or nil.
 func (s *RunStore) FindReceipt(ctx context.Context, workspaceID, keyHash string) (*catalog.Receipt, error) {

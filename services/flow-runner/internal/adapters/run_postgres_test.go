@@ -199,3 +199,59 @@ func TestContinueSaysWhatTheTraceTook(t *testing.T) {
 		t.Fatalf("trace %+v, %v", tr, err)
 	}
 }
+
+// FinishStream marks a stored run failed, only its outcome changing, and
+// stores its receipt with it; a run changed since (a continue took it) is
+// left as it is, and a stream whose end was delivered adds its receipt
+// alone.
+func TestFinishStream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, f, runs := publishedFlow(t, time.Hour)
+	done := time.Now()
+	completed := &run.Run{
+		ID: uuid.NewString(), FlowID: f.ID, Version: 1, WorkspaceID: ws, Status: run.StatusCompleted, CurrentNodeID: "done",
+		NodesExecuted: 3, Vars: map[string]any{"n": float64(1)}, Output: map[string]any{"ok": true},
+		Messages: []run.Message{{Type: "text", Text: "hi"}}, StartedAt: done, CompletedAt: &done,
+	}
+	if err := runs.Create(ctx, completed, []run.NodeRun{{NodeID: "start", NodeType: "start", StartedAt: done}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cut := *completed
+	cut.Status, cut.Output = run.StatusFailed, map[string]any{}
+	cut.Error = &run.Error{Code: run.CodeNodeFailed, Message: `node "done": run canceled`}
+	receipt := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k", Fingerprint: "fp", Status: 200, Body: []byte(`{"status":"failed"}`), RunID: cut.ID}
+	if err := runs.FinishStream(ctx, &cut, run.StatusCompleted, receipt); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := runs.Get(ctx, ws, f.ID, cut.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tr.Run; r.Status != run.StatusFailed || r.Error == nil || *r.Error != *cut.Error || len(r.Output) != 0 ||
+		r.Vars["n"] != float64(1) || len(r.Messages) != 1 || len(tr.NodeRuns) != 1 {
+		t.Fatalf("stored %+v with %d node runs; want failed, the rest as it was", r, len(tr.NodeRuns))
+	}
+	if got, err := runs.FindReceipt(ctx, ws, "k"); err != nil || got == nil || string(got.Body) != `{"status":"failed"}` {
+		t.Fatalf("receipt = %+v, %v", got, err)
+	}
+
+	// Stored since as something else (here: the failure itself), the run
+	// is not marked again.
+	again := cut
+	again.Error = &run.Error{Code: run.CodeNodeFailed, Message: "not this"}
+	if err := runs.FinishStream(ctx, &again, run.StatusCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := runs.Get(ctx, ws, f.ID, cut.ID); tr.Run.Error.Message != cut.Error.Message {
+		t.Fatalf("a run changed since was marked: %+v", tr.Run.Error)
+	}
+
+	// Delivered: the receipt alone.
+	if err := runs.FinishStream(ctx, nil, run.StatusCompleted, &catalog.Receipt{WorkspaceID: ws, KeyHash: "k2", Fingerprint: "fp", Status: 200, Body: []byte(`{}`), RunID: cut.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := runs.FindReceipt(ctx, ws, "k2"); err != nil || got == nil || got.RunID != cut.ID {
+		t.Fatalf("receipt = %+v, %v", got, err)
+	}
+}

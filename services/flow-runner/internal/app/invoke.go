@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
 
@@ -142,6 +143,10 @@ type InvokeCall struct {
 	// Session, when set, continues its waiting run instead of starting
 	// one.
 	Session *SessionInput
+	// Stream is a call answered with Server-Sent Events: its run is
+	// stored, then its end is handed to the reader (Sink.End), and what
+	// that decided is stored (endStream).
+	Stream bool
 	// Key is the call's Idempotency-Key ("" without one), and Fingerprint
 	// stands for its method, path and raw body.
 	Key         string
@@ -164,6 +169,11 @@ type SessionInput struct {
 type InvokeSink interface {
 	run.Observer
 	Render(o *Outcome) ([]byte, error)
+	// End hands a stream's reader the end of the stored outcome and
+	// returns once it has it; an error says it never will (the stream was
+	// cut), and the run is then stored failed. Only a stream's is called
+	// (InvokeCall.Stream): a JSON call's answer goes once Invoke returns.
+	End(o *Outcome) error
 }
 
 // InvokeAnswer is what a call gets: a replay of the key's first answer
@@ -254,7 +264,8 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 	sink := &startedSink{InvokeSink: call.Sink}
 	var rr *receiptRequest
 	if claim != nil {
-		rr = &receiptRequest{keyHash: claim.KeyHash(), fingerprint: call.Fingerprint, maxBody: a.contract.Keys.MaxAnswerBytes()}
+		rr = &receiptRequest{keyHash: claim.KeyHash(), fingerprint: call.Fingerprint,
+			maxBody: a.contract.Keys.MaxAnswerBytes(), afterEnd: call.Stream}
 	}
 	var out *Outcome
 	if call.Session != nil {
@@ -275,10 +286,57 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 		}
 		return nil, err
 	}
+	if call.Stream {
+		out = a.endStream(ctx, call, out, rr)
+	}
 	if claim != nil {
 		claim.Answered(ctx, StoredAnswer{Status: answerStatus, Body: out.Answer, RunID: out.Run.ID})
 	}
 	return &InvokeAnswer{Outcome: out}, nil
+}
+
+// endStream hands a stream's reader the end of its stored outcome and
+// stores what that decided (docs/flows.md "Streaming"): when the end never
+// reached the reader (the stream was cut), a run the reader was not told
+// ended becomes failed, node_failed "run canceled", as a run the cut
+// stopped earlier is (one that failed keeps its own error); and the call's
+// receipt, held back until now. It returns the outcome as stored, its
+// Answer the call's answer; when storing fails, that is the outcome given,
+// which stays stored.
+func (a *App) endStream(ctx context.Context, call InvokeCall, out *Outcome, rr *receiptRequest) *Outcome {
+	final, was := out, out.Run.Status
+	var cut *run.Run
+	if err := call.Sink.End(out); err != nil && was != run.StatusFailed {
+		failed := *out.Run
+		now := a.now()
+		failed.Status, failed.Output, failed.CompletedAt = run.StatusFailed, map[string]any{}, &now
+		failed.Error = &run.Error{Code: run.CodeNodeFailed,
+			Message: fmt.Sprintf("node %q: run canceled: the stream was cut before its end event reached the client", failed.CurrentNodeID)}
+		if call.Session == nil {
+			// A session the reader never learnt is no session.
+			failed.SessionID = ""
+		}
+		cut, final = &failed, &Outcome{Run: &failed, Messages: out.Messages, Usage: out.Usage}
+		answer, err := call.Sink.Render(final)
+		if err != nil {
+			a.obs.StreamNotFinished(call.WorkspaceID, out.Run.ID, fmt.Errorf("render answer: %w", err))
+			return out
+		}
+		final.Answer = answer
+	}
+	var receipt *catalog.Receipt
+	if rr != nil {
+		rr.afterEnd = false
+		receipt = rr.receipt(call.WorkspaceID, final)
+	}
+	if cut == nil && receipt == nil {
+		return final
+	}
+	if err := a.runs.FinishStream(context.WithoutCancel(ctx), cut, was, receipt); err != nil {
+		a.obs.StreamNotFinished(call.WorkspaceID, out.Run.ID, err)
+		return out
+	}
+	return final
 }
 
 // refuse gives back what a call took for a run that did not start: its

@@ -136,12 +136,19 @@ type receiptRequest struct {
 	// maxBody bounds the answer a receipt keeps; a larger one's repeats
 	// are told its run instead.
 	maxBody int
+	// afterEnd holds a stream's receipt back from its run's store until
+	// its end reached the reader or the stream was cut (endStream): until
+	// then the call is not over, and a repeat is told it is in progress.
+	afterEnd bool
 }
 
 // receipt is the receipt of a call that ran, its answer rendered; nil
-// without a request.
+// without a request, or while it is held back.
 func (rr *receiptRequest) receipt(workspaceID string, out *Outcome) *catalog.Receipt {
 	if rr == nil {
+		return nil
+	}
+	if rr.afterEnd {
 		return nil
 	}
 	body := out.Answer

@@ -46,6 +46,9 @@ type fakeRuns struct {
 	mu       sync.Mutex
 	runs     []*run.Run
 	receipts []*catalog.Receipt
+	// finished are the receipts streams stored once their end was
+	// decided.
+	finished []*catalog.Receipt
 	fail     error
 }
 
@@ -56,6 +59,25 @@ func (f *fakeRuns) Create(_ context.Context, r *run.Run, _ []run.NodeRun, receip
 		return f.fail
 	}
 	f.runs, f.receipts = append(f.runs, r), append(f.receipts, receipt)
+	return nil
+}
+
+// FinishStream replaces the run stored with status was by cut, and adds
+// the receipt.
+func (f *fakeRuns) FinishStream(_ context.Context, cut *run.Run, was run.Status, receipt *catalog.Receipt) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	for i, stored := range f.runs {
+		if cut != nil && stored.ID == cut.ID && stored.Status == was && stored.NodesExecuted == cut.NodesExecuted {
+			f.runs[i] = cut
+		}
+	}
+	if receipt != nil {
+		f.finished = append(f.finished, receipt)
+	}
 	return nil
 }
 
@@ -201,9 +223,12 @@ func (c *fakeClaim) Answered(_ context.Context, a StoredAnswer) {
 }
 
 // sink records the events' names and renders an answer of the run's id
-// and output.
+// and output; its End fails with cut (the stream was cut before the end
+// reached its reader).
 type sink struct {
 	events []string
+	ended  *Outcome
+	cut    error
 }
 
 func (s *sink) RunStarted(string)                      { s.events = append(s.events, "run_start") }
@@ -213,6 +238,10 @@ func (s *sink) NodeEnded(nr run.NodeRun)               { s.events = append(s.eve
 func (s *sink) Render(o *Outcome) ([]byte, error) {
 	return json.Marshal(map[string]any{"run_id": o.Run.ID, "output": o.Run.Output})
 }
+func (s *sink) End(o *Outcome) error {
+	s.ended = o
+	return s.cut
+}
 
 // observed records what the use case reports.
 type observed struct {
@@ -220,6 +249,13 @@ type observed struct {
 	mu          sync.Mutex
 	refused     []string
 	unavailable []string
+	notFinished []string
+}
+
+func (o *observed) StreamNotFinished(_, runID string, _ error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.notFinished = append(o.notFinished, runID)
 }
 
 func (o *observed) FlowRefused(ws string, _ error) {
@@ -274,6 +310,10 @@ func newContractFixture(t *testing.T, concurrency, dailyLimit int) *contractFixt
 			"ai": version("ai", `{"name": "AI", "triggers": ["api"], "nodes": [
 				{"id": "start", "type": "start", "next": "say"},
 				{"id": "say", "type": "llm", "prompt": "hi"}]}`),
+			"ask": version("ask", `{"name": "Ask", "triggers": ["api"], "nodes": [
+				{"id": "start", "type": "start", "next": "q"},
+				{"id": "q", "type": "question", "text": "Name?", "save_as": "name", "next": "done"},
+				{"id": "done", "type": "end"}]}`),
 		}},
 		Runs:   f.runs,
 		Engine: &run.Engine{},
@@ -574,4 +614,124 @@ func TestInvokeWithoutAKey(t *testing.T) {
 	if len(f.runs.runs) != 2 || f.runs.receipts[0] != nil || f.keys.claims != 0 || f.daily.counted("ws") != 2 {
 		t.Fatalf("%d runs, receipts %v, %d claims", len(f.runs.runs), f.runs.receipts, f.keys.claims)
 	}
+}
+
+// streamCall is call(...) answered as a stream whose end fails with cut
+// (nil: the reader has it).
+func streamCall(flowID, key string, input map[string]any, cut error) InvokeCall {
+	c := call(flowID, key, input)
+	c.Stream = true
+	c.Sink.(*sink).cut = cut
+	return c
+}
+
+var errCut = errors.New("rpc stream caller gone: it cancelled")
+
+// A stream's receipt is stored once its end reached the reader, not with
+// its run (a repeat meanwhile is told the call is in progress); the run
+// stays as stored.
+func TestInvokeStreamStoresItsReceiptOnceItsEndIsDelivered(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	c := streamCall("echo", "k", map[string]any{"s": "a"}, nil)
+	ans, err := f.app.Invoke(context.Background(), c)
+	if err != nil || ans.Outcome.Run.Status != run.StatusCompleted {
+		t.Fatalf("%+v, %v", ans, err)
+	}
+	if ended := c.Sink.(*sink).ended; ended == nil || ended.Run.ID != ans.Outcome.Run.ID {
+		t.Fatalf("the sink's end was %+v", ended)
+	}
+	wantBody := `{"output":{"s":"a"},"run_id":"` + ans.Outcome.Run.ID + `"}`
+	if f.runs.receipts[0] != nil || len(f.runs.finished) != 1 || string(f.runs.finished[0].Body) != wantBody {
+		t.Fatalf("receipt with the run %+v, after its end %+v; want none, then %s", f.runs.receipts[0], f.runs.finished, wantBody)
+	}
+	if f.runs.runs[0].Status != run.StatusCompleted {
+		t.Fatalf("stored %s", f.runs.runs[0].Status)
+	}
+	if kept := f.keys.answered("ws", "k"); kept == nil || string(kept.Body) != wantBody {
+		t.Fatalf("the key keeps %+v, want %s", kept, wantBody)
+	}
+}
+
+// A streamed call whose end never reached its reader (the stream was cut
+// once the run was stored) has its run stored failed, node_failed "run
+// canceled", with no output and no session the reader never learnt, and
+// its key answers that; a run that failed keeps its own error.
+func TestInvokeStreamCutBeforeItsEnd(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	for _, tt := range []struct {
+		flowID, key string
+		was         run.Status
+	}{
+		{"echo", "completed", run.StatusCompleted},
+		{"ask", "waiting", run.StatusWaiting},
+	} {
+		c := streamCall(tt.flowID, tt.key, map[string]any{"s": "a"}, errCut)
+		ans, err := f.app.Invoke(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended := c.Sink.(*sink).ended; ended == nil || ended.Run.Status != tt.was {
+			t.Fatalf("%s: the sink's end was %+v, want the %s run", tt.key, ended, tt.was)
+		}
+		r := ans.Outcome.Run
+		if r.Status != run.StatusFailed || r.Error == nil || r.Error.Code != run.CodeNodeFailed ||
+			!strings.Contains(r.Error.Message, "run canceled") || len(r.Output) != 0 || r.SessionID != "" || r.CompletedAt == nil {
+			t.Fatalf("%s: answered %+v (error %+v), want failed, node_failed run canceled, no output or session", tt.key, r, r.Error)
+		}
+		if stored := f.runs.runs[len(f.runs.runs)-1]; stored.ID != r.ID || stored.Status != run.StatusFailed {
+			t.Fatalf("%s: stored %+v, want the run failed", tt.key, stored)
+		}
+		wantBody := `{"output":{},"run_id":"` + r.ID + `"}`
+		if rec := f.runs.finished[len(f.runs.finished)-1]; string(rec.Body) != wantBody {
+			t.Fatalf("%s: receipt %+v, want %s", tt.key, rec, wantBody)
+		}
+		if kept := f.keys.answered("ws", tt.key); kept == nil || string(kept.Body) != wantBody {
+			t.Fatalf("%s: the key keeps %+v, want %s", tt.key, kept, wantBody)
+		}
+	}
+
+	// A run that failed (here: its call's context ended) keeps its error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ans, err := f.app.Invoke(ctx, streamCall("echo", "failed", nil, errCut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ans.Outcome.Run; r.Status != run.StatusFailed || r.Error == nil || !strings.Contains(r.Error.Message, `node "start" (start): run canceled`) {
+		t.Fatalf("answered %+v (error %+v), want the run's own failure", r, r.Error)
+	}
+	f.wantClean(t)
+}
+
+// A stream whose end's fate cannot be stored leaves its run as it was
+// stored, its key answering that, and tells the observer.
+func TestInvokeStreamNotFinished(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	f.app = New(Deps{Flows: f.app.flows, Runs: failingFinish{fakeRuns: f.runs}, Engine: &run.Engine{},
+		Contract: f.app.contract, Observer: f.obs})
+	ans, err := f.app.Invoke(context.Background(), streamCall("echo", "k", map[string]any{"s": "a"}, errCut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ans.Outcome.Run
+	wantBody := `{"output":{"s":"a"},"run_id":"` + r.ID + `"}`
+	if r.Status != run.StatusCompleted || f.runs.runs[0].Status != run.StatusCompleted {
+		t.Fatalf("answered %s, stored %s; want the run as stored, completed", r.Status, f.runs.runs[0].Status)
+	}
+	if kept := f.keys.answered("ws", "k"); kept == nil || string(kept.Body) != wantBody {
+		t.Fatalf("the key keeps %+v, want %s", kept, wantBody)
+	}
+	if len(f.obs.notFinished) != 1 || f.obs.notFinished[0] != r.ID {
+		t.Fatalf("observer heard %v", f.obs.notFinished)
+	}
+}
+
+// failingFinish is fakeRuns whose FinishStream fails.
+type failingFinish struct{ *fakeRuns }
+
+func (failingFinish) FinishStream(context.Context, *run.Run, run.Status, *catalog.Receipt) error {
+	return errors.New("update run: connection reset")
 }

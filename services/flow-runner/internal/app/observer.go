@@ -38,16 +38,22 @@ type Observer interface {
 	// ReceiptPurgeFailed is a round of it that failed; the next tries
 	// again.
 	ReceiptPurgeFailed(err error)
+	// StreamNotFinished is a streamed call whose end's fate could not be
+	// stored (its receipt, or its run failed when the end never reached
+	// the reader): the run stays stored as it ended, and its key answers
+	// that from Redis alone.
+	StreamNotFinished(workspaceID, runID string, err error)
 }
 
 // nopObserver hears nothing.
 type nopObserver struct{}
 
-func (nopObserver) RunCall(run.Status, time.Duration)   {}
-func (nopObserver) FlowRefused(string, error)           {}
-func (nopObserver) ContractUnavailable(string, error)   {}
-func (nopObserver) SlotNotRenewed(string, error)        {}
-func (nopObserver) SlotNotReleased(error)               {}
-func (nopObserver) DailyUnitNotGivenBack(string, error) {}
-func (nopObserver) ReceiptsPurged(int64)                {}
-func (nopObserver) ReceiptPurgeFailed(error)            {}
+func (nopObserver) RunCall(run.Status, time.Duration)       {}
+func (nopObserver) FlowRefused(string, error)               {}
+func (nopObserver) ContractUnavailable(string, error)       {}
+func (nopObserver) SlotNotRenewed(string, error)            {}
+func (nopObserver) SlotNotReleased(error)                   {}
+func (nopObserver) DailyUnitNotGivenBack(string, error)     {}
+func (nopObserver) ReceiptsPurged(int64)                    {}
+func (nopObserver) ReceiptPurgeFailed(error)                {}
+func (nopObserver) StreamNotFinished(string, string, error) {}

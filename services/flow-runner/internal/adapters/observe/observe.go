@@ -82,3 +82,8 @@ func (o *Observer) ReceiptsPurged(deleted int64) {
 func (o *Observer) ReceiptPurgeFailed(err error) {
 	o.log.Warn("purge idempotency receipts", zap.Error(err))
 }
+
+// StreamNotFinished implements app.Observer.
+func (o *Observer) StreamNotFinished(workspaceID, runID string, err error) {
+	o.log.Error("streamed run's end not stored", zap.String("workspace_id", workspaceID), zap.String("run_id", runID), zap.Error(err))
+}

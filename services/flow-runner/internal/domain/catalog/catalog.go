@@ -146,7 +146,9 @@ var RunStatuses = []run.Status{run.StatusWaiting, run.StatusCompleted, run.Statu
 // Receipt is the answer to a call made with an idempotency key. It is
 // stored with the run it answered, in the same statement or transaction,
 // so that a call that committed is never run again: the durable side of
-// the keys the service also keeps in Redis.
+// the keys the service also keeps in Redis. A stream's is stored once its
+// end reached the reader or the stream was cut (FinishStream): its call
+// is not over until then.
 type Receipt struct {
 	WorkspaceID string
 	// KeyHash stands for the key, which is not stored.
@@ -183,6 +185,13 @@ type RunStore interface {
 	// the call added; the changed run and those are stored together, also
 	// when ctx ends meanwhile.
 	Continue(ctx context.Context, sessionID string, fn func(r *run.Run) (Changes, error)) error
+	// FinishStream stores what a streamed call's end decided, once it
+	// reached the reader or the stream was cut, in one transaction: cut,
+	// when not nil, is the run failed in place of the one stored with
+	// status was and cut's nodes_executed (a run changed since, which a
+	// continue of its session did, is left as it is); receipt, when not
+	// nil, is the call's receipt, held back until then.
+	FinishStream(ctx context.Context, cut *run.Run, was run.Status, receipt *Receipt) error
 	// PurgeReceipts deletes at most limit receipts older than the
 	// idempotency keys' lifetime and says how many went.
 	PurgeReceipts(ctx context.Context, limit int) (int64, error)

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -75,14 +76,16 @@ func (h *handlers) invoke(c echo.Context) error {
 		call.Session = &app.SessionInput{ID: *in.SessionID, Text: text}
 	}
 
-	// The run stops when the stream's client goes (the rpc layer ends ctx)
-	// or a write to it fails.
+	// The run stops when the stream's client goes (the rpc layer ends ctx:
+	// it hung up, or stopped reading and the gateway cut it) or a write to
+	// it fails.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	sink := &invokeSink{}
 	if in.Stream || acceptsEventStream(c.Request().Header.Values("Accept")) {
 		sink.stream = &runStream{res: c.Response(), ping: h.ping, stopRun: stopRun}
 		defer sink.stream.close()
+		call.Stream = true
 	}
 	call.Sink = sink
 	answer, err := h.app.Invoke(runCtx, call)
@@ -101,7 +104,7 @@ func (h *handlers) invoke(c echo.Context) error {
 		return idempotency.WriteReplay(c.Response(), &idempotency.Response{Status: answer.Replay.Status, Body: answer.Replay.Body})
 	}
 	if sink.stream != nil {
-		sink.stream.event(flowrunnerapi.EventEnd, toAPIEndEvent(toAPIInvokeResponse(answer.Outcome)))
+		// Its end went with the run (invokeSink.End).
 		return nil
 	}
 	// The answer the run was stored with (Render), as it was rendered.
@@ -159,10 +162,16 @@ func (s *invokeSink) Render(o *app.Outcome) ([]byte, error) {
 	return json.Marshal(toAPIInvokeResponse(o))
 }
 
+// End sends a stream's end event and waits until the gateway has written
+// it to the client.
+func (s *invokeSink) End(o *app.Outcome) error {
+	return s.stream.end(toAPIEndEvent(toAPIInvokeResponse(o)))
+}
+
 // runStream is a run's SSE response: opened when the run starts, so that
 // an error before that is a plain JSON response; ": ping" every ping
-// while it is open. When the client is gone it stops the run. Its methods
-// do nothing on a nil stream (a JSON call).
+// while it is open, until the end. When the client is gone it stops the
+// run. Its methods do nothing on a nil stream (a JSON call).
 type runStream struct {
 	res      http.ResponseWriter
 	ping     time.Duration
@@ -170,6 +179,7 @@ type runStream struct {
 	sse      *httpx.SSE
 	stopPing chan struct{}
 	pinging  chan struct{}
+	stopOnce sync.Once
 }
 
 // start opens the stream with run_start.
@@ -208,10 +218,31 @@ func (s *runStream) event(name string, v any) {
 	}
 }
 
+// end sends the end event, the last thing on the stream, and returns once
+// the caller has it (rpc.AwaitDelivery): the gateway acknowledges it once
+// it has written it to the client. An error says the client will never
+// have it.
+func (s *runStream) end(v any) error {
+	if s == nil || s.sse == nil {
+		return errors.New("no stream to end")
+	}
+	s.close()
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := s.sse.Event(flowrunnerapi.EventEnd, data); err != nil {
+		return err
+	}
+	return rpc.AwaitDelivery(s.res)
+}
+
 // close stops the pings; the response ends when the handler returns.
 func (s *runStream) close() {
-	if s.stopPing != nil {
-		close(s.stopPing)
-		<-s.pinging
-	}
+	s.stopOnce.Do(func() {
+		if s.stopPing != nil {
+			close(s.stopPing)
+			<-s.pinging
+		}
+	})
 }
