@@ -32,7 +32,10 @@ const floodFlow = `{
 // floodMessages is floodFlow's loop count.
 const floodMessages = 96
 
-var heapInUse = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes (\S+)$`)
+var (
+	heapInUse         = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes (\S+)$`)
+	flowRunnerAnswers = regexp.MustCompile(`(?m)^parley_gateway_upstream_duration_seconds_count\{service="flow-runner"\} (\S+)$`)
+)
 
 // TestStreamToASilentReaderFailsItsRun is the finding of a streamed run
 // that finished at once whatever its reader did, scaled down: a flow that
@@ -82,6 +85,13 @@ func TestStreamToASilentReaderFailsItsRun(t *testing.T) {
 	req.Header.Set(idempotencyKeyHeader, "silent")
 	silent := sse.OpenSilent(t, req)
 	sent := time.Now()
+	// Its stream has begun (the gateway has its head) once the gateway
+	// counts an answer of the flow-runner: the run started, and a repeat
+	// now finds its key taken.
+	wait.Until(t, 30*time.Second, "the silent stream to begin", func() bool {
+		sample()
+		return metric(procs[0].addr, flowRunnerAnswers) >= 1
+	})
 
 	// The run's answer is kept once it is stored: too large to replay, so
 	// a repeat names its run.
