@@ -259,3 +259,25 @@ func TestAwaitDeliveryWaitsForTheReader(t *testing.T) {
 		}
 	})
 }
+
+// An ack that was lost is made good by the keep-alives, which repeat the
+// last ack sent: the handler held for it goes on without another read.
+func TestKeepAlivesRepeatALostAck(t *testing.T) {
+	t.Parallel()
+	var flushed atomic.Int32
+	done := make(chan error, 1)
+	s := newStreamHarness(t, testenv.New(t), floodHandler(2, &flushed, done), func(srv *Server) { srv.streamWindow = testPiece })
+	s.client.keepAlive = 20 * time.Millisecond
+	reply := s.open(t)
+	// The head's piece was handed on and acknowledged, but the ack never
+	// reached the service.
+	reply.acked.Store(0)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the handler is still held at %d flushes: the keep-alives did not repeat the ack", flushed.Load())
+	}
+}
