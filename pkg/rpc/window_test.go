@@ -24,22 +24,54 @@ const (
 	testWindow = 4 * testPiece
 )
 
-// floodHandler flushes pieces of testPiece bytes, the i-th all byte i,
-// counting each flush that returned in flushed, and reports how its last
-// flush ended on done.
-func floodHandler(pieces int, flushed *atomic.Int32, done chan<- error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+// flood is a handler that flushes pieces of testPiece bytes, the i-th
+// all byte i, served with a window of window bytes.
+type flood struct {
+	*streamHarness
+	pieces int
+	// flushed counts the flushes that returned; done has how the last
+	// one ended.
+	flushed atomic.Int32
+	done    chan error
+}
+
+// newFlood serves a flood of pieces with a window of window bytes.
+func newFlood(t *testing.T, env *testenv.Env, pieces int, window int64) *flood {
+	t.Helper()
+	f := &flood{pieces: pieces, done: make(chan error, 1)}
+	f.streamHarness = newStreamHarness(t, env, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		rc := http.NewResponseController(w)
 		for i := range pieces {
 			_, _ = w.Write(bytes.Repeat([]byte{byte(i)}, testPiece))
 			if err := rc.Flush(); err != nil {
-				done <- err
+				f.done <- err
 				return
 			}
-			flushed.Add(1)
+			f.flushed.Add(1)
 		}
-		done <- nil
-	})
+		f.done <- nil
+	}), func(srv *Server) { srv.streamWindow, srv.streamBeat = window, 20*time.Millisecond })
+	f.client.keepAlive = 20 * time.Millisecond
+	return f
+}
+
+// ended is how the handler's last flush ended, once it has; it fails t
+// when the handler is still held after within.
+func (f *flood) ended(t *testing.T, within time.Duration, why string) error {
+	t.Helper()
+	select {
+	case err := <-f.done:
+		return err
+	case <-time.After(within):
+		t.Fatalf("the handler is still held at %d of %d flushes after %s: %s", f.flushed.Load(), f.pieces, within, why)
+		return nil
+	}
+}
+
+// filled waits until the handler has flushed a window of n bytes.
+func (f *flood) filled(t *testing.T, n int) {
+	t.Helper()
+	wait.Until(t, 10*time.Second, "the handler to fill the window", func() bool { return int(f.flushed.Load()) >= n/testPiece })
 }
 
 // wantPieces checks that body is pieces of testPiece bytes, the i-th all
@@ -57,13 +89,13 @@ func wantPieces(t *testing.T, body []byte, pieces int) {
 }
 
 // stays checks that the handler's count of flushes stays at want for a
-// while: that it is blocked, not slow. Nothing can signal an absence, so
-// this waits for several of the stream's beats and keep-alives.
-func stays(t *testing.T, flushed *atomic.Int32, want int32, what string) {
+// while: that it is held, not slow. Nothing can signal an absence, so this
+// waits for several of the stream's beats and keep-alives.
+func (f *flood) stays(t *testing.T, want int32, what string) {
 	t.Helper()
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		if got := flushed.Load(); got != want {
+		if got := f.flushed.Load(); got != want {
 			t.Fatalf("%s: the handler flushed %d pieces, want it held at %d", what, got, want)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -76,21 +108,15 @@ func stays(t *testing.T, flushed *atomic.Int32, want int32, what string) {
 // bytes while more waits); the reader gets everything, in order.
 func TestFlushWaitsForTheReaderBeyondTheWindow(t *testing.T) {
 	t.Parallel()
-	const pieces = 40
-	var flushed atomic.Int32
-	done := make(chan error, 1)
-	s := newStreamHarness(t, testenv.New(t), floodHandler(pieces, &flushed, done), func(srv *Server) {
-		srv.streamWindow, srv.streamBeat = testWindow, 20*time.Millisecond
-	})
-	s.client.keepAlive = 20 * time.Millisecond
-	s.client.ackEvery = 2 * testPiece
-	reply := s.open(t)
+	f := newFlood(t, testenv.New(t), 40, testWindow)
+	f.client.ackEvery = 2 * testPiece
+	reply := f.open(t)
 
 	// Nothing read: the handler is held a window ahead, beats and
 	// keep-alives going meanwhile.
 	held := int32(testWindow / testPiece)
-	wait.Until(t, 10*time.Second, "the handler to fill the window", func() bool { return flushed.Load() >= held })
-	stays(t, &flushed, held, "with nothing read")
+	f.filled(t, testWindow)
+	f.stays(t, held, "with nothing read")
 
 	// One piece read and handed on: with more queued, no ack yet.
 	wait.Until(t, 10*time.Second, "the window's pieces to arrive", func() bool {
@@ -106,11 +132,11 @@ func TestFlushWaitsForTheReaderBeyondTheWindow(t *testing.T) {
 	})
 	got := append([]byte(nil), reply.Response.GetBody()...)
 	got = append(got, next(t, reply)...)
-	stays(t, &flushed, held, "with one piece read while more waits")
+	f.stays(t, held, "with one piece read while more waits")
 
 	got = append(got, rest(t, reply)...)
-	wantPieces(t, got, pieces)
-	if err := <-done; err != nil {
+	wantPieces(t, got, f.pieces)
+	if err := f.ended(t, 10*time.Second, "everything was read"); err != nil {
 		t.Fatalf("the handler's flush failed: %v", err)
 	}
 }
@@ -120,21 +146,14 @@ func TestFlushWaitsForTheReaderBeyondTheWindow(t *testing.T) {
 // ErrStreamCancelled at once and the handler stops.
 func TestClosingAHeldStreamEndsItsFlush(t *testing.T) {
 	t.Parallel()
-	var flushed atomic.Int32
-	done := make(chan error, 1)
-	s := newStreamHarness(t, testenv.New(t), floodHandler(1000, &flushed, done), func(srv *Server) { srv.streamWindow = testWindow })
-	reply := s.open(t)
-	wait.Until(t, 10*time.Second, "the handler to fill the window", func() bool { return flushed.Load() >= testWindow/testPiece })
+	f := newFlood(t, testenv.New(t), 1000, testWindow)
+	reply := f.open(t)
+	f.filled(t, testWindow)
 	reply.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrStreamCancelled) {
-			t.Fatalf("the held flush ended with %v, want ErrStreamCancelled", err)
-		}
-	case <-time.After(StreamIdle / 2):
-		t.Fatalf("the handler is still held %s after its caller went", StreamIdle/2)
+	if err := f.ended(t, StreamIdle/2, "its caller went"); !errors.Is(err, ErrStreamCancelled) {
+		t.Fatalf("the held flush ended with %v, want ErrStreamCancelled", err)
 	}
-	if n := flushed.Load(); n > testWindow/testPiece {
+	if n := f.flushed.Load(); n > testWindow/testPiece {
 		t.Fatalf("the handler flushed %d pieces for a reader that read none, want at most a window's %d", n, testWindow/testPiece)
 	}
 }
@@ -143,33 +162,25 @@ func TestClosingAHeldStreamEndsItsFlush(t *testing.T) {
 // acks: its stream is not held, and arrives whole and in order.
 func TestCallersWithoutAcksStreamUnheld(t *testing.T) {
 	t.Parallel()
-	const pieces = 40
-	var flushed atomic.Int32
-	done := make(chan error, 1)
 	env := testenv.New(t)
-	s := newStreamHarness(t, env, floodHandler(pieces, &flushed, done), func(srv *Server) { srv.streamWindow = testWindow })
+	f := newFlood(t, env, 40, testWindow)
 
-	inbox := s.clientConn.NewInbox()
-	sub, err := s.clientConn.SubscribeSync(inbox)
+	inbox := f.clientConn.NewInbox()
+	sub, err := f.clientConn.SubscribeSync(inbox)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	data, _ := proto.Marshal(&rpcv1.Request{Method: http.MethodPost, Path: "/v1/runs"})
-	if err := s.clientConn.PublishMsg(&nats.Msg{
+	if err := f.clientConn.PublishMsg(&nats.Msg{
 		Subject: Subject(env.RPCPrefix, "streamtest", EndpointAPI), Reply: inbox, Data: data,
 		Header: nats.Header{HeaderAcceptStream: {"1"}},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// The handler finishes with nothing acknowledged.
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("flush: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the handler was held at %d of %d flushes for a caller that sends no acks", flushed.Load(), pieces)
+	if err := f.ended(t, 10*time.Second, "its caller sends no acks"); err != nil {
+		t.Fatalf("flush: %v", err)
 	}
 	var body []byte
 	for seq := 0; ; seq++ {
@@ -198,7 +209,7 @@ func TestCallersWithoutAcksStreamUnheld(t *testing.T) {
 			break
 		}
 	}
-	wantPieces(t, body, pieces)
+	wantPieces(t, body, f.pieces)
 }
 
 // AwaitDelivery returns once the reader has handed on everything flushed
@@ -264,20 +275,12 @@ func TestAwaitDeliveryWaitsForTheReader(t *testing.T) {
 // last ack sent: the handler held for it goes on without another read.
 func TestKeepAlivesRepeatALostAck(t *testing.T) {
 	t.Parallel()
-	var flushed atomic.Int32
-	done := make(chan error, 1)
-	s := newStreamHarness(t, testenv.New(t), floodHandler(2, &flushed, done), func(srv *Server) { srv.streamWindow = testPiece })
-	s.client.keepAlive = 20 * time.Millisecond
-	reply := s.open(t)
+	f := newFlood(t, testenv.New(t), 2, testPiece)
+	reply := f.open(t)
 	// The head's piece was handed on and acknowledged, but the ack never
 	// reached the service.
 	reply.acked.Store(0)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("flush: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the handler is still held at %d flushes: the keep-alives did not repeat the ack", flushed.Load())
+	if err := f.ended(t, 10*time.Second, "the keep-alives did not repeat the ack"); err != nil {
+		t.Fatalf("flush: %v", err)
 	}
 }
