@@ -88,7 +88,7 @@ func (c *aiCall) chat(req ChatRequest, input any) *stepResult {
 		// out is stopped by the budget.
 		switch {
 		case x.ctx.Err() != nil:
-			r = x.failStep(c.sc, c.node, "run canceled: %s", x.ctx.Err())
+			r = x.failStep(c.sc, c.node, "run canceled: %s", context.Cause(x.ctx))
 		case errors.Is(err, context.DeadlineExceeded) && (x.interrupted(ctx, budgetBound) || x.timeLeft() <= 0):
 			r = x.budgetStop(c.sc, c.node)
 		default:

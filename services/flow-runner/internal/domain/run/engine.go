@@ -315,7 +315,7 @@ func (x *exec) checkBudget(sc *scope, node flow.Node) (outcome, bool) {
 	case !x.e.now().Before(x.deadline):
 		why = fmt.Sprintf("the run reached its time budget of %s", x.budget.Time)
 	case x.ctx.Err() != nil:
-		o := x.fail(sc, node.ID(), string(node.Type()), "run canceled: "+x.ctx.Err().Error())
+		o := x.fail(sc, node.ID(), string(node.Type()), "run canceled: "+context.Cause(x.ctx).Error())
 		x.recordNotRun(sc, node, o.err.Message)
 		return o, true
 	default:
@@ -817,7 +817,7 @@ func (x *exec) http(sc *scope, node flow.Node, n *flow.HTTP) stepResult {
 			return r
 		}
 		if x.ctx.Err() != nil {
-			r := x.failStep(sc, node, "run canceled: %s", x.ctx.Err())
+			r := x.failStep(sc, node, "run canceled: %s", context.Cause(x.ctx))
 			r.input = input
 			return r
 		}
