@@ -144,7 +144,7 @@ func (h *hardening) install() error {
 		{h.object("Reflect"), "construct", argsAt(1)},
 		{h.object("JSON"), "stringify", func(_ goja.Value, args []goja.Value) []goja.Value {
 			if err := h.checkJSON(arg(args, 0), arg(args, 2), h.l.MaxStringLength); err != nil {
-				h.throw("%s", err)
+				h.throw("JSON.stringify: the value %s", err)
 			}
 			return nil
 		}},
@@ -402,7 +402,7 @@ func (h *hardening) checkJSON(v, space goja.Value, limit int) error {
 	walk = func(v goja.Value, depth int) error {
 		nodes++
 		if nodes > h.l.MaxArrayLength {
-			return fmt.Errorf("has more than %d values", h.l.MaxArrayLength)
+			return fmt.Errorf("holds more than %d values", h.l.MaxArrayLength)
 		}
 		total += 1 + indent*float64(depth)
 		if total > float64(limit) {
@@ -426,7 +426,7 @@ func (h *hardening) checkJSON(v, space goja.Value, limit int) error {
 		if obj.ClassName() == "Array" {
 			n := int(h.arrayLength(obj))
 			if n > h.l.MaxArrayLength {
-				return fmt.Errorf("has more than %d values", h.l.MaxArrayLength)
+				return fmt.Errorf("holds more than %d values", h.l.MaxArrayLength)
 			}
 			for i := range n {
 				if err := walk(obj.Get(fmt.Sprint(i)), depth+1); err != nil {
