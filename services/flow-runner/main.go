@@ -37,6 +37,9 @@ import (
 var version = "1.0.0"
 
 func main() {
+	// A script node runs in a worker process started from this binary:
+	// one started so runs its script and exits here, before any service.
+	script.RunWorkerIfAsked()
 	service.Main(rpc.ServiceFlowRunner, run)
 }
 
@@ -103,6 +106,9 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 
 	// adapters -> app -> ports
 	flows := adapters.NewFlowStore(svc.DB)
+	// Script nodes run in worker processes; the ones started ahead are
+	// stopped once the runs have ended.
+	scripts := script.New(script.Defaults)
 	runs := adapters.NewRunStore(svc.DB, cfg.IdempotencyTTL)
 	// The workspaces' knowledge bases: parleyctl kb fills them, knowledge
 	// nodes search them.
@@ -131,7 +137,7 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 		Engine: &flowrun.Engine{
 			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
 			Flows:   adapters.RunnableFlows{Store: flows},
-			Scripts: script.New(script.Defaults),
+			Scripts: scripts,
 			// The gateway owns the plan: AI units are counted there.
 			Quota:         adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
 			LLM:           provider,
@@ -150,6 +156,7 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 	})
 
 	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery) })
+	svc.OnStop("script workers", func(context.Context) error { return scripts.Close() })
 	return service.Ports{Endpoints: []service.Endpoint{
 		// A synchronous run may use its whole RUN_BUDGET_TIME (60 s)
 		// inside one request, past the default rpc bound.

@@ -194,9 +194,10 @@ func (h *hardening) exception(err error) error {
 	return &Error{Kind: KindException, Message: msg}
 }
 
-// export turns the script's return value into JSON-like Go values.
-func (h *hardening) export(v goja.Value) (any, error) {
-	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+// export turns the script's return value into JSON, nil for undefined (a
+// function or a symbol too, as JSON.stringify drops them).
+func (h *hardening) export(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) {
 		return nil, nil
 	}
 	if err := h.checkJSON(v, goja.Undefined(), h.l.MaxResultBytes); err != nil {
@@ -206,18 +207,17 @@ func (h *hardening) export(v goja.Value) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if goja.IsUndefined(s) { // a function or a symbol
+	if goja.IsUndefined(s) {
 		return nil, nil
 	}
 	text := s.String()
 	if len(text) > h.l.MaxResultBytes {
 		return nil, &Error{Kind: KindResult, Message: fmt.Sprintf("script result is larger than %s as JSON", size(uint64(h.l.MaxResultBytes)))}
 	}
-	var out any
-	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		return nil, &Error{Kind: KindResult, Message: "script result is not JSON-like: " + err.Error()}
+	if !json.Valid([]byte(text)) {
+		return nil, &Error{Kind: KindResult, Message: "script result is not JSON-like"}
 	}
-	return out, nil
+	return json.RawMessage(text), nil
 }
 
 // A check runs before a wrapped built-in. It throws (h.throw) to refuse the

@@ -1,35 +1,46 @@
 // Package script runs flow script nodes: a JavaScript function body, run by
 // goja, with the run's vars readable and nothing else.
 //
-// A script is a customer's code running inside the flow-runner, so the
-// sandbox is built so that it can neither reach out nor take the process
-// down:
+// A script is a customer's code, so it runs where it can be stopped for
+// certain: in a process of its own, a worker, which is the flow-runner's
+// own binary started with the command word WorkerCommand
+// (RunWorkerIfAsked, called first in main). A worker runs one script and
+// exits, so nothing of one script reaches the next. The Sandbox keeps a
+// few workers started ahead (idleWorkers), so a script does not wait for
+// a process to start. The bounds that matter are the kernel's, which a
+// worker sets on itself before it runs its script and cannot lift again
+// (the soft limit is the hard one):
 //
-//   - No I/O. Each run gets a fresh goja runtime, which has only the
+//   - Time. The Sandbox kills the worker (SIGKILL) at the script's time
+//     limit or when ctx ends, and reaps it before Run returns: no work of
+//     a script outlives its answer, whatever it was doing (a regular
+//     expression that backtracks catastrophically included), so the
+//     caller's concurrency place is held until the work has stopped. A
+//     worker runs Go on one core (GOMAXPROCS 1), so its time limit bounds
+//     the CPU it uses; RLIMIT_CPU, the limit rounded up, kills it anyway
+//     should the flow-runner be unable to.
+//   - Memory. The worker caps its writable memory (RLIMIT_DATA) at what it
+//     holds when it starts plus Limits.MemoryLimit (96 MiB: the 32 MiB
+//     budget, the garbage the collector has not reclaimed yet, and the
+//     runtime's own needs), and tells the Go runtime to collect hard
+//     before that (debug.SetMemoryLimit). An allocation past the cap ends
+//     the worker ("out of memory"), never the flow-runner. Inside that, a
+//     watchdog stops a script that grows the heap by more than
+//     Limits.MemoryBudget (live, after a GC) or by twice it at all, with
+//     a clearer error than the cap's.
+//   - No I/O. Each worker has a fresh goja runtime, which has only the
 //     ECMAScript built-ins: no require, no timers, no fetch, no console.
 //     Nothing from Go is put in it but a deep copy of vars (through JSON),
-//     so writes to vars never leak back.
-//   - Time. The runtime is interrupted (vm.Interrupt) at the time limit
-//     and when ctx ends; goja checks for that between instructions. One
-//     built-in call is not interruptible, which is why the built-ins that
-//     work or allocate in proportion to an argument are bounded (below).
-//     Should a built-in still run on (a regular expression that
-//     backtracks catastrophically), Run returns at the limit plus
-//     AbandonAfter anyway, leaving that one goroutine to finish alone.
+//     so writes to vars never leak back. Of the flow-runner's environment
+//     the worker gets only TZ, so none of its settings is in its memory.
 //   - Recursion. goja's call stack is capped (Limits.MaxCallDepth), so deep
 //     recursion ends the script ("Maximum call stack size exceeded", which
-//     the script cannot catch) instead of growing the Go stack, whose
-//     overflow no recover can stop. For the same reason nesting is capped
-//     where a built-in recurses over data (join, JSON.stringify).
-//   - Memory, practically (goja has no hard cap). A watchdog samples the
-//     process's heap (runtime/metrics) every millisecond and interrupts
-//     the script when the heap has grown by more than Limits.MemoryBudget
-//     since it started and a forced GC shows the growth is live, or by
-//     more than twice the budget at all; this catches growth one
-//     instruction at a time (string doubling, arrays filled in a loop).
-//     Growth in a single step is refused before it happens: ArrayBuffer,
-//     DataView and the typed arrays are removed (they allocate their
-//     whole length at once);
+//     the script cannot catch) instead of growing the Go stack. For the
+//     same reason nesting is capped where a built-in recurses over data
+//     (join, JSON.stringify).
+//   - Growth in a single step is refused before it happens, with an error
+//     the script may catch: ArrayBuffer, DataView and the typed arrays are
+//     removed (they allocate their whole length at once);
 //     String.prototype.repeat, padStart, padEnd, replace, replaceAll and
 //     concat refuse results over Limits.MaxStringLength; every other
 //     String.prototype method refuses a receiver that long; every
@@ -41,22 +52,13 @@
 //     nesting deeper than Limits.MaxDepth.
 //   - Result. The return value is turned into JSON-like Go values through
 //     JSON.stringify (so functions and undefined become nothing, NaN null),
-//     refused over Limits.MaxResultBytes.
-//   - Panics. The script runs in its own goroutine, where a panic would
-//     end the process: any panic there is recovered and becomes an error.
-//     Nothing of the script (not even a thrown value's text) is read
-//     outside that goroutine and the watchdog.
+//     refused over Limits.MaxResultBytes; the Sandbox reads no more than
+//     that (and its envelope) of what a worker writes.
+//   - Panics. A panic in the worker becomes an error; a worker that dies
+//     some other way fails its script, never the flow-runner.
 //
-// What is only bounded loosely: the heap is the process's, so the memory
-// budget is approximate (other goroutines' allocations count toward it
-// until a GC), and the step that crosses it may be large: a string doubled
-// by += allocates twice its length in one instruction, so such a script
-// peaks at a few budgets before it is stopped (112 MiB of heap for a
-// 32 MiB budget in the tests; more when the machine is busy and the
-// watchdog is scheduled late). A custom toString or toJSON can make
-// join's or stringify's estimate too low, and a regular expression that
-// backtracks catastrophically runs on in its goroutine after Run has
-// returned. A hard bound on all of it would take a separate process.
+// These bounds are documented for developers in docs/limits-and-errors.md
+// "Headless flows".
 package script
 
 import (
@@ -64,11 +66,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
+	"os"
+	"sync"
 	"time"
-
-	"github.com/dop251/goja"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -79,6 +79,10 @@ type Limits struct {
 	MaxCallDepth int
 	// MemoryBudget is how far the heap may grow during a run.
 	MemoryBudget uint64
+	// MemoryLimit is the hard cap on the memory a worker maps past what it
+	// holds when it starts: the budget, the garbage not yet collected and
+	// the Go runtime's own needs.
+	MemoryLimit uint64
 	// MaxStringLength bounds strings built by one built-in call, in UTF-16
 	// code units (JavaScript's length).
 	MaxStringLength int
@@ -88,20 +92,17 @@ type Limits struct {
 	MaxDepth int
 	// MaxResultBytes bounds the result as JSON.
 	MaxResultBytes int
-	// AbandonAfter is how long past the limit Run waits for a built-in
-	// that does not heed the interrupt before it returns without it.
-	AbandonAfter time.Duration
 }
 
 // Defaults are the limits of a Sandbox built with zero Limits.
 var Defaults = Limits{
 	MaxCallDepth:    512,
 	MemoryBudget:    32 << 20,
+	MemoryLimit:     96 << 20,
 	MaxStringLength: 1 << 20,
 	MaxArrayLength:  1 << 17,
 	MaxDepth:        64,
 	MaxResultBytes:  1 << 20,
-	AbandonAfter:    time.Second,
 }
 
 // Kind sorts a script's failures.
@@ -112,16 +113,16 @@ const (
 	KindSyntax    Kind = "syntax"    // the code does not parse
 	KindException Kind = "exception" // the script threw, built-in limits included
 	KindTimeout   Kind = "timeout"   // it ran past its time limit
-	KindMemory    Kind = "memory"    // it grew the heap past the budget
+	KindMemory    Kind = "memory"    // it grew the heap past the budget, or its worker past its cap
 	KindResult    Kind = "result"    // its result is too large or too deep
-	KindCanceled  Kind = "canceled"  // ctx ended first
-	KindInternal  Kind = "internal"  // vars could not be copied in, or the sandbox panicked
+	KindCanceled  Kind = "canceled"  // ctx was cancelled first
+	KindInternal  Kind = "internal"  // vars could not be copied in, or the sandbox failed
 )
 
 // Error is a script's failure, with a message fit for a node's error.
 type Error struct {
-	Kind    Kind
-	Message string
+	Kind    Kind   `json:"kind"`
+	Message string `json:"message"`
 	cause   error
 }
 
@@ -130,29 +131,60 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap gives ctx's error for KindCanceled.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Sandbox runs scripts; it holds no state between runs and is safe for
-// concurrent use.
+// idleWorkers is how many workers a Sandbox keeps started ahead, once it
+// has run a script: enough for a burst of two without waiting for a
+// process start, few enough to cost little memory when scripts are rare.
+const idleWorkers = 2
+
+// Sandbox runs scripts, each in a worker process of its own; it is safe
+// for concurrent use. Close stops the workers it keeps started ahead.
 type Sandbox struct {
 	limits Limits
+	// worker is the command line that starts a worker: this binary, the
+	// command word and the limits; errWorker says why there is none.
+	worker    []string
+	errWorker error
+	// reaped, when set (tests), hears of each run's worker once it has
+	// been reaped, before Run returns.
+	reaped func(pid int, state *os.ProcessState)
+
+	mu       sync.Mutex
+	idle     []*worker
+	starting int
+	closed   bool
+	starts   sync.WaitGroup
 }
 
 var _ run.Scripts = (*Sandbox)(nil)
 
-// New returns a Sandbox bounded by l, Defaults where l is zero.
+// New returns a Sandbox bounded by l, Defaults where l is zero. It starts
+// no process until the first script.
 func New(l Limits) *Sandbox {
 	d := Defaults
 	orDefault(&d.MaxCallDepth, l.MaxCallDepth)
 	orDefault(&d.MemoryBudget, l.MemoryBudget)
+	orDefault(&d.MemoryLimit, l.MemoryLimit)
 	orDefault(&d.MaxStringLength, l.MaxStringLength)
 	orDefault(&d.MaxArrayLength, l.MaxArrayLength)
 	orDefault(&d.MaxDepth, l.MaxDepth)
 	orDefault(&d.MaxResultBytes, l.MaxResultBytes)
-	orDefault(&d.AbandonAfter, l.AbandonAfter)
-	return &Sandbox{limits: d}
+	s := &Sandbox{limits: d}
+	self, err := os.Executable()
+	if err != nil {
+		s.errWorker = fmt.Errorf("the flow-runner cannot find its own binary: %w", err)
+		return s
+	}
+	limits, err := json.Marshal(d)
+	if err != nil {
+		s.errWorker = err
+		return s
+	}
+	s.worker = []string{self, WorkerCommand, string(limits)}
+	return s
 }
 
 // orDefault sets *dst to v when v is set.
-func orDefault[T int | uint64 | time.Duration](dst *T, v T) {
+func orDefault[T int | uint64](dst *T, v T) {
 	if v > 0 {
 		*dst = v
 	}
@@ -160,201 +192,154 @@ func orDefault[T int | uint64 | time.Duration](dst *T, v T) {
 
 // Run runs code, a JavaScript function body, with vars readable as `vars`,
 // and returns what it returns as JSON-like Go values (nil, bool, float64,
-// string, []any, map[string]any). It stops at limit or when ctx ends. Every
+// string, []any, map[string]any). It stops the script at limit or when
+// ctx ends, and returns once the script's worker is gone. A ctx that ends
+// by its deadline counts as the time limit (the engine gives both). Every
 // failure is an *Error.
 func (s *Sandbox) Run(ctx context.Context, code string, vars map[string]any, limit time.Duration) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, canceled(err)
+		return nil, stopped(ctx, limit)
 	}
 	if vars == nil {
 		vars = map[string]any{}
 	}
-	varsJSON, err := json.Marshal(vars)
+	varsJSON, err := marshal(vars)
 	if err != nil {
 		return nil, &Error{Kind: KindInternal, Message: "vars are not JSON-like: " + err.Error()}
 	}
-
-	type outcome struct {
-		v   any
-		err error
-	}
-	done := make(chan outcome, 1)
-	vm := goja.New()
-	go func() {
-		var o outcome
-		defer func() {
-			if p := recover(); p != nil {
-				o = outcome{err: &Error{Kind: KindInternal, Message: fmt.Sprintf("script sandbox failed: %v", p)}}
-			}
-			done <- o
-		}()
-		o.v, o.err = s.run(vm, code, string(varsJSON))
-	}()
-
-	stop := s.watch(ctx, vm, limit)
-	defer stop()
-	abandon := time.NewTimer(limit + s.limits.AbandonAfter)
-	defer abandon.Stop()
-	select {
-	case o := <-done:
-		return o.v, s.describe(ctx, limit, o.err)
-	case <-abandon.C:
-		// A built-in that does not heed the interrupt: its goroutine
-		// finishes alone, and its result is dropped.
-		if ctx.Err() != nil {
-			return nil, canceled(ctx.Err())
-		}
-		return nil, timeout(limit)
-	}
-}
-
-// The reasons a run is interrupted, passed to vm.Interrupt.
-type (
-	interruptTimeout  struct{}
-	interruptMemory   struct{}
-	interruptCanceled struct{ err error }
-)
-
-// watch interrupts vm at the limit, when ctx ends, or when the heap grows
-// past the budget. The returned func stops watching.
-func (s *Sandbox) watch(ctx context.Context, vm *goja.Runtime, limit time.Duration) func() {
-	stopped := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		deadline := time.NewTimer(limit)
-		defer deadline.Stop()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		base := heapBytes()
-		// A GC runs in its own goroutine, so the loop keeps checking the
-		// hard ceiling while it does (a doubling string doubles a few
-		// times during one GC). confirmed says whether live growth was
-		// over the budget after it.
-		confirmed := make(chan bool, 1)
-		var gcRunning bool
-		var lastGC time.Time
-		for {
-			select {
-			case <-stopped:
-				return
-			case <-ctx.Done():
-				vm.Interrupt(interruptCanceled{ctx.Err()})
-				return
-			case <-deadline.C:
-				vm.Interrupt(interruptTimeout{})
-				return
-			case over := <-confirmed:
-				gcRunning = false
-				if over {
-					vm.Interrupt(interruptMemory{})
-					return
-				}
-			case <-tick.C:
-				heap := heapBytes()
-				if heap < base+s.limits.MemoryBudget {
-					continue
-				}
-				// The heap counts garbage until a GC sweeps it: between
-				// one and two budgets, only live growth stops the script;
-				// past two, it stops at once. A GC at most every 50 ms
-				// keeps a churning script from collecting nonstop.
-				if heap >= base+2*s.limits.MemoryBudget {
-					vm.Interrupt(interruptMemory{})
-					return
-				}
-				if gcRunning || time.Since(lastGC) < 50*time.Millisecond {
-					continue
-				}
-				gcRunning, lastGC = true, time.Now()
-				go func() {
-					runtime.GC()
-					confirmed <- heapBytes() >= base+s.limits.MemoryBudget
-				}()
-			}
-		}
-	}()
-	return func() {
-		close(stopped)
-		<-finished
-	}
-}
-
-// heapBytes is the process's heap in objects, live or not yet swept.
-// metrics.Read does not stop the world, unlike runtime.ReadMemStats.
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
-
-// run compiles code as the body of function(vars), calls it and exports
-// the result, all inside vm.
-func (s *Sandbox) run(vm *goja.Runtime, code, varsJSON string) (any, error) {
-	vm.SetMaxCallStackSize(s.limits.MaxCallDepth)
-	h := newHardening(vm, s.limits)
-	// vars is parsed before the built-ins are bounded: it may be larger
-	// than a script may build, and it is ours.
-	vars, err := h.parse(varsJSON)
+	req, err := marshal(request{Code: code, Vars: varsJSON, Limit: limit})
 	if err != nil {
-		return nil, err
-	}
-	if err := h.install(); err != nil {
 		return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: " + err.Error()}
 	}
-	fn, err := h.compile(code)
+	// The worker this script takes is replaced once it has run, so that
+	// the replacement's start does not compete with the script.
+	defer s.refill()
+	w, err := s.take()
 	if err != nil {
-		return nil, err
+		return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: " + err.Error()}
 	}
-	ret, err := fn(goja.Undefined(), vars)
-	if err != nil {
-		return nil, h.exception(err)
+	e := w.serve(ctx, req, limit, int64(s.limits.MaxResultBytes)+envelopeBytes)
+	if s.reaped != nil {
+		s.reaped(w.cmd.Process.Pid, e.state)
 	}
-	v, err := h.export(ret)
-	if err != nil {
-		return nil, h.exception(err)
-	}
-	return v, nil
+	return s.outcome(ctx, limit, e)
 }
 
-// describe turns what a run ended with into an *Error.
-func (s *Sandbox) describe(ctx context.Context, limit time.Duration, err error) error {
-	if err == nil {
-		return nil
+// take returns a worker for one script: one started ahead, or a new one.
+func (s *Sandbox) take() (*worker, error) {
+	if s.errWorker != nil {
+		return nil, s.errWorker
 	}
-	var se *Error
-	if errors.As(err, &se) {
-		return se
+	s.mu.Lock()
+	var w *worker
+	if n := len(s.idle); n > 0 {
+		w, s.idle = s.idle[n-1], s.idle[:n-1]
 	}
-	var ie *goja.InterruptedError
-	if errors.As(err, &ie) {
-		switch v := ie.Value().(type) {
-		case interruptTimeout:
-			return timeout(limit)
-		case interruptMemory:
-			return &Error{Kind: KindMemory, Message: fmt.Sprintf("script used more memory than its budget of %s", size(s.limits.MemoryBudget))}
-		case interruptCanceled:
-			return canceled(v.err)
+	s.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
+	return startWorker(s.worker)
+}
+
+// refill starts workers in the background until idleWorkers are ready or
+// starting, unless the Sandbox is closed or cannot start any.
+func (s *Sandbox) refill() {
+	if s.errWorker != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && len(s.idle)+s.starting < idleWorkers {
+		s.starting++
+		s.starts.Add(1)
+		go func() {
+			defer s.starts.Done()
+			w, err := startWorker(s.worker)
+			s.mu.Lock()
+			s.starting--
+			keep := err == nil && !s.closed
+			if keep {
+				s.idle = append(s.idle, w)
+			}
+			s.mu.Unlock()
+			if err == nil && !keep {
+				w.stop()
+			}
+		}()
+	}
+}
+
+// Close stops and reaps the workers started ahead; a Run after it (a run
+// that was under way when the service began to stop) starts its own. It
+// always returns nil.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	idle := s.idle
+	s.idle = nil
+	s.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+	s.starts.Wait()
+	return nil
+}
+
+// outcome turns how a worker ended into the run's value or *Error.
+func (s *Sandbox) outcome(ctx context.Context, limit time.Duration, e ending) (any, error) {
+	switch {
+	case e.state == nil:
+		return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: its worker could not be waited for"}
+	case e.why == stoppedAtLimit:
+		return nil, timeout(limit)
+	case e.why == stoppedByCtx:
+		return nil, stopped(ctx, limit)
+	case len(e.out) > s.limits.MaxResultBytes+envelopeBytes:
+		return nil, &Error{Kind: KindResult, Message: fmt.Sprintf("script result is larger than %s as JSON", size(uint64(s.limits.MaxResultBytes)))}
+	}
+	if e.state.Success() {
+		var r response
+		if err := json.Unmarshal(e.out, &r); err != nil {
+			return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: its worker answered " + err.Error()}
 		}
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		var v any
+		if len(r.Value) > 0 {
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: its worker answered " + err.Error()}
+			}
+		}
+		return v, nil
 	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
-		return &Error{Kind: KindException, Message: "script threw: RangeError: Maximum call stack size exceeded"}
+	switch {
+	case e.outOfMemory():
+		return nil, overBudget(s.limits.MemoryBudget)
+	case e.outOfCPU(limit):
+		return nil, timeout(limit)
 	}
-	if ctx.Err() != nil {
-		return canceled(ctx.Err())
-	}
-	return &Error{Kind: KindInternal, Message: "script failed: " + err.Error()}
+	return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: its worker " + e.describe()}
+}
+
+// overBudget is the error of a script stopped for its memory: by the
+// watchdog, or by its worker's cap.
+func overBudget(budget uint64) *Error {
+	return &Error{Kind: KindMemory, Message: fmt.Sprintf("script used more memory than its budget of %s", size(budget))}
 }
 
 func timeout(limit time.Duration) *Error {
 	return &Error{Kind: KindTimeout, Message: fmt.Sprintf("script ran past its time limit of %s", limit)}
 }
 
-func canceled(err error) *Error {
+// stopped is the error of a run ctx ended: its time limit when ctx ended
+// by its deadline, cancelled otherwise.
+func stopped(ctx context.Context, limit time.Duration) *Error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return timeout(limit)
+	}
 	return &Error{Kind: KindCanceled, Message: "script stopped: " + err.Error(), cause: err}
 }
 

@@ -3,10 +3,15 @@ package script
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,6 +21,48 @@ func try(t *testing.T, s *Sandbox, code string, vars map[string]any, limit time.
 	start := time.Now()
 	v, err := s.Run(context.Background(), code, vars, limit)
 	return v, err, time.Since(start)
+}
+
+// newSandbox is New(l), its workers stopped when the test ends.
+func newSandbox(t testing.TB, l Limits) *Sandbox {
+	t.Helper()
+	s := New(l)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// reapedWorker is a run's worker as the Sandbox reaped it.
+type reapedWorker struct {
+	pid   int
+	state *os.ProcessState
+}
+
+// watchWorkers records the workers of s's runs once reaped (before their
+// Run returns); last returns the latest.
+func watchWorkers(t testing.TB, s *Sandbox) (last func() reapedWorker) {
+	var mu sync.Mutex
+	var seen []reapedWorker
+	s.reaped = func(pid int, state *os.ProcessState) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, reapedWorker{pid, state})
+	}
+	return func() reapedWorker {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			t.Fatal("no worker was reaped")
+		}
+		return seen[len(seen)-1]
+	}
+}
+
+// gone reports whether no process has pid any more: reaped, not even a
+// zombie.
+func gone(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func TestRunReturnsJSONLikeValues(t *testing.T) {
@@ -40,7 +87,7 @@ func TestRunReturnsJSONLikeValues(t *testing.T) {
 		{name: "missing vars read as undefined", code: `return typeof vars.nope`, want: "undefined"},
 		{name: "caught exception", code: `try { null.x } catch (e) { return e.name }`, want: "TypeError"},
 	}
-	s := New(Limits{})
+	s := newSandbox(t, Limits{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -57,7 +104,7 @@ func TestRunReturnsJSONLikeValues(t *testing.T) {
 func TestVarsAreNotWrittenBack(t *testing.T) {
 	t.Parallel()
 	vars := map[string]any{"a": 1, "nested": map[string]any{"b": []any{1, 2}}}
-	got, err, _ := try(t, New(Limits{}), `
+	got, err, _ := try(t, newSandbox(t, Limits{}), `
 		vars.a = 99; vars.added = true; vars.nested.b.push(3); delete vars.nested;
 		vars = null;
 		return "changed"`, vars, 5*time.Second)
@@ -74,7 +121,7 @@ func TestVarsAreNotWrittenBack(t *testing.T) {
 // fetch, nothing from Go, and no buffers that allocate at once.
 func TestNothingButTheLanguage(t *testing.T) {
 	t.Parallel()
-	got, err, _ := try(t, New(Limits{}), `return Object.getOwnPropertyNames(globalThis).sort()`, nil, 5*time.Second)
+	got, err, _ := try(t, newSandbox(t, Limits{}), `return Object.getOwnPropertyNames(globalThis).sort()`, nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +178,7 @@ func TestRunFailures(t *testing.T) {
 		{name: "no escape from the function", code: `}); (function () {`, wantKind: KindSyntax, wantMsg: "syntax error: the code closes its function early"},
 		{name: "no escape, as one expression", code: `}, function () {`, wantKind: KindSyntax, wantMsg: "syntax error: the code closes its function early"},
 	}
-	s := New(Limits{})
+	s := newSandbox(t, Limits{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -153,10 +200,11 @@ func TestRunFailures(t *testing.T) {
 }
 
 // An endless loop is stopped at the limit, and so is a script whose ctx
-// ends first.
+// ends first; either way its worker is gone before Run returns.
 func TestRunIsInterrupted(t *testing.T) {
 	t.Parallel()
-	s := New(Limits{})
+	s := newSandbox(t, Limits{})
+	last := watchWorkers(t, s)
 	for _, code := range []string{`for (;;) {}`, `while (true) { try { for (;;) {} } catch (e) {} }`} {
 		_, err, took := try(t, s, code, nil, 200*time.Millisecond)
 		var se *Error
@@ -165,6 +213,9 @@ func TestRunIsInterrupted(t *testing.T) {
 		}
 		if took > 3*time.Second {
 			t.Errorf("Run(%s): a 200ms limit took %s", code, took)
+		}
+		if w := last(); !gone(w.pid) {
+			t.Errorf("Run(%s) returned with its worker %d still there", code, w.pid)
 		}
 	}
 
@@ -179,17 +230,21 @@ func TestRunIsInterrupted(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("a cancelled run took %s", took)
 	}
+	if w := last(); !gone(w.pid) {
+		t.Errorf("a cancelled run returned with its worker %d still there", w.pid)
+	}
 	if _, err := s.Run(ctx, `return 1`, nil, time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("run with an ended ctx: %v", err)
 	}
 }
 
 // Growth one instruction at a time (a doubling string, an array of
-// strings) is stopped by the memory watchdog long before it hurts. Not
-// parallel: the heap is the process's, and other tests' allocations would
-// count.
+// strings, an object of objects) ends with the memory error, inside the
+// worker: the worker's resident memory stays under its cap, and the
+// flow-runner's heap does not grow. With a budget the watchdog never
+// reaches, the cap alone ends it, with the same error. Not parallel: the
+// heap measured is the test process's.
 func TestRunIsBoundedInMemory(t *testing.T) {
-	s := New(Limits{MemoryBudget: 32 << 20})
 	// The heap's peak during the runs, against what it was before them.
 	runtime.GC()
 	base := heapBytes()
@@ -212,35 +267,64 @@ func TestRunIsBoundedInMemory(t *testing.T) {
 	defer func() {
 		close(stop)
 		<-sampled
-		// Several budgets, since the step that crosses it may be large
-		// (see the package comment); far from running out of memory.
-		if grew := peak.Load() - min(base, peak.Load()); grew > 16*32<<20 {
-			t.Errorf("the heap grew by %d MiB at its peak", grew>>20)
+		// What the Sandbox reads of a worker is bounded by the result's
+		// bound, unused here.
+		if grew := peak.Load() - min(base, peak.Load()); grew > 8<<20 {
+			t.Errorf("the flow-runner's heap grew by %d MiB at its peak", grew>>20)
 		} else {
-			t.Logf("the heap grew by %d MiB at its peak", grew>>20)
+			t.Logf("the flow-runner's heap grew by %d MiB at its peak", grew>>20)
 		}
 	}()
-	for _, code := range []string{
-		`var s = "x"; for (;;) s += s`,
-		`var a = []; for (var i = 0; ; i++) a[i] = "x".repeat(4096) + i`,
-		`var o = {}; for (var i = 0; ; i++) o["k" + i] = {v: [i, i, i]}`,
+
+	const budget = 32 << 20
+	for _, tt := range []struct {
+		name   string
+		limits Limits
+		code   string
+	}{
+		{"doubling string", Limits{MemoryBudget: budget}, `var s = "x"; for (;;) s += s`},
+		{"array filled in a loop", Limits{MemoryBudget: budget}, `var a = []; for (var i = 0; ; i++) a[i] = "x".repeat(4096) + i`},
+		{"object of objects", Limits{MemoryBudget: budget}, `var o = {}; for (var i = 0; ; i++) o["k" + i] = {v: [i, i, i]}`},
+		{"doubling string, the cap alone", Limits{MemoryBudget: 1 << 40}, `var s = "x"; for (;;) s += s`},
 	} {
-		runtime.GC()
-		_, err, took := try(t, s, code, nil, 30*time.Second)
-		t.Logf("%s: %v after %s", code, err, took)
+		s := newSandbox(t, tt.limits)
+		last := watchWorkers(t, s)
+		// What a worker holds once it has run a script that allocates
+		// nothing, as the kernel counts it: its resident peak includes
+		// the start of the process that became it.
+		if _, err, _ := try(t, s, `return 1`, nil, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		started := maxRSS(last().state)
+		_, err, took := try(t, s, tt.code, nil, 30*time.Second)
+		t.Logf("%s: %v after %s", tt.name, err, took)
 		var se *Error
-		if !errors.As(err, &se) || (se.Kind != KindMemory && se.Kind != KindException) {
-			t.Errorf("Run(%s) = %v (after %s), want stopped for memory", code, err, took)
+		if !errors.As(err, &se) || se.Kind != KindMemory {
+			t.Errorf("%s: Run = %v (after %s), want stopped for memory", tt.name, err, took)
 			continue
 		}
-		if se.Kind == KindMemory && se.Message != "script used more memory than its budget of 32 MiB" {
-			t.Errorf("Run(%s): %q", code, se.Message)
+		if want := fmt.Sprintf("script used more memory than its budget of %s", size(s.limits.MemoryBudget)); se.Message != want {
+			t.Errorf("%s: %q, want %q", tt.name, se.Message, want)
+		}
+		// The cap is on writable memory past the start; resident memory
+		// may also hold pages the worker had mapped at its start and
+		// touched later, and its binary's code: 32 MiB for those.
+		ceiling := started + s.limits.MemoryLimit + raceHeadroom(s.limits.MemoryLimit) + 32<<20
+		if peak := maxRSS(last().state); peak > ceiling {
+			t.Errorf("%s: the worker's resident memory peaked at %d MiB, over %d MiB", tt.name, peak>>20, ceiling>>20)
+		} else {
+			t.Logf("%s: the worker's resident memory peaked at %d MiB (%d MiB at its start; at most %d MiB)", tt.name, peak>>20, started>>20, ceiling>>20)
 		}
 	}
-	runtime.GC()
 	// A script well within the budget runs to its end.
-	got, err, _ := try(t, s, `var a = []; for (var i = 0; i < 10000; i++) a.push({i: i}); return a.length`, nil, 30*time.Second)
-	if err != nil || got != 10000.0 {
-		t.Errorf("a small script: %v, %v", got, err)
+	s := newSandbox(t, Limits{MemoryBudget: budget})
+	got, err, _ := try(t, s, `var a = []; for (var i = 0; i < 6000; i++) a.push("x".repeat(4096) + i); return a.length`, nil, 30*time.Second)
+	if err != nil || got != 6000.0 {
+		t.Errorf("a script of 24 MiB: %v, %v", got, err)
 	}
+}
+
+// maxRSS is a reaped process's resident peak, in bytes.
+func maxRSS(state *os.ProcessState) uint64 {
+	return uint64(state.SysUsage().(*syscall.Rusage).Maxrss) << 10
 }
