@@ -3,7 +3,6 @@ package script
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,15 +66,9 @@ func TestDeadlineIsTheTimeLimit(t *testing.T) {
 // and one that fills its stderr and dies is reported by its first line.
 func TestWorkerOutputIsBounded(t *testing.T) {
 	t.Parallel()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	s := newSandbox(t, Limits{})
+	s := standInSandbox(t, floodStdout)
 	last := watchWorkers(t, s)
-	s.worker = []string{self, floodStdout}
-	_, err, _ = try(t, s, `return 1`, nil, time.Minute)
+	_, err, _ := try(t, s, `return 1`, nil, time.Minute)
 	var se *Error
 	// Stopped for its size, long before its time limit.
 	if !errors.As(err, &se) || se.Kind != KindResult || se.Message != "script result is larger than 1 MiB as JSON" {
@@ -85,8 +78,7 @@ func TestWorkerOutputIsBounded(t *testing.T) {
 		t.Errorf("Run returned with the flooding worker %d still there", w.pid)
 	}
 
-	s = newSandbox(t, Limits{})
-	s.worker = []string{self, dieLoudly}
+	s = standInSandbox(t, dieLoudly)
 	_, err, _ = try(t, s, `return 1`, nil, time.Minute)
 	if !errors.As(err, &se) || se.Kind != KindInternal ||
 		se.Message != "script sandbox failed: its worker ended (exit status 3): fatal error: the stand-in dies" {
@@ -113,5 +105,24 @@ func TestAWorkerServesOneScript(t *testing.T) {
 	}
 	if second := last().pid; second == first {
 		t.Errorf("both scripts ran in worker %d", first)
+	}
+}
+
+// A worker that never gets ready costs its run no more than the run's
+// time: the start is given up when ctx ends, as the script would be.
+func TestAWorkerThatNeverStartsIsGivenUp(t *testing.T) {
+	t.Parallel()
+	s := standInSandbox(t, neverReady)
+	const limit = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	start := time.Now()
+	_, err := s.Run(ctx, `return 1`, nil, limit)
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != KindTimeout || se.Message != "script ran past its time limit of 300ms" {
+		t.Errorf("Run = %v, want its time limit", err)
+	}
+	if took := time.Since(start); took > startTimeout/2 {
+		t.Errorf("Run waited %s for a worker that never got ready", took)
 	}
 }

@@ -2,6 +2,7 @@ package script
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -17,17 +18,28 @@ func TestMain(m *testing.M) {
 }
 
 // The command words of the stand-ins: a worker that writes its stdout
-// without end, and one that fills its stderr and dies.
+// without end, one that fills its stderr and dies, and one that never
+// says it is ready.
 const (
 	floodStdout = "-flood-stdout"
 	dieLoudly   = "-die-loudly"
+	neverReady  = "-never-ready"
 )
 
 // standIn runs this process as a misbehaving worker when asked, once
 // ready: what a worker does not do (it runs the Sandbox's code, not the
 // script's), but what the Sandbox must survive all the same.
 func standIn() {
-	if len(os.Args) != 2 || (os.Args[1] != floodStdout && os.Args[1] != dieLoudly) {
+	if len(os.Args) != 2 {
+		return
+	}
+	switch os.Args[1] {
+	case floodStdout, dieLoudly:
+	case neverReady:
+		// Until killed, or until the test process is gone.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(1)
+	default:
 		return
 	}
 	if _, err := os.Stdout.WriteString(workerReady); err != nil {
@@ -48,4 +60,17 @@ func standIn() {
 		}
 		os.Exit(3)
 	}
+}
+
+// standInSandbox is a Sandbox whose workers are the stand-in named by its
+// command word.
+func standInSandbox(t *testing.T, word string) *Sandbox {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Limits{})
+	s.worker = []string{self, word}
+	return s
 }

@@ -67,11 +67,11 @@ type worker struct {
 }
 
 // startWorker starts the worker command line argv and waits until it is
-// ready. Of the flow-runner's environment the worker gets only TZ, so
-// that a script's dates are in the flow-runner's zone: its settings (its
-// database's password, its provider's key) never reach a script's
-// process.
-func startWorker(argv []string) (*worker, error) {
+// ready, startTimeout at most, or until ctx ends. Of the flow-runner's
+// environment the worker gets only TZ, so that a script's dates are in
+// the flow-runner's zone: its settings (its database's password, its
+// provider's key) never reach a script's process.
+func startWorker(ctx context.Context, argv []string) (*worker, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = workerEnv
 	if tz, ok := os.LookupEnv("TZ"); ok {
@@ -90,12 +90,26 @@ func startWorker(argv []string) (*worker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a script worker: %w", err)
 	}
-	tooLong := time.AfterFunc(startTimeout, func() { _ = cmd.Process.Kill() })
-	said := make([]byte, len(workerReady))
-	_, err = io.ReadFull(w.stdout, said)
-	tooLong.Stop()
-	if err != nil || string(said) != workerReady {
+	ready := make(chan bool, 1)
+	go func() {
+		said := make([]byte, len(workerReady))
+		_, err := io.ReadFull(w.stdout, said)
+		ready <- err == nil && string(said) == workerReady
+	}()
+	tooLong := time.NewTimer(startTimeout)
+	defer tooLong.Stop()
+	var ok bool
+	select {
+	case ok = <-ready:
+	case <-tooLong.C:
+	case <-ctx.Done():
+	}
+	if !ok {
+		// Killed, the worker ends the read above, if it has not.
 		w.stop()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		e := ending{state: cmd.ProcessState, stderr: w.stderr.String()}
 		return nil, fmt.Errorf("start a script worker: it %s", e.describe())
 	}

@@ -152,7 +152,10 @@ type Sandbox struct {
 	idle     []*worker
 	starting int
 	closed   bool
-	starts   sync.WaitGroup
+	// starts are the starts in the background; closing ends them.
+	starts  sync.WaitGroup
+	closing context.Context
+	close   context.CancelFunc
 }
 
 var _ run.Scripts = (*Sandbox)(nil)
@@ -169,6 +172,7 @@ func New(l Limits) *Sandbox {
 	orDefault(&d.MaxDepth, l.MaxDepth)
 	orDefault(&d.MaxResultBytes, l.MaxResultBytes)
 	s := &Sandbox{limits: d}
+	s.closing, s.close = context.WithCancel(context.Background())
 	self, err := os.Executable()
 	if err != nil {
 		s.errWorker = fmt.Errorf("the flow-runner cannot find its own binary: %w", err)
@@ -214,8 +218,11 @@ func (s *Sandbox) Run(ctx context.Context, code string, vars map[string]any, lim
 	// The worker this script takes is replaced once it has run, so that
 	// the replacement's start does not compete with the script.
 	defer s.refill()
-	w, err := s.take()
+	w, err := s.take(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, stopped(ctx, limit)
+		}
 		return nil, &Error{Kind: KindInternal, Message: "script sandbox failed: " + err.Error()}
 	}
 	e := w.serve(ctx, req, limit, int64(s.limits.MaxResultBytes)+envelopeBytes)
@@ -225,8 +232,9 @@ func (s *Sandbox) Run(ctx context.Context, code string, vars map[string]any, lim
 	return s.outcome(ctx, limit, e)
 }
 
-// take returns a worker for one script: one started ahead, or a new one.
-func (s *Sandbox) take() (*worker, error) {
+// take returns a worker for one script: one started ahead, or a new one
+// (unless ctx ends first).
+func (s *Sandbox) take(ctx context.Context) (*worker, error) {
 	if s.errWorker != nil {
 		return nil, s.errWorker
 	}
@@ -239,7 +247,7 @@ func (s *Sandbox) take() (*worker, error) {
 	if w != nil {
 		return w, nil
 	}
-	return startWorker(s.worker)
+	return startWorker(ctx, s.worker)
 }
 
 // refill starts workers in the background until idleWorkers are ready or
@@ -255,7 +263,7 @@ func (s *Sandbox) refill() {
 		s.starts.Add(1)
 		go func() {
 			defer s.starts.Done()
-			w, err := startWorker(s.worker)
+			w, err := startWorker(s.closing, s.worker)
 			s.mu.Lock()
 			s.starting--
 			keep := err == nil && !s.closed
@@ -279,6 +287,7 @@ func (s *Sandbox) Close() error {
 	idle := s.idle
 	s.idle = nil
 	s.mu.Unlock()
+	s.close()
 	for _, w := range idle {
 		w.stop()
 	}
