@@ -851,6 +851,143 @@ func (x *CommentReceived) GetComment() *Comment {
 	return nil
 }
 
+// ChatTurn is a customer message the channel's built-in AI answers
+// (docs/chat.md "Who answers"): messaging writes it to its outbox with the
+// message, when the channel is in auto or suggest mode and the
+// conversation is not handed over, and the relay publishes it to the
+// JetStream stream CHAT on subject chat.<workspace_id>.<conversation_id>,
+// with id as Nats-Msg-Id. The flow-runner answers each once, a
+// conversation's in the order of seq.
+type ChatTurn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is a UUID, the turn's own.
+	Id             string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	WorkspaceId    string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	ConversationId string `protobuf:"bytes,3,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// seq numbers the conversation's turns 1, 2, …, in the order their
+	// messages were stored.
+	Seq int64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// mode is the channel's ai_mode when the message was stored: auto (the
+	// answer is sent) or suggest (it is drafted).
+	Mode      string   `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
+	ChannelId string   `protobuf:"bytes,6,opt,name=channel_id,json=channelId,proto3" json:"channel_id,omitempty"`
+	Channel   *Channel `protobuf:"bytes,7,opt,name=channel,proto3" json:"channel,omitempty"`
+	Contact   *Contact `protobuf:"bytes,8,opt,name=contact,proto3" json:"contact,omitempty"`
+	Message   *Message `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	// postback is set when the customer chose a button.
+	Postback      *Postback              `protobuf:"bytes,10,opt,name=postback,proto3,oneof" json:"postback,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatTurn) Reset() {
+	*x = ChatTurn{}
+	mi := &file_parley_events_v1_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatTurn) ProtoMessage() {}
+
+func (x *ChatTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_events_v1_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatTurn.ProtoReflect.Descriptor instead.
+func (*ChatTurn) Descriptor() ([]byte, []int) {
+	return file_parley_events_v1_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ChatTurn) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ChatTurn) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ChatTurn) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ChatTurn) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ChatTurn) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *ChatTurn) GetChannelId() string {
+	if x != nil {
+		return x.ChannelId
+	}
+	return ""
+}
+
+func (x *ChatTurn) GetChannel() *Channel {
+	if x != nil {
+		return x.Channel
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetContact() *Contact {
+	if x != nil {
+		return x.Contact
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetPostback() *Postback {
+	if x != nil {
+		return x.Postback
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 var File_parley_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_parley_events_v1_events_proto_rawDesc = "" +
@@ -926,7 +1063,23 @@ const file_parley_events_v1_events_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x1a\n" +
 	"\bplatform\x18\x02 \x01(\tR\bplatform\x123\n" +
 	"\achannel\x18\x03 \x01(\v2\x19.parley.events.v1.ChannelR\achannel\x123\n" +
-	"\acomment\x18\x04 \x01(\v2\x19.parley.events.v1.CommentR\acommentB\xc3\x01\n" +
+	"\acomment\x18\x04 \x01(\v2\x19.parley.events.v1.CommentR\acomment\"\xcf\x03\n" +
+	"\bChatTurn\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12'\n" +
+	"\x0fconversation_id\x18\x03 \x01(\tR\x0econversationId\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x12\n" +
+	"\x04mode\x18\x05 \x01(\tR\x04mode\x12\x1d\n" +
+	"\n" +
+	"channel_id\x18\x06 \x01(\tR\tchannelId\x123\n" +
+	"\achannel\x18\a \x01(\v2\x19.parley.events.v1.ChannelR\achannel\x123\n" +
+	"\acontact\x18\b \x01(\v2\x19.parley.events.v1.ContactR\acontact\x123\n" +
+	"\amessage\x18\t \x01(\v2\x19.parley.events.v1.MessageR\amessage\x12;\n" +
+	"\bpostback\x18\n" +
+	" \x01(\v2\x1a.parley.events.v1.PostbackH\x00R\bpostback\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\v\n" +
+	"\t_postbackB\xc3\x01\n" +
 	"\x14com.parley.events.v1B\vEventsProtoP\x01Z<github.com/parleyhq/parley/pkg/gen/parley/events/v1;eventsv1\xa2\x02\x03PEX\xaa\x02\x10Parley.Events.V1\xca\x02\x10Parley\\Events\\V1\xe2\x02\x1cParley\\Events\\V1\\GPBMetadata\xea\x02\x12Parley::Events::V1b\x06proto3"
 
 var (
@@ -941,7 +1094,7 @@ func file_parley_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_parley_events_v1_events_proto_rawDescData
 }
 
-var file_parley_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_parley_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_parley_events_v1_events_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: parley.events.v1.Event
 	(*Channel)(nil),               // 1: parley.events.v1.Channel
@@ -954,32 +1107,38 @@ var file_parley_events_v1_events_proto_goTypes = []any{
 	(*CommentAuthor)(nil),         // 8: parley.events.v1.CommentAuthor
 	(*Comment)(nil),               // 9: parley.events.v1.Comment
 	(*CommentReceived)(nil),       // 10: parley.events.v1.CommentReceived
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*ChatTurn)(nil),              // 11: parley.events.v1.ChatTurn
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_parley_events_v1_events_proto_depIdxs = []int32{
-	11, // 0: parley.events.v1.Event.created_at:type_name -> google.protobuf.Timestamp
+	12, // 0: parley.events.v1.Event.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 1: parley.events.v1.Event.message_received:type_name -> parley.events.v1.MessageReceived
 	7,  // 2: parley.events.v1.Event.postback_received:type_name -> parley.events.v1.PostbackReceived
 	10, // 3: parley.events.v1.Event.comment_received:type_name -> parley.events.v1.CommentReceived
-	11, // 4: parley.events.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	12, // 4: parley.events.v1.Message.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 5: parley.events.v1.Message.attachment:type_name -> parley.events.v1.Attachment
 	1,  // 6: parley.events.v1.MessageReceived.channel:type_name -> parley.events.v1.Channel
 	2,  // 7: parley.events.v1.MessageReceived.contact:type_name -> parley.events.v1.Contact
 	4,  // 8: parley.events.v1.MessageReceived.message:type_name -> parley.events.v1.Message
-	11, // 9: parley.events.v1.Postback.received_at:type_name -> google.protobuf.Timestamp
+	12, // 9: parley.events.v1.Postback.received_at:type_name -> google.protobuf.Timestamp
 	1,  // 10: parley.events.v1.PostbackReceived.channel:type_name -> parley.events.v1.Channel
 	2,  // 11: parley.events.v1.PostbackReceived.contact:type_name -> parley.events.v1.Contact
 	4,  // 12: parley.events.v1.PostbackReceived.message:type_name -> parley.events.v1.Message
 	6,  // 13: parley.events.v1.PostbackReceived.postback:type_name -> parley.events.v1.Postback
 	8,  // 14: parley.events.v1.Comment.from:type_name -> parley.events.v1.CommentAuthor
-	11, // 15: parley.events.v1.Comment.received_at:type_name -> google.protobuf.Timestamp
+	12, // 15: parley.events.v1.Comment.received_at:type_name -> google.protobuf.Timestamp
 	1,  // 16: parley.events.v1.CommentReceived.channel:type_name -> parley.events.v1.Channel
 	9,  // 17: parley.events.v1.CommentReceived.comment:type_name -> parley.events.v1.Comment
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	1,  // 18: parley.events.v1.ChatTurn.channel:type_name -> parley.events.v1.Channel
+	2,  // 19: parley.events.v1.ChatTurn.contact:type_name -> parley.events.v1.Contact
+	4,  // 20: parley.events.v1.ChatTurn.message:type_name -> parley.events.v1.Message
+	6,  // 21: parley.events.v1.ChatTurn.postback:type_name -> parley.events.v1.Postback
+	12, // 22: parley.events.v1.ChatTurn.created_at:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_parley_events_v1_events_proto_init() }
@@ -993,13 +1152,14 @@ func file_parley_events_v1_events_proto_init() {
 		(*Event_CommentReceived)(nil),
 	}
 	file_parley_events_v1_events_proto_msgTypes[4].OneofWrappers = []any{}
+	file_parley_events_v1_events_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_events_v1_events_proto_rawDesc), len(file_parley_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
