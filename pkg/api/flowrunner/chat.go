@@ -1,6 +1,6 @@
 package flowrunner
 
-// The built-in AI's side of the flow-runner (docs/chat.md): which flow
+// The built-in AI's side of the flow-runner: which flow
 // answers a channel's customers, and the chat runs it stores.
 
 // Run kinds (RunSummary.Kind): a run invoked through the API, or a chat

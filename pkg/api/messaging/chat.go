@@ -1,7 +1,7 @@
 package messaging
 
-// The conversation's chat state and the built-in AI's routes
-// (docs/chat.md): the flow-runner's chat runs send and draft through them,
+// The conversation's chat state and the built-in AI's routes: the
+// flow-runner's chat runs send and draft through them,
 // and the console's inbox reads and changes a conversation through them.
 // Every one is on messaging's rpc "admin" endpoint and names the workspace
 // the conversation must belong to (another workspace's conversation is 404

@@ -852,7 +852,7 @@ func (x *CommentReceived) GetComment() *Comment {
 }
 
 // ChatTurn is a customer message the channel's built-in AI answers
-// (docs/chat.md "Who answers"): messaging writes it to its outbox with the
+// : messaging writes it to its outbox with the
 // message, when the channel is in auto or suggest mode and the
 // conversation is not handed over, and the relay publishes it to the
 // JetStream stream CHAT on subject chat.<workspace_id>.<conversation_id>,
