@@ -175,6 +175,41 @@ func (s EventsStream) Ensure(ctx context.Context, js jetstream.JetStream) (jetst
 	return stream, nil
 }
 
+// ChatStream is the stream of chat turns (events.v1.ChatTurn): the
+// customer messages a channel's built-in AI answers. messaging writes them
+// through its outbox and the flow-runner consumes them. It is named after
+// the events stream, EVENTS_CHAT with subjects events_chat.<workspace_id>.
+// <conversation_id> in production, so each test's names stay its own.
+func ChatStream(events EventsStream) EventsStream {
+	return EventsStream{Name: events.Name + "_CHAT", SubjectPrefix: events.SubjectPrefix + "_chat"}
+}
+
+// ChatSubject is where a conversation's chat turns are published on s, a
+// ChatStream.
+func (s EventsStream) ChatSubject(workspaceID, conversationID string) string {
+	return s.SubjectPrefix + "." + workspaceID + "." + conversationID
+}
+
+// EnsureChat creates s, a ChatStream, or brings it to these settings: a
+// work queue (a turn is removed once the flow-runner has answered it),
+// with the events stream's age and duplicate window.
+func (s EventsStream) EnsureChat(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        s.Name,
+		Description: "Parley chat turns, answered by the built-in AI",
+		Subjects:    []string{s.SubjectPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		MaxAge:      EventsMaxAge,
+		Duplicates:  EventsDedupWindow,
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", s.Name, err)
+	}
+	return stream, nil
+}
+
 // Ready reports whether the connection is usable, for readiness probes.
 func Ready(nc *nats.Conn) error {
 	if nc == nil || !nc.IsConnected() {

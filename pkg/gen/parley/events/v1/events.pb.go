@@ -855,8 +855,9 @@ func (x *CommentReceived) GetComment() *Comment {
 // : messaging writes it to its outbox with the
 // message, when the channel is in auto or suggest mode and the
 // conversation is not handed over, and the relay publishes it to the
-// JetStream stream CHAT on subject chat.<workspace_id>.<conversation_id>,
-// with id as Nats-Msg-Id. The flow-runner answers each once, a
+// JetStream stream EVENTS_CHAT on subject
+// events_chat.<workspace_id>.<conversation_id> (natsx.ChatStream), with id
+// as Nats-Msg-Id. The flow-runner answers each once, a
 // conversation's in the order of seq.
 type ChatTurn struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
