@@ -82,7 +82,8 @@ type DraftSuggestion struct {
 }
 
 // SuggestionAnswer is a conversation's waiting suggestion, null when none
-// waits.
+// waits: GET /admin/conversations/:id/suggestion?workspace_id=, and the
+// draft as stored in answer to DraftSuggestion.
 type SuggestionAnswer struct {
 	Suggestion *Suggestion `json:"suggestion"`
 }
@@ -109,6 +110,8 @@ type ConversationState struct {
 	WorkspaceID string `json:"workspace_id"`
 	// AI is ConversationAIOn or ConversationHandedOver.
 	AI string `json:"ai"`
+	// HandoverReason is the Reason of the handover, while handed over.
+	HandoverReason string `json:"handover_reason"`
 	// Unanswered is why the last customer message got no answer
 	// (UnansweredAILimitReached, UnansweredAIUnavailable), "" when it was
 	// answered or waits for one.
@@ -120,8 +123,10 @@ type ConversationState struct {
 	SuggestionWaiting bool `json:"suggestion_waiting"`
 }
 
-// ConversationStateAnswer is GET /admin/conversations/:id and the answer
-// of every route below that changes a conversation's chat state.
+// ConversationStateAnswer is GET /admin/conversations/:id?workspace_id=
+// and the answer of every route below that changes a conversation's chat
+// state, and of DELETE /admin/conversations/:id/suggestion?workspace_id=,
+// which discards the waiting suggestion.
 type ConversationStateAnswer struct {
 	Conversation ConversationState `json:"conversation"`
 }
