@@ -39,8 +39,8 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("stream holds %d messages, want 1 (auto and suggest publish nothing)", len(msgs))
 	}
-	if n := h.count("outbox", ""); n != 1 {
-		t.Fatalf("outbox rows = %d, want 1", n)
+	if n := h.eventRows(); n != 1 {
+		t.Fatalf("event rows = %d, want 1", n)
 	}
 
 	convs := h.conversations(ws, "?platform=telegram")
@@ -71,7 +71,8 @@ func TestMessageReceivedPublishedOnlyForExternalChannels(t *testing.T) {
 	wait.For(t, 5*time.Second, "the outbox row marked published", func() error {
 		var rowID string
 		var published *time.Time
-		h.db.Raw(`SELECT event_id::text, published_at FROM messaging.outbox`).Row().Scan(&rowID, &published)
+		h.db.Raw(`SELECT event_id::text, published_at FROM messaging.outbox WHERE starts_with(subject, ?)`,
+			h.env.Stream.SubjectPrefix+".").Row().Scan(&rowID, &published)
 		if rowID != ev.GetId() || published == nil {
 			return fmt.Errorf("outbox row %s published_at %v, event %s", rowID, published, ev.GetId())
 		}

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/parleyhq/parley/pkg/adminclient"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
@@ -247,6 +248,20 @@ func (h *harness) admin(method, path string, in, out any) error {
 	return h.client.CallJSON(context.Background(), rpc.ServiceMessaging, rpc.EndpointAdmin, "", method, path, in, strictly(out))
 }
 
+// ops is pkg/adminclient on the harness's connection, as the flow-runner
+// and the console call messaging's admin routes, its answers decoded
+// strictly.
+func (h *harness) ops() *adminclient.Client {
+	return adminclient.New(strictCaller{h.client})
+}
+
+// strictCaller is an rpc client whose JSON answers are decoded strictly.
+type strictCaller struct{ *rpc.Client }
+
+func (c strictCaller) CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error {
+	return c.Client.CallJSON(ctx, service, endpoint, workspaceID, method, path, in, strictly(out))
+}
+
 // strictly has a 2xx answer decoded into out only when it has no field
 // out's type lacks (apicheck.DecodeStrict): the bodies the tests read are
 // pkg/api/messaging's, field for field.
@@ -408,6 +423,20 @@ func (h *harness) count(table, where string, args ...any) int64 {
 		h.t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// eventRows counts the outbox rows of customer events: what the webhook
+// hears of.
+func (h *harness) eventRows() int64 {
+	h.t.Helper()
+	return h.count("outbox", "starts_with(subject, ?)", h.env.Stream.SubjectPrefix+".")
+}
+
+// turnRows counts the outbox rows of chat turns: what the built-in AI
+// answers.
+func (h *harness) turnRows() int64 {
+	h.t.Helper()
+	return h.count("outbox", "starts_with(subject, ?)", natsx.ChatStream(h.env.Stream).SubjectPrefix+".")
 }
 
 // streamMessages returns what the test's events stream holds.

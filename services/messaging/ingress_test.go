@@ -76,9 +76,13 @@ func TestTelegramIngressStoresContactConversationAndMessage(t *testing.T) {
 	if n := h.count("contacts", ""); n != 1 {
 		t.Fatalf("contacts = %d", n)
 	}
-	// auto mode: the inbox fills, nothing is forwarded.
-	if n := h.count("outbox", ""); n != 0 {
-		t.Fatalf("outbox rows = %d for an auto channel", n)
+	// auto mode: the inbox fills, nothing is forwarded; the built-in AI
+	// answers each message.
+	if n := h.eventRows(); n != 0 {
+		t.Fatalf("events = %d for an auto channel", n)
+	}
+	if n := h.turnRows(); n != 2 {
+		t.Fatalf("chat turns = %d for an auto channel's 2 messages", n)
 	}
 }
 

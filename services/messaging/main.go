@@ -1,7 +1,8 @@
 // Command messaging runs Parley's messaging service: platform ingress and
 // the website widget on MESSAGING_ADDR, the inbox and send API over the
-// gateway's rpc, the channel admin over rpc, and the relay that publishes
-// customer events from the outbox to JetStream.
+// gateway's rpc, the channel and conversation admin over rpc, and the
+// relay that publishes customer events and chat turns from the outbox to
+// JetStream.
 package main
 
 import (
@@ -74,8 +75,8 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) 
 }
 
 // wire builds messaging's adapters, use cases and ports on svc's
-// connections, and makes sure the events stream exists. The widget
-// streams it opens end when ctx does.
+// connections, and makes sure the events and chat streams exist. The
+// widget streams it opens end when ctx does.
 func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error) {
 	log := svc.Log()
 	js, err := jetstream.New(svc.NATS)
@@ -84,6 +85,10 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	}
 	stream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
 	if _, err := stream.Ensure(ctx, js); err != nil {
+		return service.Ports{}, err
+	}
+	chat := natsx.ChatStream(stream)
+	if _, err := chat.EnsureChat(ctx, js); err != nil {
 		return service.Ports{}, err
 	}
 	// Private replies count into the page's daily cap shared with every
@@ -111,7 +116,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	// app
 	relay := app.NewRelay(app.RelayDeps{
 		Store:     adapters.NewOutboxStore(svc.DB),
-		Publisher: adapters.NewJetStreamPublisher(js, stream.Name),
+		Publisher: adapters.NewJetStreamPublisher(js, stream, chat),
 		Observer:  observer,
 		Clock:     s.clock,
 		Poll:      cfg.OutboxPollInterval, Retention: cfg.OutboxRetention, PublishTimeout: cfg.OutboxPublishTimeout,
@@ -124,8 +129,9 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		}},
 	})
 	use := app.New(app.Deps{
-		Channels: adapters.NewChannelStore(svc.DB),
-		Inbox:    adapters.NewConversationStore(svc.DB).WithReceipts(receipts),
+		Channels:    adapters.NewChannelStore(svc.DB),
+		Inbox:       adapters.NewConversationStore(svc.DB).WithReceipts(receipts),
+		Suggestions: adapters.NewSuggestionStore(svc.DB, receipts),
 		Transports: map[channel.Kind]conversation.Transport{
 			channel.KindTelegram:  telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
 			channel.KindMessenger: metaTransport,
@@ -134,6 +140,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		},
 		Window:       cfg.MessagingWindow,
 		EventSubject: stream.Subject,
+		ChatSubject:  chat.ChatSubject,
 		EventWritten: relay.Kick,
 		Observer:     observer,
 		Clock:        s.clock,
@@ -157,8 +164,9 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	// ports
 	// The send routes' Idempotency-Keys, in Redis so that every instance
 	// sees the same claims, with the receipts as their durable side.
-	sendKeys := func(refField string) *idempotency.Store {
-		return idempotency.New(svc.Redis, redisKeys, porthttp.SendKeyScope, idempotency.Options{
+	// The chat runs' keys live the same way, in a scope of their own.
+	keys := func(scope, refField string) *idempotency.Store {
+		return idempotency.New(svc.Redis, redisKeys, scope, idempotency.Options{
 			TTL: cfg.IdempotencyTTL, StuckAfter: cfg.IdempotencyStuckAfter, RefField: refField, Backstop: receipts, Log: log,
 		})
 	}
@@ -187,9 +195,18 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		Endpoints: []service.Endpoint{
 			{Name: rpc.EndpointAPI, Handler: porthttp.NewAPI(porthttp.APIDeps{
 				App: use, Log: log,
-				SendKeys: porthttp.SendKeys{Messages: sendKeys(porthttp.RefMessageID), Comments: sendKeys(porthttp.RefCommentID)},
+				SendKeys: porthttp.SendKeys{
+					Messages: keys(porthttp.SendKeyScope, porthttp.RefMessageID),
+					Comments: keys(porthttp.SendKeyScope, porthttp.RefCommentID),
+				},
 			})},
-			{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(porthttp.AdminDeps{App: use, Log: log})},
+			{Name: rpc.EndpointAdmin, Handler: porthttp.NewAdmin(porthttp.AdminDeps{
+				App: use, Log: log,
+				ChatKeys: porthttp.ChatKeys{
+					Messages:    keys(porthttp.ChatKeyScope, porthttp.RefMessageID),
+					Suggestions: keys(porthttp.ChatKeyScope, porthttp.RefRunID),
+				},
+			})},
 		},
 	}, nil
 }

@@ -19,7 +19,7 @@ import (
 func TestPublishBatch(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	pub := adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream.Name)
+	pub := adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream)
 	ws := uuid.NewString()
 	event := func(subject string) outbox.Event {
 		return outbox.Event{ID: uuid.NewString(), Subject: subject, Payload: []byte("e")}

@@ -88,7 +88,7 @@ func TestRelayPrunesPeriodically(t *testing.T) {
 	ch := h.telegramChannel(uuid.NewString(), "auto")
 	var failures atomic.Int64
 	relay := app.NewRelay(app.RelayDeps{
-		Store: adapters.NewOutboxStore(h.db), Publisher: adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream.Name),
+		Store: adapters.NewOutboxStore(h.db), Publisher: adapters.NewJetStreamPublisher(h.env.JetStream(t), h.env.Stream),
 		Poll: 20 * time.Millisecond, Retention: 24 * time.Hour, PruneEvery: 50 * time.Millisecond,
 		Prune: []app.PruneTask{
 			{Name: "broken", Retention: time.Hour, Prune: func(context.Context, time.Time) (int64, error) {

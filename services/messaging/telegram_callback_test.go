@@ -174,8 +174,11 @@ func TestTelegramCallbackQueryEdges(t *testing.T) {
 	if len(m) != 1 || m[0].Type != "postback" || m[0].Content != "GONE" || m[0].Metadata["payload"] != "GONE" {
 		t.Fatalf("messages = %+v", m)
 	}
-	if n := h.count("outbox", ""); n != 0 {
-		t.Fatalf("outbox = %d on an auto channel", n)
+	if n := h.eventRows(); n != 0 {
+		t.Fatalf("events = %d on an auto channel", n)
+	}
+	if n := h.turnRows(); n != 1 {
+		t.Fatalf("chat turns = %d on an auto channel's tap, want 1", n)
 	}
 
 	// Telegram refusing the answer does not fail the update: it is stored

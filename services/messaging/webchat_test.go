@@ -440,9 +440,13 @@ func TestWebchatQuickReplyAndAutoMode(t *testing.T) {
 	if m.Content != "Yes" || m.Metadata["quick_reply_payload"] != "Yes" {
 		t.Fatalf("stored = %+v", m)
 	}
-	// auto mode keeps the inbox and forwards nothing.
-	if n := h.count("outbox", ""); n != 0 {
-		t.Fatalf("outbox = %d for an auto channel", n)
+	// auto mode keeps the inbox and forwards nothing: the built-in AI
+	// answers it.
+	if n := h.eventRows(); n != 0 {
+		t.Fatalf("events = %d for an auto channel", n)
+	}
+	if n := h.turnRows(); n != 1 {
+		t.Fatalf("chat turns = %d for an auto channel's message, want 1", n)
 	}
 }
 

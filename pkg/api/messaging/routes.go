@@ -7,11 +7,26 @@ import (
 )
 
 // AdminRoutes are messaging's rpc endpoint "admin": parleyctl's and the
-// console's channel calls.
+// console's channel calls, and the conversations' chat state, AI sends
+// and suggestions (chat.go) that the flow-runner's chat runs and the
+// console's inbox call. The GET and DELETE routes of a conversation name
+// its workspace in the query (?workspace_id=), the others in the body.
 var AdminRoutes = []api.Route{
 	{Method: http.MethodPost, Path: "/admin/channels", Request: NewChannel{}, Response: AdminChannelAnswer{}},
 	{Method: http.MethodGet, Path: "/admin/channels", Response: AdminChannelList{}},
 	{Method: http.MethodPatch, Path: "/admin/channels/:id", Request: SetChannelAIMode{}, Response: AdminChannelAnswer{}},
+
+	{Method: http.MethodGet, Path: "/admin/conversations/:id", Response: ConversationStateAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/ai-messages", Request: SendAIMessage{}, Response: AIMessageSent{}},
+	{Method: http.MethodPut, Path: "/admin/conversations/:id/suggestion", Request: DraftSuggestion{}, Response: SuggestionAnswer{}},
+	{Method: http.MethodGet, Path: "/admin/conversations/:id/suggestion", Response: SuggestionAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/suggestion/send", Request: SendSuggestion{}, Response: SuggestionSent{}},
+	{Method: http.MethodDelete, Path: "/admin/conversations/:id/suggestion", Response: ConversationStateAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/handover", Request: ChangeConversation{}, Response: ConversationStateAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/resume-ai", Request: ChangeConversation{}, Response: ConversationStateAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/tags", Request: ChangeConversation{}, Response: ConversationStateAnswer{}},
+	{Method: http.MethodPut, Path: "/admin/conversations/:id/assignee", Request: ChangeConversation{}, Response: ConversationStateAnswer{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/unanswered", Request: ChangeConversation{}, Response: ConversationStateAnswer{}},
 }
 
 // APIRoutes are messaging's rpc endpoint "api": the public /v1 routes the

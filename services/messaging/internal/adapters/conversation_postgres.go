@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
@@ -66,6 +67,12 @@ type conversationRow struct {
 	SenderID              string     `gorm:"column:sender_id"`
 	Name                  string     `gorm:"column:name"`
 	ProfilePic            string     `gorm:"column:profile_pic"`
+	HandedOver            bool       `gorm:"column:handed_over"`
+	HandoverReason        string     `gorm:"column:handover_reason"`
+	Unanswered            string     `gorm:"column:unanswered"`
+	Tags                  []string   `gorm:"column:tags;serializer:json"`
+	Assignee              string     `gorm:"column:assignee"`
+	Turns                 int64      `gorm:"column:turns"`
 }
 
 func (r conversationRow) toDomain() conversation.Conversation {
@@ -76,6 +83,13 @@ func (r conversationRow) toDomain() conversation.Conversation {
 			ID: r.ContactID, WorkspaceID: r.WorkspaceID, ChannelID: r.ChannelID,
 			SenderID: r.SenderID, Name: r.Name, ProfilePic: r.ProfilePic,
 		},
+		Chat: conversation.Chat{
+			HandedOver: r.HandedOver, HandoverReason: r.HandoverReason, Unanswered: r.Unanswered,
+			Tags: r.Tags, Assignee: r.Assignee, Turns: r.Turns,
+		},
+	}
+	if c.Chat.Tags == nil {
+		c.Chat.Tags = []string{}
 	}
 	if r.LastCustomerMessageAt != nil {
 		c.LastCustomerMessageAt = utc(*r.LastCustomerMessageAt)
@@ -83,8 +97,12 @@ func (r conversationRow) toDomain() conversation.Conversation {
 	return c
 }
 
+// conversationChatColumns are the conversation's chat state.
+const conversationChatColumns = `handed_over, handover_reason, unanswered, tags, assignee, turns`
+
 const conversationColumns = `v.id, v.workspace_id, v.channel_id, v.platform, v.reply_to, v.last_message_at,
-	v.last_customer_message_at, v.created_at, c.id AS contact_id, c.sender_id, c.name, c.profile_pic`
+	v.last_customer_message_at, v.created_at, c.id AS contact_id, c.sender_id, c.name, c.profile_pic,
+	v.handed_over, v.handover_reason, v.unanswered, v.tags, v.assignee, v.turns`
 
 type messageRow struct {
 	ID             string    `gorm:"column:id"`
@@ -237,7 +255,9 @@ func (s *ConversationStore) AddSent(ctx context.Context, msgs []conversation.Mes
 		if err := tx.Create(&rows).Error; err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
-		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?) WHERE id = ?`, latest, conversationID)
+		// Every sent message answers the customer (Message.Answers).
+		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?), unanswered = ''
+			WHERE id = ?`, latest, conversationID)
 		if res.Error != nil {
 			return fmt.Errorf("update conversation %s: %w", conversationID, res.Error)
 		}
@@ -249,6 +269,56 @@ func (s *ConversationStore) AddSent(ctx context.Context, msgs []conversation.Mes
 		}
 		return nil
 	})
+}
+
+// UpdateChat changes a conversation's chat state under its row's lock.
+func (s *ConversationStore) UpdateChat(ctx context.Context, workspaceID, id string, fn func(*conversation.Chat) error) (conversation.Conversation, error) {
+	if !validID(workspaceID, id) {
+		return conversation.Conversation{}, conversation.ErrNotFound
+	}
+	var out conversation.Conversation
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []conversationRow
+		err := tx.Table("messaging.conversations AS v").Select(conversationColumns).
+			Joins("JOIN messaging.contacts AS c ON c.id = v.contact_id").
+			Where("v.workspace_id = ? AND v.id = ?", workspaceID, id).
+			Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "v"}}).
+			Scan(&rows).Error
+		if err != nil {
+			return fmt.Errorf("lock conversation %s: %w", id, err)
+		}
+		if len(rows) == 0 {
+			return conversation.ErrNotFound
+		}
+		out = rows[0].toDomain()
+		chat := out.Chat
+		chat.Tags = append([]string(nil), chat.Tags...)
+		if err := fn(&chat); err != nil {
+			return err
+		}
+		chat.Turns = out.Chat.Turns
+		tags, err := json.Marshal(nonNil(chat.Tags))
+		if err != nil {
+			return fmt.Errorf("encode tags: %w", err)
+		}
+		err = tx.Exec(`UPDATE messaging.conversations
+			SET handed_over = ?, handover_reason = ?, unanswered = ?, tags = ?, assignee = ? WHERE id = ?`,
+			chat.HandedOver, chat.HandoverReason, chat.Unanswered, string(tags), chat.Assignee, id).Error
+		if err != nil {
+			return fmt.Errorf("update conversation %s: %w", id, err)
+		}
+		out.Chat = chat
+		return nil
+	})
+	return out, err
+}
+
+// nonNil is list, or an empty one for nil, which JSON would write null.
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 // AddReceipt stores a send's idempotency receipt alone.
@@ -309,7 +379,8 @@ const upsertConversationSQL = `
 			reply_to = CASE WHEN excluded.last_message_at >= v.last_message_at THEN excluded.reply_to ELSE v.reply_to END,
 			last_message_at = GREATEST(v.last_message_at, excluded.last_message_at),
 			last_customer_message_at = GREATEST(v.last_customer_message_at, excluded.last_customer_message_at)
-		RETURNING id, workspace_id, channel_id, platform, reply_to, last_message_at, last_customer_message_at, created_at, contact_id
+		RETURNING id, workspace_id, channel_id, platform, reply_to, last_message_at, last_customer_message_at, created_at, contact_id,
+			` + conversationChatColumns + `
 	)
 	SELECT ` + conversationColumns + ` FROM v JOIN c ON c.id = v.contact_id`
 
@@ -349,6 +420,13 @@ func (r receiveTx) AddMessage(ctx context.Context, m conversation.Message, ev *o
 	if err != nil {
 		return err
 	}
+	if m.Answers() {
+		// A private reply's DM: the commenter's conversation is answered.
+		if err := r.tx.WithContext(ctx).Exec(`UPDATE messaging.conversations SET unanswered = '' WHERE id = ? AND unanswered <> ''`,
+			m.ConversationID).Error; err != nil {
+			return fmt.Errorf("clear unanswered of conversation %s: %w", m.ConversationID, err)
+		}
+	}
 	if ev == nil {
 		if err := r.tx.WithContext(ctx).Create(&row).Error; err != nil {
 			return fmt.Errorf("insert message: %w", err)
@@ -360,6 +438,39 @@ func (r receiveTx) AddMessage(ctx context.Context, m conversation.Message, ev *o
 		ev.ID, ev.Subject, ev.Payload, ev.CreatedAt).Error
 	if err != nil {
 		return fmt.Errorf("insert message and its event: %w", err)
+	}
+	return nil
+}
+
+// addTurnSQL stores a customer message, moves its conversation's turn
+// counter to the turn's number and writes the turn's outbox row, in one
+// statement. The counter moves only from the number before the turn's
+// (the row is locked by the upsert of this transaction, so it cannot have
+// moved meanwhile); otherwise no outbox row is written, and AddTurn fails.
+const addTurnSQL = `
+	WITH m AS (
+		INSERT INTO messaging.messages (id, workspace_id, conversation_id, sender, type, content, metadata, external_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	), t AS (
+		UPDATE messaging.conversations SET turns = ? WHERE id = ? AND turns = ? RETURNING id
+	)
+	INSERT INTO messaging.outbox (event_id, subject, payload, created_at) SELECT ?, ?, ?, ? FROM t`
+
+func (r receiveTx) AddTurn(ctx context.Context, m conversation.Message, turn conversation.Turn) error {
+	row, err := messageToRow(m)
+	if err != nil {
+		return err
+	}
+	ev := turn.Event
+	res := r.tx.WithContext(ctx).Exec(addTurnSQL,
+		row.ID, row.WorkspaceID, row.ConversationID, row.Sender, row.Type, row.Content, row.Metadata, row.ExternalID, row.CreatedAt,
+		turn.Seq, m.ConversationID, turn.Seq-1,
+		ev.ID, ev.Subject, ev.Payload, ev.CreatedAt)
+	if res.Error != nil {
+		return fmt.Errorf("insert message and its chat turn: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("chat turn %d of conversation %s: the turn counter is not at %d", turn.Seq, m.ConversationID, turn.Seq-1)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
-// Package app holds the messaging use cases: receiving customer messages,
-// sending replies, reading the inbox and managing channels. It decides; the
-// domain holds the rules and the adapters do the I/O.
+// Package app holds the messaging use cases: receiving customer messages
+// (and making the built-in AI's chat turns of them), sending replies,
+// reading the inbox, keeping conversations' chat state and suggestions,
+// and managing channels. It decides; the domain holds the rules and the
+// adapters do the I/O.
 package app
 
 import (
@@ -16,6 +18,8 @@ import (
 type Deps struct {
 	Channels channel.Store
 	Inbox    conversation.Store
+	// Suggestions keep the conversations' waiting suggestions.
+	Suggestions conversation.Suggestions
 	// Transports send on each platform; a platform missing here cannot be
 	// sent to yet.
 	Transports map[channel.Kind]conversation.Transport
@@ -26,8 +30,12 @@ type Deps struct {
 	Comments CommentDeps
 	// EventSubject names the stream subject of an event of a workspace.
 	EventSubject func(workspaceID, eventType string) string
-	// EventWritten is called after a commit that wrote an outbox event, so
-	// the relay publishes it without waiting for its next poll.
+	// ChatSubject names the chat stream subject of a conversation's
+	// turns.
+	ChatSubject func(workspaceID, conversationID string) string
+	// EventWritten is called after a commit that wrote an outbox row (an
+	// event or a chat turn), so the relay publishes it without waiting
+	// for its next poll.
 	EventWritten func()
 	// Observer is told what operators watch (nil: nothing is).
 	Observer Observer
@@ -41,10 +49,12 @@ type Deps struct {
 type App struct {
 	channels     channel.Store
 	inbox        conversation.Store
+	suggestions  conversation.Suggestions
 	transports   map[channel.Kind]conversation.Transport
 	window       time.Duration
 	comments     CommentDeps
 	eventSubject func(workspaceID, eventType string) string
+	chatSubject  func(workspaceID, conversationID string) string
 	eventWritten func()
 	observer     Observer
 	now          func() time.Time
@@ -56,10 +66,12 @@ func New(d Deps) *App {
 	a := &App{
 		channels:     d.Channels,
 		inbox:        d.Inbox,
+		suggestions:  d.Suggestions,
 		transports:   d.Transports,
 		window:       d.Window,
 		comments:     d.Comments,
 		eventSubject: d.EventSubject,
+		chatSubject:  d.ChatSubject,
 		eventWritten: d.EventWritten,
 		observer:     observerOr(d.Observer),
 		now:          d.Clock,

@@ -31,6 +31,9 @@ type Observer interface {
 	// PrivateReplyNotStored: the commenter has the DM (externalID, sent to
 	// recipientID) but it could not be stored.
 	PrivateReplyNotStored(commentID, recipientID, externalID string, err error)
+	// SuggestionNotPutBack: an operator's send of a suggestion stopped
+	// before its end, and what was not sent could not wait again.
+	SuggestionNotPutBack(conversationID string, err error)
 
 	// OutboxPublished is events the relay published.
 	OutboxPublished(events int)
@@ -71,7 +74,10 @@ const (
 	SendOutsideWindow = "outside_window"
 	SendInvalid       = "invalid"
 	SendUnsupported   = "unsupported"
-	SendError         = "error"
+	// SendHandedOver is an AI send or draft refused: the conversation is
+	// handed over to operators.
+	SendHandedOver = "handed_over"
+	SendError      = "error"
 )
 
 // nopObserver is the Observer of Deps that name none.
@@ -88,6 +94,7 @@ func (nopObserver) ReceiptNotStored(string, error)                      {}
 func (nopObserver) PublicReplyNotRecorded(string, string, error)        {}
 func (nopObserver) PrivateReplyClaimNotReleased(string, error)          {}
 func (nopObserver) PrivateReplyNotStored(string, string, string, error) {}
+func (nopObserver) SuggestionNotPutBack(string, error)                  {}
 func (nopObserver) OutboxPublished(int)                                 {}
 func (nopObserver) OutboxPassFailed()                                   {}
 func (nopObserver) OutboxFailing(error)                                 {}

@@ -44,8 +44,9 @@ func (a *App) ChannelByExternalID(ctx context.Context, kind channel.Kind, extern
 // Telegram update_id, a Meta mid), once: a repeat does nothing. in is the
 // customer message it carries, nil for deliveries only recorded as seen.
 // One transaction holds the dedupe claim, the contact, conversation and
-// message, and for channels in external mode the customer event. It returns
-// the ingress outcome.
+// message, and for channels in external mode the customer event, or when
+// the built-in AI answers it the chat turn. It returns the ingress
+// outcome.
 func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *conversation.Inbound) (string, error) {
 	claim := func(ctx context.Context, tx conversation.ReceiveTx) (bool, error) {
 		return tx.Claim(ctx, ch.ID, key)
@@ -82,21 +83,27 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 			Metadata: inboundMetadata(in), ExternalID: in.ExternalID, CreatedAt: in.SentAt,
 		}
 		// The mode is read with the channel for this delivery, so a change
-		// applies from the next message.
+		// applies from the next message; the handover with the
+		// conversation's row, which the upsert holds locked.
+		outcome = IngressStored
+		if seq, ok := conv.NextTurn(ch); ok {
+			turn, err := a.chatTurn(ch, conv, msg, in, seq)
+			if err != nil {
+				return err
+			}
+			wroteEvent = true
+			return tx.AddTurn(ctx, msg, turn)
+		}
 		var ev *outbox.Event
 		if ch.ForwardsEvents() {
-			e, err := a.customerEvent(ch, conv, conv.Contact, msg, in)
+			e, err := a.customerEvent(ch, conv, msg, in)
 			if err != nil {
 				return err
 			}
 			ev = &e
 		}
-		if err := tx.AddMessage(ctx, msg, ev); err != nil {
-			return err
-		}
-		outcome = IngressStored
 		wroteEvent = ev != nil
-		return nil
+		return tx.AddMessage(ctx, msg, ev)
 	})
 	if err != nil {
 		err = fmt.Errorf("receive on channel %s: %w", ch.ID, err)
@@ -135,31 +142,50 @@ func inboundMetadata(in *conversation.Inbound) map[string]any {
 	return md
 }
 
-// customerEvent builds message.received, or postback.received for a tapped
-// button, with every data field docs/webhooks.md documents.
-func (a *App) customerEvent(ch channel.Channel, conv conversation.Conversation, contact conversation.Contact, msg conversation.Message, in *conversation.Inbound) (outbox.Event, error) {
-	evChannel := &eventsv1.Channel{Kind: string(ch.Kind), ExternalId: ch.ExternalID}
-	evContact := &eventsv1.Contact{Id: contact.ID, SenderId: contact.SenderID, Name: contact.Name, ProfilePic: contact.ProfilePic}
-	evMessage := &eventsv1.Message{
-		Id: msg.ID, Text: msg.Content, Type: msg.Type, ExternalId: msg.ExternalID,
-		CreatedAt: timestamppb.New(msg.CreatedAt),
+// customerMessage is a stored customer message as events and chat turns
+// carry it: its channel, its contact, the message, and the button's
+// payload when it is a postback.
+type customerMessage struct {
+	channel  *eventsv1.Channel
+	contact  *eventsv1.Contact
+	message  *eventsv1.Message
+	postback *eventsv1.Postback
+}
+
+func newCustomerMessage(ch channel.Channel, contact conversation.Contact, msg conversation.Message, in *conversation.Inbound) customerMessage {
+	out := customerMessage{
+		channel: &eventsv1.Channel{Kind: string(ch.Kind), ExternalId: ch.ExternalID},
+		contact: &eventsv1.Contact{Id: contact.ID, SenderId: contact.SenderID, Name: contact.Name, ProfilePic: contact.ProfilePic},
+		message: &eventsv1.Message{
+			Id: msg.ID, Text: msg.Content, Type: msg.Type, ExternalId: msg.ExternalID,
+			CreatedAt: timestamppb.New(msg.CreatedAt),
+		},
 	}
 	if in.Attachment != nil {
-		evMessage.Attachment = &eventsv1.Attachment{Url: in.Attachment.URL, Type: in.Attachment.Type}
+		out.message.Attachment = &eventsv1.Attachment{Url: in.Attachment.URL, Type: in.Attachment.Type}
 	}
-	ev := &eventsv1.Event{Id: a.newID(), WorkspaceId: ch.WorkspaceID}
 	if in.Postback != nil {
+		out.postback = &eventsv1.Postback{Payload: in.Postback.Payload, ReceivedAt: timestamppb.New(msg.CreatedAt)}
+	}
+	return out
+}
+
+// customerEvent builds message.received, or postback.received for a tapped
+// button, with every data field docs/webhooks.md documents.
+func (a *App) customerEvent(ch channel.Channel, conv conversation.Conversation, msg conversation.Message, in *conversation.Inbound) (outbox.Event, error) {
+	m := newCustomerMessage(ch, conv.Contact, msg, in)
+	ev := &eventsv1.Event{Id: a.newID(), WorkspaceId: ch.WorkspaceID}
+	if m.postback != nil {
 		ev.Type = EventPostbackReceived
 		ev.Data = &eventsv1.Event_PostbackReceived{PostbackReceived: &eventsv1.PostbackReceived{
 			WorkspaceId: ch.WorkspaceID, ConversationId: conv.ID, Platform: string(conv.Platform),
-			Channel: evChannel, Contact: evContact, Message: evMessage,
-			Postback: &eventsv1.Postback{Payload: in.Postback.Payload, ReceivedAt: timestamppb.New(msg.CreatedAt)},
+			Channel: m.channel, Contact: m.contact, Message: m.message, Postback: m.postback,
 		}}
 	} else {
 		ev.Type = EventMessageReceived
 		ev.Data = &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
 			WorkspaceId: ch.WorkspaceID, ConversationId: conv.ID, Platform: string(conv.Platform),
-			Channel: evChannel, Contact: evContact, Message: evMessage,
+			Channel: m.channel, Contact: m.contact, Message: m.message,
 		}}
 	}
 	return a.outboxEvent(ev)

@@ -9,22 +9,23 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
 )
 
-// Every send follows one path: load the workspace's conversation and its
-// platform's transport, check the messaging window, let the platform take
-// it, then store what was delivered as sent by a user, with the receipt of
-// the answer when the send carries an idempotency key (rr). Nothing is
-// stored when the platform does not take it, and nothing goes to the
-// outbox: the developer's own replies are never webhook events.
+// Every send follows one path, whoever sends (the API, an operator, the
+// built-in AI): load the workspace's conversation and its platform's
+// transport, check that its author may send there and the messaging
+// window, let the platform take it, then store what was delivered as sent
+// by its author, with the receipt of the answer when the send carries an
+// idempotency key (rr). Nothing is stored when the platform does not take
+// it, and nothing goes to the outbox: replies are never webhook events.
 //
 // An error is a refusal, nothing delivered, unless it is a
 // *DeliveredError.
 
-// SendMessage sends a text, with quick replies or buttons.
-func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundText, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
+// SendMessage sends a text, with quick replies or buttons, from by.
+func (a *App) SendMessage(ctx context.Context, workspaceID, conversationID string, by conversation.Author, o conversation.OutboundText, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return conversation.Message{}, err
 	}
-	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	s, err := a.prepareSend(ctx, workspaceID, conversationID, by)
 	if err != nil {
 		return conversation.Message{}, err
 	}
@@ -45,7 +46,7 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	s, err := a.prepareSend(ctx, workspaceID, conversationID, conversation.ByAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -76,14 +77,15 @@ func (a *App) SendImage(ctx context.Context, workspaceID, conversationID string,
 	return msgs, failed
 }
 
-// SendCarousel sends a row of cards, stored as one carousel message. On
-// platforms that send a carousel as several messages, the first one's id is
-// the message's external_id and all of them are in metadata.external_ids.
-func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID string, o conversation.OutboundCarousel, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
+// SendCarousel sends a row of cards from by, stored as one carousel
+// message. On platforms that send a carousel as several messages, the
+// first one's id is the message's external_id and all of them are in
+// metadata.external_ids.
+func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID string, by conversation.Author, o conversation.OutboundCarousel, rr *ReceiptRequest[conversation.Message]) (conversation.Message, error) {
 	if err := o.Validate(); err != nil {
 		return conversation.Message{}, err
 	}
-	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	s, err := a.prepareSend(ctx, workspaceID, conversationID, by)
 	if err != nil {
 		return conversation.Message{}, err
 	}
@@ -116,7 +118,7 @@ func (a *App) SendCarousel(ctx context.Context, workspaceID, conversationID stri
 
 // SendTyping shows the customer a typing indicator; nothing is stored.
 func (a *App) SendTyping(ctx context.Context, workspaceID, conversationID string) error {
-	s, err := a.prepareSend(ctx, workspaceID, conversationID)
+	s, err := a.prepareSend(ctx, workspaceID, conversationID, conversation.ByAPI)
 	if err != nil {
 		return err
 	}
@@ -128,14 +130,19 @@ type send struct {
 	target    conversation.Target
 	transport conversation.Transport
 	platform  string
+	by        conversation.Author
 }
 
-func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID string) (send, error) {
+func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID string, by conversation.Author) (send, error) {
 	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
 	if err != nil {
 		return send{}, err
 	}
 	platform := string(conv.Platform)
+	if err := by.CheckSend(conv); err != nil {
+		a.observer.Send(platform, SendHandedOver)
+		return send{}, err
+	}
 	transport, ok := a.transports[conv.Platform]
 	if !ok {
 		a.observer.Send(platform, SendUnsupported)
@@ -150,7 +157,7 @@ func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID strin
 		a.observer.Send(platform, SendError)
 		return send{}, fmt.Errorf("load channel of conversation %s: %w", conv.ID, err)
 	}
-	return send{target: conversation.Target{Channel: ch, Conversation: conv}, transport: transport, platform: platform}, nil
+	return send{target: conversation.Target{Channel: ch, Conversation: conv, Sender: by.Sender}, transport: transport, platform: platform, by: by}, nil
 }
 
 // observeSend counts a platform call's outcome and passes its error on.
@@ -172,14 +179,14 @@ func (a *App) observeSend(s send, err error) error {
 	return err
 }
 
-// sentMessage is a message the platform took, as it is stored: sent by a
-// user, at the time it went.
+// sentMessage is a message the platform took, as it is stored: sent by
+// its author, with what is kept of them, at the time it went.
 func (a *App) sentMessage(s send, typ, content string, metadata map[string]any, sent conversation.Sent) conversation.Message {
 	conv := s.target.Conversation
 	return conversation.Message{
 		ID: a.newID(), WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
-		Sender: conversation.SenderUser, Type: typ, Content: content,
-		Metadata: metadata, ExternalID: sent.ExternalID, CreatedAt: a.timestamp(),
+		Sender: s.by.Sender, Type: typ, Content: content,
+		Metadata: s.by.Metadata(metadata), ExternalID: sent.ExternalID, CreatedAt: a.timestamp(),
 	}
 }
 

@@ -120,6 +120,11 @@ func (o *Observer) PrivateReplyNotStored(commentID, recipientID, externalID stri
 		zap.String("recipient_id", recipientID), zap.String("external_id", externalID), zap.Error(err))
 }
 
+// SuggestionNotPutBack logs a suggestion whose unsent rest was lost.
+func (o *Observer) SuggestionNotPutBack(conversationID string, err error) {
+	o.log.Error("suggestion not put back", zap.String("conversation_id", conversationID), zap.Error(err))
+}
+
 // OutboxPublished counts published events.
 func (o *Observer) OutboxPublished(events int) { o.outboxPublished.Add(float64(events)) }
 

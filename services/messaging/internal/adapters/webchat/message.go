@@ -47,38 +47,46 @@ func FromStored(m conversation.Message) messagingapi.WebchatMessage {
 }
 
 // textMessage is a text reply as the Transport pushes it.
-func textMessage(id string, at time.Time, o conversation.OutboundText) messagingapi.WebchatMessage {
+func textMessage(id string, sender conversation.Sender, at time.Time, o conversation.OutboundText) messagingapi.WebchatMessage {
 	return messagingapi.WebchatMessage{
-		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeText, Text: o.Text,
-		QuickReplies: o.QuickReplies, Buttons: toButtons(o.Buttons), CreatedAt: httpx.Timestamp(at),
+		ID: id, Sender: string(sender), Type: conversation.TypeText, Text: o.Text,
+		QuickReplies: o.QuickReplies, Buttons: APIButtons(o.Buttons), CreatedAt: httpx.Timestamp(at),
 	}
 }
 
 // imageMessage is an image as the Transport pushes it.
-func imageMessage(id string, at time.Time, imageURL string) messagingapi.WebchatMessage {
+func imageMessage(id string, sender conversation.Sender, at time.Time, imageURL string) messagingapi.WebchatMessage {
 	return messagingapi.WebchatMessage{
-		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeImage,
+		ID: id, Sender: string(sender), Type: conversation.TypeImage,
 		ImageURL: imageURL, CreatedAt: httpx.Timestamp(at),
 	}
 }
 
 // carouselMessage is a carousel as the Transport pushes it.
-func carouselMessage(id string, at time.Time, o conversation.OutboundCarousel) messagingapi.WebchatMessage {
-	cards := make([]messagingapi.Card, len(o.Elements))
-	for i, e := range o.Elements {
-		cards[i] = messagingapi.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: toButtons(e.Buttons)}
-	}
+func carouselMessage(id string, sender conversation.Sender, at time.Time, o conversation.OutboundCarousel) messagingapi.WebchatMessage {
 	ratio := o.Ratio
 	if ratio == "" {
 		ratio = conversation.RatioHorizontal
 	}
 	return messagingapi.WebchatMessage{
-		ID: id, Sender: string(conversation.SenderUser), Type: conversation.TypeCarousel,
-		Cards: cards, Ratio: ratio, CreatedAt: httpx.Timestamp(at),
+		ID: id, Sender: string(sender), Type: conversation.TypeCarousel,
+		Cards: APICards(o.Elements), Ratio: ratio, CreatedAt: httpx.Timestamp(at),
 	}
 }
 
-func toButtons(bs []conversation.Button) []messagingapi.Button {
+// APICards are a carousel's cards in the API's shape, as the widget shows
+// them and the admin routes render a drafted carousel.
+func APICards(elements []conversation.Card) []messagingapi.Card {
+	cards := make([]messagingapi.Card, len(elements))
+	for i, e := range elements {
+		cards[i] = messagingapi.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: APIButtons(e.Buttons)}
+	}
+	return cards
+}
+
+// APIButtons are buttons in the API's shape, as the widget shows them and
+// the admin routes render a drafted message; nil for none.
+func APIButtons(bs []conversation.Button) []messagingapi.Button {
 	if len(bs) == 0 {
 		return nil
 	}

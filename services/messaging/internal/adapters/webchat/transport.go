@@ -32,19 +32,19 @@ func NewTransport(bus *Bus) *Transport {
 // SendText pushes a text with its quick replies (chips) or buttons.
 func (t *Transport) SendText(_ context.Context, to conversation.Target, o conversation.OutboundText) (conversation.Sent, error) {
 	id := t.newID()
-	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, textMessage(id, t.now(), o))
+	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, textMessage(id, senderOf(to), t.now(), o))
 }
 
 // SendImage pushes an image; the app sends the text after it.
 func (t *Transport) SendImage(_ context.Context, to conversation.Target, imageURL string) (conversation.Sent, error) {
 	id := t.newID()
-	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, imageMessage(id, t.now(), imageURL))
+	return conversation.Sent{ExternalID: id}, t.push(to, messagingapi.WebchatEventMessage, imageMessage(id, senderOf(to), t.now(), imageURL))
 }
 
 // SendCarousel pushes the cards as one message.
 func (t *Transport) SendCarousel(_ context.Context, to conversation.Target, c conversation.OutboundCarousel) ([]conversation.Sent, error) {
 	id := t.newID()
-	if err := t.push(to, messagingapi.WebchatEventMessage, carouselMessage(id, t.now(), c)); err != nil {
+	if err := t.push(to, messagingapi.WebchatEventMessage, carouselMessage(id, senderOf(to), t.now(), c)); err != nil {
 		return nil, err
 	}
 	return []conversation.Sent{{ExternalID: id}}, nil
@@ -53,6 +53,15 @@ func (t *Transport) SendCarousel(_ context.Context, to conversation.Target, c co
 // SendTyping shows the visitor's open widgets a typing indicator.
 func (t *Transport) SendTyping(_ context.Context, to conversation.Target) error {
 	return t.push(to, messagingapi.WebchatEventTyping, nil)
+}
+
+// senderOf is who a reply to is from, as the widget shows it (the same
+// as the history): the API's sends name none and are the user's.
+func senderOf(to conversation.Target) conversation.Sender {
+	if to.Sender == "" {
+		return conversation.SenderUser
+	}
+	return to.Sender
 }
 
 func (t *Transport) push(to conversation.Target, event string, data any) error {

@@ -25,15 +25,18 @@ func TestFromStoredMatchesWhatTheTransportPushes(t *testing.T) {
 		pushed messagingapi.WebchatMessage
 		stored conversation.Message
 	}{
-		{"buttons", textMessage("x1", at, text),
+		{"buttons", textMessage("x1", "user", at, text),
 			conversation.Message{ExternalID: "x1", Sender: "user", Type: "text", Content: "Pick", Metadata: text.Metadata(), CreatedAt: at}},
-		{"quick replies", textMessage("x2", at, chips),
+		{"quick replies", textMessage("x2", "user", at, chips),
 			conversation.Message{ExternalID: "x2", Sender: "user", Type: "text", Content: "Yes?", Metadata: chips.Metadata(), CreatedAt: at}},
-		{"image", imageMessage("x3", at, "https://img.example/b.jpg"),
+		{"image", imageMessage("x3", "user", at, "https://img.example/b.jpg"),
 			conversation.Message{ExternalID: "x3", Sender: "user", Type: "image", Content: "https://img.example/b.jpg",
 				Metadata: map[string]any{"image_url": "https://img.example/b.jpg"}, CreatedAt: at}},
-		{"carousel", carouselMessage("x4", at, carousel),
+		{"carousel", carouselMessage("x4", "user", at, carousel),
 			conversation.Message{ExternalID: "x4", Sender: "user", Type: "carousel", Metadata: carousel.Metadata(), CreatedAt: at}},
+		// The built-in AI's are its own, live as in the history.
+		{"ai", textMessage("x5", "ai", at, chips),
+			conversation.Message{ExternalID: "x5", Sender: "ai", Type: "text", Content: "Yes?", Metadata: chips.Metadata(), CreatedAt: at}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package channel holds a workspace's messaging channels: which platform a
 // channel is on, how the platform reaches it (token, secret), and which mode
 // (ai_mode) decides whether its customer messages go to the developer's
-// webhook.
+// webhook or the built-in AI answers them.
 package channel
 
 import (
@@ -95,6 +95,12 @@ type Channel struct {
 // ForwardsEvents reports whether the channel's customer messages become
 // webhook events. The mode alone decides.
 func (c Channel) ForwardsEvents() bool { return c.AIMode == AIModeExternal }
+
+// AIAnswers reports whether the built-in AI answers the channel's customer
+// messages: it sends its answers (auto) or drafts them for an operator
+// (suggest). A conversation handed over to operators is not answered all
+// the same (conversation.Conversation.NextTurn).
+func (c Channel) AIAnswers() bool { return c.AIMode == AIModeAuto || c.AIMode == AIModeSuggest }
 
 // SecretMatches reports, in constant time, whether got is the channel's
 // secret. Hashing first keeps the comparison's duration independent of the

@@ -91,13 +91,13 @@ func TestSecretMatches(t *testing.T) {
 func TestSetAIModeAndForwarding(t *testing.T) {
 	t.Parallel()
 	c := Channel{AIMode: AIModeAuto}
-	if c.ForwardsEvents() {
-		t.Fatal("auto forwards")
+	if c.ForwardsEvents() || !c.AIAnswers() {
+		t.Fatal("auto forwards, or its AI does not answer")
 	}
-	if err := c.SetAIMode("external"); err != nil || !c.ForwardsEvents() {
+	if err := c.SetAIMode("external"); err != nil || !c.ForwardsEvents() || c.AIAnswers() {
 		t.Fatalf("external: %v", err)
 	}
-	if err := c.SetAIMode("suggest"); err != nil || c.ForwardsEvents() {
+	if err := c.SetAIMode("suggest"); err != nil || c.ForwardsEvents() || !c.AIAnswers() {
 		t.Fatalf("suggest: %v", err)
 	}
 	if err := c.SetAIMode("EXTERNAL"); err == nil || c.AIMode != AIModeSuggest {

@@ -38,6 +38,8 @@ type Conversation struct {
 	// latest message, from which Meta's 24-hour window runs.
 	LastCustomerMessageAt time.Time
 	CreatedAt             time.Time
+	// Chat is the conversation's chat state (chat.go).
+	Chat Chat
 }
 
 // Sender is who wrote a message.
@@ -140,6 +142,27 @@ type MessageQuery struct {
 	Limit          int
 }
 
+// Suggestions keep each conversation's waiting suggestion, one at most.
+type Suggestions interface {
+	// Get returns the conversation's waiting suggestion, ErrNoSuggestion
+	// when none waits.
+	Get(ctx context.Context, conversationID string) (Suggestion, error)
+	// Draft stores s in place of the conversation's waiting suggestion,
+	// with the idempotency receipt of the draft when rec is not nil,
+	// together.
+	Draft(ctx context.Context, s Suggestion, rec *receipt.Receipt) error
+	// Take removes the conversation's waiting suggestion and returns it,
+	// so that only one operator sends it; ErrNoSuggestion when none
+	// waits.
+	Take(ctx context.Context, conversationID string) (Suggestion, error)
+	// PutBack makes s, taken but not (all) sent, the waiting suggestion
+	// again, unless a newer draft waits by now.
+	PutBack(ctx context.Context, s Suggestion) error
+	// Discard removes the conversation's waiting suggestion, if one
+	// waits.
+	Discard(ctx context.Context, conversationID string) error
+}
+
 // Store keeps the inbox.
 type Store interface {
 	// Receive runs fn in one transaction; an error from fn rolls it all back.
@@ -150,9 +173,16 @@ type Store interface {
 	ListConversations(ctx context.Context, q ConversationQuery) ([]Conversation, error)
 	ListMessages(ctx context.Context, q MessageQuery) ([]Message, error)
 	// AddSent stores messages sent to the customer in one of its
-	// conversations and moves the conversation's last_message_at, and,
-	// when rec is not nil, the send's idempotency receipt, together.
+	// conversations, moves the conversation's last_message_at and clears
+	// its unanswered mark (Message.Answers), and, when rec is not nil,
+	// stores the send's idempotency receipt, together.
 	AddSent(ctx context.Context, msgs []Message, rec *receipt.Receipt) error
+	// UpdateChat loads the workspace's conversation, lets fn change its
+	// chat state and saves it, atomically (the row is locked meanwhile),
+	// and returns the conversation as saved. Its turn counter is the
+	// receive transaction's alone: fn's changes to Turns are not saved.
+	// An error from fn changes nothing; ErrNotFound as Get.
+	UpdateChat(ctx context.Context, workspaceID, id string, fn func(*Chat) error) (Conversation, error)
 	// AddReceipt stores the idempotency receipt of a keyed send that
 	// stored no message: it failed after part of it was delivered.
 	AddReceipt(ctx context.Context, rec receipt.Receipt) error
@@ -174,7 +204,14 @@ type ReceiveTx interface {
 	// customer's message always needs both.)
 	UpsertConversation(ctx context.Context, c Conversation) (Conversation, error)
 	// AddMessage stores m and, when ev is not nil, the outbox event that
-	// tells of it.
+	// tells of it. A message that answers the customer (Message.Answers)
+	// clears the conversation's unanswered mark.
 	AddMessage(ctx context.Context, m Message, ev *outbox.Event) error
+	// AddTurn stores the customer message m, which is the chat turn t of
+	// its conversation: the turn's event goes to the outbox and the
+	// conversation's turn counter moves to t.Seq, which must be the one
+	// after it (the conversation's row, locked by UpsertConversation,
+	// says so), or nothing is stored.
+	AddTurn(ctx context.Context, m Message, t Turn) error
 	AddEvent(ctx context.Context, e outbox.Event) error
 }

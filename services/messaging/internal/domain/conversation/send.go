@@ -256,10 +256,12 @@ func buttonsMetadata(buttons []Button) []map[string]any {
 }
 
 // Target is where a platform delivers a reply: the channel (its token) and
-// the conversation (the chat to reply to).
+// the conversation (the chat to reply to), and who the reply is from, for
+// a platform that shows it (the widget).
 type Target struct {
 	Channel      channel.Channel
 	Conversation Conversation
+	Sender       Sender
 }
 
 // Sent is the platform's receipt for a delivered message.

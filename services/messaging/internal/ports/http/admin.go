@@ -28,12 +28,9 @@ func (h *adminHandlers) createChannel(c echo.Context) error {
 
 // GET /admin/channels?workspace_id=W
 func (h *adminHandlers) listChannels(c echo.Context) error {
-	ws := c.QueryParam("workspace_id")
-	if ws == "" {
-		return errs.InvalidRequest("workspace_id is required")
-	}
-	if !channel.IsID(ws) {
-		return errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
+	ws, err := workspaceID(c.QueryParam("workspace_id"))
+	if err != nil {
+		return err
 	}
 	chans, err := h.app.ListChannels(c.Request().Context(), ws)
 	if err != nil {

@@ -58,7 +58,7 @@ func (h *apiHandlers) replyToComment(c echo.Context) error {
 		ref:    func(app.PublicReply) string { return id },
 		toHTTP: commentHTTP,
 	}
-	return serveSend(h, c, h.sendKeys.Comments, key, raw, ans,
+	return serveSend(c, h.log, h.sendKey(c, h.sendKeys.Comments, key, raw), ans,
 		func(ctx context.Context, rr *app.ReceiptRequest[app.PublicReply]) (app.PublicReply, error) {
 			return h.app.ReplyToComment(ctx, workspaceOf(c), id, text, rr)
 		})
@@ -88,7 +88,7 @@ func (h *apiHandlers) privateReplyToComment(c echo.Context) error {
 		ref:    func(app.PrivateReply) string { return id },
 		toHTTP: commentHTTP,
 	}
-	return serveSend(h, c, h.sendKeys.Comments, key, raw, ans,
+	return serveSend(c, h.log, h.sendKey(c, h.sendKeys.Comments, key, raw), ans,
 		func(ctx context.Context, rr *app.ReceiptRequest[app.PrivateReply]) (app.PrivateReply, error) {
 			return h.app.SendPrivateReply(ctx, workspaceOf(c), id, text, rr)
 		})

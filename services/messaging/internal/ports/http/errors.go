@@ -18,6 +18,10 @@ const (
 	CodeChannelExists        = "channel_exists"
 	CodeTagUnsupported       = "tag_unsupported"
 	CodeOutsideWindow        = "outside_messaging_window"
+	// CodeConversationHandedOver is an AI send or draft to a conversation
+	// handed over to operators.
+	CodeConversationHandedOver = "conversation_handed_over"
+	CodeSuggestionNotFound     = "suggestion_not_found"
 	// CodePlatformUnsupported is a send to a platform Parley cannot send to
 	// yet (501): the request is right, the service cannot do it.
 	CodePlatformUnsupported = "platform_unsupported"
@@ -49,6 +53,10 @@ func toHTTP(err error) error {
 		return errChannelNotFound
 	case errors.Is(err, channel.ErrExists):
 		return errs.New(http.StatusConflict, CodeChannelExists, "a channel of this kind with this external_id already exists")
+	case errors.Is(err, conversation.ErrHandedOver):
+		return errs.New(http.StatusConflict, CodeConversationHandedOver, "the conversation is handed over to operators: the AI sends and drafts nothing there until they resume it")
+	case errors.Is(err, conversation.ErrNoSuggestion):
+		return errs.NotFound(CodeSuggestionNotFound, "no suggestion waits in this conversation")
 	case errors.Is(err, conversation.ErrOutsideWindow):
 		return errs.New(http.StatusConflict, CodeOutsideWindow, "the customer's last message is older than the messaging window (24 hours on messenger and instagram); nothing was sent")
 	case errors.As(err, &platform):

@@ -1,8 +1,8 @@
 // Package http is the messaging service's HTTP surfaces, one constructor
 // each: NewPublic is what it serves on its own address (platform ingress
 // and the website widget), NewAPI the public /v1 routes the gateway
-// forwards over the rpc "api" endpoint, NewAdmin parleyctl's and the
-// console's /admin routes over "admin". Handlers bind and render the
+// forwards over the rpc "api" endpoint, NewAdmin the /admin routes of
+// parleyctl, the console and the flow-runner over "admin". Handlers bind and render the
 // bodies of pkg/api/messaging and translate domain errors to *errs.Error;
 // the rules are the app's.
 package http
@@ -107,20 +107,39 @@ type apiHandlers struct {
 // AdminDeps are what the operator routes need.
 type AdminDeps struct {
 	App *app.App
-	Log *zap.Logger
+	// ChatKeys hold the keys of the chat runs' sends and drafts; a send or
+	// draft without them is 503.
+	ChatKeys ChatKeys
+	Log      *zap.Logger
 }
 
-// NewAdmin returns the operator routes (rpc endpoint "admin").
+// NewAdmin returns the operator routes (rpc endpoint "admin"): channels
+// for parleyctl and the console, conversations for the flow-runner's chat
+// runs and the console's inbox.
 func NewAdmin(d AdminDeps) *echo.Echo {
 	e := httpx.NewEcho(d.Log)
-	h := &adminHandlers{app: d.App}
+	h := &adminHandlers{app: d.App, chatKeys: d.ChatKeys, log: d.Log}
 	e.POST("/admin/channels", h.createChannel)
 	e.GET("/admin/channels", h.listChannels)
 	e.PATCH("/admin/channels/:id", h.setChannelAIMode)
+
+	e.GET("/admin/conversations/:id", h.getConversation)
+	e.POST("/admin/conversations/:id/ai-messages", h.sendAIMessage)
+	e.PUT("/admin/conversations/:id/suggestion", h.draftSuggestion)
+	e.GET("/admin/conversations/:id/suggestion", h.getSuggestion)
+	e.POST("/admin/conversations/:id/suggestion/send", h.sendSuggestion)
+	e.DELETE("/admin/conversations/:id/suggestion", h.discardSuggestion)
+	e.POST("/admin/conversations/:id/handover", h.changeConversation(h.handOver))
+	e.POST("/admin/conversations/:id/resume-ai", h.changeConversation(h.resumeAI))
+	e.POST("/admin/conversations/:id/tags", h.changeConversation(h.addTags))
+	e.PUT("/admin/conversations/:id/assignee", h.changeConversation(h.assign))
+	e.POST("/admin/conversations/:id/unanswered", h.changeConversation(h.markUnanswered))
 	return e
 }
 
 // adminHandlers serve the /admin routes.
 type adminHandlers struct {
-	app *app.App
+	app      *app.App
+	chatKeys ChatKeys
+	log      *zap.Logger
 }

@@ -64,33 +64,47 @@ func (a sendAnswer[T]) render(result T, err error) (int, []byte, error) {
 	return e.Status, body, merr
 }
 
-// serveSend runs a send route's work under its Idempotency-Key. Without a
-// key the route answers as it always has. With one: a repeat is answered
-// from the first response; a send refused before it reached the customer
-// frees the key; one that reached the customer (a result, or a
-// *app.DeliveredError) keeps its answer for the key, in Redis and, through
-// the receipt the use case stores with the send, in PostgreSQL. The first
-// answer is written as kept, so a repeat gets the same bytes.
-func serveSend[T any](h *apiHandlers, c echo.Context, keys *idempotency.Store, key string, raw []byte, ans sendAnswer[T],
+// sendKey is the idempotency key a send runs under: the store of its key
+// space, the workspace, the key ("" for a send without one) and the
+// request's fingerprint, which a repeat must match.
+type sendKey struct {
+	keys        *idempotency.Store
+	workspaceID string
+	key         string
+	fingerprint string
+}
+
+// sendKey is a /v1 send's: the Idempotency-Key of the workspace's
+// request, fingerprinted by its method, path and raw body.
+func (h *apiHandlers) sendKey(c echo.Context, keys *idempotency.Store, key string, raw []byte) sendKey {
+	return sendKey{keys: keys, workspaceID: workspaceOf(c), key: key, fingerprint: idempotency.RequestFingerprint(c.Request(), raw)}
+}
+
+// serveSend runs a send route's work under its key k. Without a key the
+// route answers as it always has. With one: a repeat is answered from the
+// first response; a send refused before it reached the customer frees the
+// key; one that reached the customer (a result, or a *app.DeliveredError)
+// keeps its answer for the key, in Redis and, through the receipt the use
+// case stores with the send, in PostgreSQL. The first answer is written as
+// kept, so a repeat gets the same bytes.
+func serveSend[T any](c echo.Context, log *zap.Logger, k sendKey, ans sendAnswer[T],
 	send func(ctx context.Context, rr *app.ReceiptRequest[T]) (T, error)) error {
 	ctx := c.Request().Context()
-	if key == "" {
+	if k.key == "" {
 		result, err := send(ctx, nil)
 		if err != nil {
 			return ans.toHTTP(err)
 		}
 		return c.JSON(ans.status, ans.json(result))
 	}
-	if keys == nil {
+	if k.keys == nil {
 		return errs.ServiceUnavailable("idempotency keys are not configured")
 	}
-	ws := workspaceOf(c)
-	fingerprint := idempotency.RequestFingerprint(c.Request(), raw)
-	claim, answered, err := keys.Serve(ctx, c.Response(), ws, key, fingerprint)
+	claim, answered, err := k.keys.Serve(ctx, c.Response(), k.workspaceID, k.key, k.fingerprint)
 	if err != nil || answered {
 		return err
 	}
-	result, err := send(ctx, &app.ReceiptRequest[T]{KeyHash: idempotency.KeyHash(key), Fingerprint: fingerprint, Render: ans.render})
+	result, err := send(ctx, &app.ReceiptRequest[T]{KeyHash: idempotency.KeyHash(k.key), Fingerprint: k.fingerprint, Render: ans.render})
 	var delivered *app.DeliveredError
 	if err != nil && !errors.As(err, &delivered) {
 		claim.Refused(ctx)
@@ -98,7 +112,7 @@ func serveSend[T any](h *apiHandlers, c echo.Context, keys *idempotency.Store, k
 	}
 	status, body, rerr := ans.render(result, err)
 	if rerr != nil {
-		h.log.Error("send answer not encoded", zap.String("workspace_id", ws), zap.Error(rerr))
+		log.Error("send answer not encoded", zap.String("workspace_id", k.workspaceID), zap.Error(rerr))
 		status, body, _ = ans.render(result, rerr)
 	}
 	claim.Answered(ctx, idempotency.Response{Status: status, Body: body, Ref: ans.ref(result)})

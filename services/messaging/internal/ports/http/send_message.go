@@ -31,9 +31,9 @@ func (h *apiHandlers) sendMessage(c echo.Context) error {
 		return errs.InvalidRequest("text is required")
 	}
 	out := conversation.OutboundText{Text: *req.Text, QuickReplies: req.QuickReplies, Buttons: fromAPIButtons(req.Buttons)}
-	return serveSend(h, c, h.sendKeys.Messages, key, raw, messageAnswer,
+	return serveSend(c, h.log, h.sendKey(c, h.sendKeys.Messages, key, raw), messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
-			return h.app.SendMessage(ctx, workspaceOf(c), req.ConversationID, out, rr)
+			return h.app.SendMessage(ctx, workspaceOf(c), req.ConversationID, conversation.ByAPI, out, rr)
 		})
 }
 
@@ -59,7 +59,7 @@ func (h *apiHandlers) sendImage(c echo.Context) error {
 		return err
 	}
 	out := conversation.OutboundImage{ImageURL: req.ImageURL, Text: req.Text}
-	return serveSend(h, c, h.sendKeys.Messages, key, raw, imageAnswer,
+	return serveSend(c, h.log, h.sendKey(c, h.sendKeys.Messages, key, raw), imageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[[]conversation.Message]) ([]conversation.Message, error) {
 			return h.app.SendImage(ctx, workspaceOf(c), req.ConversationID, out, rr)
 		})
@@ -96,11 +96,11 @@ func (h *apiHandlers) sendCarousel(c echo.Context) error {
 	}
 	out := conversation.OutboundCarousel{Ratio: req.Ratio, Elements: make([]conversation.Card, len(req.Elements))}
 	for i, e := range req.Elements {
-		out.Elements[i] = conversation.Card{Title: e.Title, Subtitle: e.Subtitle, ImageURL: e.ImageURL, Buttons: fromAPIButtons(e.Buttons)}
+		out.Elements[i] = fromAPICard(e)
 	}
-	return serveSend(h, c, h.sendKeys.Messages, key, raw, messageAnswer,
+	return serveSend(c, h.log, h.sendKey(c, h.sendKeys.Messages, key, raw), messageAnswer,
 		func(ctx context.Context, rr *app.ReceiptRequest[conversation.Message]) (conversation.Message, error) {
-			return h.app.SendCarousel(ctx, workspaceOf(c), req.ConversationID, out, rr)
+			return h.app.SendCarousel(ctx, workspaceOf(c), req.ConversationID, conversation.ByAPI, out, rr)
 		})
 }
 

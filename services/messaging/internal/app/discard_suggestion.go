@@ -1,0 +1,18 @@
+package app
+
+import (
+	"context"
+)
+
+// DiscardSuggestion drops the waiting suggestion of the workspace's
+// conversation, if one waits, and returns the conversation's state.
+func (a *App) DiscardSuggestion(ctx context.Context, workspaceID, conversationID string) (ConversationState, error) {
+	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
+	if err != nil {
+		return ConversationState{}, err
+	}
+	if err := a.suggestions.Discard(ctx, conv.ID); err != nil {
+		return ConversationState{}, err
+	}
+	return ConversationState{Conversation: conv}, nil
+}
