@@ -49,6 +49,8 @@ type Invocation struct {
 	Input    map[string]any
 	Modules  Modules
 	Observer Observer
+	// Chat, when set, makes the run a chat run (chat.go).
+	Chat *ChatInvocation
 }
 
 // Continuation answers a waiting run's question.
@@ -57,6 +59,11 @@ type Continuation struct {
 	Text     string
 	Modules  Modules
 	Observer Observer
+	// Message, in a chat run waiting at a question, is the customer's
+	// message that answers it (Text is its text).
+	Message *CustomerMessage
+	// Wake, in a chat run waiting at a delay node, says the delay is over.
+	Wake bool
 }
 
 // Invoke starts a run of def, which the caller has checked with

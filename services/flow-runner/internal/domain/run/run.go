@@ -141,6 +141,11 @@ type Run struct {
 	// Depth is 0 for a run invoked over the API; called flows run inside
 	// their caller's run, counted from it.
 	Depth int
+	// Chat is the conversation of a chat run, nil for a headless run.
+	Chat *Chat
+	// WakeAt is when a chat run waiting at a delay node goes on; nil
+	// while it waits at a question, or does not wait.
+	WakeAt *time.Time
 	// TraceBytes is what its node runs' recorded inputs and outputs take,
 	// as JSON, over every call so far: a continue's store says what the
 	// earlier calls took.
@@ -191,6 +196,9 @@ type Result struct {
 	// Usage is what this call's AI nodes consumed (Run.Usage sums every
 	// call's).
 	Usage Usage
+	// Actions are what a chat run's call does to its conversation, in
+	// order; nil for a headless run.
+	Actions []Action
 }
 
 // HTTPRequest is what an http node asks for. Body is nil without one.
