@@ -135,7 +135,7 @@ func (d *Definition) NotInvokable() *NotInvokableError {
 
 func notInvokable(n Node) string {
 	switch n := n.(type) {
-	case *ChatOnly:
+	case *ChatOnly, *AIResponse, *Handover, *ResumeAI, *Tag, *Assign, *Delay:
 		return "a chat-only node; a headless run has no customer or conversation"
 	case *Action:
 		if n.Kind != ActionSetVariable && n.Kind != ActionWebhookCall {
@@ -153,13 +153,13 @@ func notInvokable(n Node) string {
 	return ""
 }
 
-// AINode returns the first AI node (llm, intent or extract: the nodes that
-// call the LLM provider and bill a unit), or nil. A flow with one needs the
-// safety guard wired before it may run.
+// AINode returns the first AI node (llm, intent, extract or ai_response:
+// the nodes that call the LLM provider and bill a unit), or nil. A flow
+// with one needs the safety guard wired before it may run.
 func (d *Definition) AINode() Node {
 	for _, n := range d.Nodes {
 		switch n.(type) {
-		case *LLM, *Intent, *Extract:
+		case *LLM, *Intent, *Extract, *AIResponse:
 			return n
 		}
 	}
@@ -170,13 +170,9 @@ func (d *Definition) AINode() Node {
 // delay), or nil. A call_flow target must have none.
 func (d *Definition) Waits() Node {
 	for _, n := range d.Nodes {
-		switch n := n.(type) {
-		case *Question:
+		switch n.(type) {
+		case *Question, *Delay:
 			return n
-		case *ChatOnly:
-			if n.typ == TypeDelay {
-				return n
-			}
 		}
 	}
 	return nil

@@ -178,6 +178,34 @@ func TestRefusals(t *testing.T) {
 		{"end output not object", doc(`{"id": "x", "type": "end", "output": "a"}`), ParseOptions{}, "x", "output", "must be an object"},
 		{"end output template", doc(`{"id": "x", "type": "end", "output": {"a": "{{ vars. }}"}}`), ParseOptions{}, "x", "output", "expression"},
 		{"delay until closed", doc(`{"id": "x", "type": "delay", "until": "2026-01-01"}`), closed, "x", "until", "delay.until is not open"},
+		{"delay without seconds", doc(`{"id": "x", "type": "delay"}`), ParseOptions{}, "x", "seconds", "required (or the staged until)"},
+		{"delay seconds zero", doc(`{"id": "x", "type": "delay", "seconds": 0}`), ParseOptions{}, "x", "seconds", "from 1 to 86400"},
+		{"delay seconds over a day", doc(`{"id": "x", "type": "delay", "seconds": 86401}`), ParseOptions{}, "x", "seconds", "from 1 to 86400"},
+		{"delay seconds fraction", doc(`{"id": "x", "type": "delay", "seconds": 1.5}`), ParseOptions{}, "x", "seconds", "whole number"},
+		{"delay seconds not a number", doc(`{"id": "x", "type": "delay", "seconds": "60"}`), ParseOptions{}, "x", "seconds", "must be a number"},
+		{"delay seconds and until", doc(`{"id": "x", "type": "delay", "seconds": 5, "until": "2026-12-01T00:00:00Z"}`), ParseOptions{}, "x", "seconds", "cannot be combined"},
+		{"delay until not a time", doc(`{"id": "x", "type": "delay", "until": "2026-01-01"}`), ParseOptions{}, "x", "until", "not an RFC 3339 time"},
+		{"delay until empty", doc(`{"id": "x", "type": "delay", "until": " "}`), ParseOptions{}, "x", "until", "required"},
+		{"delay until bad template", doc(`{"id": "x", "type": "delay", "until": "{{ nope }}"}`), ParseOptions{}, "x", "until", "unknown name nope"},
+		{"ai_response top_k zero", doc(`{"id": "x", "type": "ai_response", "top_k": 0}`), ParseOptions{}, "x", "top_k", "from 1 to 10"},
+		{"ai_response top_k eleven", doc(`{"id": "x", "type": "ai_response", "top_k": 11}`), ParseOptions{}, "x", "top_k", "from 1 to 10"},
+		{"ai_response knowledge not bool", doc(`{"id": "x", "type": "ai_response", "knowledge": "yes"}`), ParseOptions{}, "x", "knowledge", "true or false"},
+		{"ai_response system not string", doc(`{"id": "x", "type": "ai_response", "system": 1}`), ParseOptions{}, "x", "system", "must be a string"},
+		{"ai_response bad fallback", doc(`{"id": "x", "type": "ai_response", "fallback": "{{"}`), ParseOptions{}, "x", "fallback", "without its"},
+		{"handover bad text", doc(`{"id": "x", "type": "handover", "text": "{{ vars. }}"}`), ParseOptions{}, "x", "text", "expression"},
+		{"tag without tags", doc(`{"id": "x", "type": "tag"}`), ParseOptions{}, "x", "tags", "at least one tag"},
+		{"tag empty tags", doc(`{"id": "x", "type": "tag", "tags": []}`), ParseOptions{}, "x", "tags", "at least one tag"},
+		{"tag tags not strings", doc(`{"id": "x", "type": "tag", "tags": [1]}`), ParseOptions{}, "x", "tags", "array of strings"},
+		{"tag and tags", doc(`{"id": "x", "type": "tag", "tag": "a", "tags": ["b"]}`), ParseOptions{}, "x", "tag", "cannot be combined"},
+		{"tag blank", doc(`{"id": "x", "type": "tag", "tags": ["ok", " "]}`), ParseOptions{}, "x", "tags[1]", "empty"},
+		{"tag too long", doc(`{"id": "x", "type": "tag", "tags": ["` + strings.Repeat("é", 51) + `"]}`), ParseOptions{}, "x", "tags[0]", "this one has 51"},
+		{"tag control character", doc(`{"id": "x", "type": "tag", "tag": "a\tb"}`), ParseOptions{}, "x", "tag", "control characters"},
+		{"tag too many", doc(`{"id": "x", "type": "tag", "tags": [` + strings.Repeat(`"t",`, 20) + `"t"]}`), ParseOptions{}, "x", "tags", "at most 20"},
+		{"tag bad template", doc(`{"id": "x", "type": "tag", "tags": ["{{ nope }}"]}`), ParseOptions{}, "x", "tags[0]", "unknown name nope"},
+		{"assign without operator", doc(`{"id": "x", "type": "assign"}`), ParseOptions{}, "x", "operator", "required"},
+		{"assign not an email", doc(`{"id": "x", "type": "assign", "operator": "ann"}`), ParseOptions{}, "x", "operator", "not one plain email address"},
+		{"assign named address", doc(`{"id": "x", "type": "assign", "operator": "Ann <ann@example.com>"}`), ParseOptions{}, "x", "operator", "not one plain email address"},
+		{"assign too long", doc(`{"id": "x", "type": "assign", "operator": "` + strings.Repeat("a", 250) + `@e.xy"}`), ParseOptions{}, "x", "operator", "at most 254"},
 		{"action without kind", doc(`{"id": "x", "type": "action"}`), ParseOptions{}, "x", "action", "required"},
 		{"action set_variable without value", doc(`{"id": "x", "type": "action", "action": "set_variable", "name": "a"}`), ParseOptions{}, "x", "value", "required"},
 		{"action webhook without url", doc(`{"id": "x", "type": "action", "action": "webhook_call"}`), ParseOptions{}, "x", "url", "required"},
@@ -232,7 +260,9 @@ func TestNotInvokable(t *testing.T) {
 		{"tool", doc(`{"id": "x", "type": "tool"}`), "x"},
 		{"ai_response", doc(`{"id": "x", "type": "ai_response"}`), "x"},
 		{"handover", doc(`{"id": "x", "type": "handover"}`), "x"},
-		{"assign", doc(`{"id": "x", "type": "assign"}`), "x"},
+		{"assign", doc(`{"id": "x", "type": "assign", "operator": "ann@example.com"}`), "x"},
+		{"tag", doc(`{"id": "x", "type": "tag", "tags": ["vip"]}`), "x"},
+		{"delay", doc(`{"id": "x", "type": "delay", "seconds": 60}`), "x"},
 		{"order", doc(`{"id": "x", "type": "order"}`), "x"},
 		{"resume_ai", doc(`{"id": "x", "type": "resume_ai"}`), "x"},
 		{"submit_form", doc(`{"id": "x", "type": "submit_form"}`), "x"},
@@ -288,6 +318,55 @@ func TestTypedModel(t *testing.T) {
 	}
 }
 
+// TestChatOnlyModel: the chat-only nodes' fields, with their defaults; a
+// template that renders at run time is checked then, not at publish.
+func TestChatOnlyModel(t *testing.T) {
+	t.Parallel()
+	d, err := Parse([]byte(`{"name": "c", "triggers": ["chat"], "nodes": [
+		{"id": "start", "type": "start", "next": "ai"},
+		{"id": "ai", "type": "ai_response", "next": "ai2"},
+		{"id": "ai2", "type": "ai_response", "system": "Be {{vars.contact.name}}", "knowledge": false, "top_k": 10, "fallback": "Sorry", "next": "h"},
+		{"id": "h", "type": "handover", "text": "Passing you on", "next": "r"},
+		{"id": "r", "type": "resume_ai", "next": "t"},
+		{"id": "t", "type": "tag", "tags": ["vip", "{{vars.message.text}}"], "next": "a"},
+		{"id": "a", "type": "assign", "operator": "{{vars.input.text}}", "next": "w"},
+		{"id": "w", "type": "delay", "seconds": 86400, "next": "u"},
+		{"id": "u", "type": "delay", "until": "{{vars.input.text}}", "next": "tool"},
+		{"id": "tool", "type": "tool", "next": "e"},
+		{"id": "e", "type": "end"}]}`), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Node("ai").(*AIResponse); n.System != nil || !n.Knowledge || n.TopK != 3 || n.Fallback != nil || n.Next != "ai2" {
+		t.Fatalf("ai_response defaults %+v", n)
+	}
+	if n := d.Node("ai2").(*AIResponse); n.System == nil || n.Knowledge || n.TopK != 10 || n.Fallback.Raw() != "Sorry" {
+		t.Fatalf("ai_response %+v", n)
+	}
+	if n := d.Node("h").(*Handover); n.Text.Raw() != "Passing you on" || n.Next != "r" {
+		t.Fatalf("handover %+v", n)
+	}
+	if n := d.Node("t").(*Tag); len(n.Tags) != 2 || n.Tags[1].IsStatic() {
+		t.Fatalf("tag %+v", n)
+	}
+	if n := d.Node("w").(*Delay); n.Seconds != 86400 || n.Until != nil {
+		t.Fatalf("delay %+v", n)
+	}
+	if n := d.Node("u").(*Delay); n.Seconds != 0 || n.Until == nil {
+		t.Fatalf("delay until %+v", n)
+	}
+	if d.AINode().ID() != "ai" || d.Waits().ID() != "w" || d.NotInvokable().NodeID != "ai" {
+		t.Fatal("AINode, Waits or NotInvokable")
+	}
+	c, err := Parse(mustRead(t, "testdata/valid/chat_only.json"), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Node("tag").(*Tag); len(n.Tags) != 1 || n.Tags[0].Raw() != "vip" {
+		t.Fatalf("tag, for short: %+v", n)
+	}
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -328,4 +407,19 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted once, refused again: %v", err)
 		}
 	})
+}
+
+func TestAssistant(t *testing.T) {
+	t.Parallel()
+	d := Assistant()
+	n, ok := d.Node(AssistantNodeID).(*AIResponse)
+	if !ok || !n.Knowledge || n.TopK != 3 || n.System != nil || n.Fallback != nil || n.Next != "end" {
+		t.Fatalf("assistant node %+v", d.Node(AssistantNodeID))
+	}
+	if d.Start.Next != AssistantNodeID || d.Node("end").Type() != TypeEnd || !d.HasTrigger("chat") || d.Waits() != nil {
+		t.Fatalf("assistant %+v", d)
+	}
+	if Assistant() != d {
+		t.Fatal("the assistant is parsed once")
+	}
 }

@@ -349,13 +349,95 @@ func (n *Action) Targets() []Edge {
 	return nextEdge(n.Next)
 }
 
-// ChatOnly is a node of a chat-only type, kept only for its edges: it makes
-// the flow not invokable.
+// The chat-only nodes below run only in chat runs (docs/chat.md "The
+// chat-only nodes"); each makes the flow not invokable.
+
+// DefaultAnswerTopK is an ai_response's top_k when it gives none.
+const DefaultAnswerTopK = 3
+
+// AIResponse is the assistant's answer as one node: a knowledge search
+// with the customer's text, one LLM call, the guard, a message (AI).
+type AIResponse struct {
+	base
+	// System is the node's own system text; nil takes the default one
+	// naming the workspace.
+	System *Template
+	// Knowledge searches the knowledge base for TopK passages first.
+	Knowledge bool
+	TopK      int
+	// Fallback is sent instead when the provider fails; nil fails the node.
+	Fallback *Template
+	Next     string
+}
+
+func (n *AIResponse) Targets() []Edge { return nextEdge(n.Next) }
+
+// Handover sends Text (when set) and stops the AI in the conversation.
+type Handover struct {
+	base
+	Text *Template
+	Next string
+}
+
+func (n *Handover) Targets() []Edge { return nextEdge(n.Next) }
+
+// ResumeAI turns the AI back on in the conversation.
+type ResumeAI struct {
+	base
+	Next string
+}
+
+func (n *ResumeAI) Targets() []Edge { return nextEdge(n.Next) }
+
+// Tag bounds; they are messaging's, so that a tag the node adds is never
+// refused when its action is carried out (docs/limits-and-errors.md
+// "Limits").
+const (
+	MaxTagsPerNode = 20
+	MaxTagLen      = 50
+)
+
+// Tag adds Tags to the conversation.
+type Tag struct {
+	base
+	Tags []*Template
+	Next string
+}
+
+func (n *Tag) Targets() []Edge { return nextEdge(n.Next) }
+
+// MaxEmailLen bounds an assign node's operator address.
+const MaxEmailLen = 254
+
+// Assign assigns the conversation to an operator, by email.
+type Assign struct {
+	base
+	Operator *Template
+	Next     string
+}
+
+func (n *Assign) Targets() []Edge { return nextEdge(n.Next) }
+
+// MaxDelaySeconds bounds a delay node's seconds.
+const MaxDelaySeconds = 86_400
+
+// Delay makes a chat run wait: Seconds, or until the time Until renders to
+// (RFC 3339; staged as delay.until). Exactly one is set.
+type Delay struct {
+	base
+	Seconds int
+	Until   *Template
+	Next    string
+}
+
+func (n *Delay) Targets() []Edge { return nextEdge(n.Next) }
+
+// ChatOnly is a node of a chat-only type that no run executes (tool,
+// order, submit_form), kept for its edges: it makes the flow not
+// invokable, and a chat run that reaches it fails.
 type ChatOnly struct {
 	base
 	Next string
-	// Until is set for a delay with a (staged) until.
-	Until bool
 }
 
 func (n *ChatOnly) Targets() []Edge { return nextEdge(n.Next) }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/mail"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/expression"
 )
@@ -276,6 +279,13 @@ func (r *reader) boolean(name string) bool {
 	return b
 }
 
+// booleanOr reads an optional boolean, def when it is absent.
+func (r *reader) booleanOr(name string, def bool) bool {
+	b := def
+	r.decode(name, &b, "true or false")
+	return b
+}
+
 func (r *reader) integer(name string, min, max, def int) int {
 	var f float64
 	if !r.decode(name, &f, "a number") {
@@ -526,13 +536,27 @@ func (p *parser) node(i int, raw json.RawMessage) (Node, error) {
 		n = &End{base: b, Output: r.object("output")}
 	case TypeAction:
 		n = p.action(b, r)
-	case TypeTool, TypeDelay, TypeAIResponse, TypeHandover, TypeTag, TypeAssign, TypeOrder, TypeResumeAI, TypeSubmitForm:
-		c := &ChatOnly{base: b, Next: r.target("next")}
-		if typ == TypeDelay && r.has("until") {
-			r.staged("until", StageDelayUntil)
-			c.Until = true
+	case TypeAIResponse:
+		n = &AIResponse{base: b, System: r.template("system", false), Knowledge: r.booleanOr("knowledge", true),
+			TopK: r.integer("top_k", 1, MaxTopK, DefaultAnswerTopK), Fallback: r.template("fallback", false), Next: r.target("next")}
+	case TypeHandover:
+		n = &Handover{base: b, Text: r.template("text", false), Next: r.target("next")}
+	case TypeResumeAI:
+		n = &ResumeAI{base: b, Next: r.target("next")}
+	case TypeTag:
+		n = p.tag(b, r)
+	case TypeAssign:
+		a := &Assign{base: b, Operator: r.template("operator", true), Next: r.target("next")}
+		if p.err == nil && a.Operator.IsStatic() {
+			if why := CheckEmail(a.Operator.Raw()); why != "" {
+				r.fail("operator", "%s", why)
+			}
 		}
-		n = c
+		n = a
+	case TypeDelay:
+		n = p.delay(b, r)
+	case TypeTool, TypeOrder, TypeSubmitForm:
+		n = &ChatOnly{base: b, Next: r.target("next")}
 	default:
 		return nil, &ValidationError{NodeID: id, Field: "type", Reason: fmt.Sprintf("unknown node type %q", typ)}
 	}
@@ -840,6 +864,110 @@ func (p *parser) action(b base, r *reader) Node {
 		n.SetVariable = &a
 	case ActionWebhookCall:
 		n.Webhook = p.http(b, r, "POST")
+	}
+	return n
+}
+
+// tag reads a tag node: tags[], or tag, one tag, for short.
+func (p *parser) tag(b base, r *reader) Node {
+	n := &Tag{base: b, Next: r.target("next")}
+	field := "tags"
+	switch {
+	case r.has("tags") && r.has("tag"):
+		r.fail("tag", "tag and tags cannot be combined")
+		return n
+	case r.has("tag"):
+		field = "tag"
+		if t := r.template("tag", true); t != nil {
+			n.Tags = []*Template{t}
+		}
+	default:
+		n.Tags = r.templates("tags")
+		if p.err == nil && len(n.Tags) == 0 {
+			r.fail("tags", "at least one tag")
+		}
+	}
+	if p.err != nil {
+		return n
+	}
+	if len(n.Tags) > MaxTagsPerNode {
+		r.fail("tags", "at most %d tags", MaxTagsPerNode)
+		return n
+	}
+	for i, t := range n.Tags {
+		if !t.IsStatic() {
+			continue
+		}
+		if why := CheckTag(t.Raw()); why != "" {
+			if field == "tags" {
+				r.fail(fmt.Sprintf("tags[%d]", i), "%s", why)
+			} else {
+				r.fail("tag", "%s", why)
+			}
+			return n
+		}
+	}
+	return n
+}
+
+// CheckTag says why tag (trimmed) is not one messaging keeps, or "": 1 to
+// MaxTagLen characters, no control characters. A tag node's tags are
+// checked when published, or, for templates, when rendered.
+func CheckTag(tag string) string {
+	tag = strings.TrimSpace(tag)
+	switch {
+	case tag == "":
+		return fmt.Sprintf("a tag is 1 to %d characters; this one is empty", MaxTagLen)
+	case utf8.RuneCountInString(tag) > MaxTagLen:
+		return fmt.Sprintf("a tag is 1 to %d characters; this one has %d", MaxTagLen, utf8.RuneCountInString(tag))
+	case strings.IndexFunc(tag, unicode.IsControl) >= 0:
+		return "a tag has no control characters"
+	}
+	return ""
+}
+
+// CheckEmail says why s (trimmed) is not one plain email address of at
+// most MaxEmailLen characters, or "".
+func CheckEmail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > MaxEmailLen {
+		return fmt.Sprintf("an email address has at most %d characters", MaxEmailLen)
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || a.Name != "" {
+		return fmt.Sprintf("%q is not one plain email address", clipText(s, 60))
+	}
+	return ""
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// delay reads a delay node: seconds, or the staged until (an RFC 3339
+// time, or a template that renders to one).
+func (p *parser) delay(b base, r *reader) Node {
+	n := &Delay{base: b, Next: r.target("next")}
+	switch {
+	case r.has("until"):
+		r.staged("until", StageDelayUntil)
+		if r.has("seconds") {
+			r.fail("seconds", "seconds and until cannot be combined")
+			return n
+		}
+		n.Until = r.template("until", true)
+		if p.err == nil && n.Until.IsStatic() {
+			if _, err := time.Parse(time.RFC3339, strings.TrimSpace(n.Until.Raw())); err != nil {
+				r.fail("until", "%q is not an RFC 3339 time (2026-12-01T09:00:00Z)", clipText(n.Until.Raw(), 60))
+			}
+		}
+	case r.has("seconds"):
+		n.Seconds = r.integer("seconds", 1, MaxDelaySeconds, 0)
+	default:
+		r.fail("seconds", "required (or the staged until)")
 	}
 	return n
 }
