@@ -184,7 +184,7 @@ func (x *exec) llm(sc *scope, n *flow.LLM) stepResult {
 			return *call.failf(input, "%s", err)
 		}
 	}
-	if sent != nil && !x.emit(*sent) {
+	if sent != nil && !x.emit(sc, n, *sent) {
 		r := x.outputStop(sc, n)
 		r.input = input
 		return *call.fail(r)

@@ -45,7 +45,8 @@ type Invocation struct {
 	WorkspaceID string
 	// SessionID is given to the run if it waits at a question.
 	SessionID string
-	// Input becomes vars.input.
+	// Input becomes vars.input; a chat run ignores it (its vars.input is
+	// {text} of the starting message).
 	Input    map[string]any
 	Modules  Modules
 	Observer Observer
@@ -67,9 +68,13 @@ type Continuation struct {
 }
 
 // Invoke starts a run of def, which the caller has checked with
-// NotInvokable. The run ends completed, waiting or failed; the caller stores
-// it.
+// NotInvokable (a headless run) or HasTrigger("chat") (a chat run, with
+// inv.Chat set). The run ends completed, waiting or failed; the caller
+// stores it, and carries out a chat run's Result.Actions.
 func (e *Engine) Invoke(ctx context.Context, def *flow.Definition, inv Invocation) *Result {
+	if inv.Chat != nil {
+		return e.invokeChat(ctx, def, inv)
+	}
 	// The input is read as JSON, whatever number types its decoder used, so
 	// that expressions see the same values on every call and after a reload.
 	input := map[string]any{}
@@ -97,17 +102,33 @@ func (e *Engine) Invoke(ctx context.Context, def *flow.Definition, inv Invocatio
 }
 
 // Continue answers the question run waits at: input.text is saved under the
-// question's save_as (as a string) and the run goes on from its next. def
-// is the run's own version. A run that is not waiting gives ErrNotWaiting,
-// and a run whose current node is not a question of def an error; neither
-// changes the run.
+// question's save_as (as a string) and the run goes on from its next; in a
+// chat run, c.Message (when set) first becomes vars.message. A chat run
+// waiting at a delay goes on from the delay's next when c.Wake says the
+// delay is over. def is the run's own version. A run that is not waiting
+// gives ErrNotWaiting; a customer's answer to a run waiting at a delay
+// ErrWaitingAtDelay, a wake of one waiting at a question
+// ErrWaitingAtQuestion, and a run whose current node is neither of def an
+// error; none of them changes the run.
 func (e *Engine) Continue(ctx context.Context, def *flow.Definition, r *Run, c Continuation) (*Result, error) {
 	if r.Status != StatusWaiting {
 		return nil, ErrNotWaiting
 	}
-	q, ok := def.Node(r.CurrentNodeID).(*flow.Question)
-	if !ok {
-		return nil, fmt.Errorf("run %s waits at %q, which is not a question of version %d", r.ID, r.CurrentNodeID, r.Version)
+	var q *flow.Question
+	var d *flow.Delay
+	switch n := def.Node(r.CurrentNodeID).(type) {
+	case *flow.Question:
+		if c.Wake {
+			return nil, ErrWaitingAtQuestion
+		}
+		q = n
+	case *flow.Delay:
+		if !c.Wake {
+			return nil, ErrWaitingAtDelay
+		}
+		d = n
+	default:
+		return nil, fmt.Errorf("run %s waits at %q, which is not a question or delay of version %d", r.ID, r.CurrentNodeID, r.Version)
 	}
 	if r.Vars == nil {
 		r.Vars = map[string]any{}
@@ -117,7 +138,23 @@ func (e *Engine) Continue(ctx context.Context, def *flow.Definition, r *Run, c C
 	x.sessionID = r.SessionID
 	x.obs.RunStarted(r.ID)
 	sc := x.top(def)
-	x.finish(x.answer(sc, q, c.Text))
+	if d != nil {
+		x.finish(x.wake(sc, d))
+		return x.res, nil
+	}
+	text := c.Text
+	if r.Chat != nil && c.Message != nil {
+		if text == "" {
+			text = c.Message.Text
+		}
+		// The answer is the conversation's current message from now on,
+		// for the nodes after the question as for the next call.
+		if err := x.setVar(sc, "message", messageVar(*c.Message)); err != nil {
+			x.finish(x.fail(sc, q.ID(), string(q.Type()), err.Error()))
+			return x.res, nil
+		}
+	}
+	x.finish(x.answer(sc, q, text))
 	return x.res, nil
 }
 
@@ -208,6 +245,9 @@ const (
 
 func (x *exec) finish(o outcome) {
 	r := x.run
+	if o.kind != waiting {
+		r.WakeAt = nil
+	}
 	switch o.kind {
 	case waiting:
 		r.Status = StatusWaiting
@@ -437,6 +477,9 @@ func (x *exec) step(sc *scope, node flow.Node) stepResult {
 		case flow.ActionWebhookCall:
 			return x.http(sc, n, n.Webhook)
 		}
+		if x.run.Chat != nil {
+			return x.unsupported(sc, n)
+		}
 		return x.failStep(sc, n, "action %q cannot run in a headless run", n.Kind)
 	case *flow.LLM:
 		return x.llm(sc, n)
@@ -447,7 +490,10 @@ func (x *exec) step(sc *scope, node flow.Node) stepResult {
 	case *flow.Knowledge:
 		return x.knowledge(sc, n)
 	}
-	return x.failStep(sc, node, "a chat-only node cannot run in a headless run")
+	if x.run.Chat == nil {
+		return x.failStep(sc, node, "a chat-only node cannot run in a headless run")
+	}
+	return x.chatStep(sc, node)
 }
 
 // renderer renders templates over vars, keeping the first error, so that a
@@ -514,14 +560,19 @@ func render(t *flow.Template, vars map[string]any) (string, error) {
 	return s, r.err
 }
 
-// emit sends m when the run's output budget has room for it, and says
-// whether it did; a message that would pass the budget is not sent.
-func (x *exec) emit(m Message) bool {
+// emit sends m, node's message, when the run's output budget has room for
+// it, and says whether it did; a message that would pass the budget is not
+// sent. In a chat run the message is also the call's next ActionSend.
+func (x *exec) emit(sc *scope, node flow.Node, m Message) bool {
 	if !x.takeOutput(encodedSize(m)) {
 		return false
 	}
 	x.run.Messages = append(x.run.Messages, m)
 	x.res.Messages = append(x.res.Messages, m)
+	if x.run.Chat != nil {
+		sent := m
+		x.act(Action{Kind: ActionSend, NodeID: sc.prefix + node.ID(), Message: &sent})
+	}
 	x.obs.Message(m)
 	return true
 }
@@ -540,7 +591,7 @@ func (x *exec) sendMessage(sc *scope, n *flow.SendMessage) stepResult {
 	if err != nil {
 		return x.failStep(sc, n, "%s", err)
 	}
-	if !x.emit(m) {
+	if !x.emit(sc, n, m) {
 		return x.outputStop(sc, n)
 	}
 	return stepResult{next: n.Next, output: m}
@@ -574,7 +625,7 @@ func (x *exec) question(sc *scope, n *flow.Question) stepResult {
 	if len(m.QuickReplies) > 0 {
 		m.Type = flow.MessageQuickReplies
 	}
-	if !x.emit(m) {
+	if !x.emit(sc, n, m) {
 		return x.outputStop(sc, n)
 	}
 	return stepResult{output: m, stop: &outcome{kind: waiting}}

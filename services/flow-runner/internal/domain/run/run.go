@@ -177,6 +177,17 @@ func (res *Result) AnswerTooLarge(size, max int, now time.Time) {
 	r := res.Run
 	r.Messages = r.Messages[:len(r.Messages)-len(res.Messages)]
 	res.Messages = nil
+	// The messages are not sent either: a chat run's call keeps only the
+	// actions that are not sends.
+	if res.Actions != nil {
+		kept := []Action{}
+		for _, a := range res.Actions {
+			if a.Kind != ActionSend {
+				kept = append(kept, a)
+			}
+		}
+		res.Actions = kept
+	}
 	r.Status, r.Output = StatusFailed, map[string]any{}
 	r.Error = &Error{Code: CodeBudgetExceeded, Message: fmt.Sprintf(
 		"the run's answer of %d bytes would pass %s, the most one reply carries", size, bytesize.Size(max))}
@@ -290,3 +301,11 @@ type Modules struct {
 
 // ErrNotWaiting is returned by Continue for a run that is not waiting.
 var ErrNotWaiting = errors.New("run is not waiting")
+
+// ErrWaitingAtDelay is returned by Continue for a customer's message to a
+// chat run waiting at a delay node: only its wake goes on.
+var ErrWaitingAtDelay = errors.New("run is waiting at a delay, not for an answer")
+
+// ErrWaitingAtQuestion is returned by Continue for a wake of a run waiting
+// at a question: only an answer goes on.
+var ErrWaitingAtQuestion = errors.New("run is waiting for an answer, not at a delay")
