@@ -1,5 +1,6 @@
-// Package run executes parsed flow definitions for headless (API) runs: an
-// invoke starts a run, a continue answers its waiting question. The engine
+// Package run executes parsed flow definitions for headless (API) runs
+// and for chat runs (chat.go, chat_nodes.go): an invoke starts a run, a
+// continue answers its waiting question (or wakes a chat run's delay). The engine
 // is pure: it reaches the outside only through the ports declared here
 // (HTTPCaller, Flows, Scripts), reads time from an injected clock, and
 // reports progress to an Observer. What goes wrong inside a run (a node
@@ -87,8 +88,10 @@ type Usage struct {
 	BillableUnits int     `json:"billable_units"`
 }
 
-// Message is a flow message: what a send_message or question "sends",
-// returned to the developer and never sent to a customer.
+// Message is a flow message: what a send_message or question "sends". A
+// headless run's are returned to the developer and never sent to a
+// customer; a chat run's are also its call's ActionSend, which its caller
+// sends to the customer.
 type Message struct {
 	Type         string   `json:"type"`
 	Text         string   `json:"text,omitempty"`
