@@ -175,7 +175,7 @@ func TestListRuns(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("failed runs = %+v, %v", got, err)
 	}
-	want := catalog.RunSummary{ID: failed.ID, FlowID: f.ID, Version: 1, Status: run.StatusFailed, NodesExecuted: 2,
+	want := catalog.RunSummary{ID: failed.ID, Kind: catalog.SourceAPI, FlowID: f.ID, Version: 1, Status: run.StatusFailed, NodesExecuted: 2,
 		Usage: run.Usage{Tokens: 120, CostUSD: 0.0004, BillableUnits: 1}, Error: &run.Error{Code: "http_failed", Message: "boom"},
 		StartedAt: t0.Add(time.Second), CompletedAt: &wantDone}
 	if !reflect.DeepEqual(got[0], want) {

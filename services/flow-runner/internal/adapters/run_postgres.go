@@ -43,11 +43,16 @@ func NewRunStore(gdb *gorm.DB, receiptTTL time.Duration) *RunStore {
 }
 
 type runRow struct {
-	ID            string `gorm:"primaryKey"`
-	FlowID        string
-	Version       int
-	WorkspaceID   string
-	Source        string
+	ID string `gorm:"primaryKey"`
+	// FlowID and Version are NULL for an assistant's chat run.
+	FlowID      *string
+	Version     *int
+	WorkspaceID string
+	Source      string
+	// ConversationID and ChannelID are a chat run's, NULL for an API run.
+	ConversationID *string
+	ChannelID      *string
+	WakeAt         *time.Time
 	Status        string
 	CurrentNodeID string
 	NodesExecuted int
@@ -80,11 +85,22 @@ type nodeRunRow struct {
 
 func (nodeRunRow) TableName() string { return Schema + ".node_runs" }
 
+// runToRow is the row of r: a chat run (r.Chat set) has source chat and
+// its conversation, channel and wake time, and no flow when r.FlowID is
+// "" (the assistant's).
 func runToRow(r *run.Run, now time.Time) (runRow, error) {
 	row := runRow{
-		ID: r.ID, FlowID: r.FlowID, Version: r.Version, WorkspaceID: r.WorkspaceID, Source: catalog.SourceAPI,
+		ID: r.ID, WorkspaceID: r.WorkspaceID, Source: catalog.SourceAPI,
 		Status: string(r.Status), CurrentNodeID: pgText(r.CurrentNodeID), NodesExecuted: r.NodesExecuted,
 		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, UpdatedAt: now,
+	}
+	if r.FlowID != "" {
+		row.FlowID, row.Version = &r.FlowID, &r.Version
+	}
+	if r.Chat != nil {
+		row.Source = catalog.SourceChat
+		row.ConversationID, row.ChannelID = &r.Chat.ConversationID, &r.Chat.ChannelID
+		row.WakeAt = r.WakeAt
 	}
 	if r.SessionID != "" {
 		row.SessionID = &r.SessionID
@@ -124,9 +140,13 @@ func runToRow(r *run.Run, now time.Time) (runRow, error) {
 
 func (r runRow) toDomain() (*run.Run, error) {
 	out := &run.Run{
-		ID: r.ID, FlowID: r.FlowID, Version: r.Version, WorkspaceID: r.WorkspaceID,
+		ID: r.ID, FlowID: deref(r.FlowID), Version: deref(r.Version), WorkspaceID: r.WorkspaceID,
 		Status: run.Status(r.Status), CurrentNodeID: r.CurrentNodeID, NodesExecuted: r.NodesExecuted,
 		StartedAt: r.StartedAt.UTC(),
+	}
+	if r.WakeAt != nil {
+		t := r.WakeAt.UTC()
+		out.WakeAt = &t
 	}
 	if r.CompletedAt != nil {
 		t := r.CompletedAt.UTC()
@@ -154,7 +174,36 @@ func (r runRow) toDomain() (*run.Run, error) {
 	if out.Usage, out.Error, err = decodeOutcome(r.ID, r.Usage, r.Error); err != nil {
 		return nil, err
 	}
+	if r.Source == catalog.SourceChat {
+		out.Chat = chatOf(r, out.Vars)
+	}
 	return out, nil
+}
+
+// chatOf is a stored chat run's run.Chat. The conversation and channel
+// are columns of their own; the channel's kind and the contact are read
+// back from the variables the run started with (vars.channel.kind,
+// vars.contact.id and .name), and are "" when those are missing.
+// WorkspaceName is not stored: it is "" and its reader fills it in.
+func chatOf(r runRow, vars map[string]any) *run.Chat {
+	c := &run.Chat{ConversationID: deref(r.ConversationID), ChannelID: deref(r.ChannelID)}
+	field := func(object, name string) string {
+		o, _ := vars[object].(map[string]any)
+		s, _ := o[name].(string)
+		return s
+	}
+	c.ChannelKind = field("channel", "kind")
+	c.ContactID, c.ContactName = field("contact", "id"), field("contact", "name")
+	return c
+}
+
+// deref is *p, or the zero value when p is nil (a NULL column).
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // decodeOutcome reads a run row's usage and error columns.
@@ -218,11 +267,7 @@ func (r nodeRunRow) toDomain() (run.NodeRun, error) {
 // receipt never names a run that is not there, and an invoke pays one
 // round trip to PostgreSQL for its storage instead of a transaction's four.
 func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *catalog.Receipt) error {
-	row, err := runToRow(r, time.Now().UTC())
-	if err != nil {
-		return err
-	}
-	nodes, err := nodeRunColumns(1, nodeRuns)
+	args, err := insertRunArgs(r, nodeRuns)
 	if err != nil {
 		return err
 	}
@@ -230,11 +275,6 @@ func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRu
 	if err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
-	args := append([]any{
-		row.ID, row.FlowID, row.Version, row.WorkspaceID, row.Source, row.Status, row.CurrentNodeID,
-		row.NodesExecuted, row.Vars, row.Output, row.Messages, row.Usage, row.Error, row.SessionID,
-		row.StartedAt, row.CompletedAt, row.UpdatedAt,
-	}, nodes.args()...)
 	statement := insertRunStatement
 	if receipt != nil {
 		statement = insertRunWithReceiptStatement
@@ -246,26 +286,156 @@ func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRu
 	return nil
 }
 
-// insertRunStatement inserts a run ($1–$17) and its node runs (arrays
-// from $18, see nodeRunArrays). The node runs' foreign key is checked at
+// InsertRun stores a new run (an API run, or a chat run when r.Chat is
+// set) and its node runs, numbered from 1, inside tx, the caller's
+// transaction: the chat consumer stores a run with what else its turn
+// changed, together. It is Create's statement, without a receipt.
+func InsertRun(tx *gorm.DB, r *run.Run, nodeRuns []run.NodeRun) error {
+	args, err := insertRunArgs(r, nodeRuns)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), insertRunStatement, args...); err != nil {
+		return fmt.Errorf("insert run: %w", err)
+	}
+	return nil
+}
+
+// LoadRun reads a run of any kind inside tx, the caller's transaction,
+// and locks its row (FOR UPDATE, waiting for another holder) until that
+// transaction ends, so that what the caller then stores with UpdateRun is
+// not lost to a writer in between. r.TraceBytes is what its node runs
+// hold so far (see run.Run.TraceBytes). An unknown run is
+// catalog.ErrRunNotFound.
+func LoadRun(tx *gorm.DB, runID string) (*run.Run, error) {
+	if !validID(runID) {
+		return nil, catalog.ErrRunNotFound
+	}
+	var row runRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", runID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, catalog.ErrRunNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run: %w", err)
+	}
+	r, err := row.toDomain()
+	if err != nil {
+		return nil, err
+	}
+	trace, err := measureTrace(tx, runID)
+	if err != nil {
+		return nil, err
+	}
+	r.TraceBytes = trace.Bytes
+	return r, nil
+}
+
+// UpdateRun stores a run changed since it was stored, with the node runs
+// its call added (numbered on from the run's last), inside tx, the
+// caller's transaction. Its source stays what it was inserted with. An
+// unknown run is catalog.ErrRunNotFound.
+func UpdateRun(tx *gorm.DB, r *run.Run, nodeRuns []run.NodeRun) error {
+	trace, err := measureTrace(tx, r.ID)
+	if err != nil {
+		return err
+	}
+	return updateRun(tx, r, trace.Last+1, nodeRuns)
+}
+
+// updateRun writes r's row and appends nodeRuns numbered from firstSeq:
+// the storing half of Continue and UpdateRun.
+func updateRun(tx *gorm.DB, r *run.Run, firstSeq int, nodeRuns []run.NodeRun) error {
+	updated, err := runToRow(r, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	res := tx.Model(&runRow{}).Where("id = ?", r.ID).Select("*").Omit("id", "source").Updates(&updated)
+	if res.Error != nil {
+		return fmt.Errorf("update run: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return catalog.ErrRunNotFound
+	}
+	if len(nodeRuns) == 0 {
+		return nil
+	}
+	nodes, err := nodeRunColumns(firstSeq, nodeRuns)
+	if err != nil {
+		return err
+	}
+	args := append([]any{r.ID}, nodes.args()...)
+	if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), appendNodeRunsStatement, args...); err != nil {
+		return fmt.Errorf("insert node runs: %w", err)
+	}
+	return nil
+}
+
+// traceSize is what a run's node runs hold: the last seq, and the bytes
+// of their recorded inputs and outputs as the json columns keep them.
+type traceSize struct {
+	Last  int
+	Bytes int
+}
+
+func measureTrace(tx *gorm.DB, runID string) (traceSize, error) {
+	var trace traceSize
+	if err := tx.Model(&nodeRunRow{}).Where("run_id = ?", runID).
+		Select("coalesce(max(seq), 0) AS last, coalesce(sum(coalesce(octet_length(input::text), 0) + coalesce(octet_length(output::text), 0)), 0) AS bytes").
+		Scan(&trace).Error; err != nil {
+		return trace, fmt.Errorf("measure node runs: %w", err)
+	}
+	return trace, nil
+}
+
+// txContext is the context tx was given (WithContext), or Background.
+func txContext(tx *gorm.DB) context.Context {
+	if ctx := tx.Statement.Context; ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// insertRunArgs are insertRunStatement's parameters for r and its node
+// runs, numbered from 1.
+func insertRunArgs(r *run.Run, nodeRuns []run.NodeRun) ([]any, error) {
+	row, err := runToRow(r, time.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := nodeRunColumns(1, nodeRuns)
+	if err != nil {
+		return nil, err
+	}
+	return append([]any{
+		row.ID, row.FlowID, row.Version, row.WorkspaceID, row.Source, row.Status, row.CurrentNodeID,
+		row.NodesExecuted, row.Vars, row.Output, row.Messages, row.Usage, row.Error, row.SessionID,
+		row.StartedAt, row.CompletedAt, row.UpdatedAt, row.ConversationID, row.ChannelID, row.WakeAt,
+	}, nodes.args()...), nil
+}
+
+// insertRun inserts a run ($1–$20, insertRunArgs's order).
+var insertRun = `INSERT INTO ` + Schema + `.runs (id, flow_id, version, workspace_id, source, status, current_node_id,
+		nodes_executed, vars, output, messages, usage, error, session_id, started_at, completed_at, updated_at,
+		conversation_id, channel_id, wake_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
+
+// insertRunStatement inserts a run ($1–$20) and its node runs (arrays
+// from $21, see nodeRunArrays). The node runs' foreign key is checked at
 // the end of the statement, when the run's row is there.
 var insertRunStatement = `WITH run AS (
-	INSERT INTO ` + Schema + `.runs (id, flow_id, version, workspace_id, source, status, current_node_id,
-		nodes_executed, vars, output, messages, usage, error, session_id, started_at, completed_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+	` + insertRun + `
 )
-` + insertNodeRuns(18)
+` + insertNodeRuns(21)
 
 // insertRunWithReceiptStatement is insertRunStatement that also stores
-// the call's receipt ($28–$34, see insertReceipt).
+// the call's receipt ($31–$37, see insertReceipt).
 var insertRunWithReceiptStatement = `WITH run AS (
-	INSERT INTO ` + Schema + `.runs (id, flow_id, version, workspace_id, source, status, current_node_id,
-		nodes_executed, vars, output, messages, usage, error, session_id, started_at, completed_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+	` + insertRun + `
 ), receipt AS (
-` + insertReceipt(28) + `
+` + insertReceipt(31) + `
 )
-` + insertNodeRuns(18)
+` + insertNodeRuns(21)
 
 // appendNodeRunsStatement adds the node runs (arrays from $2) of a
 // continued run ($1).
@@ -354,10 +524,22 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 	if !validID(workspaceID) || !validID(flowID) || !validID(runID) {
 		return nil, catalog.ErrRunNotFound
 	}
+	return s.trace(ctx, "id = ? AND workspace_id = ? AND flow_id = ? AND source = ?", runID, workspaceID, flowID, catalog.SourceAPI)
+}
+
+// Trace implements catalog.RunStore.
+func (s *RunStore) Trace(ctx context.Context, workspaceID, runID string) (*catalog.Trace, error) {
+	if !validID(workspaceID) || !validID(runID) {
+		return nil, catalog.ErrRunNotFound
+	}
+	return s.trace(ctx, "id = ? AND workspace_id = ?", runID, workspaceID)
+}
+
+// trace reads the run that where selects, with its node runs.
+func (s *RunStore) trace(ctx context.Context, where string, args ...any) (*catalog.Trace, error) {
 	db := s.db.WithContext(ctx)
 	var row runRow
-	err := db.Where("id = ? AND workspace_id = ? AND flow_id = ? AND source = ?", runID, workspaceID, flowID, catalog.SourceAPI).
-		Take(&row).Error
+	err := db.Where(where, args...).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, catalog.ErrRunNotFound
 	}
@@ -369,7 +551,7 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 		return nil, err
 	}
 	var rows []nodeRunRow
-	if err := db.Where("run_id = ?", runID).Order("seq").Find(&rows).Error; err != nil {
+	if err := db.Where("run_id = ?", row.ID).Order("seq").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("load node runs: %w", err)
 	}
 	t := &catalog.Trace{Run: r, NodeRuns: make([]run.NodeRun, 0, len(rows))}
@@ -385,9 +567,11 @@ func (s *RunStore) Get(ctx context.Context, workspaceID, flowID, runID string) (
 
 // runSummaryRow is the part of a run row a list reads.
 type runSummaryRow struct {
-	ID            string
-	FlowID        string
-	Version       int
+	ID             string
+	Source         string
+	FlowID         *string
+	Version        *int
+	ConversationID *string
 	Status        string
 	NodesExecuted int
 	Usage         string  `gorm:"type:json"`
@@ -398,8 +582,8 @@ type runSummaryRow struct {
 
 func (r runSummaryRow) toDomain() (catalog.RunSummary, error) {
 	out := catalog.RunSummary{
-		ID: r.ID, FlowID: r.FlowID, Version: r.Version, Status: run.Status(r.Status), NodesExecuted: r.NodesExecuted,
-		StartedAt: r.StartedAt.UTC(),
+		ID: r.ID, Kind: r.Source, FlowID: deref(r.FlowID), Version: deref(r.Version), ConversationID: deref(r.ConversationID),
+		Status: run.Status(r.Status), NodesExecuted: r.NodesExecuted, StartedAt: r.StartedAt.UTC(),
 	}
 	if r.CompletedAt != nil {
 		t := r.CompletedAt.UTC()
@@ -411,17 +595,20 @@ func (r runSummaryRow) toDomain() (catalog.RunSummary, error) {
 }
 
 // List implements catalog.RunStore. Runs of every source are listed; the
-// runs_workspace_started and runs_flow_started indexes serve the two
-// orders.
+// runs_workspace_started, runs_flow_started and runs_conversation_started
+// indexes serve the three orders.
 func (s *RunStore) List(ctx context.Context, workspaceID string, q catalog.RunQuery) ([]catalog.RunSummary, error) {
-	if !validID(workspaceID) || (q.FlowID != "" && !validID(q.FlowID)) {
+	if !validID(workspaceID) || (q.FlowID != "" && !validID(q.FlowID)) || (q.ConversationID != "" && !validID(q.ConversationID)) {
 		return nil, nil
 	}
 	tx := s.db.WithContext(ctx).Model(&runRow{}).
-		Select("id, flow_id, version, status, nodes_executed, usage, error, started_at, completed_at").
+		Select("id, source, flow_id, version, conversation_id, status, nodes_executed, usage, error, started_at, completed_at").
 		Where("workspace_id = ?", workspaceID)
 	if q.FlowID != "" {
 		tx = tx.Where("flow_id = ?", q.FlowID)
+	}
+	if q.ConversationID != "" {
+		tx = tx.Where("conversation_id = ?", q.ConversationID)
 	}
 	if q.Status != "" {
 		tx = tx.Where("status = ?", string(q.Status))
@@ -480,36 +667,18 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 			return err
 		}
 		// What the trace holds so far counts against the run's budget
-		// (run.Run.TraceBytes): the recorded inputs and outputs, as the
-		// json columns keep them, as encoded.
-		var trace struct {
-			Last  int
-			Bytes int
-		}
-		if err := tx.Model(&nodeRunRow{}).Where("run_id = ?", row.ID).
-			Select("coalesce(max(seq), 0) AS last, coalesce(sum(coalesce(octet_length(input::text), 0) + coalesce(octet_length(output::text), 0)), 0) AS bytes").
-			Scan(&trace).Error; err != nil {
-			return fmt.Errorf("measure node runs: %w", err)
+		// (run.Run.TraceBytes).
+		trace, err := measureTrace(tx, row.ID)
+		if err != nil {
+			return err
 		}
 		r.TraceBytes = trace.Bytes
 		changes, err := fn(r)
 		if err != nil {
 			return err
 		}
-		updated, err := runToRow(r, time.Now().UTC())
-		if err != nil {
+		if err := updateRun(tx, r, trace.Last+1, changes.NodeRuns); err != nil {
 			return err
-		}
-		if err := tx.Model(&runRow{}).Where("id = ?", row.ID).Select("*").Omit("id", "source").Updates(&updated).Error; err != nil {
-			return fmt.Errorf("update run: %w", err)
-		}
-		nodes, err := nodeRunColumns(trace.Last+1, changes.NodeRuns)
-		if err != nil {
-			return err
-		}
-		args := append([]any{row.ID}, nodes.args()...)
-		if _, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, appendNodeRunsStatement, args...); err != nil {
-			return fmt.Errorf("insert node runs: %w", err)
 		}
 		if changes.Receipt == nil {
 			return nil

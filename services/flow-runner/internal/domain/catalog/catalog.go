@@ -19,9 +19,13 @@ const (
 	StatusInactive = "inactive"
 )
 
-// SourceAPI marks a run invoked over the Developer API; only those are
-// readable through it.
-const SourceAPI = "api"
+// Run sources, a run's kind: SourceAPI marks a run invoked over the
+// Developer API, the only runs readable through it; SourceChat a chat run
+// answering a conversation's customer (a run.Run with Chat set).
+const (
+	SourceAPI  = "api"
+	SourceChat = "chat"
+)
 
 // Errors of the stores.
 var (
@@ -32,6 +36,9 @@ var (
 	ErrSessionNotFound = errors.New("session not found")
 	// ErrSessionBusy is a session another continue holds right now.
 	ErrSessionBusy = errors.New("session busy")
+	// ErrChannelOfAnotherWorkspace is a chat flow set for a channel that
+	// already has one in another workspace.
+	ErrChannelOfAnotherWorkspace = errors.New("channel of another workspace")
 )
 
 // Flow is a published flow: the fields of the latest version's document
@@ -114,9 +121,15 @@ type Trace struct {
 // RunSummary is a run as a list shows it: what it ran, how it went and
 // what it consumed, without its variables, output and messages.
 type RunSummary struct {
-	ID            string
-	FlowID        string
-	Version       int
+	ID string
+	// Kind is SourceAPI or SourceChat.
+	Kind string
+	// FlowID and Version are "" and 0 for an assistant's chat run, which
+	// runs no flow.
+	FlowID  string
+	Version int
+	// ConversationID is a chat run's conversation, "" for an API run.
+	ConversationID string
 	Status        run.Status
 	NodesExecuted int
 	Usage         run.Usage
@@ -129,9 +142,10 @@ type RunSummary struct {
 // RunQuery selects part of a workspace's runs, newest first (started_at,
 // then id, descending): the rows paging.Paginate fetches.
 type RunQuery struct {
-	// FlowID and Status filter when set.
-	FlowID string
-	Status run.Status
+	// FlowID, ConversationID and Status filter when set.
+	FlowID         string
+	ConversationID string
+	Status         run.Status
 	Limit  int
 	// Before, when set, keeps runs started strictly before it.
 	Before *time.Time
@@ -175,7 +189,11 @@ type RunStore interface {
 	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *Receipt) error
 	// Get returns an API run of the workspace and flow, or ErrRunNotFound.
 	Get(ctx context.Context, workspaceID, flowID, runID string) (*Trace, error)
-	// List returns the workspace's runs that q selects, newest first.
+	// Trace returns a run of the workspace, of any kind, for its
+	// operators; ErrRunNotFound when unknown or another workspace's.
+	Trace(ctx context.Context, workspaceID, runID string) (*Trace, error)
+	// List returns the workspace's runs of every kind that q selects,
+	// newest first.
 	List(ctx context.Context, workspaceID string, q RunQuery) ([]RunSummary, error)
 	// Continue takes the run of a session for the time of fn, so that no
 	// other continue (in this process or another) runs it at once: a
@@ -195,4 +213,21 @@ type RunStore interface {
 	// PurgeReceipts deletes at most limit receipts older than the
 	// idempotency keys' lifetime and says how many went.
 	PurgeReceipts(ctx context.Context, limit int) (int64, error)
+}
+
+// ChatFlowStore keeps each channel's chat flow: the flow that answers the
+// channel's customers in place of the assistant (docs/chat.md "A
+// channel's chat flow"). The channel is messaging's; the store knows it
+// by its id and workspace only.
+type ChatFlowStore interface {
+	// SetChatFlow assigns flowID to the channel of the workspace, in place
+	// of any earlier one. A channel whose chat flow was set in another
+	// workspace is ErrChannelOfAnotherWorkspace.
+	SetChatFlow(ctx context.Context, workspaceID, channelID, flowID string, now time.Time) error
+	// ChatFlow returns the flow that answers the channel's customers: its
+	// assigned flow while that flow is active and has the chat trigger,
+	// else "" (the assistant answers).
+	ChatFlow(ctx context.Context, workspaceID, channelID string) (flowID string, err error)
+	// ClearChatFlow removes the channel's chat flow, if it has one.
+	ClearChatFlow(ctx context.Context, workspaceID, channelID string) error
 }
