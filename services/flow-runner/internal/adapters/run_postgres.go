@@ -53,18 +53,18 @@ type runRow struct {
 	ConversationID *string
 	ChannelID      *string
 	WakeAt         *time.Time
-	Status        string
-	CurrentNodeID string
-	NodesExecuted int
-	Vars          string  `gorm:"type:json"`
-	Output        string  `gorm:"type:json"`
-	Messages      string  `gorm:"type:json"`
-	Usage         string  `gorm:"type:json"`
-	Error         *string `gorm:"type:json"`
-	SessionID     *string
-	StartedAt     time.Time
-	CompletedAt   *time.Time
-	UpdatedAt     time.Time `gorm:"autoUpdateTime:false"`
+	Status         string
+	CurrentNodeID  string
+	NodesExecuted  int
+	Vars           string  `gorm:"type:json"`
+	Output         string  `gorm:"type:json"`
+	Messages       string  `gorm:"type:json"`
+	Usage          string  `gorm:"type:json"`
+	Error          *string `gorm:"type:json"`
+	SessionID      *string
+	StartedAt      time.Time
+	CompletedAt    *time.Time
+	UpdatedAt      time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (runRow) TableName() string { return Schema + ".runs" }
@@ -572,12 +572,12 @@ type runSummaryRow struct {
 	FlowID         *string
 	Version        *int
 	ConversationID *string
-	Status        string
-	NodesExecuted int
-	Usage         string  `gorm:"type:json"`
-	Error         *string `gorm:"type:json"`
-	StartedAt     time.Time
-	CompletedAt   *time.Time
+	Status         string
+	NodesExecuted  int
+	Usage          string  `gorm:"type:json"`
+	Error          *string `gorm:"type:json"`
+	StartedAt      time.Time
+	CompletedAt    *time.Time
 }
 
 func (r runSummaryRow) toDomain() (catalog.RunSummary, error) {

@@ -130,9 +130,9 @@ type RunSummary struct {
 	Version int
 	// ConversationID is a chat run's conversation, "" for an API run.
 	ConversationID string
-	Status        run.Status
-	NodesExecuted int
-	Usage         run.Usage
+	Status         run.Status
+	NodesExecuted  int
+	Usage          run.Usage
 	// Error is the failed run's error; nil otherwise.
 	Error       *run.Error
 	StartedAt   time.Time
@@ -146,7 +146,7 @@ type RunQuery struct {
 	FlowID         string
 	ConversationID string
 	Status         run.Status
-	Limit  int
+	Limit          int
 	// Before, when set, keeps runs started strictly before it.
 	Before *time.Time
 	// At, when set, selects every run started at exactly this time, and
