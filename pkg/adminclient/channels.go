@@ -25,6 +25,15 @@ func (c *Client) ListChannels(ctx context.Context, workspaceID string) ([]messag
 	return out.Channels, err
 }
 
+// Channel returns a channel by its id, whatever its workspace: how a
+// platform operator's tool learns the workspace of a channel it is given
+// (404 channel_not_found when there is none).
+func (c *Client) Channel(ctx context.Context, channelID string) (messagingapi.AdminChannel, error) {
+	var out messagingapi.AdminChannelAnswer
+	err := c.get(ctx, rpc.ServiceMessaging, "/admin/channels/"+segment(channelID), nil, &out)
+	return out.Channel, err
+}
+
 // SetChannelAIMode sets a channel's ai_mode (auto, suggest or external).
 func (c *Client) SetChannelAIMode(ctx context.Context, channelID, mode string) (messagingapi.AdminChannel, error) {
 	var out messagingapi.AdminChannelAnswer

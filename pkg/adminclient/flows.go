@@ -19,9 +19,11 @@ import (
 // the page size (the flow-runner's default and maximum apply).
 type RunFilter struct {
 	FlowID string
-	Status string
-	Before string
-	Limit  int
+	// ConversationID keeps the chat runs of one conversation.
+	ConversationID string
+	Status         string
+	Before         string
+	Limit          int
 }
 
 // ListFlows returns the workspace's active API flows, read from the
@@ -66,7 +68,7 @@ func (c *Client) GetFlowVersion(ctx context.Context, workspaceID, flowID string,
 // FlowID of another workspace is 404 flow_not_found, a filter the
 // flow-runner cannot read 400 invalid_request.
 func (c *Client) ListRuns(ctx context.Context, workspaceID string, f RunFilter) (flowrunnerapi.RunPage, error) {
-	query := pageQuery(map[string]string{"flow_id": f.FlowID, "status": f.Status, "before": f.Before}, f.Limit)
+	query := pageQuery(map[string]string{"flow_id": f.FlowID, "conversation_id": f.ConversationID, "status": f.Status, "before": f.Before}, f.Limit)
 	var out flowrunnerapi.RunPage
 	err := c.get(ctx, rpc.ServiceFlowRunner, "/admin/workspaces/"+segment(workspaceID)+"/runs", query, &out)
 	return out, err
@@ -95,6 +97,50 @@ func (c *Client) DeactivateFlow(ctx context.Context, workspaceID, flowID string)
 	path := withQuery("/admin/flows/"+segment(flowID)+"/deactivate", pageQuery(map[string]string{"workspace_id": workspaceID}, 0))
 	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPost, path, nil, &out)
 	return out, err
+}
+
+// RunTrace returns a run of the workspace with each node's step, from the
+// flow-runner's admin endpoint: a run of any kind, an API run or a chat
+// run (which GetRunTrace, the Developer API's read, never finds). A run
+// of another workspace is 404 run_not_found.
+func (c *Client) RunTrace(ctx context.Context, workspaceID, runID string) (flowrunnerapi.Trace, error) {
+	var out flowrunnerapi.Trace
+	err := c.get(ctx, rpc.ServiceFlowRunner, "/admin/workspaces/"+segment(workspaceID)+"/runs/"+segment(runID), nil, &out)
+	return out, err
+}
+
+// SetChatFlow makes flowID the chat flow of the workspace's channel: the
+// flow that answers its customers in place of the assistant. A flow not
+// of the workspace is 404 flow_not_found; one inactive or without the
+// chat trigger 422 flow_not_for_chat. The flow-runner does not know
+// channels: the caller checks the channel is the workspace's (Channel).
+func (c *Client) SetChatFlow(ctx context.Context, workspaceID, channelID, flowID string) (flowrunnerapi.ChatFlow, error) {
+	var out flowrunnerapi.ChatFlowAnswer
+	body := flowrunnerapi.ChatFlow{WorkspaceID: workspaceID, ChannelID: channelID, FlowID: flowID}
+	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodPut, chatFlowPath(channelID), body, &out)
+	return out.ChatFlow, err
+}
+
+// ChatFlow returns the flow that answers the workspace's channel now:
+// FlowID "" when it has none, or its flow was deactivated or lost the
+// chat trigger, and the assistant answers.
+func (c *Client) ChatFlow(ctx context.Context, workspaceID, channelID string) (flowrunnerapi.ChatFlow, error) {
+	var out flowrunnerapi.ChatFlowAnswer
+	err := c.get(ctx, rpc.ServiceFlowRunner, chatFlowPath(channelID), url.Values{"workspace_id": {workspaceID}}, &out)
+	return out.ChatFlow, err
+}
+
+// ClearChatFlow removes the workspace's channel's chat flow: the
+// assistant answers it.
+func (c *Client) ClearChatFlow(ctx context.Context, workspaceID, channelID string) (flowrunnerapi.ChatFlow, error) {
+	var out flowrunnerapi.ChatFlowAnswer
+	path := withQuery(chatFlowPath(channelID), url.Values{"workspace_id": {workspaceID}})
+	err := c.admin(ctx, rpc.ServiceFlowRunner, http.MethodDelete, path, nil, &out)
+	return out.ChatFlow, err
+}
+
+func chatFlowPath(channelID string) string {
+	return "/admin/channels/" + segment(channelID) + "/chat-flow"
 }
 
 // GetRunTrace returns a run of the workspace's flow with each node's step,

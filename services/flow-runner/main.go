@@ -134,6 +134,7 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 		Flows:     flows,
 		Runs:      runs,
 		Knowledge: knowledge,
+		ChatFlows: adapters.NewChatFlowStore(svc.DB),
 		Engine: &flowrun.Engine{
 			HTTP:    httpcall.New(cfg.AllowPrivateTargets, "Parley-Flows/"+version),
 			Flows:   adapters.RunnableFlows{Store: flows},

@@ -55,6 +55,12 @@ func TestAdminChannels(t *testing.T) {
 		t.Fatalf("given = %+v", given.Channel)
 	}
 
+	// One channel, by its id, whatever its workspace.
+	var one messagingapi.AdminChannelAnswer
+	if err := h.admin(http.MethodGet, "/admin/channels/"+c.ID, nil, &one); err != nil || one.Channel != c {
+		t.Fatalf("get = %+v, %v; want %+v", one.Channel, err, c)
+	}
+
 	// Set mode.
 	var patched messagingapi.AdminChannelAnswer
 	if err := h.admin(http.MethodPatch, "/admin/channels/"+c.ID, map[string]any{"ai_mode": "external"}, &patched); err != nil {
@@ -89,6 +95,8 @@ func TestAdminChannels(t *testing.T) {
 		{"mode unknown", "PATCH", "/admin/channels/" + c.ID, map[string]any{"ai_mode": "manual"}, 400, "invalid_request", "ai_mode"},
 		{"unknown channel", "PATCH", "/admin/channels/" + uuid.NewString(), map[string]any{"ai_mode": "auto"}, 404, "channel_not_found", ""},
 		{"channel not an id", "PATCH", "/admin/channels/abc", map[string]any{"ai_mode": "auto"}, 404, "channel_not_found", ""},
+		{"get an unknown channel", "GET", "/admin/channels/" + uuid.NewString(), nil, 404, "channel_not_found", ""},
+		{"get no channel id", "GET", "/admin/channels/abc", nil, 404, "channel_not_found", ""},
 	}
 	for _, tt := range tests {
 		err := h.admin(tt.method, tt.path, tt.body, nil)

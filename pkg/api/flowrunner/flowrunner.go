@@ -155,8 +155,9 @@ type NodeRun struct {
 	CostUSD    float64 `json:"cost_usd"`
 }
 
-// Trace is GET /v1/flows/:id/runs/:runId's answer: the run and its node
-// runs, in the order they started.
+// Trace is GET /v1/flows/:id/runs/:runId's answer, and the operators'
+// GET /admin/workspaces/:ws/runs/:id's (a run of any kind): the run and
+// its node runs, in the order they started.
 type Trace struct {
 	Run      Run       `json:"run"`
 	NodeRuns []NodeRun `json:"node_runs"`
@@ -208,18 +209,22 @@ type FlowVersions struct {
 
 // RunSummary is a run in the operators' list of runs. DurationMS is from
 // its start to its completion; it and CompletedAt are null while the run
-// waits.
+// waits. Kind is RunKindAPI or RunKindChat; a chat run has its
+// ConversationID, and one the assistant answered has no flow (FlowID ""
+// and FlowVersion 0).
 type RunSummary struct {
-	ID            string    `json:"id"`
-	FlowID        string    `json:"flow_id"`
-	FlowVersion   int       `json:"flow_version"`
-	Status        string    `json:"status"`
-	NodesExecuted int       `json:"nodes_executed"`
-	StartedAt     string    `json:"started_at"`
-	CompletedAt   *string   `json:"completed_at"`
-	DurationMS    *int64    `json:"duration_ms"`
-	Usage         Usage     `json:"usage"`
-	Error         *RunError `json:"error,omitempty"`
+	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	FlowID         string    `json:"flow_id"`
+	FlowVersion    int       `json:"flow_version"`
+	ConversationID string    `json:"conversation_id,omitempty"`
+	Status         string    `json:"status"`
+	NodesExecuted  int       `json:"nodes_executed"`
+	StartedAt      string    `json:"started_at"`
+	CompletedAt    *string   `json:"completed_at"`
+	DurationMS     *int64    `json:"duration_ms"`
+	Usage          Usage     `json:"usage"`
+	Error          *RunError `json:"error,omitempty"`
 }
 
 // RunPage is GET /admin/workspaces/:ws/runs's answer, a page of runs,
@@ -277,8 +282,10 @@ var APIRoutes = []api.Route{
 // the query publishes a new version of that flow), and a version's read
 // answers the document as it was published. The routes under
 // /admin/flows/:id take the workspace_id query (optional for a
-// deactivation); GET .../runs takes limit, before, flow_id and status; a
-// document's deletion takes the optional workspace query.
+// deactivation); GET .../runs takes limit, before, flow_id,
+// conversation_id and status; a document's deletion takes the optional
+// workspace query. A channel's chat flow is set with a ChatFlow body, and
+// read or cleared with the workspace_id query.
 var AdminRoutes = []api.Route{
 	{Method: http.MethodPost, Path: "/admin/workspaces/:ws/flows", Response: PublishedFlow{}},
 	{Method: http.MethodGet, Path: "/admin/workspaces/:ws/flows", Response: WorkspaceFlowsResponse{}},
@@ -286,6 +293,10 @@ var AdminRoutes = []api.Route{
 	{Method: http.MethodGet, Path: "/admin/flows/:id/versions", Response: FlowVersions{}},
 	{Method: http.MethodGet, Path: "/admin/flows/:id/versions/:version"},
 	{Method: http.MethodGet, Path: "/admin/workspaces/:ws/runs", Response: RunPage{}},
+	{Method: http.MethodGet, Path: "/admin/workspaces/:ws/runs/:id", Response: Trace{}},
+	{Method: http.MethodPut, Path: "/admin/channels/:channel_id/chat-flow", Request: ChatFlow{}, Response: ChatFlowAnswer{}},
+	{Method: http.MethodGet, Path: "/admin/channels/:channel_id/chat-flow", Response: ChatFlowAnswer{}},
+	{Method: http.MethodDelete, Path: "/admin/channels/:channel_id/chat-flow", Response: ChatFlowAnswer{}},
 	{Method: http.MethodPost, Path: "/admin/workspaces/:ws/kb/documents", Request: AddKnowledgeDocumentRequest{}, Response: KnowledgeDocumentResponse{}},
 	{Method: http.MethodGet, Path: "/admin/workspaces/:ws/kb/documents", Response: KnowledgeDocumentsResponse{}},
 	{Method: http.MethodDelete, Path: "/admin/kb/documents/:id", Response: DeletedDocument{}},

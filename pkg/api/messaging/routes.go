@@ -14,6 +14,7 @@ import (
 var AdminRoutes = []api.Route{
 	{Method: http.MethodPost, Path: "/admin/channels", Request: NewChannel{}, Response: AdminChannelAnswer{}},
 	{Method: http.MethodGet, Path: "/admin/channels", Response: AdminChannelList{}},
+	{Method: http.MethodGet, Path: "/admin/channels/:id", Response: AdminChannelAnswer{}},
 	{Method: http.MethodPatch, Path: "/admin/channels/:id", Request: SetChannelAIMode{}, Response: AdminChannelAnswer{}},
 
 	{Method: http.MethodGet, Path: "/admin/conversations/:id", Response: ConversationStateAnswer{}},

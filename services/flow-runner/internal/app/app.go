@@ -46,6 +46,9 @@ type Deps struct {
 	Engine *run.Engine
 	// Knowledge keeps the workspaces' knowledge bases (parleyctl kb).
 	Knowledge catalog.KnowledgeStore
+	// ChatFlows keeps each channel's chat flow (parleyctl channel
+	// set-flow).
+	ChatFlows catalog.ChatFlowStore
 	// Contract is what every invoke and continue is held to (Invoke).
 	Contract Contract
 	// Stages are the staged features a published flow may use
@@ -70,6 +73,7 @@ type App struct {
 	flows      catalog.FlowStore
 	runs       catalog.RunStore
 	knowledge  catalog.KnowledgeStore
+	chatFlows  catalog.ChatFlowStore
 	engine     *run.Engine
 	contract   Contract
 	stages     map[flow.Stage]bool
@@ -83,7 +87,7 @@ type App struct {
 // New returns the use cases over d.
 func New(d Deps) *App {
 	a := &App{
-		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, engine: d.Engine, contract: d.Contract,
+		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, chatFlows: d.ChatFlows, engine: d.Engine, contract: d.Contract,
 		stages: d.Stages, sessionTTL: d.SessionTTL, guard: d.Guard, obs: d.Observer, now: d.Clock, newID: d.NewID,
 	}
 	if a.now == nil {

@@ -19,6 +19,10 @@ const (
 	StatusInactive = "inactive"
 )
 
+// TriggerChat is the trigger that lets a flow answer a channel's
+// customers as its chat flow.
+const TriggerChat = "chat"
+
 // Run sources, a run's kind: SourceAPI marks a run invoked over the
 // Developer API, the only runs readable through it; SourceChat a chat run
 // answering a conversation's customer (a run.Run with Chat set).

@@ -118,6 +118,20 @@ func (h *handlers) listRuns(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// getRunTrace answers a run of the workspace, of any kind, in the shape
+// the public run route renders.
+func (h *handlers) getRunTrace(c echo.Context) error {
+	ws, err := adminWorkspace(c)
+	if err != nil {
+		return err
+	}
+	t, err := h.app.GetRunTrace(c.Request().Context(), ws, c.Param("id"))
+	if err != nil {
+		return toHTTPError(err)
+	}
+	return c.JSON(http.StatusOK, toAPITrace(t))
+}
+
 // parseRunQuery reads the runs list's filters and page; anything it cannot
 // read is 400 invalid_request naming the parameter.
 func parseRunQuery(c echo.Context) (catalog.RunQuery, error) {
@@ -134,6 +148,12 @@ func parseRunQuery(c echo.Context) (catalog.RunQuery, error) {
 			return q, errs.InvalidRequest("flow_id: %q is not a flow id", s)
 		}
 		q.FlowID = s
+	}
+	if s := c.QueryParam("conversation_id"); s != "" {
+		if _, err := uuid.Parse(s); err != nil {
+			return q, errs.InvalidRequest("conversation_id: %q is not a conversation id", s)
+		}
+		q.ConversationID = s
 	}
 	if s := c.QueryParam("status"); s != "" {
 		if !slices.Contains(catalog.RunStatuses, run.Status(s)) {

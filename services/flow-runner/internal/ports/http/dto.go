@@ -116,7 +116,8 @@ func toAPITrace(t *catalog.Trace) flowrunnerapi.Trace {
 // start to its completion, null while it waits.
 func toAPIRunSummary(r catalog.RunSummary) flowrunnerapi.RunSummary {
 	out := flowrunnerapi.RunSummary{
-		ID: r.ID, FlowID: r.FlowID, FlowVersion: r.Version, Status: string(r.Status), NodesExecuted: r.NodesExecuted,
+		ID: r.ID, Kind: r.Kind, FlowID: r.FlowID, FlowVersion: r.Version, ConversationID: r.ConversationID,
+		Status: string(r.Status), NodesExecuted: r.NodesExecuted,
 		StartedAt: httpx.Timestamp(r.StartedAt), CompletedAt: httpx.OptionalTimestamp(r.CompletedAt),
 		Usage: toAPIUsage(r.Usage), Error: toAPIRunError(r.Error),
 	}

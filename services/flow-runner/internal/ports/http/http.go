@@ -45,6 +45,8 @@ const (
 	CodeSessionBusy      = "session_busy"
 	CodeRunNotFound      = "run_not_found"
 	CodeGuardNotWired    = "guard_not_wired"
+	CodeFlowNotForChat   = "flow_not_for_chat"
+	CodeChannelNotFound  = "channel_not_found"
 )
 
 // App is what the handlers need of the use cases.
@@ -56,6 +58,10 @@ type App interface {
 	ListFlowVersions(ctx context.Context, workspaceID, flowID string) (*catalog.Flow, []catalog.VersionInfo, error)
 	GetFlowVersion(ctx context.Context, workspaceID, flowID string, version int) ([]byte, error)
 	ListRuns(ctx context.Context, workspaceID string, q catalog.RunQuery) (app.RunPage, error)
+	GetRunTrace(ctx context.Context, workspaceID, runID string) (*catalog.Trace, error)
+	SetChatFlow(ctx context.Context, workspaceID, channelID, flowID string) error
+	ChatFlow(ctx context.Context, workspaceID, channelID string) (string, error)
+	ClearChatFlow(ctx context.Context, workspaceID, channelID string) error
 	Invoke(ctx context.Context, call app.InvokeCall) (*app.InvokeAnswer, error)
 	GetRun(ctx context.Context, workspaceID, flowID, runID string) (*catalog.Trace, error)
 	AddKnowledgeDocument(ctx context.Context, workspaceID, title string, markdown []byte) (*catalog.KnowledgeDocument, error)
@@ -105,6 +111,10 @@ func NewAdmin(d AdminDeps) *echo.Echo {
 	e.GET("/admin/flows/:id/versions", h.listFlowVersions)
 	e.GET("/admin/flows/:id/versions/:version", h.getFlowVersion)
 	e.GET("/admin/workspaces/:ws/runs", h.listRuns)
+	e.GET("/admin/workspaces/:ws/runs/:id", h.getRunTrace)
+	e.PUT("/admin/channels/:channel_id/chat-flow", h.setChatFlow)
+	e.GET("/admin/channels/:channel_id/chat-flow", h.getChatFlow)
+	e.DELETE("/admin/channels/:channel_id/chat-flow", h.clearChatFlow)
 	e.POST("/admin/workspaces/:ws/kb/documents", h.addKnowledgeDocument)
 	e.GET("/admin/workspaces/:ws/kb/documents", h.listKnowledgeDocuments)
 	e.DELETE("/admin/kb/documents/:id", h.deleteKnowledgeDocument)
@@ -208,6 +218,7 @@ func toHTTPError(err error) error {
 		ve *flow.ValidationError
 		ke *knowledge.ValidationError
 		ni *flow.NotInvokableError
+		nc *app.NotChatFlowError
 		ie *app.InputError
 		// the invoke contract's refusals
 		busy   *app.ConcurrencyLimitedError
@@ -221,6 +232,10 @@ func toHTTPError(err error) error {
 		return errs.InvalidRequest("%s", ke.Error())
 	case errors.As(err, &ni):
 		return errs.New(http.StatusUnprocessableEntity, CodeFlowNotInvokable, ni.Error())
+	case errors.As(err, &nc):
+		return errs.New(http.StatusUnprocessableEntity, CodeFlowNotForChat, nc.Error())
+	case errors.Is(err, catalog.ErrChannelOfAnotherWorkspace):
+		return errs.NotFound(CodeChannelNotFound, "channel not found in the workspace: its chat flow was set in another workspace")
 	case errors.As(err, &ie):
 		return errs.New(http.StatusBadRequest, CodeInputInvalid, ie.Error())
 	case errors.Is(err, catalog.ErrFlowNotFound):

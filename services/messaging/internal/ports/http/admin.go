@@ -43,6 +43,15 @@ func (h *adminHandlers) listChannels(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// GET /admin/channels/:id
+func (h *adminHandlers) getChannel(c echo.Context) error {
+	ch, err := h.app.GetChannel(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return toHTTP(err)
+	}
+	return c.JSON(http.StatusOK, messagingapi.AdminChannelAnswer{Channel: toAPIAdminChannel(ch)})
+}
+
 // PATCH /admin/channels/:id {ai_mode}
 func (h *adminHandlers) setChannelAIMode(c echo.Context) error {
 	var req messagingapi.SetChannelAIMode

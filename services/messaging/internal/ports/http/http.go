@@ -121,6 +121,7 @@ func NewAdmin(d AdminDeps) *echo.Echo {
 	h := &adminHandlers{app: d.App, chatKeys: d.ChatKeys, log: d.Log}
 	e.POST("/admin/channels", h.createChannel)
 	e.GET("/admin/channels", h.listChannels)
+	e.GET("/admin/channels/:id", h.getChannel)
 	e.PATCH("/admin/channels/:id", h.setChannelAIMode)
 
 	e.GET("/admin/conversations/:id", h.getConversation)
