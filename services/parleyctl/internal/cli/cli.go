@@ -64,6 +64,7 @@ var commands = map[string]command{
 	"apikey revoke":     {"--id KEY_ID", apikeyRevoke},
 	"channel create":    {"--workspace ID --kind telegram|messenger|instagram|webchat [--external-id X] [--token T] [--secret S]", channelCreate},
 	"channel set-mode":  {"--channel ID --mode auto|suggest|external", channelSetMode},
+	"channel set-flow":  {"--channel ID (--flow FLOW_ID | --clear)", channelSetFlow},
 	"webhook resave":    {"--workspace ID", webhookResave},
 	"flow publish":      {"--workspace ID --file FLOW.json [--flow ID]", flowPublish},
 	"flow deactivate":   {"--flow ID", flowDeactivate},

@@ -89,7 +89,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown", []string{"nope"}, "unknown command"},
-		{"unknown verb of a group", []string{"channel", "delete"}, `unknown command "channel delete"; parleyctl channel takes create, set-mode`},
+		{"unknown verb of a group", []string{"channel", "delete"}, `unknown command "channel delete"; parleyctl channel takes create, set-flow, set-mode`},
 		{"missing flag", []string{"workspace", "create"}, "--name is required"},
 		{"bad flag", []string{"workspace", "create", "--name", "x", "--bogus"}, "bogus"},
 		{"stray argument", []string{"apikey", "revoke", "--id", "k", "extra"}, "unexpected argument"},
@@ -112,7 +112,7 @@ func TestHelpPrintsUsage(t *testing.T) {
 	groups := map[string][]string{
 		"workspace":  {"create", "update", "feature"},
 		"apikey":     {"create", "revoke"},
-		"channel":    {"create", "set-mode"},
+		"channel":    {"create", "set-mode", "set-flow"},
 		"webhook":    {"resave"},
 		"deliveries": {"replay"},
 		"flow":       {"publish", "deactivate"},

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/parleyhq/parley/pkg/adminclient"
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 )
@@ -140,6 +143,43 @@ func channelSetMode(ctx context.Context, c *CLI, args []string) error {
 		return err
 	}
 	return c.printAnswer(map[string]any{"channel": ch})
+}
+
+// channelSetFlow assigns the channel's chat flow, or clears it
+// (docs/chat.md "A channel's chat flow"). The flow-runner keeps it by
+// workspace and does not know channels: messaging, which owns the
+// channel, says whose it is, so an unknown channel fails here.
+func channelSetFlow(ctx context.Context, c *CLI, args []string) error {
+	f := newFlags("channel set-flow")
+	id := f.String("channel", "", "channel id")
+	flowID := f.String("flow", "", "the chat flow: a published, active flow of the channel's workspace with the chat trigger")
+	clearFlow := f.Bool("clear", false, "remove the channel's chat flow: the assistant answers")
+	if err := f.parse(args, "channel"); err != nil {
+		return err
+	}
+	if f.set("flow") == *clearFlow {
+		return usagef("channel set-flow: give exactly one of --flow and --clear")
+	}
+	if f.set("flow") && *flowID == "" {
+		return usagef("channel set-flow: --flow needs a flow id (--clear removes the chat flow)")
+	}
+	ch, err := c.api.Channel(ctx, *id)
+	if e, ok := adminclient.AsError(err); ok && e.Code == "channel_not_found" {
+		return fmt.Errorf("no channel %q (parleyctl channel create makes one): %w", *id, err)
+	}
+	if err != nil {
+		return err
+	}
+	var chatFlow flowrunnerapi.ChatFlow
+	if *clearFlow {
+		chatFlow, err = c.api.ClearChatFlow(ctx, ch.WorkspaceID, ch.ID)
+	} else {
+		chatFlow, err = c.api.SetChatFlow(ctx, ch.WorkspaceID, ch.ID, *flowID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.printAnswer(flowrunnerapi.ChatFlowAnswer{ChatFlow: chatFlow})
 }
 
 func webhookResave(ctx context.Context, c *CLI, args []string) error {
