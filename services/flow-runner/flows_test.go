@@ -288,7 +288,7 @@ func TestCompletedRunAndTrace(t *testing.T) {
 		wantError(t, status, body, http.StatusNotFound, "run_not_found")
 	}
 	// A chat run is not readable through the API.
-	if err := h.env.DB(t, "flows", migrations.FS).Exec(`UPDATE flows.runs SET source = 'chat' WHERE id = ?`, r.RunID).Error; err != nil {
+	if err := h.env.DB(t, "flows", migrations.FS).Exec(`UPDATE flows.runs SET source = 'chat', conversation_id = gen_random_uuid(), channel_id = gen_random_uuid() WHERE id = ?`, r.RunID).Error; err != nil {
 		t.Fatal(err)
 	}
 	status, body = h.api(ws, full, http.MethodGet, "/v1/flows/"+id+"/runs/"+r.RunID, nil)
