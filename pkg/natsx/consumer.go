@@ -43,6 +43,22 @@ type permanentError struct{ err error }
 func (e permanentError) Error() string { return e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
+// Later hands the message back to be redelivered after d: the handler
+// cannot work on it yet (it waits for another message to be handled
+// first), which is no failure, so it is neither logged as one nor backed
+// off like one.
+func Later(d time.Duration, why error) error {
+	return laterError{d: d, err: why}
+}
+
+type laterError struct {
+	d   time.Duration
+	err error
+}
+
+func (e laterError) Error() string { return e.err.Error() }
+func (e laterError) Unwrap() error { return e.err }
+
 // Nak delays of transient failures: the first redelivery comes soon,
 // repeated ones back off.
 const (
@@ -137,6 +153,12 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	case c.work.Err() != nil:
 		// Stopped mid-way; another instance takes it over.
 		_ = msg.NakWithDelay(HandBackDelay)
+	case errors.As(err, new(laterError)):
+		var later laterError
+		errors.As(err, &later)
+		if err := msg.NakWithDelay(later.d); err != nil {
+			c.log.Warn("nak message", zap.String("subject", msg.Subject()), zap.Error(err))
+		}
 	default:
 		delay := nakDelay(msg)
 		c.log.Error("message not settled; will retry", zap.String("subject", msg.Subject()), zap.Error(err), zap.Duration("retry_in", delay))

@@ -132,6 +132,29 @@ func TestConsumeSettlesByTheHandlersError(t *testing.T) {
 	}
 }
 
+// A message the handler cannot work on yet comes back after the delay it
+// asked for, far sooner than a failure's first nak delay.
+func TestConsumeHandsBackLaterAfterTheDelayAsked(t *testing.T) {
+	t.Parallel()
+	s := newStream(t)
+	var seen deliveries
+	again := make(chan time.Duration, 1)
+	var first time.Time
+	s.consume(2, func(_ context.Context, msg jetstream.Msg) error {
+		if seen.add(msg) == 1 {
+			first = time.Now()
+			return natsx.Later(10*time.Millisecond, errors.New("its predecessor is not answered yet"))
+		}
+		again <- time.Since(first)
+		return nil
+	})
+	s.publish(1)
+	s.settled(1)
+	if took := <-again; took >= natsx.NakDelayMin {
+		t.Fatalf("handed back for %s, a failure's delay; want the 10ms asked for", took)
+	}
+}
+
 // No more messages are worked on at once than the consumer's concurrency.
 func TestConsumeBoundsTheMessagesInHand(t *testing.T) {
 	t.Parallel()
