@@ -1,9 +1,11 @@
-// Command flow-runner runs headless flows: operators publish flow
-// definitions (immutable versions, in the "flows" schema) and deactivate
-// them through the rpc "admin" endpoint with parleyctl; developers list
-// flows, invoke them, continue waiting runs' sessions and read run traces
-// through the gateway, which forwards /v1/flows* to the rpc "api" endpoint.
-// Instances share the load in one NATS queue group.
+// Command flow-runner runs flows: operators publish flow definitions
+// (immutable versions, in the "flows" schema) and deactivate them through
+// the rpc "admin" endpoint with parleyctl; developers list flows, invoke
+// them, continue waiting runs' sessions and read run traces through the
+// gateway, which forwards /v1/flows* to the rpc "api" endpoint; and the
+// chat runs answer the customers of channels in auto and suggest mode,
+// from the chat turns messaging publishes. Instances share the load in one
+// NATS queue group and one durable consumer of chat turns.
 package main
 
 import (
@@ -13,8 +15,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/pkg/dailycap"
 	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -28,6 +34,7 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 	flowrun "github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+	"github.com/parleyhq/parley/services/flow-runner/internal/ports/events"
 	porthttp "github.com/parleyhq/parley/services/flow-runner/internal/ports/http"
 	"github.com/parleyhq/parley/services/flow-runner/migrations"
 )
@@ -69,7 +76,7 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) 
 		return err
 	}
 	defer svc.Close()
-	ports, err := wire(cfg, svc, s)
+	ports, err := wire(ctx, cfg, svc, s)
 	if err != nil {
 		return err
 	}
@@ -77,8 +84,8 @@ func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) 
 }
 
 // wire builds the flow-runner's adapters, use cases and ports on svc's
-// connections.
-func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error) {
+// connections, and starts answering chat turns.
+func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error) {
 	clock, log := s.clock, svc.Log()
 	if clock == nil {
 		clock = time.Now
@@ -130,6 +137,10 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 		// reply's envelope (status, headers).
 		MaxAnswerBytes: rpc.MaxReplyBytes - 64<<10,
 	}
+	// The other services, over rpc: the gateway's plans (AI units,
+	// workspaces) and messaging's conversations, which chat runs answer.
+	rpcClient := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
+	services := adminclient.New(rpcClient)
 	uc := app.New(app.Deps{
 		Flows:     flows,
 		Runs:      runs,
@@ -140,7 +151,7 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 			Flows:   adapters.RunnableFlows{Store: flows},
 			Scripts: scripts,
 			// The gateway owns the plan: AI units are counted there.
-			Quota:         adapters.NewPlanQuota(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)),
+			Quota:         adapters.NewPlanQuota(rpcClient),
 			LLM:           provider,
 			Guard:         guardian,
 			Knowledge:     knowledge,
@@ -154,7 +165,32 @@ func wire(cfg svcconfig.Config, svc *service.App, s seams) (service.Ports, error
 		SessionTTL: cfg.SessionTTL,
 		Observer:   observe.New(log, svc.Metrics),
 		Clock:      clock,
+
+		Chats:          adapters.NewChatStore(svc.DB),
+		ChatFlows:      adapters.NewChatFlowStore(svc.DB),
+		Conversations:  adapters.NewConversations(services),
+		Workspaces:     adapters.NewWorkspaces(services),
+		ChatSessionTTL: cfg.ChatSessionTTL,
+		// A turn's predecessor held by an instance that died comes back
+		// after the ack wait; past twice that it is taken as lost.
+		ChatGapWait: 2 * cfg.ChatAckWait,
 	})
+
+	js, err := jetstream.New(svc.NATS)
+	if err != nil {
+		return service.Ports{}, fmt.Errorf("jetstream: %w", err)
+	}
+	chatTurns, err := events.Start(ctx, js, events.Config{
+		Stream:      natsx.ChatStream(natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}),
+		Durable:     cfg.ChatConsumer,
+		Concurrency: cfg.ChatConcurrency,
+		AckWait:     cfg.ChatAckWait,
+	}, uc, log)
+	if err != nil {
+		return service.Ports{}, err
+	}
+	svc.OnStop("chat turns", chatTurns.Stop)
+	svc.Go("chat runs' delays", func(ctx context.Context) { uc.WakeChatRuns(ctx, cfg.ChatWakeInterval) })
 
 	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery) })
 	svc.OnStop("script workers", func(context.Context) error { return scripts.Close() })

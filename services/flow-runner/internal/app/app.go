@@ -60,6 +60,17 @@ type Deps struct {
 	// Guard is the safety guard's readiness; nil means none is wired, and
 	// flows with AI nodes are refused (ErrGuardNotWired).
 	Guard GuardReadiness
+	// Chats, Conversations and Workspaces serve the chat runs
+	// (answer_turn.go), with ChatFlows; ChatSessionTTL is how long a chat run waits at a
+	// question (CHAT_SESSION_TTL), and ChatGapWait how long a turn waits
+	// for its conversation's earlier turn before it is answered without
+	// it (a turn lost with the stream's age limit must not stop the
+	// conversation for good).
+	Chats          catalog.ChatStore
+	Conversations  Conversations
+	Workspaces     Workspaces
+	ChatSessionTTL time.Duration
+	ChatGapWait    time.Duration
 	// Observer hears what the use cases cannot tell their callers; nil
 	// hears nothing.
 	Observer Observer
@@ -70,25 +81,32 @@ type Deps struct {
 
 // App is the flow-runner's use cases.
 type App struct {
-	flows      catalog.FlowStore
-	runs       catalog.RunStore
-	knowledge  catalog.KnowledgeStore
-	chatFlows  catalog.ChatFlowStore
-	engine     *run.Engine
-	contract   Contract
-	stages     map[flow.Stage]bool
-	sessionTTL time.Duration
-	guard      GuardReadiness
-	obs        Observer
-	now        func() time.Time
-	newID      func() string
+	flows          catalog.FlowStore
+	runs           catalog.RunStore
+	knowledge      catalog.KnowledgeStore
+	engine         *run.Engine
+	contract       Contract
+	stages         map[flow.Stage]bool
+	sessionTTL     time.Duration
+	guard          GuardReadiness
+	obs            Observer
+	chats          catalog.ChatStore
+	chatFlows      catalog.ChatFlowStore
+	conversations  Conversations
+	workspaces     Workspaces
+	chatSessionTTL time.Duration
+	chatGapWait    time.Duration
+	now            func() time.Time
+	newID          func() string
 }
 
 // New returns the use cases over d.
 func New(d Deps) *App {
 	a := &App{
-		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, chatFlows: d.ChatFlows, engine: d.Engine, contract: d.Contract,
+		flows: d.Flows, runs: d.Runs, knowledge: d.Knowledge, engine: d.Engine, contract: d.Contract,
 		stages: d.Stages, sessionTTL: d.SessionTTL, guard: d.Guard, obs: d.Observer, now: d.Clock, newID: d.NewID,
+		chats: d.Chats, chatFlows: d.ChatFlows, conversations: d.Conversations, workspaces: d.Workspaces,
+		chatSessionTTL: d.ChatSessionTTL, chatGapWait: d.ChatGapWait,
 	}
 	if a.now == nil {
 		a.now = time.Now

@@ -43,6 +43,10 @@ type Observer interface {
 	// the reader): the run stays stored as it ended, and its key answers
 	// that from Redis alone.
 	StreamNotFinished(workspaceID, runID string, err error)
+	// ChatFailed is work on the chat runs that failed on the side, where
+	// no turn's redelivery reports it (what: which work); it is tried
+	// again.
+	ChatFailed(what string, err error)
 }
 
 // nopObserver hears nothing.
@@ -57,3 +61,4 @@ func (nopObserver) DailyUnitNotGivenBack(string, error)     {}
 func (nopObserver) ReceiptsPurged(int64)                    {}
 func (nopObserver) ReceiptPurgeFailed(error)                {}
 func (nopObserver) StreamNotFinished(string, string, error) {}
+func (nopObserver) ChatFailed(string, error)                {}

@@ -58,6 +58,23 @@ type Config struct {
 	// and private addresses; for local development and tests only.
 	AllowPrivateTargets bool `env:"WEBHOOK_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 
+	// ChatSessionTTL is how long a chat run waits at a question for the
+	// customer's next message; one later starts a new run.
+	ChatSessionTTL time.Duration `env:"CHAT_SESSION_TTL" envDefault:"24h"`
+	// ChatConcurrency is how many chat turns this instance answers at
+	// once.
+	ChatConcurrency int `env:"CHAT_CONCURRENCY" envDefault:"16"`
+	// ChatAckWait is how long a turn handed to an instance that died
+	// waits before another instance answers it; a live instance extends
+	// it while it answers.
+	ChatAckWait time.Duration `env:"CHAT_ACK_WAIT" envDefault:"30s"`
+	// ChatConsumer names the durable JetStream consumer of chat turns all
+	// instances share.
+	ChatConsumer string `env:"CHAT_CONSUMER" envDefault:"flow-runner-chat"`
+	// ChatWakeInterval is how often an instance looks for chat runs whose
+	// delay is over.
+	ChatWakeInterval time.Duration `env:"CHAT_WAKE_INTERVAL" envDefault:"1s"`
+
 	// LLMBaseURL is the AI nodes' OpenAI-compatible provider (its
 	// /chat/completions); empty: no provider, and an AI node fails.
 	LLMBaseURL string `env:"LLM_BASE_URL" secret:"url"`
@@ -160,10 +177,30 @@ func (c Config) Validate() error {
 	if c.SSEPingInterval <= 0 {
 		return fmt.Errorf("SSE_PING_INTERVAL: must be positive, got %s", c.SSEPingInterval)
 	}
+	if err := c.validateChat(); err != nil {
+		return err
+	}
 	if _, err := flow.ParseStages(c.StagesOpen); err != nil && c.StagesOpen != StagesNone {
 		return fmt.Errorf("FLOW_STAGES_OPEN: %w", err)
 	}
 	return c.validateAI()
+}
+
+// validateChat checks the chat runs' settings.
+func (c Config) validateChat() error {
+	switch {
+	case c.ChatSessionTTL <= 0:
+		return fmt.Errorf("CHAT_SESSION_TTL: must be positive, got %s", c.ChatSessionTTL)
+	case c.ChatConcurrency < 1:
+		return fmt.Errorf("CHAT_CONCURRENCY: must be at least 1, got %d", c.ChatConcurrency)
+	case c.ChatAckWait < time.Second:
+		return fmt.Errorf("CHAT_ACK_WAIT: must be at least 1s, got %s", c.ChatAckWait)
+	case c.ChatConsumer == "":
+		return errors.New("CHAT_CONSUMER: must not be empty")
+	case c.ChatWakeInterval <= 0:
+		return fmt.Errorf("CHAT_WAKE_INTERVAL: must be positive, got %s", c.ChatWakeInterval)
+	}
+	return nil
 }
 
 // validateAI checks the provider's and the guard's settings. The URLs may

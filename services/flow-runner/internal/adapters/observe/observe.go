@@ -87,3 +87,8 @@ func (o *Observer) ReceiptPurgeFailed(err error) {
 func (o *Observer) StreamNotFinished(workspaceID, runID string, err error) {
 	o.log.Error("streamed run's end not stored", zap.String("workspace_id", workspaceID), zap.String("run_id", runID), zap.Error(err))
 }
+
+// ChatFailed implements app.Observer.
+func (o *Observer) ChatFailed(what string, err error) {
+	o.log.Error("chat runs", zap.String("work", what), zap.Error(err))
+}

@@ -1,0 +1,138 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
+)
+
+// ChatStore keeps the conversations the chat runs answer
+// (flows.chat_conversations) with their runs, on PostgreSQL.
+type ChatStore struct {
+	db *gorm.DB
+}
+
+var _ catalog.ChatStore = (*ChatStore)(nil)
+
+// NewChatStore returns a store on gdb.
+func NewChatStore(gdb *gorm.DB) *ChatStore { return &ChatStore{db: gdb} }
+
+type chatConversationRow struct {
+	ConversationID string     `gorm:"column:conversation_id;primaryKey"`
+	WorkspaceID    string     `gorm:"column:workspace_id"`
+	AnsweredSeq    int64      `gorm:"column:answered_seq"`
+	Mode           string     `gorm:"column:mode"`
+	WaitingRunID   *string    `gorm:"column:waiting_run_id"`
+	WaitingSince   *time.Time `gorm:"column:waiting_since"`
+	UpdatedAt      time.Time  `gorm:"column:updated_at"`
+}
+
+func (chatConversationRow) TableName() string { return Schema + ".chat_conversations" }
+
+// Hold implements catalog.ChatStore. The conversation's row is locked with
+// FOR UPDATE NOWAIT in a transaction held while fn runs, for the reasons
+// RunStore.Continue gives: PostgreSQL drops the lock the moment its holder
+// dies, so the turn's redelivery finds the conversation free, and a second
+// instance is told at once that the conversation is busy. What fn decided
+// is written in that transaction; a caller gone meanwhile (the instance
+// stopping) writes nothing, and the turn is answered again.
+func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
+	if !validID(workspaceID) || !validID(conversationID) {
+		return fmt.Errorf("conversation %q of workspace %q: not an id", conversationID, workspaceID)
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		row, err := lockConversation(tx, workspaceID, conversationID)
+		if err != nil {
+			return err
+		}
+		c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode}
+		if row.WaitingRunID != nil {
+			if c.Waiting, err = LoadRun(tx, *row.WaitingRunID); err != nil {
+				return fmt.Errorf("load waiting run: %w", err)
+			}
+			if row.WaitingSince != nil {
+				c.WaitingSince = row.WaitingSince.UTC()
+			}
+		}
+		changed, err := fn(c)
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if changed != nil {
+			write := UpdateRun
+			if changed.New {
+				write = InsertRun
+			}
+			if err := write(tx, changed.Run, changed.NodeRuns); err != nil {
+				return err
+			}
+		}
+		row.AnsweredSeq, row.Mode, row.WaitingRunID, row.WaitingSince = c.AnsweredSeq, c.Mode, nil, nil
+		if c.Waiting != nil {
+			since := c.WaitingSince.UTC()
+			row.WaitingRunID, row.WaitingSince = &c.Waiting.ID, &since
+		}
+		row.UpdatedAt = time.Now().UTC()
+		if err := tx.Select("*").Omit("conversation_id", "workspace_id").Updates(&row).Error; err != nil {
+			return fmt.Errorf("update chat conversation: %w", err)
+		}
+		return nil
+	})
+}
+
+// lockConversation locks the conversation's row, creating it for the
+// conversation's first turn.
+func lockConversation(tx *gorm.DB, workspaceID, conversationID string) (chatConversationRow, error) {
+	for range 2 {
+		var row chatConversationRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE", Options: "NOWAIT"}).
+			Where("conversation_id = ? AND workspace_id = ?", conversationID, workspaceID).Take(&row).Error
+		switch {
+		case err == nil:
+			return row, nil
+		case lockNotAvailable(err):
+			return row, catalog.ErrConversationBusy
+		case !errors.Is(err, gorm.ErrRecordNotFound):
+			return row, fmt.Errorf("lock chat conversation: %w", err)
+		}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&chatConversationRow{
+			ConversationID: conversationID, WorkspaceID: workspaceID, Mode: "auto", UpdatedAt: time.Now().UTC(),
+		}).Error; err != nil {
+			return row, fmt.Errorf("create chat conversation: %w", err)
+		}
+	}
+	// Only another workspace's conversation of the same id gets here.
+	return chatConversationRow{}, fmt.Errorf("conversation %s is not workspace %s's", conversationID, workspaceID)
+}
+
+// DueWakes implements catalog.ChatStore.
+func (s *ChatStore) DueWakes(ctx context.Context, now time.Time, limit int) ([]catalog.Wakeup, error) {
+	var rows []struct {
+		WorkspaceID    string
+		ConversationID string
+		RunID          string
+	}
+	err := s.db.WithContext(ctx).Raw(`
+		SELECT c.workspace_id, c.conversation_id, r.id AS run_id
+		FROM `+Schema+`.runs r JOIN `+Schema+`.chat_conversations c ON c.waiting_run_id = r.id
+		WHERE r.status = 'waiting' AND r.wake_at <= ?
+		ORDER BY r.wake_at
+		LIMIT ?`, now.UTC(), limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("due chat runs: %w", err)
+	}
+	out := make([]catalog.Wakeup, len(rows))
+	for i, r := range rows {
+		out[i] = catalog.Wakeup{WorkspaceID: r.WorkspaceID, ConversationID: r.ConversationID, RunID: r.RunID}
+	}
+	return out, nil
+}

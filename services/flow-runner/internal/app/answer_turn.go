@@ -1,0 +1,295 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// Plan modules a chat run consults.
+const (
+	moduleFlows      = "flows"
+	moduleFlowAI     = "flow_ai"
+	moduleFlowScript = "flow_script"
+)
+
+// errAnswered is a turn answered before: a redelivery, acked as it is.
+var errAnswered = errors.New("turn answered before")
+
+// chatRunIDs names a turn's run after the turn, so that a turn answered
+// again (its process died before storing the answer) runs under the same
+// id, and its sends, keyed by it, reach the customer once.
+var chatRunIDs = uuid.MustParse("6f1c8a2e-3b7d-4c59-9e0a-5d2f8b41c7e3")
+
+// AnswerTurn answers one customer message on an auto or suggest channel
+// (docs/chat.md "Who answers a customer message"): it starts a chat run,
+// or continues the one waiting at a question in the conversation, and
+// carries out what the run did (its messages sent or drafted, the
+// conversation handed over, tagged, assigned), while holding the
+// conversation, so that its turns are answered one at a time, in order,
+// and each once. It answers nil for a turn answered before; ErrTurnEarly
+// for one whose predecessor is not answered yet; *WaitingAtDelay while the
+// conversation's run waits at a delay node; catalog.ErrConversationBusy
+// while another instance answers the conversation; any other error is
+// transient, and the turn must be answered again later (nothing of it is
+// stored, and its sends, keyed, are not repeated).
+func (a *App) AnswerTurn(ctx context.Context, t Turn) error {
+	err := a.chats.Hold(ctx, t.WorkspaceID, t.ConversationID, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+		switch {
+		case t.Seq <= c.AnsweredSeq:
+			return nil, errAnswered
+		case t.Seq > c.AnsweredSeq+1 && a.now().Sub(t.CreatedAt) < a.chatGapWait:
+			return nil, ErrTurnEarly
+		}
+		if until, ok := c.Waiting.Wake(); ok {
+			return nil, &WaitingAtDelay{Until: until}
+		}
+		c.AnsweredSeq, c.Mode = t.Seq, t.Mode
+		return a.answer(ctx, c, t)
+	})
+	if errors.Is(err, errAnswered) {
+		return nil
+	}
+	return err
+}
+
+// answer runs the turn's chat run within the plan's AI replies.
+func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (*catalog.ChatRun, error) {
+	ws, err := a.workspaces.Workspace(ctx, t.WorkspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("read workspace: %w", err)
+	}
+	if ws.AIUsed >= ws.AILimit {
+		return nil, a.unanswered(ctx, c, UnansweredAILimitReached)
+	}
+	t.Chat.WorkspaceName = ws.Name
+	modules := planModules(ws.Modules)
+	if waiting := c.Waiting; waiting != nil {
+		if a.now().Sub(c.WaitingSince) < a.chatSessionTTL {
+			return a.continueChat(ctx, c, waiting, modules, run.Continuation{Text: t.Message.Text, Message: &t.Message}, t.ID)
+		}
+		// Expired: the run stays stored as it was, and the message
+		// starts a new one.
+		c.Waiting = nil
+	}
+	def, flowID, version, err := a.chatFlow(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if flowID == "" {
+		// The assistant is the plan's AI replies, whatever its modules.
+		modules.FlowAI = true
+	}
+	if err := a.guardWired(ctx, def); err != nil || (def.AINode() != nil && a.engine.LLM == nil) {
+		a.obs.FlowRefused(t.WorkspaceID, err)
+		return nil, a.unanswered(ctx, c, UnansweredAIUnavailable)
+	}
+	inv := run.Invocation{
+		RunID: uuid.NewSHA1(chatRunIDs, []byte(t.ID)).String(), FlowID: flowID, Version: version,
+		WorkspaceID: t.WorkspaceID, Modules: modules,
+		Chat: &run.ChatInvocation{Chat: t.Chat, Message: t.Message},
+	}
+	var res *run.Result
+	if flowID != "" && !slices.Contains(ws.Modules, moduleFlows) {
+		res = a.refused(inv, def, run.CodeModuleInactive, "the plan has no flows module, which chat flows need")
+	} else {
+		began := a.now()
+		res = a.engine.Invoke(ctx, def, inv)
+		a.obs.RunCall(res.Run.Status, a.now().Sub(began))
+	}
+	if err := ctx.Err(); err != nil {
+		// Stopping: the run was cut short, not failed; the turn is
+		// answered again by the instance that takes it.
+		return nil, err
+	}
+	return a.settle(ctx, c, res, true, t.ID)
+}
+
+// refused is a chat run that could not start, failed with code: stored
+// like any, so that operators see why the conversation was handed over.
+func (a *App) refused(inv run.Invocation, def *flow.Definition, code, message string) *run.Result {
+	now := a.now()
+	return &run.Result{Run: &run.Run{
+		ID: inv.RunID, FlowID: inv.FlowID, Version: inv.Version, WorkspaceID: inv.WorkspaceID,
+		Status: run.StatusFailed, CurrentNodeID: def.Start.ID(), Vars: map[string]any{}, Output: map[string]any{},
+		Error: &run.Error{Code: code, Message: message}, StartedAt: now, CompletedAt: &now, Chat: &inv.Chat.Chat,
+	}}
+}
+
+// continueChat goes on with the conversation's waiting run.
+func (a *App) continueChat(ctx context.Context, c *catalog.ChatConversation, r *run.Run, modules run.Modules, cont run.Continuation, key string) (*catalog.ChatRun, error) {
+	def := flow.Assistant()
+	if r.FlowID != "" {
+		v, err := a.flows.Version(ctx, r.FlowID, r.Version)
+		if err != nil {
+			return nil, fmt.Errorf("load version %d of flow %s: %w", r.Version, r.FlowID, err)
+		}
+		def = v.Definition
+	} else {
+		modules.FlowAI = true
+	}
+	began := a.now()
+	res, err := a.engine.Continue(ctx, def, r, cont)
+	if err != nil {
+		return nil, fmt.Errorf("continue chat run %s: %w", r.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a.obs.RunCall(res.Run.Status, a.now().Sub(began))
+	return a.settle(ctx, c, res, false, key)
+}
+
+// chatFlow is the flow that answers the turn's channel: its chat flow when
+// one is assigned and still published, active and triggered by chat, the
+// assistant (flowID "") otherwise.
+func (a *App) chatFlow(ctx context.Context, t Turn) (def *flow.Definition, flowID string, version int, err error) {
+	id, err := a.chatFlows.ChatFlow(ctx, t.WorkspaceID, t.Chat.ChannelID)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("read the channel's chat flow: %w", err)
+	}
+	if id == "" {
+		return flow.Assistant(), "", 0, nil
+	}
+	f, err := a.flows.Get(ctx, t.WorkspaceID, id)
+	if errors.Is(err, catalog.ErrFlowNotFound) {
+		return flow.Assistant(), "", 0, nil
+	}
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("read chat flow %s: %w", id, err)
+	}
+	if f.Status != catalog.StatusActive || !hasTrigger(f.Triggers, catalog.TriggerChat) {
+		return flow.Assistant(), "", 0, nil
+	}
+	v, err := a.flows.Version(ctx, f.ID, f.PublishedVersion)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("load chat flow %s: %w", id, err)
+	}
+	return v.Definition, f.ID, f.PublishedVersion, nil
+}
+
+// settle carries out what the call did to the conversation, then hands
+// the conversation over when the run failed (or marks it unanswered when
+// the plan's AI replies ran out), and keeps the run waiting in the
+// conversation when it waits. key names the call: its sends are keyed
+// after it.
+func (a *App) settle(ctx context.Context, c *catalog.ChatConversation, res *run.Result, isNew bool, key string) (*catalog.ChatRun, error) {
+	r := res.Run
+	nodeRuns, err := a.carryOut(ctx, c, res, key)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == run.StatusFailed && r.Error != nil {
+		if r.Error.Code == run.CodeQuotaExceeded {
+			err = a.unanswered(ctx, c, UnansweredAILimitReached)
+		} else {
+			err = a.refusable(a.conversations.HandOver(ctx, c.WorkspaceID, c.ConversationID,
+				"the chat run "+r.ID+" failed: "+r.Error.Code+": "+r.Error.Message))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	c.Waiting = nil
+	if r.Status == run.StatusWaiting {
+		c.Waiting, c.WaitingSince = r, a.now()
+	}
+	return &catalog.ChatRun{Run: r, New: isNew, NodeRuns: nodeRuns}, nil
+}
+
+// carryOut does the call's actions, in order: on an auto channel each
+// message is sent; on a suggest channel they are drafted together, as
+// the conversation's waiting suggestion, before the rest is done. A send
+// or change messaging refuses for good is recorded on the run as a node
+// run of type "send" with the refusal, and the call goes on.
+func (a *App) carryOut(ctx context.Context, c *catalog.ChatConversation, res *run.Result, key string) ([]run.NodeRun, error) {
+	r, nodeRuns := res.Run, res.NodeRuns
+	refused := func(act run.Action, err error) {
+		nodeRuns = append(nodeRuns, run.NodeRun{
+			NodeID: act.NodeID, NodeType: "send", StartedAt: a.now(),
+			Input: map[string]any{"action": string(act.Kind)}, Error: err.Error(),
+		})
+	}
+	ws, conv := c.WorkspaceID, c.ConversationID
+	if c.Mode == ModeSuggest {
+		var drafts []run.Message
+		var first run.Action
+		for _, act := range res.Actions {
+			if act.Kind == run.ActionSend {
+				if drafts == nil {
+					first = act
+				}
+				drafts = append(drafts, *act.Message)
+			}
+		}
+		if drafts != nil {
+			if err := a.conversations.Draft(ctx, ws, conv, key+"/draft", r.ID, drafts); err != nil {
+				if !errors.Is(err, ErrSendRefused) {
+					return nil, err
+				}
+				refused(first, err)
+			}
+		}
+	}
+	for i, act := range res.Actions {
+		var err error
+		switch act.Kind {
+		case run.ActionSend:
+			if c.Mode == ModeSuggest {
+				continue
+			}
+			err = a.conversations.Send(ctx, ws, conv, key+"/"+strconv.Itoa(i), r.ID, *act.Message)
+		case run.ActionHandover:
+			err = a.conversations.HandOver(ctx, ws, conv, act.Reason)
+		case run.ActionResumeAI:
+			err = a.conversations.ResumeAI(ctx, ws, conv)
+		case run.ActionTag:
+			err = a.conversations.AddTags(ctx, ws, conv, act.Tags)
+		case run.ActionAssign:
+			err = a.conversations.Assign(ctx, ws, conv, act.Operator)
+		}
+		if errors.Is(err, ErrSendRefused) {
+			refused(act, err)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s of chat run %s: %w", act.Kind, r.ID, err)
+		}
+	}
+	return nodeRuns, nil
+}
+
+// unanswered marks the conversation's customer message left without an
+// answer, for operators to see.
+func (a *App) unanswered(ctx context.Context, c *catalog.ChatConversation, reason string) error {
+	return a.refusable(a.conversations.MarkUnanswered(ctx, c.WorkspaceID, c.ConversationID, reason))
+}
+
+// refusable passes a transient error on; a refusal is no failure of the
+// turn.
+func (a *App) refusable(err error) error {
+	if errors.Is(err, ErrSendRefused) {
+		return nil
+	}
+	return err
+}
+
+// planModules are the run modules a plan's modules open.
+func planModules(modules []string) run.Modules {
+	return run.Modules{FlowAI: slices.Contains(modules, moduleFlowAI), FlowScript: slices.Contains(modules, moduleFlowScript)}
+}
+
+// wakeKey names a call that wakes a run from its delay: its sends are
+// keyed after the run and the wake time.
+func wakeKey(runID string, at time.Time) string {
+	return runID + "/wake/" + strconv.FormatInt(at.UnixNano(), 10)
+}

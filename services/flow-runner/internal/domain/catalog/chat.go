@@ -1,0 +1,59 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// ErrConversationBusy is a conversation another instance is answering
+// right now.
+var ErrConversationBusy = errors.New("conversation busy")
+
+// ChatConversation is what the chat runs keep of a conversation they
+// answer.
+type ChatConversation struct {
+	WorkspaceID    string
+	ConversationID string
+	// AnsweredSeq is the seq of the last chat turn answered, 0 before the
+	// first.
+	AnsweredSeq int64
+	// Mode is the channel's mode of the turn answered last (auto or
+	// suggest).
+	Mode string
+	// Waiting is the run waiting in the conversation, at a question or a
+	// delay node; nil when none waits.
+	Waiting *run.Run
+	// WaitingSince is when Waiting began to wait.
+	WaitingSince time.Time
+}
+
+// ChatRun is the run an answer started (New) or continued, with the node
+// runs the call added.
+type ChatRun struct {
+	Run      *run.Run
+	New      bool
+	NodeRuns []run.NodeRun
+}
+
+// Wakeup names a chat run whose delay is over.
+type Wakeup struct {
+	WorkspaceID    string
+	ConversationID string
+	RunID          string
+}
+
+// ChatStore keeps the conversations the chat runs answer.
+type ChatStore interface {
+	// Hold takes the conversation for the time of fn, so that no other
+	// instance answers it at once (ErrConversationBusy when one does). fn
+	// decides and changes c; it returns the run it started or continued,
+	// nil when none ran. c and the run are stored together when fn returns
+	// no error; on an error nothing is stored and Hold returns it as is.
+	Hold(ctx context.Context, workspaceID, conversationID string, fn func(c *ChatConversation) (*ChatRun, error)) error
+	// DueWakes returns at most limit chat runs waiting at a delay node
+	// whose wake time is at or before now, earliest first.
+	DueWakes(ctx context.Context, now time.Time, limit int) ([]Wakeup, error)
+}
