@@ -69,6 +69,12 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 		IdempotencyTTL:        24 * time.Hour,
 		IdempotencyStuckAfter: 5 * time.Minute,
 		SSEPingInterval:       15 * time.Second,
+		// The chat runs' settings at their documented values.
+		ChatSessionTTL:   24 * time.Hour,
+		ChatConcurrency:  16,
+		ChatAckWait:      30 * time.Second,
+		ChatConsumer:     "flow-runner-chat",
+		ChatWakeInterval: time.Second,
 		// No provider and no guard unless a test configures them.
 		LLMModel:           "gpt-4o-mini",
 		LLMTimeout:         30 * time.Second,

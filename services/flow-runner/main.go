@@ -167,7 +167,6 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		Clock:      clock,
 
 		Chats:          adapters.NewChatStore(svc.DB),
-		ChatFlows:      adapters.NewChatFlowStore(svc.DB),
 		Conversations:  adapters.NewConversations(services),
 		Workspaces:     adapters.NewWorkspaces(services),
 		ChatSessionTTL: cfg.ChatSessionTTL,

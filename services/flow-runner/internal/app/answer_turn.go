@@ -89,7 +89,11 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		// The assistant is the plan's AI replies, whatever its modules.
 		modules.FlowAI = true
 	}
-	if err := a.guardWired(ctx, def); err != nil || (def.AINode() != nil && a.engine.LLM == nil) {
+	err = a.guardWired(ctx, def)
+	if err == nil && def.AINode() != nil && a.engine.LLM == nil {
+		err = errors.New("no LLM provider is configured (LLM_BASE_URL)")
+	}
+	if err != nil {
 		a.obs.FlowRefused(t.WorkspaceID, err)
 		return nil, a.unanswered(ctx, c, UnansweredAIUnavailable)
 	}

@@ -72,8 +72,9 @@ type ChatInvocation struct {
 }
 
 // Wake is when a chat run waiting at a delay node goes on: its WakeAt.
+// A nil run waits for nothing.
 func (r *Run) Wake() (time.Time, bool) {
-	if r.WakeAt == nil || r.Status != StatusWaiting {
+	if r == nil || r.WakeAt == nil || r.Status != StatusWaiting {
 		return time.Time{}, false
 	}
 	return *r.WakeAt, true
