@@ -12,16 +12,28 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 )
 
+// MaxHeldChats bounds the conversations one process holds at once. Each
+// hold keeps a pooled connection for the whole answer (its lock's
+// transaction) and needs others meanwhile (the chat flow, a knowledge
+// search); with the continues' half (MaxHeldContinues) of db.Open's 20
+// connections, this leaves four free, so those reads never all wait on
+// each other. A turn past the bound waits for a place; instances add
+// places (docs/chat.md "Operating it").
+const MaxHeldChats = 6
+
 // ChatStore keeps the conversations the chat runs answer
 // (flows.chat_conversations) with their runs, on PostgreSQL.
 type ChatStore struct {
-	db *gorm.DB
+	db    *gorm.DB
+	holds chan struct{}
 }
 
 var _ catalog.ChatStore = (*ChatStore)(nil)
 
 // NewChatStore returns a store on gdb.
-func NewChatStore(gdb *gorm.DB) *ChatStore { return &ChatStore{db: gdb} }
+func NewChatStore(gdb *gorm.DB) *ChatStore {
+	return &ChatStore{db: gdb, holds: make(chan struct{}, MaxHeldChats)}
+}
 
 type chatConversationRow struct {
 	ConversationID string     `gorm:"column:conversation_id;primaryKey"`
@@ -45,6 +57,12 @@ func (chatConversationRow) TableName() string { return Schema + ".chat_conversat
 func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
 	if !validID(workspaceID) || !validID(conversationID) {
 		return fmt.Errorf("conversation %q of workspace %q: not an id", conversationID, workspaceID)
+	}
+	select {
+	case s.holds <- struct{}{}:
+		defer func() { <-s.holds }()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		row, err := lockConversation(tx, workspaceID, conversationID)

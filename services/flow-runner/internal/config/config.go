@@ -61,8 +61,8 @@ type Config struct {
 	// ChatSessionTTL is how long a chat run waits at a question for the
 	// customer's next message; one later starts a new run.
 	ChatSessionTTL time.Duration `env:"CHAT_SESSION_TTL" envDefault:"24h"`
-	// ChatConcurrency is how many chat turns this instance answers at
-	// once.
+	// ChatConcurrency is how many chat turns this instance holds at once;
+	// adapters.MaxHeldChats of them are answered at a time.
 	ChatConcurrency int `env:"CHAT_CONCURRENCY" envDefault:"16"`
 	// ChatAckWait is how long a turn handed to an instance that died
 	// waits before another instance answers it; a live instance extends
