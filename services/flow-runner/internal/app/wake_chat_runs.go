@@ -14,7 +14,7 @@ import (
 const wakeBatch = 100
 
 // WakeChatRuns goes on with the chat runs whose delay is over, every
-// interval until ctx ends (docs/chat.md "delay"). Every instance runs it:
+// interval until ctx ends (docs/chat.md "The chat-only nodes"). Every instance runs it:
 // a run another instance is waking is skipped (it holds the
 // conversation), and one that failed to wake is tried again next round.
 func (a *App) WakeChatRuns(ctx context.Context, every time.Duration) {
