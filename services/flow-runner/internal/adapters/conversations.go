@@ -8,6 +8,7 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -85,8 +86,11 @@ func refused(what string, err error) error {
 		return nil
 	}
 	e, ok := adminclient.AsError(err)
+	// A send still in progress under its key is the first answer of
+	// this turn, whose instance died mid-send: once messaging takes the
+	// key over (IDEMPOTENCY_STUCK_AFTER) the retry sends.
 	transient := !ok || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout ||
-		(e.Status >= 500 && e.Code != errs.CodePlatformError)
+		e.Code == idempotency.CodeInProgress || (e.Status >= 500 && e.Code != errs.CodePlatformError)
 	if transient {
 		return fmt.Errorf("%s: %w", what, err)
 	}
