@@ -13,8 +13,18 @@
 // whose role is "user" (the customer's text); the lines of every other
 // message are the instructions it reads:
 //
-//   - Without response_format: "[sandbox] echo: <the text>", its white
-//     space folded and cut at 200 characters.
+//   - Without response_format, when a line starts with "Knowledge base
+//     passages:" (the ai_response node's and the assistant's system
+//     message, docs/chat.md "The chat-only nodes"): an answer from the
+//     passages that follow it, each a "[n] title" line then its text. Of
+//     the passage holding the sentence that shares the most words (of
+//     three letters or more, whatever the case) with the text, the first
+//     such passage, the sentences that share as many, in order, cut at
+//     300 characters: "[sandbox] From <title>: <the sentences>". When the
+//     line goes on ("none matches the message") or no passage follows:
+//     "[sandbox] I don't know that one; ...".
+//   - Without response_format otherwise: "[sandbox] echo: <the text>",
+//     its white space folded and cut at 200 characters.
 //   - With response_format {"type": "json_object"} and a line that starts
 //     with "intents:" (say "intents: refund, shipping"): {"intent": name},
 //     the first intent, in the line's order, whose name ("_" and "-" read

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,15 @@ const maxRequestBytes = 1 << 20
 // maxEchoRunes bounds how much of the customer's message a plain answer
 // repeats.
 const maxEchoRunes = 200
+
+// maxPassageAnswerRunes bounds how much of a passage a plain answer from
+// the knowledge base quotes.
+const maxPassageAnswerRunes = 300
+
+// passagesKey starts the line of an ai_response system message after
+// which its knowledge-base passages follow (docs/chat.md "The chat-only
+// nodes"); the rest of the line, when there is one, says none matches.
+const passagesKey = "Knowledge base passages:"
 
 // Sandbox serves the sandbox's two endpoints.
 type Sandbox struct {
@@ -159,8 +169,11 @@ func (s *Sandbox) printf(format string, args ...any) {
 // package doc for the conventions it reads.
 func answer(messages []message, asJSON bool) string {
 	text, prompt := split(messages)
-	echo := "[sandbox] echo: " + shorten(strings.Join(strings.Fields(text), " "))
+	echo := "[sandbox] echo: " + shorten(strings.Join(strings.Fields(text), " "), maxEchoRunes)
 	if !asJSON {
+		if passages, ok := knowledgePassages(prompt); ok {
+			return answerFromPassages(text, passages)
+		}
 		return echo
 	}
 	var out map[string]any
@@ -246,6 +259,127 @@ func pickIntent(text string, names, prompt []string) string {
 		}
 	}
 	return "none"
+}
+
+// passage is one knowledge-base passage of the prompt: its title and its
+// text, white space folded.
+type passage struct {
+	title, text string
+}
+
+var passageHeadRe = regexp.MustCompile(`^\[\d+\]\s+(.*)$`)
+
+// knowledgePassages reads the passages that follow the passagesKey line,
+// each a "[n] title" line and then its text up to the next one; false
+// when no line starts with passagesKey. A key line with more on it (the
+// line saying none matches) has none.
+func knowledgePassages(lines []string) ([]passage, bool) {
+	start := -1
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if len(l) >= len(passagesKey) && strings.EqualFold(l[:len(passagesKey)], passagesKey) {
+			if strings.TrimSpace(l[len(passagesKey):]) != "" {
+				return nil, true
+			}
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 {
+		return nil, false
+	}
+	var out []passage
+	var body []string
+	flush := func() {
+		if len(out) > 0 {
+			out[len(out)-1].text = strings.Join(strings.Fields(strings.Join(body, " ")), " ")
+		}
+		body = nil
+	}
+	for _, l := range lines[start:] {
+		if m := passageHeadRe.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			flush()
+			out = append(out, passage{title: strings.TrimSpace(m[1])})
+			continue
+		}
+		body = append(body, l)
+	}
+	flush()
+	return slices.DeleteFunc(out, func(p passage) bool { return p.text == "" }), true
+}
+
+// answerFromPassages answers text from the passage holding the sentence
+// that shares the most words with it (the first such passage: they come
+// best first), quoting that passage's sentences that share as many, in
+// order; "I don't know" without passages.
+func answerFromPassages(text string, passages []passage) string {
+	if len(passages) == 0 {
+		return "[sandbox] I don't know that one; no passage of the knowledge base matches your message. " +
+			"Shall I pass you to a person?"
+	}
+	asked := significantWords(text)
+	best, bestScore := 0, -1
+	for i, p := range passages {
+		for _, s := range sentences(p.text) {
+			if n := shared(asked, s); n > bestScore {
+				best, bestScore = i, n
+			}
+		}
+	}
+	var quote []string
+	for _, s := range sentences(passages[best].text) {
+		if shared(asked, s) == bestScore {
+			quote = append(quote, s)
+		}
+	}
+	return "[sandbox] From " + passages[best].title + ": " + shorten(strings.Join(quote, " "), maxPassageAnswerRunes)
+}
+
+// significantWords are the distinct words of s of three letters or more:
+// shorter ones ("a", "to", "do") match nearly any sentence.
+func significantWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordList(s) {
+		if len([]rune(w)) >= 3 {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// shared counts the words of asked that sentence holds.
+func shared(asked map[string]bool, sentence string) int {
+	n := 0
+	for w := range significantWords(sentence) {
+		if asked[w] {
+			n++
+		}
+	}
+	return n
+}
+
+// sentences splits text after each ".", "!" or "?" that a space follows.
+func sentences(text string) []string {
+	var out []string
+	rest := text
+	for rest != "" {
+		i := strings.IndexFunc(rest, func(r rune) bool { return r == '.' || r == '!' || r == '?' })
+		for i >= 0 && i+1 < len(rest) && rest[i+1] != ' ' {
+			j := strings.IndexFunc(rest[i+1:], func(r rune) bool { return r == '.' || r == '!' || r == '?' })
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 || i+1 >= len(rest) {
+			out = append(out, strings.TrimSpace(rest))
+			break
+		}
+		out = append(out, strings.TrimSpace(rest[:i+1]))
+		rest = strings.TrimSpace(rest[i+1:])
+	}
+	return out
 }
 
 var (
@@ -339,12 +473,12 @@ func wordList(s string) []string {
 
 func countWords(s string) int { return len(wordList(s)) }
 
-func shorten(s string) string {
+func shorten(s string, max int) string {
 	runes := []rune(s)
-	if len(runes) <= maxEchoRunes {
+	if len(runes) <= max {
 		return s
 	}
-	return string(runes[:maxEchoRunes]) + "…"
+	return strings.TrimRightFunc(string(runes[:max]), unicode.IsSpace) + "…"
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {

@@ -82,6 +82,18 @@ const (
 		"- agreed (boolean)\n"
 )
 
+// The system messages of an ai_response node (docs/chat.md "The chat-only
+// nodes"): the instructions, then the passages found, or the line saying
+// none matches.
+const (
+	assistantSystem = "You are the customer assistant of Demo. Answer the customer's message briefly and politely.\n\n" +
+		"Knowledge base passages:\n\n" +
+		"[1] Policy › Shipping\nOrders ship within 2 business days. Delivery takes 1 to 2\ndays in the capital.\n\n" +
+		"[2] Policy › Returns\nYou can return an item within 30 days of delivery for a full refund. The\nitem must be unused; keep the receipt.\n\n" +
+		"[3] Policy › Returns\nSale items can be returned within 14 days (a 1.5 kg box too). Gift cards cannot be returned."
+	assistantNoPassages = "You are the customer assistant of Demo.\n\nKnowledge base passages: none matches the message."
+)
+
 func chat(system, user string, asJSON bool) string {
 	req := map[string]any{"model": "sandbox-1", "messages": []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": user}}}
 	if asJSON {
@@ -101,6 +113,31 @@ func TestChat(t *testing.T) {
 		tokens [2]int
 	}{
 		{"plain echo", chat("Be brief.", "Hello\n  there,   friend", false), "[sandbox] echo: Hello there, friend", [2]int{5, 5}},
+		{
+			"from the passage sharing most words", chat(assistantSystem, "How long do I have to RETURN an item?", false),
+			"[sandbox] From Policy › Returns: You can return an item within 30 days of delivery for a full refund.", [2]int{0, 0},
+		},
+		{
+			"every sentence sharing as many", chat(assistantSystem, "are gift cards or sale items returned", false),
+			"[sandbox] From Policy › Returns: Sale items can be returned within 14 days (a 1.5 kg box too). Gift cards cannot be returned.", [2]int{0, 0},
+		},
+		{
+			"the first passage on a tie", chat(assistantSystem, "within days", false),
+			"[sandbox] From Policy › Shipping: Orders ship within 2 business days.", [2]int{0, 0},
+		},
+		{
+			"cut at 300 characters", chat("Knowledge base passages:\n[1] Long\n"+strings.Repeat("word ", 100), "word", false),
+			"[sandbox] From Long: " + strings.Repeat("word ", 59) + "word…", [2]int{0, 0},
+		},
+		{
+			"no passage matches", chat(assistantNoPassages, "What is the meaning of life?", false),
+			"[sandbox] I don't know that one; no passage of the knowledge base matches your message. Shall I pass you to a person?", [2]int{0, 0},
+		},
+		{
+			"no passage follows", chat("Knowledge base passages:\n", "hi", false),
+			"[sandbox] I don't know that one; no passage of the knowledge base matches your message. Shall I pass you to a person?", [2]int{0, 0},
+		},
+		{"passages, as JSON", chat(assistantSystem, "hi", true), `{"_sandbox":true,"answer":"[sandbox] echo: hi"}`, [2]int{0, 0}},
 		{"plain, long", chat("", strings.Repeat("ab ", 100), false), "[sandbox] echo: " + strings.Repeat("ab ", 66) + "ab…", [2]int{100, 69}},
 		{"intent by name", chat(intentSystem, "What is my ORDER status?", true), `{"_sandbox":true,"intent":"order_status"}`, [2]int{0, 0}},
 		{"intent by example", chat(intentSystem, "I want my money back!", true), `{"_sandbox":true,"intent":"refund"}`, [2]int{0, 0}},
