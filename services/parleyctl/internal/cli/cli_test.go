@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,9 +212,12 @@ func TestDemoReusesWhatExists(t *testing.T) {
 		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
 		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1", "key": "pk_demo_key_for_tests_0000000000000000"},
 		"GET /admin/channels": map[string]any{"channels": []any{
-			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s"},
-			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "secret": "w"},
+			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "secret": "s", "ai_mode": "external"},
+			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "secret": "w", "ai_mode": "auto"},
 		}},
+		"PATCH /admin/channels/c1":               errors.New("must not change the Telegram channel's mode"),
+		"PATCH /admin/channels/c2":               errors.New("must not set the mode the channel has"),
+		"DELETE /admin/channels/c2/chat-flow":    map[string]any{"chat_flow": map[string]any{"workspace_id": "w1", "channel_id": "c2", "flow_id": ""}},
 		"POST /admin/workspaces":                 errors.New("must not create the workspace again"),
 		"POST /admin/channels":                   errors.New("must not create the channel again"),
 		"GET /admin/workspaces/w1/kb/documents":  map[string]any{"documents": []any{map[string]any{"id": "d1", "title": "Demo shop policy", "passages": 6}}},
@@ -246,6 +250,47 @@ func TestDemoReusesWhatExists(t *testing.T) {
 	if rec.bodies[1]["key"] != "pk_demo_key_for_tests_0000000000000000" {
 		t.Errorf("demo key request body = %v", rec.bodies[1])
 	}
+	// Clearing a chat flow that is not set changes nothing.
+	if i := slices.Index(rec.calls, "flow-runner/admin DELETE /admin/channels/c2/chat-flow"); i < 0 || rec.queries[i] != "workspace_id=w1" {
+		t.Errorf("calls %v (queries %v): want the webchat's chat flow cleared", rec.calls, rec.queries)
+	}
+}
+
+// A demo workspace whose webchat channel an operator switched to suggest
+// and gave a chat flow is handed back to the assistant: mode auto, no
+// chat flow. The Telegram channel keeps the mode it was given.
+func TestDemoHandsTheWebchatBackToTheAssistant(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{answers: demoAnswers(map[string]any{
+		"GET /v1/flows": demoFlowListed(t),
+		"GET /admin/channels": map[string]any{"channels": []any{
+			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "ai_mode": "external"},
+			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "ai_mode": "suggest"},
+		}},
+		"PATCH /admin/channels/c2":              map[string]any{"channel": map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "ai_mode": "auto"}},
+		"GET /admin/workspaces/w1/kb/documents": map[string]any{"documents": []any{map[string]any{"id": "d1", "title": "Demo shop policy", "passages": 6}}},
+	})}
+	var out bytes.Buffer
+	if err := cli.New(testConfig(), rec, &out).Run(context.Background(), []string{"demo"}); err != nil {
+		t.Fatalf("demo: %v (calls %v)", err, rec.calls)
+	}
+	patch := slices.Index(rec.calls, "messaging/admin PATCH /admin/channels/c2")
+	cleared := slices.Index(rec.calls, "flow-runner/admin DELETE /admin/channels/c2/chat-flow")
+	if patch < 0 || rec.bodies[patch]["ai_mode"] != "auto" || cleared < 0 || rec.queries[cleared] != "workspace_id=w1" {
+		t.Fatalf("calls %v (bodies %v): want the webchat set to auto and its chat flow cleared", rec.calls, rec.bodies)
+	}
+	if slices.Contains(rec.calls, "messaging/admin PATCH /admin/channels/c1") {
+		t.Errorf("the Telegram channel's mode was changed: %v", rec.calls)
+	}
+	var printed struct {
+		Channels []struct {
+			ID     string `json:"id"`
+			AIMode string `json:"ai_mode"`
+		} `json:"channels"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || len(printed.Channels) != 2 || printed.Channels[1].AIMode != "auto" {
+		t.Errorf("printed %s (%v)", out.String(), err)
+	}
 }
 
 func TestServiceErrorsPassThrough(t *testing.T) {
@@ -267,7 +312,8 @@ func TestDemoCreatesWhatIsMissing(t *testing.T) {
 		"POST /admin/workspaces":                 map[string]any{"workspace": map[string]any{"id": "w1", "slug": "demo"}},
 		"POST /admin/workspaces/w1/api-keys":     map[string]any{"id": "k1"},
 		"GET /admin/channels":                    map[string]any{"channels": []any{}},
-		"POST /admin/channels":                   map[string]any{"channel": map[string]any{"id": "c9"}},
+		"POST /admin/channels":                   map[string]any{"channel": map[string]any{"id": "c9", "ai_mode": "auto"}},
+		"DELETE /admin/channels/c9/chat-flow":    map[string]any{"chat_flow": map[string]any{"flow_id": ""}},
 		"GET /v1/flows":                          map[string]any{"flows": []any{}},
 		"POST /admin/workspaces/w1/flows":        map[string]any{"id": "f1", "published_version": 1},
 		"GET /admin/workspaces/w1/kb/documents":  map[string]any{"documents": []any{}},

@@ -50,8 +50,9 @@ var demoDocument []byte
 const demoDocumentTitle = "Demo shop policy"
 
 // demo seeds the demo workspace with its fixed API key, a Telegram
-// channel, a webchat channel and the demo flow,
-// creating only what is missing, and prints how to reach them.
+// channel, a webchat channel the assistant answers, the demo flows and the
+// knowledge base's document, creating only what is missing, and prints how
+// to reach them.
 func demo(ctx context.Context, c *CLI, args []string) error {
 	f := newFlags("demo")
 	if err := f.parse(args); err != nil {
@@ -85,6 +86,9 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 		ExternalID:  demoWebchat,
 	})
 	if err != nil {
+		return err
+	}
+	if webchat, err = c.ensureDemoAssistant(ctx, ws.ID, webchat); err != nil {
 		return err
 	}
 	// The workspace's active API flows, as its developers' keys list them.
@@ -160,6 +164,25 @@ func (c *CLI) ensureDemoChannel(ctx context.Context, existing []messagingapi.Adm
 		return messagingapi.AdminChannel{}, fmt.Errorf("create demo %s channel: %w", want.Kind, err)
 	}
 	return created, nil
+}
+
+// ensureDemoAssistant makes the assistant answer the demo webchat's
+// customers (docs/chat.md "Who answers a customer message"): the channel in
+// mode auto (new channels are; an older demo's may have been switched),
+// and no chat flow, cleared whatever is set, as clearing one that has
+// none changes nothing. It returns the channel as it now is.
+func (c *CLI) ensureDemoAssistant(ctx context.Context, workspaceID string, webchat messagingapi.AdminChannel) (messagingapi.AdminChannel, error) {
+	if webchat.AIMode != messagingapi.AIModeAuto {
+		changed, err := c.api.SetChannelAIMode(ctx, webchat.ID, messagingapi.AIModeAuto)
+		if err != nil {
+			return messagingapi.AdminChannel{}, fmt.Errorf("demo webchat channel to mode auto: %w", err)
+		}
+		webchat = changed
+	}
+	if _, err := c.api.ClearChatFlow(ctx, workspaceID, webchat.ID); err != nil {
+		return messagingapi.AdminChannel{}, fmt.Errorf("clear the demo webchat channel's chat flow: %w", err)
+	}
+	return webchat, nil
 }
 
 // demoFlow is the demo flow's document for this configuration: its http

@@ -121,8 +121,12 @@ func demoAnswers(more map[string]any) map[string]any {
 	answers := map[string]any{
 		"GET /admin/workspaces":              map[string]any{"workspaces": []any{map[string]any{"id": "w1", "slug": "demo"}}},
 		"POST /admin/workspaces/w1/api-keys": map[string]any{"id": "k1"},
-		"GET /admin/channels":                map[string]any{"channels": []any{map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot"}, map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site"}}},
-		"POST /admin/workspaces/w1/flows":    map[string]any{"id": "f1", "published_version": 1},
+		"GET /admin/channels": map[string]any{"channels": []any{
+			map[string]any{"id": "c1", "kind": "telegram", "external_id": "parley_demo_bot", "ai_mode": "auto"},
+			map[string]any{"id": "c2", "kind": "webchat", "external_id": "parley_demo_site", "ai_mode": "auto"},
+		}},
+		"DELETE /admin/channels/c2/chat-flow": map[string]any{"chat_flow": map[string]any{"workspace_id": "w1", "channel_id": "c2", "flow_id": ""}},
+		"POST /admin/workspaces/w1/flows":     map[string]any{"id": "f1", "published_version": 1},
 	}
 	for k, v := range more {
 		answers[k] = v
