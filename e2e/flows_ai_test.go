@@ -530,15 +530,15 @@ func startLLMSandbox(t *testing.T) string {
 }
 
 // TestDemoAIFlowWalkthrough plays the demo AI flow of docs/flows.md "A
-// local sandbox" as make run sets it up: the llm-sandbox as the provider and a block
-// list as the guard; parleyctl demo adds the demo document and the flow,
+// local sandbox" as make run sets it up: the llm-sandbox as the provider and
+// its moderation endpoint as the guard; parleyctl demo adds the demo document and the flow,
 // once; the answer cites the passages the knowledge node found, in JSON
 // and as a stream, and a blocked word is replaced.
 func TestDemoAIFlowWalkthrough(t *testing.T) {
 	t.Parallel()
 	llm := startLLMSandbox(t)
 	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "LLM_BASE_URL="+llm, "LLM_MODEL=sandbox", "LLM_PRICES=sandbox=0/0",
-		"GUARD_BLOCKLIST=forbidden,badword")
+		"GUARD_BASE_URL="+llm)
 	type demoOut struct {
 		Workspace struct {
 			ID string `json:"id"`

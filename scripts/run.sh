@@ -186,16 +186,20 @@ fi
 
 # Without a real LLM provider (LLM_BASE_URL unset), the LLM sandbox plays an
 # OpenAI-compatible one: deterministic answers labelled [sandbox], each
-# request printed. Without a guard configured, a block list stands in for a
-# moderation endpoint, so that AI text can be sent (and blocked) locally.
+# request printed. Without a guard configured, its moderation endpoint is the
+# safety guard (the AI nodes and the assistant send nothing without one:
+# docs/chat.md "The assistant"); beside a real provider, a block list stands
+# in, so that AI text can be sent (and blocked) locally.
+guard_configured=
+[ -z "${GUARD_BASE_URL:-}" ] && [ -z "${GUARD_BLOCKLIST:-}" ] || guard_configured=1
 if [ -z "${LLM_BASE_URL:-}" ]; then
   export LLM_SANDBOX_ADDR=${LLM_SANDBOX_ADDR:-127.0.0.1:8090}
   export LLM_BASE_URL="http://$LLM_SANDBOX_ADDR/v1"
   export LLM_MODEL=${LLM_MODEL:-sandbox}
   export LLM_PRICES=${LLM_PRICES:-sandbox=0/0}
+  [ -n "$guard_configured" ] || export GUARD_BASE_URL=$LLM_BASE_URL
   start llm "$BIN/llm-sandbox" -addr "$LLM_SANDBOX_ADDR"
-fi
-if [ -z "${GUARD_BASE_URL:-}" ] && [ -z "${GUARD_BLOCKLIST:-}" ]; then
+elif [ -z "$guard_configured" ]; then
   export GUARD_BLOCKLIST="forbidden,badword"
 fi
 
@@ -249,6 +253,7 @@ cat <<MSG
   Demo flow:          $flow_id
   Demo AI flow:       $ai_flow_id
   LLM provider:       $LLM_BASE_URL
+  Safety guard:       ${GUARD_BASE_URL:-block list}
   Console:            $console_url
   Console sign-in:    $DEMO_OPERATOR_EMAIL / $DEMO_OPERATOR_PASSWORD (the demo workspace; local use only)
 
