@@ -7,8 +7,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestDemoAssistantInTheBrowser plays the README's "Ask the built-in AI"
-// (README.md "Quick start") as make run sets it up: the llm-sandbox as the
+// TestDemoAssistantInTheBrowser plays the step of the README's quick start
+// (README.md "Quick start") that asks the built-in AI, as make run sets it
+// up: the llm-sandbox as the
 // provider and as the guard, parleyctl demo; a visitor opens the demo
 // webchat widget in Chromium, asks about the demo shop's return policy, and
 // reads the assistant's answer, quoted from the policy's passage, which is
