@@ -43,19 +43,7 @@ func TestDemoAssistantInTheBrowser(t *testing.T) {
 		t.Fatalf("demo again printed %+v; want the same webchat channel back in mode auto", again)
 	}
 
-	question := "How long do I have to return an item?"
-	want := "[sandbox] From Demo shop policy › Returns: You can return an item within 30 days of delivery for a full refund."
-	b := newBrowser(t)
-	b.run(t, chromedp.Navigate(demo.WebchatURL), chromedp.WaitVisible(chromedp.CSS(".status.online")))
-	b.run(t, chromedp.SendKeys(chromedp.CSS("#input"), question), chromedp.Click(chromedp.CSS("#send")))
-	dom := b.waitDOM(t, "the assistant's answer", func(d widgetDOM) bool {
-		return len(d.Messages) == 2 && d.Messages[1].Sender != "contact"
-	})
-	if got := dom.Messages[1]; got.Text != want || got.Sender != "ai" || dom.Messages[0].Text != question {
-		t.Fatalf("the widget shows %+v; want the question, then the ai's answer %q", dom.Messages, want)
-	}
-	b.screenshot(t, "demo-assistant")
-	b.checkConsole(t)
+	askDemoAssistant(t, demo.WebchatURL)
 
 	// The answer is stored in the conversation, sent by the AI.
 	status, _, convs := s.api(t, demo.APIKey, http.MethodGet, "/v1/conversations?platform=webchat", nil)
@@ -70,7 +58,31 @@ func TestDemoAssistantInTheBrowser(t *testing.T) {
 		t.Fatalf("GET /v1/conversations/%s/messages = %d %v", conv, status, page)
 	}
 	answer, asked := msgs[0].(map[string]any), msgs[1].(map[string]any) // newest first
-	if answer["sender"] != "ai" || answer["content"] != want || asked["sender"] != "contact" || asked["content"] != question {
-		t.Fatalf("messages %v; want the question, then the ai's answer %q", msgs, want)
+	if answer["sender"] != "ai" || answer["content"] != demoAnswer || asked["sender"] != "contact" || asked["content"] != demoQuestion {
+		t.Fatalf("messages %v; want the question, then the ai's answer %q", msgs, demoAnswer)
 	}
+}
+
+// The README's question to the demo assistant, and the llm-sandbox's
+// answer from the demo shop's policy.
+const (
+	demoQuestion = "How long do I have to return an item?"
+	demoAnswer   = "[sandbox] From Demo shop policy › Returns: You can return an item within 30 days of delivery for a full refund."
+)
+
+// askDemoAssistant opens the demo webchat widget at widgetURL in Chromium,
+// asks demoQuestion and waits for demoAnswer, sent by the AI.
+func askDemoAssistant(t *testing.T, widgetURL string) {
+	t.Helper()
+	b := newBrowser(t)
+	b.run(t, chromedp.Navigate(widgetURL), chromedp.WaitVisible(chromedp.CSS(".status.online")))
+	b.run(t, chromedp.SendKeys(chromedp.CSS("#input"), demoQuestion), chromedp.Click(chromedp.CSS("#send")))
+	dom := b.waitDOM(t, "the assistant's answer", func(d widgetDOM) bool {
+		return len(d.Messages) == 2 && d.Messages[1].Sender != "contact"
+	})
+	if got := dom.Messages[1]; got.Text != demoAnswer || got.Sender != "ai" || dom.Messages[0].Text != demoQuestion {
+		t.Fatalf("the widget shows %+v; want the question, then the ai's answer %q", dom.Messages, demoAnswer)
+	}
+	b.screenshot(t, "demo-assistant")
+	b.checkConsole(t)
 }

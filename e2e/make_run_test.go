@@ -217,6 +217,27 @@ func (r *makeRun) stop(t *testing.T, sig syscall.Signal, group bool) {
 	}
 }
 
+// make run's demo webchat is answered by the assistant, through the LLM
+// sandbox and its guard as run.sh wires them (README.md "Quick start"): a
+// visitor on the printed widget address asks, and the policy answers.
+func TestMakeRunDemoAssistant(t *testing.T) {
+	requireChromium(t)
+	r := startMakeRunIn(t, testenv.New(t), false)
+	m := webchatLine.FindStringSubmatch(r.out.String())
+	if m == nil {
+		t.Fatalf("make run's banner names no webchat widget:\n%s", r.out.String())
+	}
+	if g := guardLine.FindStringSubmatch(r.out.String()); g == nil || !strings.Contains(r.out.String(), "LLM provider:       "+g[1]+"\n") {
+		t.Fatalf("make run's banner names no guard, or another than the LLM sandbox:\n%s", r.out.String())
+	}
+	askDemoAssistant(t, m[1])
+}
+
+var (
+	webchatLine = regexp.MustCompile(`(?m)^  Webchat widget: +(\S+)$`)
+	guardLine   = regexp.MustCompile(`(?m)^  Safety guard: +(\S+)$`)
+)
+
 // make run again on what an earlier one left: the demo operator exists
 // (operator_exists is not a failure), and the sign-in the banner prints
 // still opens the demo workspace (startMakeRunIn checks both runs).
