@@ -39,12 +39,18 @@ func startChatSuite(t *testing.T, extra ...string) *chatSuite {
 	t.Helper()
 	ai := newFakeAI(t)
 	bot, botAPI := telegramfake.Start(t)
-	s := startSuite(t, append([]string{
+	s := startSuite(t, append(chatEnv(ai, botAPI), extra...)...)
+	return &chatSuite{suite: s, ai: ai, bot: bot}
+}
+
+// chatEnv is a chat suite's settings: ai as the LLM provider and the
+// guard, the fake Bot API at botAPI, and webhooks allowed on loopback.
+func chatEnv(ai *fakeAI, botAPI string) []string {
+	return []string{
 		"TELEGRAM_API_BASE=" + botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 		"LLM_BASE_URL=" + ai.url(), "LLM_API_KEY=" + fakeAIKey, "LLM_MODEL=" + aiModel, "LLM_PRICES=" + aiModel + "=1/2",
 		"GUARD_BASE_URL=" + ai.url(), "GUARD_CHECK_INTERVAL=100ms",
-	}, extra...)...)
-	return &chatSuite{suite: s, ai: ai, bot: bot}
+	}
 }
 
 // chatShop is a workspace of a chatSuite with one Telegram channel (its own

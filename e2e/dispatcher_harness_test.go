@@ -96,7 +96,7 @@ type ctlChannel struct {
 // addChannel creates a channel in workspace ws with parleyctl (flags are
 // --kind and what that kind needs) and, unless mode is "auto", sets its
 // mode: the operator's part of onboarding, after developer.
-func (s *suite) addChannel(t *testing.T, ws, mode string, flags ...string) ctlChannel {
+func (s *suite) addChannel(t testing.TB, ws, mode string, flags ...string) ctlChannel {
 	t.Helper()
 	var ch struct {
 		Channel ctlChannel `json:"channel"`

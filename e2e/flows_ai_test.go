@@ -38,6 +38,9 @@ import (
 type fakeAI struct {
 	srv  *httptest.Server
 	down atomic.Bool
+	// forget keeps no request (chats, moderated stay empty), so that a
+	// benchmark's many calls cost the fake no memory.
+	forget atomic.Bool
 
 	mu         sync.Mutex
 	chats      []fakeChat
@@ -56,7 +59,7 @@ type fakeChat struct {
 
 const fakeAIKey = "sk-test-e2e"
 
-func newFakeAI(t *testing.T) *fakeAI {
+func newFakeAI(t testing.TB) *fakeAI {
 	f := &fakeAI{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", f.chat)
@@ -77,7 +80,9 @@ func (f *fakeAI) chat(w http.ResponseWriter, r *http.Request) {
 	req.Authorization = r.Header.Get("Authorization")
 	last := req.Messages[len(req.Messages)-1].Content
 	f.mu.Lock()
-	f.chats = append(f.chats, req)
+	if !f.forget.Load() {
+		f.chats = append(f.chats, req)
+	}
 	overloaded := strings.Contains(last, "overloaded") && f.overloaded < 2
 	if overloaded {
 		f.overloaded++
@@ -129,9 +134,11 @@ func (f *fakeAI) moderate(w http.ResponseWriter, r *http.Request) {
 		Input string `json:"input"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	f.mu.Lock()
-	f.moderated = append(f.moderated, req.Input)
-	f.mu.Unlock()
+	if !f.forget.Load() {
+		f.mu.Lock()
+		f.moderated = append(f.moderated, req.Input)
+		f.mu.Unlock()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"id": "modr-1", "results": []any{map[string]any{"flagged": strings.Contains(req.Input, "unsafe")}}})
 }

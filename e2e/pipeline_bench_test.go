@@ -193,10 +193,22 @@ type pipelineBench struct {
 	floorHTTP, floorPGJS pipelineBare
 	quiet                pipelineResult
 	rssIdle              map[string]float64
-	// dispatchers and messagings are the processes of each service now
-	// running, for their CPU time.
-	dispatchers, messagings []*proc
+	// dispatchers, messagings and runners (flow-runners) are the
+	// processes of each service now running whose CPU time the runs
+	// report; runners only when the path goes through them.
+	dispatchers, messagings, runners []*proc
+
+	// queue is the stream and durable consumer whose backlog the runs
+	// sample (stream-peak): the dispatchers' by default.
+	queue pipelineQueue
+	// confirm checks, once every counted message of a run has arrived,
+	// what the path must have done besides: for webhooks, the delivery
+	// log holding each delivery as delivered (pb.logDelivered).
+	confirm func(*pipelineRun) error
 }
+
+// pipelineQueue is a JetStream stream and its durable consumer.
+type pipelineQueue struct{ stream, consumer string }
 
 // pipelineWorkspace is one workspace of the bench.
 type pipelineWorkspace struct {
@@ -220,25 +232,52 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 
 	_, botAPI := telegramfake.Start(b)
 	s := startSuite(b, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	pb := newWebhookBench(b, s, nws, *pipelineCustomers)
+
+	// A few messages per workspace, outside any timing: connections open,
+	// every channel and webhook used once, and a real delivery for
+	// bare-http. (Most customers' first message, which creates their
+	// contact and conversation, falls in the first measured run.)
+	pb.warm(b)
+	pb.rssIdle = pb.rss()
+	return pb
+}
+
+// newWebhookBench is the ingress-to-webhook path on suite s, which must
+// allow private webhook targets: workspaces workspaces made by
+// addWorkspace, their messages from customers customers, not yet warmed.
+func newWebhookBench(b *testing.B, s *suite, workspaces, customers int) *pipelineBench {
+	b.Helper()
+	pb := newBenchOn(b, s, workspaces, customers)
+	pb.dispatchers = []*proc{s.procs["webhook-dispatcher"]}
+	pb.queue = pipelineQueue{stream: s.env.Stream.Name, consumer: dispatcherConsumer}
+	pb.confirm = pb.logDelivered
+	for i := range workspaces {
+		pb.spaces = append(pb.spaces, pb.addWorkspace(b, i))
+	}
+	return pb
+}
+
+// newBenchOn is a bench of messages posted to the Telegram ingress of
+// suite s, for workspaces workspaces (none made yet) and their customers
+// customers; what receives the messages is the caller's to set up.
+func newBenchOn(b *testing.B, s *suite, workspaces, customers int) *pipelineBench {
+	b.Helper()
 	pb := &pipelineBench{
 		s:         s,
 		ingress:   []string{s.messagingURL},
-		customers: int64(*pipelineCustomers),
+		customers: int64(customers),
 		http: &http.Client{
 			// Open-loop sends may pile up when the ingress slows; this
 			// bounds the connections, not the goroutines waiting for one.
 			Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
 			Timeout:   time.Minute,
 		},
-		messagings:  []*proc{s.procs["messaging"]},
-		dispatchers: []*proc{s.procs["webhook-dispatcher"]},
+		messagings: []*proc{s.procs["messaging"]},
+		confirm:    func(*pipelineRun) error { return nil },
 	}
-	pb.rcv = newPipelineReceiver(b, nws)
+	pb.rcv = newPipelineReceiver(b, workspaces)
 	pb.hang = newHangingEndpoint(b)
-	for i := range nws {
-		pb.spaces = append(pb.spaces, pb.addWorkspace(b, i))
-	}
-
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, s.env.DatabaseURL)
 	if err != nil {
@@ -247,13 +286,6 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 	b.Cleanup(pool.Close)
 	pb.pool = pool
 	pb.js = s.env.JetStream(b)
-
-	// A few messages per workspace, outside any timing: connections open,
-	// every channel and webhook used once, and a real delivery for
-	// bare-http. (Most customers' first message, which creates their
-	// contact and conversation, falls in the first measured run.)
-	pb.warm(b)
-	pb.rssIdle = pb.rss()
 	return pb
 }
 
@@ -309,11 +341,17 @@ func (pb *pipelineBench) workspaceOf(n int64) int {
 	return int(n % pb.customers % int64(len(pb.spaces)))
 }
 
+// customerOf is the Telegram user (and private chat) id of message n's
+// customer.
+func (pb *pipelineBench) customerOf(n int64) int64 {
+	return 5_100_000_000 + n%pb.customers
+}
+
 // update is message n as Telegram posts it: a private-chat text from
 // customer n mod customers (from.id = chat.id), update_id = message_id =
 // n.
 func (pb *pipelineBench) update(n int64) []byte {
-	from := 5_100_000_000 + n%pb.customers
+	from := pb.customerOf(n)
 	return fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":%d,`+
 		`"from":{"id":%d,"is_bot":false,"first_name":"Customer %d","language_code":"en"},`+
 		`"chat":{"id":%d,"first_name":"Customer %d","type":"private"},"text":"Order #%d: is it shipped? Сайн байна уу"}}`,
@@ -450,19 +488,27 @@ func openLoop(start time.Time, n, rate int, op func(i int) error) error {
 }
 
 // settle waits until every counted message of the run has reached the
-// receiver (at most -pipeline.settle), then until the delivery log holds
-// every one of their delivery ids as delivered, and checks that nothing
-// arrived twice or failed its check.
+// receiver (at most -pipeline.settle), then for what pb.confirm checks,
+// and checks that nothing arrived twice or failed its check.
 func (pb *pipelineBench) settle(run *pipelineRun) error {
 	select {
 	case <-run.all:
 	case <-time.After(*pipelineSettle):
 		missing, example := pb.rcv.missing(run)
-		return fmt.Errorf("%d of %d messages not delivered within %s of the last one sent (message %d, for one)", missing, run.want, *pipelineSettle, example)
+		return errors.Join(fmt.Errorf("%d of %d messages not delivered within %s of the last one sent (message %d, for one)", missing, run.want, *pipelineSettle, example), pb.rcv.err())
 	}
 	if err := pb.rcv.err(); err != nil {
 		return err
 	}
+	if err := pb.confirm(run); err != nil {
+		return err
+	}
+	return pb.rcv.err()
+}
+
+// logDelivered waits until the delivery log holds every delivery id of
+// the run's counted messages as delivered.
+func (pb *pipelineBench) logDelivered(run *pipelineRun) error {
 	ids := pb.rcv.deliveryIDs(run)
 	// The outcome is stored after the receiver has answered: the last
 	// ones may take a moment.
@@ -550,8 +596,9 @@ func (pb *pipelineBench) result(run *pipelineRun) pipelineResult {
 }
 
 // cpuTimes are the CPU seconds used so far by the messaging processes, the
-// dispatcher processes, this process, and the PostgreSQL and NATS servers.
-type cpuTimes struct{ messaging, dispatcher, bench, postgres, nats float64 }
+// dispatcher processes, the flow-runners, this process, and the PostgreSQL
+// and NATS servers.
+type cpuTimes struct{ messaging, dispatcher, runner, bench, postgres, nats float64 }
 
 func (pb *pipelineBench) cpu() cpuTimes {
 	c := cpuTimes{postgres: serverCPU("postgres"), nats: serverCPU("nats-server")}
@@ -560,6 +607,9 @@ func (pb *pipelineBench) cpu() cpuTimes {
 	}
 	for _, p := range pb.dispatchers {
 		c.dispatcher += metric(p.addr, processCPU)
+	}
+	for _, p := range pb.runners {
+		c.runner += metric(p.addr, processCPU)
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -574,7 +624,12 @@ func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) 
 	after := pb.cpu()
 	per := func(d float64) float64 { return 1000 * d / float64(messages) }
 	b.ReportMetric(per(after.messaging-before.messaging), "messaging-cpu-ms")
-	b.ReportMetric(per(after.dispatcher-before.dispatcher), "dispatcher-cpu-ms")
+	if len(pb.dispatchers) > 0 {
+		b.ReportMetric(per(after.dispatcher-before.dispatcher), "dispatcher-cpu-ms")
+	}
+	if len(pb.runners) > 0 {
+		b.ReportMetric(per(after.runner-before.runner), "flow-runner-cpu-ms")
+	}
 	b.ReportMetric(per(after.bench-before.bench), "bench-cpu-ms")
 	b.ReportMetric(per(after.postgres-before.postgres), "postgres-cpu-ms")
 	b.ReportMetric(per(after.nats-before.nats), "nats-cpu-ms")
@@ -643,7 +698,13 @@ func (pb *pipelineBench) measure(b *testing.B, run *pipelineRun, send func(*pipe
 // max is pipeline-max: -pipeline.messages messages from closed-loop
 // senders, as fast as the pipeline takes them.
 func (pb *pipelineBench) max(b *testing.B) {
-	res, _ := pb.measure(b, pb.newRun(*pipelineMessages, nil), func(run *pipelineRun) error {
+	pb.maxOf(b, *pipelineMessages)
+}
+
+// maxOf is a throughput run of n messages from -pipeline.senders
+// closed-loop senders; it returns the messages received per second.
+func (pb *pipelineBench) maxOf(b *testing.B, n int) float64 {
+	res, _ := pb.measure(b, pb.newRun(n, nil), func(run *pipelineRun) error {
 		return pb.sendClosed(run, *pipelineSenders)
 	})
 	rate := float64(res.messages) / res.deliveredIn.Seconds()
@@ -656,14 +717,15 @@ func (pb *pipelineBench) max(b *testing.B) {
 	if pb.floorPGJS.rate > 0 {
 		b.ReportMetric(rate/pb.floorPGJS.rate, "ratio-to-bare-pg-js")
 	}
+	return rate
 }
 
-// pacedRun sends a paced run whose healthy workspaces' messages count,
-// reports what every paced run reports, and returns its result and the
-// services' peak resident memory meanwhile.
-func (pb *pipelineBench) pacedRun(b *testing.B, healthy func(ws int) bool) (pipelineResult, map[string]float64) {
-	run := pb.newRun(*pipelinePaced, healthy)
-	res, watch := pb.measure(b, run, func(run *pipelineRun) error { return pb.sendPaced(run, *pipelineRate) })
+// pacedRun sends a paced run of n messages at rate a second whose healthy
+// workspaces' messages count, reports what every paced run reports, and
+// returns its result and the services' peak resident memory meanwhile.
+func (pb *pipelineBench) pacedRun(b *testing.B, n, rate int, healthy func(ws int) bool) (pipelineResult, map[string]float64) {
+	run := pb.newRun(n, healthy)
+	res, watch := pb.measure(b, run, func(run *pipelineRun) error { return pb.sendPaced(run, rate) })
 	b.ReportMetric(0, "ns/op") // the schedule sets the pace, not the cost
 	b.ReportMetric(float64(run.n)/res.sendIn.Seconds(), "achieved-msg/s")
 	b.ReportMetric(res.ingressP50, "ingress-p50-ms")
@@ -674,7 +736,7 @@ func (pb *pipelineBench) pacedRun(b *testing.B, healthy func(ws int) bool) (pipe
 // paced is pipeline-paced-<rate>: the quiet paced run, with the services'
 // memory idle and under it.
 func (pb *pipelineBench) paced(b *testing.B) {
-	res, peak := pb.pacedRun(b, nil)
+	res, peak := pb.pacedRun(b, *pipelinePaced, *pipelineRate, nil)
 	pb.quiet = res
 	if floor50, floor99 := pb.floorHTTP.p50+pb.floorPGJS.p50, pb.floorHTTP.p99+pb.floorPGJS.p99; pb.floorHTTP.rate > 0 && pb.floorPGJS.rate > 0 {
 		b.ReportMetric(res.p50/floor50, "p50-ratio-to-bare")
@@ -696,7 +758,7 @@ func (pb *pipelineBench) noisy(b *testing.B) {
 			pb.spaces[i].hanging = true
 		}
 	}
-	res, _ := pb.pacedRun(b, func(ws int) bool { return !pb.spaces[ws].hanging })
+	res, _ := pb.pacedRun(b, *pipelinePaced, *pipelineRate, func(ws int) bool { return !pb.spaces[ws].hanging })
 	b.ReportMetric(float64(hanging), "hanging-webhooks")
 	b.ReportMetric(float64(pb.hang.held.Load()), "hung-requests")
 	if pb.quiet.messages > 0 {
@@ -738,7 +800,7 @@ type pipelineWatch struct {
 func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
 	w := &pipelineWatch{stop: make(chan struct{}), done: make(chan struct{}), rss: map[string]float64{}}
 	ctx := context.Background()
-	cons, err := pb.js.Consumer(ctx, pb.s.env.Stream.Name, dispatcherConsumer)
+	cons, err := pb.js.Consumer(ctx, pb.queue.stream, pb.queue.consumer)
 	start := time.Now()
 	go func() {
 		defer close(w.done)
@@ -1025,13 +1087,25 @@ func (r *pipelineReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *pipelineReceiver) record(got receiver.Request, ws int, n int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id := got.Delivery()
+	r.last, r.lastWS = got, ws
+	r.arrivedLocked(got.Delivery(), got.At, n)
+}
+
+// arrived files message n as received at at under id, which names this
+// one arrival (a webhook's delivery id): an id or a message that comes
+// twice fails the run.
+func (r *pipelineReceiver) arrived(id string, at time.Time, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.arrivedLocked(id, at, n)
+}
+
+func (r *pipelineReceiver) arrivedLocked(id string, at time.Time, n int64) {
 	if prev, dup := r.seen[id]; dup {
 		r.failLocked("delivery %s (message %d) received twice", id, prev)
 		return
 	}
 	r.seen[id] = n
-	r.last, r.lastWS = got, ws
 	i := slices.IndexFunc(r.runs, func(run *pipelineRun) bool { return n >= run.first && n < run.first+int64(run.n) })
 	if i < 0 {
 		r.failLocked("delivery %s: message %d was never sent", id, n)
@@ -1043,7 +1117,7 @@ func (r *pipelineReceiver) record(got receiver.Request, ws int, n int64) {
 		r.failLocked("message %d delivered twice, as %s and %s", n, run.ids[k], id)
 		return
 	}
-	run.ids[k], run.received[k] = id, got.At
+	run.ids[k], run.received[k] = id, at
 	if run.counted[k] {
 		run.done++
 		if run.done == run.want {
