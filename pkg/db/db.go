@@ -59,12 +59,8 @@ func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *za
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	// As many kept idle as may be open: with fewer, a burst above the
-	// idle count closes a connection at each release and opens one at the
-	// next acquire, a new PostgreSQL backend each time (docs/benchmarks.md
-	// "Chat replies" measured that churn).
 	sqlDB.SetMaxOpenConns(20)
-	sqlDB.SetMaxIdleConns(20)
+	sqlDB.SetMaxIdleConns(10)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
