@@ -45,7 +45,7 @@ bench: deps ## run the benchmarks and write bench/report.txt
 	@mkdir -p bench
 	@# pipefail: a failing benchmark fails the target, not just its line in the report.
 	@set -eo pipefail; for m in $(MODULES); do \
-		(cd $$m && go test -run '^$$' -bench . -benchmem -count 1 ./...); \
+		(cd $$m && go test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...); \
 	done | tee bench/report.txt
 
 # Flags for BenchmarkPipeline after the issue's sizes, e.g.
