@@ -75,6 +75,11 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 	modules := planModules(ws.Modules)
 	if waiting := c.Waiting; waiting != nil {
 		if a.now().Sub(c.WaitingSince) < a.chatSessionTTL {
+			if waiting.Chat != nil {
+				// Not stored with the run: its ai_response nodes are told
+				// the workspace's name as it is now.
+				waiting.Chat.WorkspaceName = ws.Name
+			}
 			return a.continueChat(ctx, c, waiting, modules, run.Continuation{Text: t.Message.Text, Message: &t.Message}, t.ID)
 		}
 		// Expired: the run stays stored as it was, and the message
@@ -141,6 +146,9 @@ func (a *App) continueChat(ctx context.Context, c *catalog.ChatConversation, r *
 	} else {
 		modules.FlowAI = true
 	}
+	// The plan's modules as they are now: a continue is given its own,
+	// like an invoke.
+	cont.Modules = modules
 	began := a.now()
 	res, err := a.engine.Continue(ctx, def, r, cont)
 	if err != nil {
