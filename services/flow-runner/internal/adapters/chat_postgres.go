@@ -107,6 +107,11 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string
 	})
 }
 
+// firstTurnLockClass is the first key of the advisory locks that guard a
+// conversation's creation (the second is its id's hash): a key of the
+// chat store's own.
+const firstTurnLockClass = 0x63686174 // "chat"
+
 // lockConversation locks the conversation's row, creating it for the
 // conversation's first turn.
 func lockConversation(tx *gorm.DB, workspaceID, conversationID string) (chatConversationRow, error) {
@@ -121,6 +126,18 @@ func lockConversation(tx *gorm.DB, workspaceID, conversationID string) (chatConv
 			return row, catalog.ErrConversationBusy
 		case !errors.Is(err, gorm.ErrRecordNotFound):
 			return row, fmt.Errorf("lock chat conversation: %w", err)
+		}
+		// A first turn has no row to lock, and its insert would wait for
+		// another instance's insert of the same conversation until that
+		// instance's whole answer is stored: the conversation's first
+		// insert is taken under a transaction's advisory lock instead,
+		// which another instance is refused at once.
+		var free bool
+		if err := tx.Raw("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", firstTurnLockClass, conversationID).Scan(&free).Error; err != nil {
+			return row, fmt.Errorf("lock chat conversation's creation: %w", err)
+		}
+		if !free {
+			return row, catalog.ErrConversationBusy
 		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&chatConversationRow{
 			ConversationID: conversationID, WorkspaceID: workspaceID, Mode: "auto", UpdatedAt: time.Now().UTC(),

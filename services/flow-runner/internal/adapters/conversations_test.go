@@ -1,0 +1,73 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/services/flow-runner/internal/app"
+	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
+)
+
+// answering is a Caller whose every call answers err.
+type answering struct{ err error }
+
+func (a answering) CallJSON(context.Context, string, string, string, string, string, any, any) error {
+	return a.err
+}
+
+func (a answering) CallRaw(context.Context, string, string, *rpcv1.Request, any) error { return a.err }
+
+// TestConversationsRefusals: messaging's refusals for good (4xx, and 502
+// platform_error) are app.ErrSendRefused; what a retry may cure
+// (unavailable, failing, rate limited, timed out, unreachable) is not.
+func TestConversationsRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err     error
+		refused bool
+	}{
+		{nil, false},
+		{errs.New(http.StatusConflict, "conversation_handed_over", "handed over"), true},
+		{errs.New(http.StatusUnprocessableEntity, "window_closed", "the 24-hour window is closed"), true},
+		{errs.New(http.StatusNotFound, "conversation_not_found", "no such conversation"), true},
+		{errs.New(http.StatusBadRequest, errs.CodeInvalidRequest, "bad"), true},
+		{errs.New(http.StatusForbidden, "forbidden", "blocked by the user"), true},
+		{errs.New(http.StatusBadGateway, errs.CodePlatformError, "the platform said no"), true},
+		{errs.New(http.StatusBadGateway, "bad_gateway", "upstream failed"), false},
+		{errs.New(http.StatusServiceUnavailable, "unavailable", "try later"), false},
+		{errs.New(http.StatusInternalServerError, "internal_error", "oops"), false},
+		{errs.New(http.StatusTooManyRequests, "rate_limited", "slow down"), false},
+		{errs.New(http.StatusRequestTimeout, "timeout", "too slow"), false},
+		{errs.New(http.StatusGatewayTimeout, "timeout", "too slow"), false},
+		{fmt.Errorf("call messaging: %w", errors.New("nats: no responders")), false},
+		{context.DeadlineExceeded, false},
+	} {
+		conv := NewConversations(adminclient.New(answering{tc.err}))
+		ctx := context.Background()
+		for what, err := range map[string]error{
+			"send":       conv.Send(ctx, "ws", "c", "k", "r", run.Message{Type: "text", Text: "hi"}),
+			"draft":      conv.Draft(ctx, "ws", "c", "k", "r", []run.Message{{Type: "text", Text: "hi"}}),
+			"handover":   conv.HandOver(ctx, "ws", "c", "why"),
+			"resume":     conv.ResumeAI(ctx, "ws", "c"),
+			"tags":       conv.AddTags(ctx, "ws", "c", []string{"a"}),
+			"assign":     conv.Assign(ctx, "ws", "c", "ann@example.com"),
+			"unanswered": conv.MarkUnanswered(ctx, "ws", "c", app.UnansweredAILimitReached),
+		} {
+			switch {
+			case tc.err == nil && err != nil:
+				t.Errorf("%s with no error: %v", what, err)
+			case tc.err == nil:
+			case errors.Is(err, app.ErrSendRefused) != tc.refused:
+				t.Errorf("%s answered %v: %v, refused %v, want %v", what, tc.err, err, !tc.refused, tc.refused)
+			case !tc.refused && !errors.Is(err, tc.err):
+				t.Errorf("%s: the transient error %v is lost: %v", what, tc.err, err)
+			}
+		}
+	}
+}
