@@ -226,8 +226,12 @@ func TestChatNodes(t *testing.T) {
 			st, err = services.Conversation(ctx, sh.ws, conv)
 			return err == nil && st.AI == messagingapi.ConversationHandedOver
 		}, func() string { return fmt.Sprintf("not handed over: %+v", st) })
-		runs := sh.chatRunsOf(t, services, conv)
-		if len(runs) != 1 || !strings.Contains(st.HandoverReason, runs[0]) || !strings.Contains(st.HandoverReason, "node_failed") {
+		// The handover is done before the run is stored, in its
+		// transaction.
+		var runs []string
+		waitFor(t, 20*time.Second, func() bool { runs = sh.chatRunsOf(t, services, conv); return len(runs) == 1 },
+			func() string { return fmt.Sprintf("runs %v", runs) })
+		if !strings.Contains(st.HandoverReason, runs[0]) || !strings.Contains(st.HandoverReason, "node_failed") {
 			t.Fatalf("runs %v, handover reason %q", runs, st.HandoverReason)
 		}
 		trace, err := services.RunTrace(ctx, sh.ws, runs[0])
