@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -132,7 +133,16 @@ func TestHoldStoresNothingOnAnError(t *testing.T) {
 	if err == nil {
 		t.Fatal("Hold of a caller gone succeeded")
 	}
-	if c := held(t, chats, ws, conv); c.AnsweredSeq != 0 {
+	// Its connection is dropped, and PostgreSQL frees the row once it
+	// sees that.
+	var c catalog.ChatConversation
+	wait.For(t, 10*time.Second, "the conversation free again", func() error {
+		return chats.Hold(ctx, ws, conv, func(got *catalog.ChatConversation) (*catalog.ChatRun, error) {
+			c = *got
+			return nil, nil
+		})
+	})
+	if c.AnsweredSeq != 0 {
 		t.Fatalf("after a caller gone %+v", c)
 	}
 }

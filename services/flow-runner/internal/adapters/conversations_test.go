@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -25,7 +26,8 @@ func (a answering) CallRaw(context.Context, string, string, *rpcv1.Request, any)
 
 // TestConversationsRefusals: messaging's refusals for good (4xx, and 502
 // platform_error) are app.ErrSendRefused; what a retry may cure
-// (unavailable, failing, rate limited, timed out, unreachable) is not.
+// (unavailable, failing, rate limited, timed out, unreachable, a send
+// still in progress under its key) is not.
 func TestConversationsRefusals(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -39,6 +41,9 @@ func TestConversationsRefusals(t *testing.T) {
 		{errs.New(http.StatusBadRequest, errs.CodeInvalidRequest, "bad"), true},
 		{errs.New(http.StatusForbidden, "forbidden", "blocked by the user"), true},
 		{errs.New(http.StatusBadGateway, errs.CodePlatformError, "the platform said no"), true},
+		// The same key's first send, still in progress (its instance
+		// died mid-send), is sent by a retry once messaging takes it over.
+		{errs.New(http.StatusConflict, idempotency.CodeInProgress, "in progress"), false},
 		{errs.New(http.StatusBadGateway, "bad_gateway", "upstream failed"), false},
 		{errs.New(http.StatusServiceUnavailable, "unavailable", "try later"), false},
 		{errs.New(http.StatusInternalServerError, "internal_error", "oops"), false},
