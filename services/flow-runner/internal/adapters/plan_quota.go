@@ -41,6 +41,10 @@ func (q *PlanQuota) use(ctx context.Context, workspaceID string, units int64) er
 	if e, ok := errs.As(err); ok && e.Code == errs.CodeQuotaExceeded {
 		return run.ErrQuotaExceeded
 	}
+	if e, ok := errs.As(err); err != nil && (!ok || e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout) {
+		// Not the plan's answer: the gateway could not give one.
+		return fmt.Errorf("use %d AI units: %w: %w", units, run.ErrQuotaUnavailable, err)
+	}
 	if err != nil {
 		return fmt.Errorf("use %d AI units: %w", units, err)
 	}

@@ -115,9 +115,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		res = a.engine.Invoke(ctx, def, inv)
 		a.obs.RunCall(res.Run.Status, a.now().Sub(began))
 	}
-	if err := ctx.Err(); err != nil {
-		// Stopping: the run was cut short, not failed; the turn is
-		// answered again by the instance that takes it.
+	if err := interrupted(ctx, res); err != nil {
 		return nil, err
 	}
 	return a.settle(ctx, c, res, true, t.ID)
@@ -154,11 +152,26 @@ func (a *App) continueChat(ctx context.Context, c *catalog.ChatConversation, r *
 	if err != nil {
 		return nil, fmt.Errorf("continue chat run %s: %w", r.ID, err)
 	}
-	if err := ctx.Err(); err != nil {
+	a.obs.RunCall(res.Run.Status, a.now().Sub(began))
+	if err := interrupted(ctx, res); err != nil {
 		return nil, err
 	}
-	a.obs.RunCall(res.Run.Status, a.now().Sub(began))
 	return a.settle(ctx, c, res, false, key)
+}
+
+// interrupted is why a call's run ended that was no fault of its flow: the
+// instance stopping, or a platform service it needed down. The turn is then
+// answered again later, by this instance or another, and nothing of this
+// call is kept or carried out: handing the conversation over for an outage
+// would silence the AI until an operator noticed.
+func interrupted(ctx context.Context, res *run.Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if res.Unavailable != nil {
+		return fmt.Errorf("chat run %s: %w", res.Run.ID, res.Unavailable)
+	}
+	return nil
 }
 
 // chatFlow is the flow that answers the turn's channel: its chat flow when

@@ -316,11 +316,16 @@ func (oneCardKB) Search(context.Context, string, string, int) ([]run.Passage, er
 type unitQuota struct {
 	mu          sync.Mutex
 	used, limit int
+	// down makes the count unreachable.
+	down bool
 }
 
 func (q *unitQuota) Reserve(context.Context, string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.down {
+		return fmt.Errorf("gateway: %w", run.ErrQuotaUnavailable)
+	}
 	if q.used >= q.limit {
 		return run.ErrQuotaExceeded
 	}
@@ -941,4 +946,24 @@ func TestWakeChatRunsAI(t *testing.T) {
 	if reqs := f.llm.requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Messages[0].Content, "Demo Shop") {
 		t.Fatalf("LLM requests %+v (run %+v)", reqs, r)
 	}
+}
+
+// TestAnswerTurnWhileThePlanIsUnreachable: a run that failed only because
+// the plan's AI units could not be reached is no answer: the turn is
+// answered again later, and nothing was sent, stored or handed over.
+func TestAnswerTurnWhileThePlanIsUnreachable(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	f.quota.down = true
+	tr := f.turn(1, "When do you ship?")
+	if err := f.app.AnswerTurn(context.Background(), tr); !errors.Is(err, run.ErrQuotaUnavailable) {
+		t.Fatalf("AnswerTurn = %v, want the outage, for a retry", err)
+	}
+	f.wantCalls(t)
+	if f.chats.runCount() != 0 || f.chats.conv(chatConv).answered != 0 {
+		t.Fatalf("an outage was kept: %d runs, %+v", f.chats.runCount(), f.chats.conv(chatConv))
+	}
+	f.quota.down = false
+	f.answer(t, tr)
+	f.wantCalls(t, "send ws/conv1 key=turn-1/0 run="+runOf(tr)+" We ship in 2 days.")
 }

@@ -68,6 +68,9 @@ func (x *exec) beginAI(sc *scope, node flow.Node) (*aiCall, *stepResult) {
 			o := outcome{kind: failed, err: &Error{Code: CodeQuotaExceeded, Message: fmt.Sprintf("node %q (%s): the plan's AI units are used up", sc.prefix+node.ID(), node.Type())}}
 			return nil, &stepResult{stop: &o, nodeErr: CodeQuotaExceeded}
 		}
+		if errors.Is(err, ErrQuotaUnavailable) {
+			x.res.Unavailable = err
+		}
 		r := x.failStep(sc, node, "could not reserve an AI unit: %s", err)
 		return nil, &r
 	}

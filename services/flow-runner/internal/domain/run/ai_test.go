@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -337,9 +338,14 @@ func TestAINodeRefusals(t *testing.T) {
 	})
 	t.Run("quota unreachable", func(t *testing.T) {
 		t.Parallel()
-		res := aiInvoke(t, &Engine{LLM: answer("x"), Quota: &fakeQuota{limit: 1, reserveErr: errors.New("gateway down")}}, doc, nil)
+		res := aiInvoke(t, &Engine{LLM: answer("x"), Quota: &fakeQuota{limit: 1, reserveErr: fmt.Errorf("gateway down: %w", ErrQuotaUnavailable)}}, doc, nil)
 		if r := res.Run; r.Status != StatusFailed || r.Error.Code != CodeNodeFailed || !strings.Contains(r.Error.Message, "gateway down") {
 			t.Fatalf("run %s %+v", r.Status, r.Error)
+		}
+		// The outage is named, so that a chat turn is answered again
+		// rather than handed over.
+		if !errors.Is(res.Unavailable, ErrQuotaUnavailable) {
+			t.Fatalf("Unavailable = %v", res.Unavailable)
 		}
 	})
 	t.Run("no provider", func(t *testing.T) {

@@ -79,6 +79,11 @@ type KnowledgeBase interface {
 // reached its ai_limit.
 var ErrQuotaExceeded = errors.New("the plan's AI units are used up")
 
+// ErrQuotaUnavailable wraps Quota.Reserve's error when the plan's count
+// could not be reached at all (the service keeping it is down or timed
+// out): no refusal, and no fault of the flow's.
+var ErrQuotaUnavailable = errors.New("the plan's AI units could not be reached")
+
 // Quota is the plan's AI units (ai_used of ai_limit), shared by every
 // instance and every run of the workspace.
 type Quota interface {

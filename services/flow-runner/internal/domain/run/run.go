@@ -213,6 +213,11 @@ type Result struct {
 	// Actions are what a chat run's call does to its conversation, in
 	// order; nil for a headless run.
 	Actions []Action
+	// Unavailable, when set, is why the run failed without any fault of
+	// its flow: a port of the platform's own could not be reached
+	// (ErrQuotaUnavailable). A caller that can make the whole call again
+	// later (a chat turn) does so rather than keep the failure.
+	Unavailable error
 }
 
 // HTTPRequest is what an http node asks for. Body is nil without one.
