@@ -142,6 +142,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		EventSubject: stream.Subject,
 		ChatSubject:  chat.ChatSubject,
 		EventWritten: relay.Kick,
+		InboxChanged: adapters.NewInboxNotices(svc.NATS, cfg.RPCSubjectPrefix, log).Changed,
 		Observer:     observer,
 		Clock:        s.clock,
 		Comments: app.CommentDeps{

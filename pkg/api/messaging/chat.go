@@ -121,6 +121,11 @@ type ConversationState struct {
 	Assignee string `json:"assignee"`
 	// SuggestionWaiting is whether a suggestion waits.
 	SuggestionWaiting bool `json:"suggestion_waiting"`
+	// ReplyWindowEndsAt is when the platform's messaging window closes
+	// (Messenger, Instagram: the customer's last message plus 24 hours);
+	// a send after it is refused outside_messaging_window. Null on
+	// platforms without one.
+	ReplyWindowEndsAt *string `json:"reply_window_ends_at"`
 }
 
 // ConversationStateAnswer is GET /admin/conversations/:id?workspace_id=
@@ -144,4 +149,54 @@ type ChangeConversation struct {
 	Reason      string   `json:"reason,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
 	Assignee    *string  `json:"assignee,omitempty"`
+}
+
+// InboxConversation is one conversation of the inbox's list: its chat
+// state and its newest message (null when it has none).
+type InboxConversation struct {
+	ConversationState
+	LastMessage *Message `json:"last_message"`
+}
+
+// InboxPage is GET /admin/conversations?workspace_id=&before=&limit=
+// &channel_id=&unanswered=&suggestion=&handed_over=&assignee=: the
+// workspace's conversations as the console's inbox lists them, most recent
+// message first, paged with the cursor of GET /v1/conversations
+// (next_before, null on the last page). unanswered, suggestion and
+// handed_over take true to keep only the conversations with that badge;
+// assignee keeps those assigned to that operator (an email).
+type InboxPage struct {
+	Conversations []InboxConversation `json:"conversations"`
+	NextBefore    *string             `json:"next_before"`
+}
+
+// SendOperatorMessage is POST /admin/conversations/:id/messages: an
+// operator's reply typed in the console's inbox, sent through the one send
+// path with every rule of the platform and stored with sender user, the
+// operator (an email) in its metadata. Answered 201 with MessageSent. The
+// conversation's messages, for the inbox, are GET
+// /admin/conversations/:id/messages?workspace_id=&before=&limit=, answered
+// with a MessagePage as the API's.
+type SendOperatorMessage struct {
+	WorkspaceID string          `json:"workspace_id"`
+	Operator    string          `json:"operator,omitempty"`
+	Message     OutboundMessage `json:"message"`
+}
+
+// InboxChange is what messaging publishes on core NATS, on
+// InboxSubject(prefix, workspace), after a conversation changed as the
+// inbox shows it: a message stored or sent, its chat state changed, a
+// suggestion drafted, sent or discarded. Nothing keeps it: the console
+// forwards it to the inbox pages open at that moment, which redraw.
+type InboxChange struct {
+	WorkspaceID    string `json:"workspace_id"`
+	ConversationID string `json:"conversation_id"`
+}
+
+// InboxSubject is the core NATS subject of a workspace's InboxChange
+// notifications: "<prefix>.inbox.<workspace_id>", prefix being
+// RPC_SUBJECT_PREFIX, so test runs and deployments sharing a NATS server
+// stay apart.
+func InboxSubject(prefix, workspaceID string) string {
+	return prefix + ".inbox." + workspaceID
 }

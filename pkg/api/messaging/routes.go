@@ -17,7 +17,10 @@ var AdminRoutes = []api.Route{
 	{Method: http.MethodGet, Path: "/admin/channels/:id", Response: AdminChannelAnswer{}},
 	{Method: http.MethodPatch, Path: "/admin/channels/:id", Request: SetChannelAIMode{}, Response: AdminChannelAnswer{}},
 
+	{Method: http.MethodGet, Path: "/admin/conversations", Response: InboxPage{}},
 	{Method: http.MethodGet, Path: "/admin/conversations/:id", Response: ConversationStateAnswer{}},
+	{Method: http.MethodGet, Path: "/admin/conversations/:id/messages", Response: MessagePage{}},
+	{Method: http.MethodPost, Path: "/admin/conversations/:id/messages", Request: SendOperatorMessage{}, Response: MessageSent{}},
 	{Method: http.MethodPost, Path: "/admin/conversations/:id/ai-messages", Request: SendAIMessage{}, Response: AIMessageSent{}},
 	{Method: http.MethodPut, Path: "/admin/conversations/:id/suggestion", Request: DraftSuggestion{}, Response: SuggestionAnswer{}},
 	{Method: http.MethodGet, Path: "/admin/conversations/:id/suggestion", Response: SuggestionAnswer{}},

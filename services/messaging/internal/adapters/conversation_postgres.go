@@ -199,6 +199,7 @@ func (s *ConversationStore) ListConversations(ctx context.Context, q conversatio
 	if q.Platform != "" {
 		tx = tx.Where("v.platform = ?", string(q.Platform))
 	}
+	tx = inboxFilter(tx, q.Inbox)
 	var rows []conversationRow
 	if err := tx.Scopes(db.NewestFirst("v.last_message_at", "v.id", q.Before, q.At, q.Limit)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -206,6 +207,57 @@ func (s *ConversationStore) ListConversations(ctx context.Context, q conversatio
 	out := make([]conversation.Conversation, len(rows))
 	for i, r := range rows {
 		out[i] = r.toDomain()
+	}
+	return out, nil
+}
+
+// inboxFilter narrows a conversations query as f says.
+func inboxFilter(tx *gorm.DB, f conversation.InboxFilter) *gorm.DB {
+	if f.ChannelID != "" {
+		if !validID(f.ChannelID) {
+			return tx.Where("false")
+		}
+		tx = tx.Where("v.channel_id = ?", f.ChannelID)
+	}
+	if f.Unanswered {
+		tx = tx.Where("v.unanswered <> ''")
+	}
+	if f.HandedOver {
+		tx = tx.Where("v.handed_over")
+	}
+	if f.SuggestionWaiting {
+		tx = tx.Where("EXISTS (SELECT 1 FROM messaging.suggestions AS s WHERE s.conversation_id = v.id)")
+	}
+	if f.Assignee != "" {
+		tx = tx.Where("lower(v.assignee) = lower(?)", f.Assignee)
+	}
+	return tx
+}
+
+// LastMessages returns the newest message of each conversation.
+func (s *ConversationStore) LastMessages(ctx context.Context, conversationIDs []string) (map[string]conversation.Message, error) {
+	out := map[string]conversation.Message{}
+	ids := make([]string, 0, len(conversationIDs))
+	for _, id := range conversationIDs {
+		if validID(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []messageRow
+	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT ON (conversation_id) * FROM messaging.messages
+		WHERE conversation_id IN ? ORDER BY conversation_id, created_at DESC, id DESC`, ids).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("last messages: %w", err)
+	}
+	for _, r := range rows {
+		m, err := r.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out[m.ConversationID] = m
 	}
 	return out, nil
 }

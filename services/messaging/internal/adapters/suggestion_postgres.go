@@ -134,3 +134,25 @@ func (s *SuggestionStore) Discard(ctx context.Context, conversationID string) er
 	}
 	return nil
 }
+
+// Waiting says which of the conversations have a waiting suggestion.
+func (s *SuggestionStore) Waiting(ctx context.Context, conversationIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	ids := make([]string, 0, len(conversationIDs))
+	for _, id := range conversationIDs {
+		if validID(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var waiting []string
+	if err := s.db.WithContext(ctx).Raw(`SELECT conversation_id FROM messaging.suggestions WHERE conversation_id IN ?`, ids).Scan(&waiting).Error; err != nil {
+		return nil, fmt.Errorf("waiting suggestions: %w", err)
+	}
+	for _, id := range waiting {
+		out[id] = true
+	}
+	return out, nil
+}

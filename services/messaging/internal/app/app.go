@@ -37,6 +37,11 @@ type Deps struct {
 	// event or a chat turn), so the relay publishes it without waiting
 	// for its next poll.
 	EventWritten func()
+	// InboxChanged is called after a conversation changed as the inbox
+	// shows it: a message stored or sent, its chat state changed, a
+	// suggestion drafted, sent or discarded. The console's inbox redraws
+	// on it (docs/console.md "The inbox"); nil tells no one.
+	InboxChanged func(workspaceID, conversationID string)
 	// Observer is told what operators watch (nil: nothing is).
 	Observer Observer
 	// Clock dates what the use cases store and checks the windows;
@@ -56,6 +61,7 @@ type App struct {
 	eventSubject func(workspaceID, eventType string) string
 	chatSubject  func(workspaceID, conversationID string) string
 	eventWritten func()
+	inboxChanged func(workspaceID, conversationID string)
 	observer     Observer
 	now          func() time.Time
 	newID        func() string
@@ -73,6 +79,7 @@ func New(d Deps) *App {
 		eventSubject: d.EventSubject,
 		chatSubject:  d.ChatSubject,
 		eventWritten: d.EventWritten,
+		inboxChanged: d.InboxChanged,
 		observer:     observerOr(d.Observer),
 		now:          d.Clock,
 		newID:        d.NewID,
@@ -88,6 +95,9 @@ func New(d Deps) *App {
 	}
 	if a.eventWritten == nil {
 		a.eventWritten = func() {}
+	}
+	if a.inboxChanged == nil {
+		a.inboxChanged = func(string, string) {}
 	}
 	return a
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
@@ -12,6 +13,10 @@ import (
 type ConversationState struct {
 	conversation.Conversation
 	SuggestionWaiting bool
+	// WindowEndsAt is when the platform's messaging window closes (the
+	// customer's last message plus MESSAGING_WINDOW); zero on platforms
+	// without one.
+	WindowEndsAt time.Time
 }
 
 // ConversationState returns the workspace's conversation with its chat
@@ -32,6 +37,7 @@ func (a *App) changeChat(ctx context.Context, workspaceID, id string, change fun
 	if err != nil {
 		return ConversationState{}, err
 	}
+	a.inboxChanged(conv.WorkspaceID, conv.ID)
 	return a.stateOf(ctx, conv)
 }
 
@@ -40,5 +46,14 @@ func (a *App) stateOf(ctx context.Context, conv conversation.Conversation) (Conv
 	if err != nil && !errors.Is(err, conversation.ErrNoSuggestion) {
 		return ConversationState{}, err
 	}
-	return ConversationState{Conversation: conv, SuggestionWaiting: err == nil}, nil
+	return a.state(conv, err == nil), nil
+}
+
+// state is conv's ConversationState, with whether a suggestion waits.
+func (a *App) state(conv conversation.Conversation, suggestionWaiting bool) ConversationState {
+	s := ConversationState{Conversation: conv, SuggestionWaiting: suggestionWaiting}
+	if conversation.HasWindow(conv.Platform) && !conv.LastCustomerMessageAt.IsZero() {
+		s.WindowEndsAt = conv.LastCustomerMessageAt.Add(a.window)
+	}
+	return s
 }

@@ -14,5 +14,6 @@ func (a *App) DiscardSuggestion(ctx context.Context, workspaceID, conversationID
 	if err := a.suggestions.Discard(ctx, conv.ID); err != nil {
 		return ConversationState{}, err
 	}
-	return ConversationState{Conversation: conv}, nil
+	a.inboxChanged(conv.WorkspaceID, conv.ID)
+	return a.state(conv, false), nil
 }

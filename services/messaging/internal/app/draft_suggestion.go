@@ -30,5 +30,6 @@ func (a *App) DraftSuggestion(ctx context.Context, workspaceID, conversationID, 
 	if err := a.suggestions.Draft(ctx, s, rr.receipt(a.observer, conv.WorkspaceID, runID, s, nil)); err != nil {
 		return conversation.Suggestion{}, err
 	}
+	a.inboxChanged(conv.WorkspaceID, conv.ID)
 	return s, nil
 }

@@ -52,6 +52,7 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 		return tx.Claim(ctx, ch.ID, key)
 	}
 	var outcome string
+	var stored conversation.Conversation
 	wroteEvent := false
 	err := a.inbox.Receive(ctx, func(tx conversation.ReceiveTx) error {
 		fresh, err := claim(ctx, tx)
@@ -86,6 +87,7 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 		// applies from the next message; the handover with the
 		// conversation's row, which the upsert holds locked.
 		outcome = IngressStored
+		stored = conv
 		if seq, ok := conv.NextTurn(ch); ok {
 			turn, err := a.chatTurn(ch, conv, msg, in, seq)
 			if err != nil {
@@ -107,6 +109,8 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 	})
 	if err != nil {
 		err = fmt.Errorf("receive on channel %s: %w", ch.ID, err)
+	} else if outcome == IngressStored {
+		a.inboxChanged(stored.WorkspaceID, stored.ID)
 	}
 	return a.received(ch, outcome, wroteEvent, err)
 }

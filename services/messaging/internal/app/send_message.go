@@ -208,6 +208,7 @@ func (a *App) storeSent(ctx context.Context, s send, rec *receipt.Receipt, msgs 
 	for range msgs {
 		a.observer.Send(s.platform, SendSent)
 	}
+	a.inboxChanged(s.target.Conversation.WorkspaceID, s.target.Conversation.ID)
 	return nil
 }
 

@@ -37,6 +37,8 @@ func (a *App) SendSuggestion(ctx context.Context, workspaceID, conversationID, o
 	if err != nil {
 		return nil, err
 	}
+	// Taken: the inbox no longer shows it waiting, whatever follows.
+	defer a.inboxChanged(conv.WorkspaceID, conv.ID)
 	msgs := s.Messages
 	if len(edited) > 0 {
 		msgs = edited

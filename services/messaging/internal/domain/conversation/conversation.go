@@ -126,12 +126,31 @@ type ConversationQuery struct {
 	WorkspaceID string
 	// Platform, when set, keeps only that platform's conversations.
 	Platform channel.Kind
+	// Inbox narrows the page as the console's inbox filters it; its zero
+	// value keeps every conversation.
+	Inbox InboxFilter
 	// Before, when set, keeps conversations whose last message is older.
 	Before *time.Time
 	// At, when set, selects every conversation whose last message is at
 	// exactly this time, and Before and Limit are ignored.
 	At    *time.Time
 	Limit int
+}
+
+// InboxFilter is what the inbox's list filters by: each field set keeps
+// only the conversations that have it.
+type InboxFilter struct {
+	ChannelID string
+	// Unanswered keeps conversations whose last customer message got no
+	// answer (Chat.Unanswered set).
+	Unanswered bool
+	// SuggestionWaiting keeps conversations with a waiting suggestion.
+	SuggestionWaiting bool
+	// HandedOver keeps conversations handed over to operators.
+	HandedOver bool
+	// Assignee keeps conversations assigned to this operator (an email,
+	// compared in lower case).
+	Assignee string
 }
 
 // MessageQuery selects a page of a conversation's messages, newest first.
@@ -161,6 +180,8 @@ type Suggestions interface {
 	// Discard removes the conversation's waiting suggestion, if one
 	// waits.
 	Discard(ctx context.Context, conversationID string) error
+	// Waiting says which of the conversations have a waiting suggestion.
+	Waiting(ctx context.Context, conversationIDs []string) (map[string]bool, error)
 }
 
 // Store keeps the inbox.
@@ -172,6 +193,10 @@ type Store interface {
 	Get(ctx context.Context, workspaceID, id string) (Conversation, error)
 	ListConversations(ctx context.Context, q ConversationQuery) ([]Conversation, error)
 	ListMessages(ctx context.Context, q MessageQuery) ([]Message, error)
+	// LastMessages returns the newest message of each of the
+	// conversations, by conversation id; a conversation without messages
+	// is left out.
+	LastMessages(ctx context.Context, conversationIDs []string) (map[string]Message, error)
 	// AddSent stores messages sent to the customer in one of its
 	// conversations, moves the conversation's last_message_at and clears
 	// its unanswered mark (Message.Answers), and, when rec is not nil,

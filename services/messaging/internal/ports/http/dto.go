@@ -8,6 +8,7 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"time"
 )
 
 // The converters from the domain to the bodies of pkg/api/messaging.
@@ -84,7 +85,16 @@ func toAPIConversationState(s app.ConversationState) messagingapi.ConversationSt
 		Conversation: toAPIConversation(s.Conversation), WorkspaceID: s.WorkspaceID,
 		AI: ai, HandoverReason: s.Chat.HandoverReason, Unanswered: s.Chat.Unanswered,
 		Tags: tags, Assignee: s.Chat.Assignee, SuggestionWaiting: s.SuggestionWaiting,
+		ReplyWindowEndsAt: httpx.OptionalTimestamp(optionalTime(s.WindowEndsAt)),
 	}
+}
+
+// optionalTime is t, nil when zero.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 func toAPISuggestion(s conversation.Suggestion) *messagingapi.Suggestion {

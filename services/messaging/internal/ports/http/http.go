@@ -124,7 +124,10 @@ func NewAdmin(d AdminDeps) *echo.Echo {
 	e.GET("/admin/channels/:id", h.getChannel)
 	e.PATCH("/admin/channels/:id", h.setChannelAIMode)
 
+	e.GET("/admin/conversations", h.listInbox)
 	e.GET("/admin/conversations/:id", h.getConversation)
+	e.GET("/admin/conversations/:id/messages", h.listMessages)
+	e.POST("/admin/conversations/:id/messages", h.sendOperatorMessage)
 	e.POST("/admin/conversations/:id/ai-messages", h.sendAIMessage)
 	e.PUT("/admin/conversations/:id/suggestion", h.draftSuggestion)
 	e.GET("/admin/conversations/:id/suggestion", h.getSuggestion)
