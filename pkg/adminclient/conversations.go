@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -114,4 +115,68 @@ func (c *Client) Assign(ctx context.Context, workspaceID, conversationID, assign
 // UnansweredAIUnavailable).
 func (c *Client) MarkUnanswered(ctx context.Context, workspaceID, conversationID, reason string) (messagingapi.ConversationState, error) {
 	return c.changeConversation(ctx, http.MethodPost, conversationID, "/unanswered", messagingapi.ChangeConversation{WorkspaceID: workspaceID, Reason: reason})
+}
+
+// InboxFilter narrows ListInbox: each field set keeps only the
+// conversations that have it. Before is the cursor (next_before of the
+// previous page), Limit the page's size (0: messaging's default).
+type InboxFilter struct {
+	Before            string
+	Limit             int
+	ChannelID         string
+	Unanswered        bool
+	SuggestionWaiting bool
+	HandedOver        bool
+	Assignee          string
+}
+
+// ListInbox returns a page of the workspace's conversations as the inbox
+// lists them: most recent message first, each with its chat state and
+// newest message.
+func (c *Client) ListInbox(ctx context.Context, workspaceID string, f InboxFilter) (messagingapi.InboxPage, error) {
+	q := inWorkspace(workspaceID)
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("before", f.Before)
+	if f.Limit > 0 {
+		set("limit", strconv.Itoa(f.Limit))
+	}
+	set("channel_id", f.ChannelID)
+	for k, on := range map[string]bool{"unanswered": f.Unanswered, "suggestion": f.SuggestionWaiting, "handed_over": f.HandedOver} {
+		if on {
+			q.Set(k, "true")
+		}
+	}
+	set("assignee", f.Assignee)
+	var out messagingapi.InboxPage
+	err := c.get(ctx, rpc.ServiceMessaging, "/admin/conversations", q, &out)
+	return out, err
+}
+
+// ConversationMessages returns a page of the workspace conversation's
+// messages, newest first; before is the cursor ("" for the newest), limit
+// the page's size (0: messaging's default).
+func (c *Client) ConversationMessages(ctx context.Context, workspaceID, conversationID, before string, limit int) (messagingapi.MessagePage, error) {
+	q := inWorkspace(workspaceID)
+	if before != "" {
+		q.Set("before", before)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out messagingapi.MessagePage
+	err := c.get(ctx, rpc.ServiceMessaging, conversationPath(conversationID, "/messages"), q, &out)
+	return out, err
+}
+
+// SendOperatorMessage sends an operator's reply to the customer (sender
+// user) through messaging's send path, with every rule of the platform
+// (outside_messaging_window, platform_error, …).
+func (c *Client) SendOperatorMessage(ctx context.Context, conversationID string, m messagingapi.SendOperatorMessage) (messagingapi.Message, error) {
+	var out messagingapi.MessageSent
+	err := c.admin(ctx, rpc.ServiceMessaging, http.MethodPost, conversationPath(conversationID, "/messages"), m, &out)
+	return out.Message, err
 }
