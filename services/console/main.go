@@ -99,6 +99,7 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Channels:   services,
 		Webhooks:   services,
 		Flows:      services,
+		Inbox:      services,
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},

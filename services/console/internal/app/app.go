@@ -41,6 +41,7 @@ type App struct {
 	channels   Channels
 	flows      FlowRunner
 	webhooks   Webhooks
+	inbox      Inbox
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -57,6 +58,7 @@ type Deps struct {
 	Channels   Channels
 	Flows      FlowRunner
 	Webhooks   Webhooks
+	Inbox      Inbox
 	Limiter    SignInLimiter
 	Hasher     *operator.Hasher
 	Policy     session.Policy
@@ -75,7 +77,7 @@ func New(d Deps) *App {
 	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
 		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now,
 		apiKeys: d.APIKeys, channels: d.Channels,
-		flows: d.Flows}
+		flows: d.Flows, inbox: d.Inbox}
 }
 
 // ErrWorkspaceNotFound is a workspace that does not exist or that the
