@@ -114,6 +114,7 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 			Proxies:         cfg.Proxies(),
 			InsecureCookies: cfg.InsecureCookies,
 			Observer:        obs,
+			InboxChanges:    adapters.NewInboxChanges(svc.NATS, cfg.RPCSubjectPrefix),
 			Log:             svc.Log(),
 		}),
 		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: httpport.NewAdmin(httpport.AdminDeps{App: console, Log: svc.Log()})}},

@@ -98,7 +98,11 @@ func visible(op operator.Operator, workspaceID string) error {
 // isID reports whether s is an id as the services write them: a UUID in
 // its canonical 36-character form (uuid.Parse also takes other forms,
 // which no service answers with).
-func isID(s string) bool {
+func isID(s string) bool { return IsID(s) }
+
+// IsID reports whether s is an id as the services write them: a UUID in
+// its canonical 36-character form.
+func IsID(s string) bool {
 	_, err := uuid.Parse(s)
 	return err == nil && len(s) == 36
 }

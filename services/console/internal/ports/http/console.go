@@ -31,7 +31,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // pageNames are the templates under templates/, each drawn inside layout.
-var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery", "flows", "run", "kb", "keys", "key_created", "channels"}
+var pageNames = []string{"login", "workspaces", "workspace", "error", "webhook", "deliveries", "delivery", "flows", "run", "kb", "keys", "key_created", "channels", "inbox", "conversation"}
 
 // Console serves the pages operators use in a browser.
 type Console struct {
@@ -44,6 +44,9 @@ type Console struct {
 	// (PublicDeps.InsecureCookies).
 	insecureCookies bool
 	obs             Observer
+	// inboxChanges feed the inbox pages' event streams; nil: no live
+	// updates.
+	inboxChanges InboxChanges
 }
 
 // PublicDeps are what NewPublic builds the console's pages from.
@@ -63,12 +66,15 @@ type PublicDeps struct {
 	InsecureCookies bool
 	// Observer counts requests and sign-ins; nil counts nothing.
 	Observer Observer
+	// InboxChanges feed the inbox pages' event streams (live updates);
+	// nil turns them off, and the pages show changes on reload.
+	InboxChanges InboxChanges
 	Log      *zap.Logger
 }
 
 // NewPublic returns the console's pages, answering every error as a page.
 func NewPublic(d PublicDeps) *echo.Echo {
-	c := &Console{app: d.App, log: d.Log, proxies: d.Proxies, insecureCookies: d.InsecureCookies, obs: d.Observer,
+	c := &Console{app: d.App, log: d.Log, proxies: d.Proxies, insecureCookies: d.InsecureCookies, obs: d.Observer, inboxChanges: d.InboxChanges,
 		pages: map[string]*template.Template{}, now: time.Now}
 	if c.obs == nil {
 		c.obs = nopObserver{}
@@ -76,7 +82,7 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	for _, name := range pageNames {
 		// Embedded at build time: a template that does not parse fails
 		// every test.
-		c.pages[name] = template.Must(template.New("layout.html").Funcs(template.FuncMap{"day": day, "minute": displayTime}).
+		c.pages[name] = template.Must(template.New("layout.html").Funcs(template.FuncMap{"day": day, "minute": displayTime, "dollars": dollars}).
 			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 
@@ -104,6 +110,7 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	c.mountFlows(ws)
 	c.mountKnowledge(ws)
 	c.mountKeysAndChannels(ws)
+	c.mountInbox(ws)
 	return e
 }
 

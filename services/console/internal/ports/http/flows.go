@@ -366,7 +366,15 @@ func (c *Console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return c.flowsError(ctx, "run", v, err)
 	}
-	rv := runView{FlowPath: flowPath(ctx, flowID), Run: t.Run, Vars: indentJSON(t.Run.Vars), Output: indentJSON(t.Run.Output)}
+	v.Title = "Run " + t.Run.ID
+	v.Page = traceView(t, flowPath(ctx, flowID))
+	return c.render(ctx, http.StatusOK, "run", v)
+}
+
+// traceView is a run's trace as the run page draws it, with the link back
+// to where it was opened from.
+func traceView(t flowrunnerapi.Trace, back string) runView {
+	rv := runView{FlowPath: back, Run: t.Run, Vars: indentJSON(t.Run.Vars), Output: indentJSON(t.Run.Output)}
 	var cost float64
 	for _, n := range t.NodeRuns {
 		status := "completed"
@@ -379,9 +387,7 @@ func (c *Console) runPage(ctx echo.Context) error {
 		cost += n.CostUSD
 	}
 	rv.TotalCost = dollars(cost)
-	v.Title = "Run " + t.Run.ID
-	v.Page = rv
-	return c.render(ctx, http.StatusOK, "run", v)
+	return rv
 }
 
 // indentJSON is v as indented JSON, for a <pre>.

@@ -13,10 +13,11 @@ import (
 )
 
 // contentSecurityPolicy lets a page load only the console's own
-// stylesheet, images and script files (static/, such as the copy button's)
-// and post forms only to the console: no inline script runs, and no other
+// stylesheet, images and script files (static/, such as the copy button's),
+// lets scripts connect only to the console (the inbox's event stream and
+// its redraws), and post forms only to the console: no inline script runs, and no other
 // site may frame a page.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // securityHeaders is on every answer of the console's pages.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
