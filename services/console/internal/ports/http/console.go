@@ -69,7 +69,7 @@ type PublicDeps struct {
 	// InboxChanges feed the inbox pages' event streams (live updates);
 	// nil turns them off, and the pages show changes on reload.
 	InboxChanges InboxChanges
-	Log      *zap.Logger
+	Log          *zap.Logger
 }
 
 // NewPublic returns the console's pages, answering every error as a page.
