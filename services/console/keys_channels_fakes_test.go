@@ -194,6 +194,14 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		}
 		return errs.NotFound("channel_not_found", "channel not found")
 	})
+	// The inbox's list, empty: its pages are tested against messaging
+	// itself (e2e TestConsoleInbox).
+	e.GET("/admin/conversations", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, messagingapi.InboxPage{Conversations: []messagingapi.InboxConversation{}})
+	})
+	e.GET("/admin/conversations/:id", func(c echo.Context) error {
+		return errs.NotFound("conversation_not_found", "conversation not found")
+	})
 	serveFake(t, env, rpc.ServiceMessaging, map[string]*echo.Echo{rpc.EndpointAdmin: e})
 	return m
 }

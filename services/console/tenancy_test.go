@@ -48,7 +48,9 @@ func TestWorkspaceOperatorSeesOnlyItsWorkspace(t *testing.T) {
 		}
 		// A page of one item (a delivery, a run) names an item that is not
 		// there, which is its own 404; its pages' tests read real ones.
-		if ownPath := strings.Replace(route.Path, ":id", own, 1); route.Method == http.MethodGet && !strings.Contains(ownPath, ":") {
+		// The inbox's event stream does not end: it is read in its own
+		// test.
+		if ownPath := strings.Replace(route.Path, ":id", own, 1); route.Method == http.MethodGet && !strings.Contains(ownPath, ":") && !strings.HasSuffix(ownPath, "/events") {
 			if r := b.get(ownPath); r.status != http.StatusOK {
 				t.Fatalf("GET %s of its own workspace = %d", route.Path, r.status)
 			}
