@@ -138,7 +138,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 
 // handle runs the handler on msg and settles it by the outcome.
 func (c *Consumer) handle(msg jetstream.Msg) {
-	err := c.h(c.work, msg)
+	err := c.run(msg)
 	switch {
 	case err == nil:
 		if err := msg.Ack(); err != nil {
@@ -166,6 +166,19 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			c.log.Warn("nak message", zap.String("subject", msg.Subject()), zap.Error(err))
 		}
 	}
+}
+
+// run runs the handler on msg. A handler that panics has met a message
+// it can never handle (a bug the message exposes): it is terminated like
+// a permanent failure, so that it cannot take down every instance in turn.
+func (c *Consumer) run(msg jetstream.Msg) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("message handler panicked", zap.String("subject", msg.Subject()), zap.Any("panic", p), zap.Stack("stack"))
+			err = Permanent(fmt.Errorf("handler panicked: %v", p))
+		}
+	}()
+	return c.h(c.work, msg)
 }
 
 // nakDelay doubles from NakDelayMin with each delivery, up to NakDelayMax.

@@ -155,6 +155,27 @@ func TestConsumeHandsBackLaterAfterTheDelayAsked(t *testing.T) {
 	}
 }
 
+// A handler that panics on a message terminates it and goes on with the
+// others: one bad message never stops the consumer or its process.
+func TestConsumeSurvivesAPanickingHandler(t *testing.T) {
+	t.Parallel()
+	s := newStream(t)
+	var seen deliveries
+	s.consume(2, func(_ context.Context, msg jetstream.Msg) error {
+		seen.add(msg)
+		if string(msg.Data()) == "1" {
+			var m map[string]int
+			m["boom"]++ // a nil map: the bug a message exposes
+		}
+		return nil
+	})
+	s.publish(3)
+	s.settled(3)
+	if seen.of("0") != 1 || seen.of("1") != 1 || seen.of("2") != 1 {
+		t.Fatalf("deliveries %d, %d, %d; want each once (the panicking one terminated)", seen.of("0"), seen.of("1"), seen.of("2"))
+	}
+}
+
 // No more messages are worked on at once than the consumer's concurrency.
 func TestConsumeBoundsTheMessagesInHand(t *testing.T) {
 	t.Parallel()
