@@ -396,7 +396,9 @@ func TestOversizedResponseIsUnavailable(t *testing.T) {
 // request has passed, the key is free; completing it did not extend it.
 func TestKeyExpiresTTLAfterTheFirstRequest(t *testing.T) {
 	t.Parallel()
-	ttl := 400 * time.Millisecond
+	// Long enough that the half left after the wait below outlasts a
+	// Complete and a read on a loaded machine.
+	ttl := 2 * time.Second
 	f := newFixture(t, idempotency.Options{TTL: ttl})
 	ctx := context.Background()
 	rkey := f.redisKey(ws, key)
@@ -409,7 +411,7 @@ func TestKeyExpiresTTLAfterTheFirstRequest(t *testing.T) {
 	}
 	// The work takes a while: a Complete that set a fresh TTL would move
 	// the expiry by that much.
-	wait.Until(t, 5*time.Second, "the work to take a while", func() bool {
+	wait.Until(t, 10*time.Second, "the work to take a while", func() bool {
 		return f.rdb.PTTL(ctx, rkey).Val() <= ttl/2
 	})
 	if err := c.Complete(ctx, idempotency.Response{Status: 200, Body: []byte(`{"ok":true}`)}); err != nil {
@@ -420,7 +422,7 @@ func TestKeyExpiresTTLAfterTheFirstRequest(t *testing.T) {
 	}
 	wantState(t, f.begin(t, ws, key, fpA), idempotency.Replay)
 
-	wait.For(t, 5*time.Second, "the key to expire", func() error {
+	wait.For(t, 10*time.Second, "the key to expire", func() error {
 		res := f.begin(t, ws, key, fpB)
 		if res.State == idempotency.Claimed {
 			return nil
