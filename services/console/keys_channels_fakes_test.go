@@ -124,6 +124,8 @@ type fakeMessaging struct {
 	// refusal, when set, answers every call; createRefusal only creates.
 	refusal       *errs.Error
 	createRefusal *errs.Error
+	// inbox is the conversations (inbox_fake_test.go).
+	inbox fakeInbox
 }
 
 func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
@@ -194,14 +196,7 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		}
 		return errs.NotFound("channel_not_found", "channel not found")
 	})
-	// The inbox's list, empty: its pages are tested against messaging
-	// itself (e2e TestConsoleInbox).
-	e.GET("/admin/conversations", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, messagingapi.InboxPage{Conversations: []messagingapi.InboxConversation{}})
-	})
-	e.GET("/admin/conversations/:id", func(c echo.Context) error {
-		return errs.NotFound("conversation_not_found", "conversation not found")
-	})
+	m.serveInbox(e)
 	serveFake(t, env, rpc.ServiceMessaging, map[string]*echo.Echo{rpc.EndpointAdmin: e})
 	return m
 }

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+// inboxAcme is Acme signed in as ann, with a Messenger channel in suggest
+// mode and a conversation on it whose contact wrote what is given.
+func inboxAcme(t *testing.T, state messagingapi.ConversationState, messages ...messagingapi.Message) (h *harness, own, conv string, b *browser) {
+	t.Helper()
+	h, own, b = signedInToAcme(t)
+	ch := h.messaging.channel(own, "messenger", "106372195099001", messagingapi.AIModeSuggest)
+	conv = h.messaging.conversation(own, ch, state, messages...)
+	return h, own, conv, b
+}
+
+// hostile is contact-supplied text that would run or bold if drawn as
+// HTML.
+const hostile = `<script>alert(1)</script><b>bold</b>`
+
+// TestInboxEscapesContactText: the contact's name, messages and captions,
+// the buttons and cards of sent messages and the AI's draft are drawn as
+// text on the list and the conversation's page, never as HTML, and a
+// javascript: link from a platform is never a link.
+func TestInboxEscapesContactText(t *testing.T) {
+	t.Parallel()
+	state := messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "6843", Name: "Eve " + hostile}},
+		Tags: []string{"vip" + hostile}, Assignee: "ann@example.com"}
+	h, own, conv, b := inboxAcme(t, state,
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "name " + hostile},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "image", Content: "caption " + hostile,
+			Metadata: map[string]any{"attachment": map[string]any{"type": "image", "url": "javascript:alert(2)"}}},
+		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "text", Content: "button " + hostile,
+			Metadata: map[string]any{"buttons": []any{map[string]any{"type": "postback", "title": "title " + hostile, "payload": "x"}},
+				"quick_replies": []any{"quick " + hostile}}},
+		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "carousel", Content: "",
+			Metadata: map[string]any{"elements": []any{map[string]any{"title": "card " + hostile, "subtitle": "sub " + hostile}}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "last " + hostile},
+	)
+	h.messaging.suggest(conv, messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "draft " + hostile}}})
+
+	escaped := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"
+	list := b.get("/workspaces/" + own + "/conversations")
+	if list.status != http.StatusOK {
+		t.Fatalf("the list = %d: %s", list.status, list.body)
+	}
+	mustContain(t, list, "Eve "+escaped, "last "+escaped, "vip"+escaped, "Suggestion waiting")
+	page := b.get("/workspaces/" + own + "/conversations/" + conv)
+	if page.status != http.StatusOK {
+		t.Fatalf("the conversation = %d: %s", page.status, page.body)
+	}
+	mustContain(t, page, "Eve "+escaped, "name "+escaped, "caption "+escaped, "title "+escaped, "quick "+escaped,
+		"card "+escaped, "sub "+escaped, "draft "+escaped, "vip"+escaped)
+	for what, r := range map[string]response{"the list": list, "the conversation": page} {
+		for _, raw := range []string{"<script>alert", "<b>bold", "javascript:"} {
+			if strings.Contains(r.body, raw) {
+				t.Errorf("%s draws %q as HTML:\n%s", what, raw, r.body)
+			}
+		}
+	}
+	// The edit form keeps the draft as text in its box.
+	edit := b.get("/workspaces/" + own + "/conversations/" + conv + "?edit=1")
+	mustContain(t, edit, `name="text_0" rows="4">draft `+escaped+`</textarea>`)
+}
+
+// inboxPosts are the conversation page's actions, each with a form that
+// would pass.
+var inboxPosts = map[string]url.Values{
+	"reply":              {"text": {"Hello"}},
+	"suggestion/send":    {},
+	"discard-suggestion": {},
+	"handover":           {},
+	"resume-ai":          {},
+	"tags":               {"tags": {"vip"}},
+	"assignee":           {"me": {"1"}},
+}
+
+// TestInboxActionsRefuseForgedPosts: each action of the conversation page
+// is refused (403, in words) without the page's csrf_token or from
+// another origin, and nothing reaches messaging; with both it passes.
+func TestInboxActionsRefuseForgedPosts(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "6843", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
+	h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi"}}})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	token := b.pageCSRF(path)
+	checked := 0
+	for _, route := range routes() {
+		action, ok := strings.CutPrefix(route.Path, "/workspaces/:id/conversations/:conv/")
+		if route.Method != http.MethodPost || !ok {
+			continue
+		}
+		if action == ":change" {
+			continue // each change is its own entry of inboxPosts
+		}
+		if _, known := inboxPosts[action]; !known {
+			t.Fatalf("POST %s is not in inboxPosts: add it with a form that passes", route.Path)
+		}
+	}
+	for action, form := range inboxPosts {
+		checked++
+		forged := []struct {
+			name    string
+			form    url.Values
+			headers map[string]string
+		}{
+			{"no token", form, nil},
+			{"wrong token", with(form, "csrf_token", strings.Repeat("A", len(token))), nil},
+			{"another origin", with(form, "csrf_token", token), map[string]string{"Origin": "https://evil.example"}},
+		}
+		for _, f := range forged {
+			r := b.do(http.MethodPost, path+"/"+action, f.form, f.headers)
+			if r.status != http.StatusForbidden || !strings.Contains(r.body, "out of date or came from another site") {
+				t.Fatalf("%s with %s = %d: %s", action, f.name, r.status, r.body)
+			}
+		}
+		if got := h.messaging.inboxChanges(); len(got) != 0 {
+			t.Fatalf("forged posts of %s reached messaging: %v", action, got)
+		}
+	}
+	// The page's own post passes.
+	if r := b.do(http.MethodPost, path+"/handover", url.Values{"csrf_token": {token}}, nil); r.status != http.StatusSeeOther {
+		t.Fatalf("handover with the page's token = %d: %s", r.status, r.body)
+	}
+	if got := h.messaging.inboxChanges(); len(got) != 1 || got[0] != "POST /admin/conversations/:id/handover" {
+		t.Fatalf("messaging got %v", got)
+	}
+	if checked == 0 {
+		t.Fatal("no inbox action checked")
+	}
+}
+
+// with is form with key set to value, form left as it was.
+func with(form url.Values, key, value string) url.Values {
+	out := url.Values{}
+	for k, v := range form {
+		out[k] = v
+	}
+	out.Set(key, value)
+	return out
+}
+
+// TestInboxAnotherWorkspacesConversation: another workspace's conversation
+// is not on the list, and its page and every action on it are the same 404
+// page as a conversation that does not exist; nothing changes it.
+func TestInboxAnotherWorkspacesConversation(t *testing.T) {
+	t.Parallel()
+	h, own, mine, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "mine"})
+	globex := h.workspace("Globex")
+	theirs := h.messaging.conversation(globex, h.messaging.channel(globex, "telegram", "7001", messagingapi.AIModeAuto),
+		messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "2", Name: "Grace of Globex"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "their secret"})
+	base := "/workspaces/" + own + "/conversations/"
+	token := b.pageCSRF(base + mine)
+
+	list := b.get("/workspaces/" + own + "/conversations")
+	mustContain(t, list, "Ada", "mine")
+	if strings.Contains(list.body, "Grace") || strings.Contains(list.body, theirs) {
+		t.Fatalf("the list shows another workspace's conversation: %s", list.body)
+	}
+	page := func(method, conv, action string, form url.Values) string {
+		t.Helper()
+		r := b.do(method, base+conv+action, form, nil)
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, "no such conversation") {
+			t.Fatalf("%s %s%s = %d: %s", method, conv, action, r.status, r.body)
+		}
+		if strings.Contains(r.body, "Grace") || strings.Contains(r.body, "their secret") {
+			t.Fatalf("%s %s%s shows the other workspace's conversation", method, conv, action)
+		}
+		return strings.ReplaceAll(r.body, conv, "ID")
+	}
+	if a, b := page(http.MethodGet, theirs, "", nil), page(http.MethodGet, uuid.NewString(), "", nil); a != b {
+		t.Fatalf("another workspace's conversation differs from a missing one's:\n%s\n---\n%s", a, b)
+	}
+	for action, form := range inboxPosts {
+		form = with(form, "csrf_token", token)
+		if a, b := page(http.MethodPost, theirs, "/"+action, form), page(http.MethodPost, uuid.NewString(), "/"+action, form); a != b {
+			t.Fatalf("%s on another workspace's conversation differs from a missing one's:\n%s\n---\n%s", action, a, b)
+		}
+	}
+	h.messaging.mu.Lock()
+	defer h.messaging.mu.Unlock()
+	if st := h.messaging.inbox.conversations[theirs].state; len(st.Tags) != 0 || st.Assignee != "" || len(h.messaging.inbox.replies) != 0 {
+		t.Fatalf("another workspace's conversation was changed: %+v, replies %v", st, h.messaging.inbox.replies)
+	}
+}
+
+// TestInboxReplyWindow: on Messenger the page says until when the
+// platform takes replies, and once the 24-hour window has closed it says
+// so above the reply box before the operator types; a reply refused
+// because it closed meanwhile is shown in words with the text kept.
+func TestInboxReplyWindow(t *testing.T) {
+	t.Parallel()
+	open := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339Nano)
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}, ReplyWindowEndsAt: &open},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	page := b.get(path)
+	mustContain(t, page, `id="window-note">The platform takes replies until`)
+	if strings.Contains(page.body, "window closed") {
+		t.Fatalf("an open window is said closed: %s", page.body)
+	}
+
+	// The window closes meanwhile: messaging refuses the send.
+	h.messaging.mu.Lock()
+	h.messaging.inbox.sendRefusal = errs.New(http.StatusConflict, "outside_messaging_window", "the 24-hour messaging window is closed")
+	h.messaging.mu.Unlock()
+	typed := "Sorry for the wait <3"
+	r := b.do(http.MethodPost, path+"/reply", url.Values{"csrf_token": {csrf(t, page)}, "text": {typed}, "quick_replies": {"Yes\nNo"}}, nil)
+	if r.status != http.StatusConflict {
+		t.Fatalf("a reply refused outside the window = %d: %s", r.status, r.body)
+	}
+	mustContain(t, r, "Your reply was not sent. The platform&#39;s 24-hour window closed: it takes no reply until the customer writes again.",
+		`>Sorry for the wait &lt;3</textarea>`, ">Yes\nNo</textarea>", "<details open>")
+
+	// Closed before the operator opens the page: said above the box.
+	closed := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	h.messaging.mu.Lock()
+	h.messaging.inbox.conversations[conv].state.ReplyWindowEndsAt = &closed
+	h.messaging.mu.Unlock()
+	page = b.get(path)
+	mustContain(t, page, `<p class="notice" id="window-note">The platform's 24-hour window closed at`, "it takes no reply until the customer writes again.")
+	if note, box := strings.Index(page.body, `id="window-note"`), strings.Index(page.body, `id="reply-text"`); note < 0 || box < note {
+		t.Fatal("the closed window is not said before the reply box")
+	}
+}
+
+// TestInboxReplyWithButtons: the reply box's buttons (one a line, "Title
+// https://…" a link) and quick replies go to messaging's send path as the
+// message's buttons and quick replies, with the operator's email.
+func TestInboxReplyWithButtons(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Where is it?"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	r := b.do(http.MethodPost, path+"/reply", url.Values{"csrf_token": {b.pageCSRF(path)}, "text": {"Here"},
+		"buttons": {"Track it https://shop.example/track/77\r\n\r\n Talk to us \r\n"}}, nil)
+	if r.status != http.StatusSeeOther || r.location() != path+"?done=sent#reply" {
+		t.Fatalf("reply = %d %q: %s", r.status, r.location(), r.body)
+	}
+	r = b.do(http.MethodPost, path+"/reply", url.Values{"csrf_token": {b.pageCSRF(path)}, "text": {"Which one?"}, "quick_replies": {"Red\nBlue"}}, nil)
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("reply with quick replies = %d: %s", r.status, r.body)
+	}
+	h.messaging.mu.Lock()
+	replies := append([]messagingapi.SendOperatorMessage(nil), h.messaging.inbox.replies...)
+	h.messaging.mu.Unlock()
+	want := []messagingapi.Button{{Type: "web_url", Title: "Track it", URL: "https://shop.example/track/77"}, {Type: "postback", Title: "Talk to us", Payload: "Talk to us"}}
+	if len(replies) != 2 || replies[0].Operator != "ann@example.com" || replies[0].WorkspaceID != own || replies[0].Message.Text != "Here" ||
+		len(replies[0].Message.Buttons) != 2 || replies[0].Message.Buttons[0] != want[0] || replies[0].Message.Buttons[1] != want[1] {
+		t.Fatalf("messaging got %+v", replies)
+	}
+	if qr := replies[1].Message.QuickReplies; len(qr) != 2 || qr[0] != "Red" || qr[1] != "Blue" || replies[1].Message.Buttons != nil {
+		t.Fatalf("the quick replies went as %+v", replies[1].Message)
+	}
+	mustContain(t, b.get(path+"?done=sent"), "Your reply was sent.", "Operator ann@example.com", "Which one?")
+}
