@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/testenv/metafake"
 )
 
 // TestConsoleInbox: an operator answers a suggest channel's conversation
@@ -120,6 +123,32 @@ func TestConsoleInbox(t *testing.T) {
 		t.Fatalf("the operator's reply is stored as %v", last)
 	}
 
+	// A reply with buttons: the customer gets Telegram's inline keyboard
+	// (a link, and a button sending its title back), stored as sender user
+	// with its buttons.
+	b.run(t, chromedp.Click(chromedp.CSS(`#reply summary`)), chromedp.SetValue(chromedp.CSS("#reply-text"), "Track it here:"),
+		chromedp.SetValue(chromedp.CSS("#reply-buttons"), "Track https://shop.example/track/77\nTalk to us"))
+	b.submit(t, `form[action$="/reply"] button[type=submit]`)
+	visible("the reply's buttons on the page", ".msg-user .btns", "Talk to us")
+	var keyboard string
+	waitFor(t, 20*time.Second, func() bool {
+		for _, c := range cs.bot.Calls() {
+			if c.Token == sh.token && c.Method == "sendMessage" && c.Params["text"] == "Track it here:" {
+				raw, _ := json.Marshal(c.Params["reply_markup"])
+				keyboard = string(raw)
+				return true
+			}
+		}
+		return false
+	}, func() string { return "the bot never sent the reply with buttons" })
+	if want := `{"inline_keyboard":[[{"text":"Track","url":"https://shop.example/track/77"}],[{"callback_data":"Talk to us","text":"Talk to us"}]]}`; keyboard != want {
+		t.Fatalf("the reply's reply_markup = %s, want %s", keyboard, want)
+	}
+	msgs = sh.messages(t, conv)
+	if last := msgs[len(msgs)-1]; last["sender"] != "user" || last["content"] != "Track it here:" || len(last["metadata"].(map[string]any)["buttons"].([]any)) != 2 {
+		t.Fatalf("the reply with buttons is stored as %v", last)
+	}
+
 	// Live on the page: the customer's next message and its draft.
 	live()
 	marker()
@@ -172,6 +201,92 @@ func TestConsoleInbox(t *testing.T) {
 	b.run(t, chromedp.Navigate(page("/conversations/"+otherConv)))
 	if got := runFor(t, b, chromedp.Evaluate[string](`document.querySelector("main").textContent`)); got != missing || !strings.Contains(got, "no such conversation") {
 		t.Fatalf("another workspace's conversation shows %q, an unknown one %q", got, missing)
+	}
+}
+
+// TestConsoleInboxReplyWindow: on Messenger, with the 24-hour window
+// shrunk to an hour (MESSAGING_WINDOW=1h) and the customers' messages
+// stamped by the platform, the conversation page says the window closed
+// above the reply box before the operator types, and a reply sent anyway
+// is refused in words with the typed text kept, Meta hearing nothing; on
+// an open window the page says until when, and when Meta refuses the send
+// because the window closed meanwhile, the page says so, the text kept,
+// and the kept text is sent once Meta takes it.
+func TestConsoleInboxReplyWindow(t *testing.T) {
+	t.Parallel()
+	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	if err != nil {
+		t.Fatalf("axe-core is missing (scripts/vendor-axe.sh vendors it): %v", err)
+	}
+	requireChromium(t)
+	const pageID, stalePSID, freshPSID = "106372195099077", "6843201900000077", "6843201900000078"
+	m := startMetaSuite(t, "messenger", pageID, "MESSAGING_WINDOW=1h")
+	console := m.startConsole(t)
+	email, password := "win-"+uuid.NewString()[:8]+"@example.com", "correct horse battery staple"
+	m.createOperator(t, email, m.workspace, password)
+	m.deliver(t, metaPost("page", pageID, metaMessage(pageID, stalePSID, time.Now().Add(-2*time.Hour), map[string]any{"mid": "m_inbox_stale", "text": "Anyone there?"})))
+	stale := m.waitEvent(t, "message.received", "Anyone there?").Data.ConversationID
+	m.deliver(t, metaPost("page", pageID, metaMessage(pageID, freshPSID, time.Now(), map[string]any{"mid": "m_inbox_fresh", "text": "Is it in stock?"})))
+	fresh := m.waitEvent(t, "message.received", "Is it in stock?").Data.ConversationID
+
+	b := newBrowser(t)
+	a := &axeRun{t: t, b: b, source: string(axe), shots: consoleShots(t)}
+	page := func(conv string) string { return console + "/workspaces/" + m.workspace + "/conversations/" + conv }
+	b.openSignIn(t, console)
+	b.signIn(t, email, password)
+	text := func(css string) string {
+		t.Helper()
+		return runFor(t, b, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, css)))
+	}
+	typed := func() string {
+		return runFor(t, b, chromedp.Evaluate[string](`document.querySelector("#reply-text").value`))
+	}
+	sends := len(m.sends())
+
+	// Closed before the operator types: said above the box.
+	b.run(t, chromedp.Navigate(page(stale)), chromedp.WaitVisible(chromedp.CSS("#reply-text")))
+	if note := text("#window-note"); !strings.Contains(note, "24-hour window closed") || !strings.Contains(note, "takes no reply until the customer writes again") {
+		t.Fatalf("the closed window's note: %q", note)
+	}
+	if !runFor(t, b, chromedp.Evaluate[bool](`!!(document.querySelector("#window-note").compareDocumentPosition(document.querySelector("#reply-text")) & Node.DOCUMENT_POSITION_FOLLOWING)`)) {
+		t.Fatal("the closed window is said after the reply box")
+	}
+	// A reply typed anyway: refused in words, the text kept, nothing sent.
+	b.run(t, chromedp.SetValue(chromedp.CSS("#reply-text"), "Sorry for the wait"))
+	b.submit(t, `form[action$="/reply"] button[type=submit]`)
+	if got := text("p.error"); !strings.Contains(got, "Your reply was not sent. The platform's 24-hour window closed") {
+		t.Fatalf("the refusal says %q", got)
+	}
+	if got := typed(); got != "Sorry for the wait" {
+		t.Fatalf("the reply box holds %q after the refusal", got)
+	}
+	a.check("conversation-window-closed")
+	if n := len(m.sends()); n != sends {
+		t.Fatalf("meta got %d sends outside the window", n-sends)
+	}
+
+	// Open: the page says until when. Meta then refuses the send, its
+	// window closed meanwhile: said in words, the text kept.
+	b.run(t, chromedp.Navigate(page(fresh)), chromedp.WaitVisible(chromedp.CSS("#reply-text")))
+	if note := text("#window-note"); !strings.Contains(note, "The platform takes replies until") {
+		t.Fatalf("the open window's note: %q", note)
+	}
+	m.graph.FailNext("/me/messages", metafake.OutsideWindow())
+	b.run(t, chromedp.SetValue(chromedp.CSS("#reply-text"), "It is, in blue"))
+	b.submit(t, `form[action$="/reply"] button[type=submit]`)
+	if got := text("p.error"); !strings.Contains(got, "Your reply was not sent. The platform's 24-hour window closed") {
+		t.Fatalf("meta's refusal says %q", got)
+	}
+	if got := typed(); got != "It is, in blue" {
+		t.Fatalf("the reply box holds %q after meta's refusal", got)
+	}
+	// The kept text sent again, now taken.
+	b.submit(t, `form[action$="/reply"] button[type=submit]`)
+	if got := text("p.success"); got != "Your reply was sent." {
+		t.Fatalf("after sending the kept text the page says %q", got)
+	}
+	if got := m.lastSend(t); !strings.Contains(got, `"text":"It is, in blue"`) || !strings.Contains(got, freshPSID) {
+		t.Fatalf("meta got %s", got)
 	}
 }
 
