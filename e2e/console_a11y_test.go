@@ -37,7 +37,9 @@ var consoleWidths = []int64{360, 1440}
 //
 // The workspace is seeded with what each page shows when in use: API keys,
 // channels, a webhook with a delivered and a failed delivery, a published
-// flow with a run, a knowledge-base document.
+// flow with a run, a knowledge-base document. The inbox is checked here
+// empty, filtered and for a missing conversation; with conversations in
+// it, by TestConsoleInbox and TestConsoleInboxReplyWindow.
 func TestConsoleAccessibility(t *testing.T) {
 	t.Parallel()
 	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
@@ -115,6 +117,9 @@ func TestConsoleAccessibility(t *testing.T) {
 		{"run", page("/flows/" + flowID + "/runs/" + runID), "main h1"},
 		{"flow-deactivate-confirm", page("/flows/" + flowID + "/deactivate"), "main h1"},
 		{"run-not-found", page("/flows/" + flowID + "/runs?run_id=" + uuid.NewString()), "main h1"},
+		{"inbox-empty", page("/conversations"), "#live-list"},
+		{"inbox-filtered", page("/conversations?handed_over=1&mine=1"), "#live-list"},
+		{"conversation-not-found", page("/conversations/" + uuid.NewString()), "main h1"},
 		{"kb", page("/kb"), "#add-heading"},
 		{"kb-confirm-delete", page("/kb/" + doc.ID + "/delete"), "main h1"},
 		{"not-found", console + "/no-such-page", "main h1"},
