@@ -22,7 +22,9 @@ import (
 // on the conversation's page, the AI's draft is edited and sent (the
 // customer gets the edited text, stored as sender user), a reply typed in
 // the box reaches the API's messages as sender user, Hand over silences
-// the AI and Resume AI brings it back; both pages pass axe.
+// the AI and Resume AI brings it back (also after the flow's handover
+// node); a reply with buttons reaches Telegram as buttons; both pages
+// pass axe.
 func TestConsoleInbox(t *testing.T) {
 	t.Parallel()
 	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
@@ -190,6 +192,29 @@ func TestConsoleInbox(t *testing.T) {
 	visible("the chat runs", "#live-runs", "tokens")
 	b.submit(t, `#live-runs a`)
 	visible("a chat run's trace", "h1", "Run ")
+
+	// A conversation the flow's handover node hands over shows so on the
+	// list, live; Resume AI has the customer's next message answered
+	// (drafted) by the AI again.
+	const second = 9101
+	sh.setFlow(t, handoverFlow)
+	b.run(t, chromedp.Navigate(page("/conversations")), chromedp.WaitVisible(chromedp.CSS("#live-list")))
+	live()
+	sh.writes(t, 5, second, "I want a person")
+	visible("the flow's handover on the list", "#live-list .badge-handover", "Handed over")
+	conv2 := sh.conversation(t, second)
+	visible("the handed-over row", "#conv-"+conv2+" .badges", "Handed over")
+	if st, err := ops.Conversation(context.Background(), sh.ws, conv2); err != nil || st.AI != "handed_over" {
+		t.Fatalf("after the handover node: %+v, %v", st, err)
+	}
+	sh.setFlow(t, echoFlow)
+	b.run(t, chromedp.Navigate(page("/conversations/"+conv2)), chromedp.WaitVisible(chromedp.CSS("#reply-text")))
+	visible("handed over on the page", "#live-state", "Handed over")
+	b.submit(t, `form[action$="/resume-ai"] button`)
+	visible("resumed", "p.success", "The AI answers this conversation again")
+	live()
+	sh.writes(t, 6, second, "still there?")
+	visible("the AI's draft after Resume AI", ".suggestion .msg-text", "You said still there?")
 
 	// Another workspace's conversation is the 404 page of one that does
 	// not exist.
