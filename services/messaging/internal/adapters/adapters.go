@@ -27,3 +27,15 @@ func validID(ids ...string) bool {
 // utc normalizes times read back from PostgreSQL, which come in the
 // connection's zone.
 func utc(t time.Time) time.Time { return t.UTC() }
+
+// validIDs keeps the ids of ids that are UUIDs: a lookup of many
+// conversations skips the others, which no row can have.
+func validIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if validID(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

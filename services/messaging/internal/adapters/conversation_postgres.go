@@ -237,12 +237,7 @@ func inboxFilter(tx *gorm.DB, f conversation.InboxFilter) *gorm.DB {
 // LastMessages returns the newest message of each conversation.
 func (s *ConversationStore) LastMessages(ctx context.Context, conversationIDs []string) (map[string]conversation.Message, error) {
 	out := map[string]conversation.Message{}
-	ids := make([]string, 0, len(conversationIDs))
-	for _, id := range conversationIDs {
-		if validID(id) {
-			ids = append(ids, id)
-		}
-	}
+	ids := validIDs(conversationIDs)
 	if len(ids) == 0 {
 		return out, nil
 	}

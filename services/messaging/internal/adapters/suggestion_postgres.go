@@ -138,12 +138,7 @@ func (s *SuggestionStore) Discard(ctx context.Context, conversationID string) er
 // Waiting says which of the conversations have a waiting suggestion.
 func (s *SuggestionStore) Waiting(ctx context.Context, conversationIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	ids := make([]string, 0, len(conversationIDs))
-	for _, id := range conversationIDs {
-		if validID(id) {
-			ids = append(ids, id)
-		}
-	}
+	ids := validIDs(conversationIDs)
 	if len(ids) == 0 {
 		return out, nil
 	}
