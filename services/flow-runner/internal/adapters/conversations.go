@@ -135,6 +135,9 @@ func NewWorkspaces(services *adminclient.Client) *Workspaces { return &Workspace
 // Workspace implements app.Workspaces.
 func (w *Workspaces) Workspace(ctx context.Context, workspaceID string) (app.Workspace, error) {
 	ws, err := w.services.GetWorkspace(ctx, workspaceID)
+	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {
+		return app.Workspace{}, fmt.Errorf("%w: %s", app.ErrWorkspaceNotFound, workspaceID)
+	}
 	if err != nil {
 		return app.Workspace{}, err
 	}

@@ -76,3 +76,19 @@ func TestConversationsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspacesGone: a workspace the gateway answers 404 for is
+// app.ErrWorkspaceNotFound (its turns can never be answered); an outage
+// is not.
+func TestWorkspacesGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gone := NewWorkspaces(adminclient.New(answering{errs.New(http.StatusNotFound, "workspace_not_found", "no such workspace")}))
+	if _, err := gone.Workspace(ctx, "ws"); !errors.Is(err, app.ErrWorkspaceNotFound) {
+		t.Fatalf("404: %v, want ErrWorkspaceNotFound", err)
+	}
+	down := NewWorkspaces(adminclient.New(answering{errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "gateway is not running")}))
+	if _, err := down.Workspace(ctx, "ws"); err == nil || errors.Is(err, app.ErrWorkspaceNotFound) {
+		t.Fatalf("503: %v, want a transient error", err)
+	}
+}

@@ -52,7 +52,12 @@ type Workspace struct {
 	AILimit int64
 }
 
-// Workspaces reads the workspaces, which the gateway keeps.
+// ErrWorkspaceNotFound is a turn's workspace the gateway does not know (it
+// was deleted since): the turn can never be answered.
+var ErrWorkspaceNotFound = errors.New("workspace not found")
+
+// Workspaces reads the workspaces, which the gateway keeps; an unknown
+// one is ErrWorkspaceNotFound.
 type Workspaces interface {
 	Workspace(ctx context.Context, workspaceID string) (Workspace, error)
 }

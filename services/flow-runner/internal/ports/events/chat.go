@@ -100,6 +100,9 @@ func (h handler) handle(ctx context.Context, msg jetstream.Msg) error {
 		return natsx.Later(busyWait, err)
 	case errors.As(err, &atDelay):
 		return natsx.Later(min(max(time.Until(atDelay.Until), busyWait), maxDelayWait), err)
+	case errors.Is(err, app.ErrWorkspaceNotFound):
+		// Retrying would wait for a workspace that is gone.
+		return natsx.Permanent(err)
 	}
 	return err
 }
