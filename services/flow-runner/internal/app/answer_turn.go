@@ -95,8 +95,13 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		modules.FlowAI = true
 	}
 	err = a.guardWired(ctx, def)
-	if err == nil && def.AINode() != nil && a.engine.LLM == nil {
+	switch {
+	case err == nil && def.AINode() != nil && a.engine.LLM == nil:
 		err = errors.New("no LLM provider is configured (LLM_BASE_URL)")
+	case err != nil && a.guard != nil && !errors.Is(err, run.ErrGuardNotConfigured):
+		// A guard configured but unreachable now: the turn waits for it
+		// rather than go unanswered for an outage.
+		return nil, err
 	}
 	if err != nil {
 		a.obs.FlowRefused(t.WorkspaceID, err)

@@ -274,6 +274,11 @@ func (c *chatCatalog) ChatFlow(_ context.Context, _, channelID string) (string, 
 
 type readyGuard struct{}
 
+// downGuard's readiness is err.
+type downGuard struct{ err error }
+
+func (g downGuard) Ready(context.Context) error { return g.err }
+
 func (readyGuard) Ready(context.Context) error { return nil }
 
 // scriptedLLM answers each request with the next of its replies (the last
@@ -632,8 +637,9 @@ func TestAnswerTurnAtTheAILimit(t *testing.T) {
 func TestAnswerTurnWithoutTheAI(t *testing.T) {
 	t.Parallel()
 	for name, unwire := range map[string]func(f *chatFixture){
-		"no LLM":   func(f *chatFixture) { f.engine.LLM = nil },
-		"no guard": func(f *chatFixture) { f.app.guard = nil },
+		"no LLM":                  func(f *chatFixture) { f.engine.LLM = nil },
+		"no guard":                func(f *chatFixture) { f.app.guard = nil },
+		"a guard none configured": func(f *chatFixture) { f.app.guard = downGuard{fmt.Errorf("guard: %w", run.ErrGuardNotConfigured)} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -964,6 +970,26 @@ func TestAnswerTurnWhileThePlanIsUnreachable(t *testing.T) {
 		t.Fatalf("an outage was kept: %d runs, %+v", f.chats.runCount(), f.chats.conv(chatConv))
 	}
 	f.quota.down = false
+	f.answer(t, tr)
+	f.wantCalls(t, "send ws/conv1 key=turn-1/0 run="+runOf(tr)+" We ship in 2 days.")
+}
+
+// TestAnswerTurnWhileTheGuardIsUnreachable: a guard configured but not
+// reachable now is an outage: the turn is answered again once it is back,
+// not marked unanswered.
+func TestAnswerTurnWhileTheGuardIsUnreachable(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	f.app.guard = downGuard{errors.New("the safety guard's moderation endpoint is unreachable")}
+	tr := f.turn(1, "When do you ship?")
+	if err := f.app.AnswerTurn(context.Background(), tr); err == nil {
+		t.Fatal("AnswerTurn = nil while the guard is unreachable, want an error for a retry")
+	}
+	f.wantCalls(t)
+	if f.chats.conv(chatConv).answered != 0 {
+		t.Fatalf("the turn was counted answered: %+v", f.chats.conv(chatConv))
+	}
+	f.app.guard = readyGuard{}
 	f.answer(t, tr)
 	f.wantCalls(t, "send ws/conv1 key=turn-1/0 run="+runOf(tr)+" We ship in 2 days.")
 }

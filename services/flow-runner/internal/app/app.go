@@ -34,8 +34,9 @@ var ErrGuardNotWired = errors.New("the safety guard is not wired")
 
 // GuardReadiness says whether the safety guard can check text now.
 type GuardReadiness interface {
-	// Ready is nil when the guard is configured and reachable; it must be
-	// cheap, since every invoke of a flow with AI nodes asks.
+	// Ready is nil when the guard is configured and reachable, an error
+	// wrapping run.ErrGuardNotConfigured when none is configured; it must
+	// be cheap, since every invoke of a flow with AI nodes asks.
 	Ready(ctx context.Context) error
 }
 

@@ -32,7 +32,7 @@ import (
 
 // ErrNotConfigured is Ready's and Check's error when neither a moderation
 // endpoint nor a block list is configured.
-var ErrNotConfigured = errors.New("no safety guard is configured (GUARD_BASE_URL or GUARD_BLOCKLIST)")
+var ErrNotConfigured = fmt.Errorf("%w (GUARD_BASE_URL or GUARD_BLOCKLIST)", run.ErrGuardNotConfigured)
 
 // ErrUnreachable is what Ready's error wraps when the moderation endpoint
 // did not answer its last check or probe.

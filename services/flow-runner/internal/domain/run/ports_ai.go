@@ -54,6 +54,11 @@ type LLM interface {
 	Chat(ctx context.Context, req ChatRequest) (ChatReply, error)
 }
 
+// ErrGuardNotConfigured is what a guard's readiness wraps when no guard is
+// configured at all, as opposed to one configured that cannot be reached
+// now.
+var ErrGuardNotConfigured = errors.New("no safety guard is configured")
+
 // Guard checks text a flow sends from an AI node before it is sent.
 type Guard interface {
 	// Check reports whether text is flagged. An error means it could not
