@@ -56,10 +56,38 @@ func (a *App) AnswerTurn(ctx context.Context, t Turn) error {
 		c.AnsweredSeq, c.Mode = t.Seq, t.Mode
 		return a.answer(ctx, c, t)
 	})
+	a.obs.ChatTurn(turnOutcome(err))
 	if errors.Is(err, errAnswered) {
 		return nil
 	}
 	return err
+}
+
+// Outcomes of handling a chat turn (Observer.ChatTurn).
+const (
+	ChatTurnAnswered  = "answered"
+	ChatTurnRepeated  = "answered_before"
+	ChatTurnEarly     = "early"
+	ChatTurnBusy      = "busy"
+	ChatTurnAtDelay   = "behind_delay"
+	ChatTurnTransient = "failed"
+)
+
+// turnOutcome names what AnswerTurn's err says of the turn.
+func turnOutcome(err error) string {
+	switch {
+	case err == nil:
+		return ChatTurnAnswered
+	case errors.Is(err, errAnswered):
+		return ChatTurnRepeated
+	case errors.Is(err, ErrTurnEarly):
+		return ChatTurnEarly
+	case errors.Is(err, catalog.ErrConversationBusy):
+		return ChatTurnBusy
+	case errors.As(err, new(*WaitingAtDelay)):
+		return ChatTurnAtDelay
+	}
+	return ChatTurnTransient
 }
 
 // answer runs the turn's chat run within the plan's AI replies.

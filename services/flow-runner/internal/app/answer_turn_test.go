@@ -993,3 +993,34 @@ func TestAnswerTurnWhileTheGuardIsUnreachable(t *testing.T) {
 	f.answer(t, tr)
 	f.wantCalls(t, "send ws/conv1 key=turn-1/0 run="+runOf(tr)+" We ship in 2 days.")
 }
+
+// turnOutcomes records Observer.ChatTurn.
+type turnOutcomes struct {
+	nopObserver
+	mu  sync.Mutex
+	got []string
+}
+
+func (o *turnOutcomes) ChatTurn(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.got = append(o.got, outcome)
+}
+
+// TestAnswerTurnOutcomesAreCounted: each handling of a turn is reported
+// with what became of it, for the flow_chat_turns_total metric.
+func TestAnswerTurnOutcomesAreCounted(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	obs := &turnOutcomes{}
+	f.app.obs = obs
+	f.answer(t, f.turn(1, "hi"))
+	f.answer(t, f.turn(1, "hi"))
+	_ = f.app.AnswerTurn(context.Background(), f.turn(3, "later"))
+	f.quota.down = true
+	_ = f.app.AnswerTurn(context.Background(), f.turn(2, "then"))
+	want := []string{ChatTurnAnswered, ChatTurnRepeated, ChatTurnEarly, ChatTurnTransient}
+	if !reflect.DeepEqual(obs.got, want) {
+		t.Fatalf("outcomes %q, want %q", obs.got, want)
+	}
+}

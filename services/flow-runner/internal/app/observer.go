@@ -43,6 +43,10 @@ type Observer interface {
 	// the reader): the run stays stored as it ended, and its key answers
 	// that from Redis alone.
 	StreamNotFinished(workspaceID, runID string, err error)
+	// ChatTurn is one handling of a chat turn, by its outcome (the
+	// ChatTurn* constants): how often turns are answered, found answered
+	// before, handed back to wait, or failed and retried.
+	ChatTurn(outcome string)
 	// ChatFailed is work on the chat runs that failed on the side, where
 	// no turn's redelivery reports it (what: which work); it is tried
 	// again.
@@ -62,3 +66,4 @@ func (nopObserver) ReceiptsPurged(int64)                    {}
 func (nopObserver) ReceiptPurgeFailed(error)                {}
 func (nopObserver) StreamNotFinished(string, string, error) {}
 func (nopObserver) ChatFailed(string, error)                {}
+func (nopObserver) ChatTurn(string)                         {}

@@ -15,9 +15,10 @@ import (
 
 // Observer logs what the use cases report and counts the runs.
 type Observer struct {
-	log      *zap.Logger
-	calls    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	log       *zap.Logger
+	calls     *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	chatTurns *prometheus.CounterVec
 }
 
 var _ app.Observer = (*Observer)(nil)
@@ -37,8 +38,12 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 			// From a few node runs without I/O to the 60 s budget.
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"status"}),
+		chatTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flow_chat_turns_total",
+			Help: "Chat turns handled, by outcome: answered, answered_before (a redelivery), early, busy and behind_delay (handed back to wait their turn), failed (retried later).",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(o.calls, o.duration)
+	reg.MustRegister(o.calls, o.duration, o.chatTurns)
 	return o
 }
 
@@ -91,4 +96,9 @@ func (o *Observer) StreamNotFinished(workspaceID, runID string, err error) {
 // ChatFailed implements app.Observer.
 func (o *Observer) ChatFailed(what string, err error) {
 	o.log.Error("chat runs", zap.String("work", what), zap.Error(err))
+}
+
+// ChatTurn implements app.Observer.
+func (o *Observer) ChatTurn(outcome string) {
+	o.chatTurns.WithLabelValues(outcome).Inc()
 }
