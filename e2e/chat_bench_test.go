@@ -4,7 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,10 +97,12 @@ func BenchmarkChatReply(b *testing.B) {
 	var webhookMax float64
 	b.Run("webhook-max", func(b *testing.B) { webhookMax = cb.hooks.maxOf(b, *chatBenchMessages) })
 	chatMax := func(b *testing.B) {
+		before := cb.turnHandlings()
 		chatRate := cb.chat.maxOf(b, *chatBenchMessages)
 		if webhookMax > 0 {
 			b.ReportMetric(chatRate/webhookMax, "ratio-to-webhook-max")
 		}
+		b.ReportMetric((cb.turnHandlings()-before)/float64(*chatBenchMessages), "handlings/msg")
 	}
 	b.Run(fmt.Sprintf("paced-%d/instances=1", rate), cb.paced)
 	b.Run("max/instances=1", chatMax)
@@ -180,9 +185,34 @@ func newChatBench(b *testing.B) *chatBench {
 
 // paced is a paced run on the auto channels.
 func (cb *chatBench) paced(b *testing.B) {
-	before := cb.runsByInstance()
+	before, handled := cb.runsByInstance(), cb.turnHandlings()
 	cb.chat.pacedRun(b, *chatBenchPaced, *chatBenchRate, nil)
 	cb.printShares(b, before)
+	b.ReportMetric((cb.turnHandlings()-handled)/float64(*chatBenchPaced), "handlings/msg")
+}
+
+// chatTurnHandlings matches each outcome's line of flow_chat_turns_total.
+var chatTurnHandlings = regexp.MustCompile(`(?m)^flow_chat_turns_total\{outcome="[a-z_]+"\} (\S+)$`)
+
+// turnHandlings is how many times the flow-runners have handled a chat
+// turn so far, whatever became of it: more than one a message is turns
+// handed back to wait (behind an earlier turn of their conversation, or
+// its answer on another instance) or retried.
+func (cb *chatBench) turnHandlings() float64 {
+	total := 0.0
+	for _, p := range cb.chat.runners {
+		resp, err := http.Get("http://" + p.addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range chatTurnHandlings.FindAllSubmatch(body, -1) {
+			n, _ := strconv.ParseFloat(string(m[1]), 64)
+			total += n
+		}
+	}
+	return total
 }
 
 // scaleOut starts instances-1 more flow-runners and sends a few messages
