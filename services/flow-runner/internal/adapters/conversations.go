@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -141,5 +143,11 @@ func (w *Workspaces) Workspace(ctx context.Context, workspaceID string) (app.Wor
 	if err != nil {
 		return app.Workspace{}, err
 	}
-	return app.Workspace{Name: ws.Name, Modules: ws.Plan.Modules, AIUsed: ws.Plan.AIUsed, AILimit: ws.Plan.AILimit}, nil
+	has := func(module string) bool { return slices.Contains(ws.Plan.Modules, module) }
+	return app.Workspace{
+		Name: ws.Name, AIUsed: ws.Plan.AIUsed, AILimit: ws.Plan.AILimit,
+		Plan: app.Plan{Flows: has(gatewayapi.ModuleFlows), Modules: run.Modules{
+			FlowAI: has(gatewayapi.ModuleFlowAI), FlowScript: has(gatewayapi.ModuleFlowScript),
+		}},
+	}, nil
 }

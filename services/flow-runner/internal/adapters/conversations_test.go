@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/idempotency"
@@ -90,5 +91,38 @@ func TestWorkspacesGone(t *testing.T) {
 	down := NewWorkspaces(adminclient.New(answering{errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "gateway is not running")}))
 	if _, err := down.Workspace(ctx, "ws"); err == nil || errors.Is(err, app.ErrWorkspaceNotFound) {
 		t.Fatalf("503: %v, want a transient error", err)
+	}
+}
+
+// workspaceAnswer is a Caller answering every call with ws.
+type workspaceAnswer struct{ ws gatewayapi.Workspace }
+
+func (a workspaceAnswer) CallJSON(_ context.Context, _, _, _, _, _ string, _, out any) error {
+	*out.(*gatewayapi.WorkspaceAnswer) = gatewayapi.WorkspaceAnswer{Workspace: a.ws}
+	return nil
+}
+
+func (a workspaceAnswer) CallRaw(context.Context, string, string, *rpcv1.Request, any) error {
+	return nil
+}
+
+// TestWorkspacesReadThePlansModules: the gateway's module names become
+// the plan a chat run is held to.
+func TestWorkspacesReadThePlansModules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		modules []string
+		want    app.Plan
+	}{
+		{nil, app.Plan{}},
+		{[]string{gatewayapi.ModuleDeveloperAPI, gatewayapi.ModuleFlows}, app.Plan{Flows: true}},
+		{gatewayapi.Modules, app.Plan{Flows: true, Modules: run.Modules{FlowAI: true, FlowScript: true}}},
+	} {
+		ws := gatewayapi.Workspace{Name: "Shop", Plan: gatewayapi.Plan{Modules: tc.modules, AIUsed: 3, AILimit: 10}}
+		got, err := NewWorkspaces(adminclient.New(workspaceAnswer{ws})).Workspace(context.Background(), "ws")
+		want := app.Workspace{Name: "Shop", Plan: tc.want, AIUsed: 3, AILimit: 10}
+		if err != nil || got != want {
+			t.Fatalf("modules %v: %+v, %v; want %+v", tc.modules, got, err, want)
+		}
 	}
 }

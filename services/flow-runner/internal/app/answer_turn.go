@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -13,13 +12,6 @@ import (
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
-)
-
-// Plan modules a chat run consults.
-const (
-	moduleFlows      = "flows"
-	moduleFlowAI     = "flow_ai"
-	moduleFlowScript = "flow_script"
 )
 
 // errAnswered is a turn answered before: a redelivery, acked as it is.
@@ -100,7 +92,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		return nil, a.unanswered(ctx, c, UnansweredAILimitReached)
 	}
 	t.Chat.WorkspaceName = ws.Name
-	modules := planModules(ws.Modules)
+	modules := ws.Plan.Modules
 	if waiting := c.Waiting; waiting != nil {
 		if a.now().Sub(c.WaitingSince) < a.chatSessionTTL {
 			if waiting.Chat != nil {
@@ -141,7 +133,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		Chat: &run.ChatInvocation{Chat: t.Chat, Message: t.Message},
 	}
 	var res *run.Result
-	if flowID != "" && !slices.Contains(ws.Modules, moduleFlows) {
+	if flowID != "" && !ws.Plan.Flows {
 		res = a.refused(inv, def, run.CodeModuleInactive, "the plan has no flows module, which chat flows need")
 	} else {
 		began := a.now()
@@ -339,11 +331,6 @@ func (a *App) refusable(err error) error {
 		return nil
 	}
 	return err
-}
-
-// planModules are the run modules a plan's modules open.
-func planModules(modules []string) run.Modules {
-	return run.Modules{FlowAI: slices.Contains(modules, moduleFlowAI), FlowScript: slices.Contains(modules, moduleFlowScript)}
 }
 
 // wakeKey names a call that wakes a run from its delay: its sends are

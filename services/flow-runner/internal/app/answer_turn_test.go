@@ -390,7 +390,7 @@ func newChatFixture(t *testing.T) *chatFixture {
 	f := &chatFixture{
 		chats: newMemChats(),
 		convs: &recordingConversations{fail: map[string]error{}},
-		ws:    &fixedWorkspaces{ws: Workspace{Name: "Demo Shop", Modules: []string{moduleFlows, moduleFlowAI}, AIUsed: 0, AILimit: 100}},
+		ws:    &fixedWorkspaces{ws: Workspace{Name: "Demo Shop", Plan: Plan{Flows: true, Modules: run.Modules{FlowAI: true}}, AIUsed: 0, AILimit: 100}},
 		catalog: &chatCatalog{flows: map[string]*catalog.Flow{}, versions: map[string]*catalog.Version{},
 			assigned: map[string]string{}},
 		llm:   &scriptedLLM{replies: []string{"We ship in 2 days."}},
@@ -485,7 +485,7 @@ func TestAnswerTurnByTheAssistant(t *testing.T) {
 		t.Fatalf("conversation %+v", c)
 	}
 	// The assistant answers whatever the plan's modules.
-	f.ws.ws.Modules = nil
+	f.ws.ws.Plan = Plan{}
 	f.convs.reset()
 	f.answer(t, f.turn(2, "And returns?"))
 	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(f.turn(2, ""))+" We ship in 2 days.")
@@ -699,7 +699,7 @@ func TestAnswerTurnPicksTheFlow(t *testing.T) {
 func TestAnswerTurnWithoutTheFlowsModule(t *testing.T) {
 	t.Parallel()
 	f := newChatFixture(t)
-	f.ws.ws.Modules = []string{moduleFlowAI}
+	f.ws.ws.Plan = Plan{Modules: run.Modules{FlowAI: true}}
 	f.chatFlow(t, "f1", []string{"chat"}, "hi", `{"id": "hi", "type": "send_message", "message": {"text": "Hello"}}`)
 	tr := f.turn(1, "hi")
 	f.answer(t, tr)

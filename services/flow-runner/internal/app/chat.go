@@ -46,8 +46,9 @@ type Turn struct {
 
 // Workspace is what a chat run needs of its workspace.
 type Workspace struct {
-	Name    string
-	Modules []string
+	Name string
+	// Plan is what the plan's modules open.
+	Plan    Plan
 	AIUsed  int64
 	AILimit int64
 }
