@@ -139,6 +139,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 // handle runs the handler on msg and settles it by the outcome.
 func (c *Consumer) handle(msg jetstream.Msg) {
 	err := c.run(msg)
+	var later laterError
 	switch {
 	case err == nil:
 		if err := msg.Ack(); err != nil {
@@ -153,9 +154,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	case c.work.Err() != nil:
 		// Stopped mid-way; another instance takes it over.
 		_ = msg.NakWithDelay(HandBackDelay)
-	case errors.As(err, new(laterError)):
-		var later laterError
-		errors.As(err, &later)
+	case errors.As(err, &later):
 		if err := msg.NakWithDelay(later.d); err != nil {
 			c.log.Warn("nak message", zap.String("subject", msg.Subject()), zap.Error(err))
 		}
