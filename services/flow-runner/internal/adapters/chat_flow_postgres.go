@@ -45,22 +45,25 @@ func (s *ChatFlowStore) SetChatFlow(ctx context.Context, workspaceID, channelID,
 // ChatFlow implements catalog.ChatFlowStore: the assignment is read with
 // its flow's status and triggers as they are now, so that a flow
 // deactivated, or republished without the chat trigger, answers no more.
-func (s *ChatFlowStore) ChatFlow(ctx context.Context, workspaceID, channelID string) (string, error) {
+func (s *ChatFlowStore) ChatFlow(ctx context.Context, workspaceID, channelID string) (string, int, error) {
 	if !validID(workspaceID) || !validID(channelID) {
-		return "", nil
+		return "", 0, nil
 	}
-	var ids []string
-	err := s.db.WithContext(ctx).Raw(`SELECT c.flow_id FROM `+Schema+`.chat_flows c
+	var found []struct {
+		FlowID           string
+		PublishedVersion int
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT c.flow_id, f.published_version FROM `+Schema+`.chat_flows c
 	JOIN `+Schema+`.flows f ON f.id = c.flow_id AND f.workspace_id = c.workspace_id
 	WHERE c.channel_id = ? AND c.workspace_id = ? AND f.status = ? AND f.triggers @> ?::jsonb`,
-		channelID, workspaceID, catalog.StatusActive, jsonList{catalog.TriggerChat}).Scan(&ids).Error
+		channelID, workspaceID, catalog.StatusActive, jsonList{catalog.TriggerChat}).Scan(&found).Error
 	if err != nil {
-		return "", fmt.Errorf("read chat flow: %w", err)
+		return "", 0, fmt.Errorf("read chat flow: %w", err)
 	}
-	if len(ids) == 0 {
-		return "", nil
+	if len(found) == 0 {
+		return "", 0, nil
 	}
-	return ids[0], nil
+	return found[0].FlowID, found[0].PublishedVersion, nil
 }
 
 // ClearChatFlow implements catalog.ChatFlowStore.

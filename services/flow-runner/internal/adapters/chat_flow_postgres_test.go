@@ -36,9 +36,21 @@ func TestChatFlowOfAChannel(t *testing.T) {
 	first, second := publish(ws, "", chatDoc), publish(ws, "", chatDoc)
 	want := func(ws, flowID string) {
 		t.Helper()
-		got, err := chats.ChatFlow(ctx, ws, channel)
+		got, version, err := chats.ChatFlow(ctx, ws, channel)
 		if err != nil || got != flowID {
 			t.Fatalf("ChatFlow(%s) = %q, %v; want %q", ws, got, err, flowID)
+		}
+		// The version is the flow's published one, the one that runs.
+		wantVersion := 0
+		if flowID != "" {
+			f, err := flows.Get(ctx, ws, flowID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantVersion = f.PublishedVersion
+		}
+		if version != wantVersion {
+			t.Fatalf("ChatFlow(%s) version %d, want %d", ws, version, wantVersion)
 		}
 	}
 
@@ -83,7 +95,7 @@ func TestChatFlowOfAChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(other, theirs)
-	if got, err := chats.ChatFlow(ctx, "nope", "nope"); err != nil || got != "" {
+	if got, _, err := chats.ChatFlow(ctx, "nope", "nope"); err != nil || got != "" {
 		t.Fatalf("ChatFlow of no ids = %q, %v", got, err)
 	}
 }

@@ -203,28 +203,18 @@ func interrupted(ctx context.Context, res *run.Result) error {
 // one is assigned and still published, active and triggered by chat, the
 // assistant (flowID "") otherwise.
 func (a *App) chatFlow(ctx context.Context, t Turn) (def *flow.Definition, flowID string, version int, err error) {
-	id, err := a.chatFlows.ChatFlow(ctx, t.WorkspaceID, t.Chat.ChannelID)
+	flowID, version, err = a.chatFlows.ChatFlow(ctx, t.WorkspaceID, t.Chat.ChannelID)
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("read the channel's chat flow: %w", err)
 	}
-	if id == "" {
+	if flowID == "" {
 		return flow.Assistant(), "", 0, nil
 	}
-	f, err := a.flows.Get(ctx, t.WorkspaceID, id)
-	if errors.Is(err, catalog.ErrFlowNotFound) {
-		return flow.Assistant(), "", 0, nil
-	}
+	v, err := a.flows.Version(ctx, flowID, version)
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("read chat flow %s: %w", id, err)
+		return nil, "", 0, fmt.Errorf("load chat flow %s: %w", flowID, err)
 	}
-	if f.Status != catalog.StatusActive || !hasTrigger(f.Triggers, catalog.TriggerChat) {
-		return flow.Assistant(), "", 0, nil
-	}
-	v, err := a.flows.Version(ctx, f.ID, f.PublishedVersion)
-	if err != nil {
-		return nil, "", 0, fmt.Errorf("load chat flow %s: %w", id, err)
-	}
-	return v.Definition, f.ID, f.PublishedVersion, nil
+	return v.Definition, flowID, version, nil
 }
 
 // settle carries out what the call did to the conversation, then hands

@@ -268,8 +268,14 @@ func (c *chatCatalog) Version(_ context.Context, id string, version int) (*catal
 	return nil, catalog.ErrFlowNotFound
 }
 
-func (c *chatCatalog) ChatFlow(_ context.Context, _, channelID string) (string, error) {
-	return c.assigned[channelID], nil
+// ChatFlow keeps the store's contract: the assigned flow only while it is
+// active with the chat trigger.
+func (c *chatCatalog) ChatFlow(_ context.Context, _, channelID string) (string, int, error) {
+	f, ok := c.flows[c.assigned[channelID]]
+	if !ok || f.Status != catalog.StatusActive || !hasTrigger(f.Triggers, catalog.TriggerChat) {
+		return "", 0, nil
+	}
+	return f.ID, f.PublishedVersion, nil
 }
 
 type readyGuard struct{}

@@ -6,5 +6,6 @@ import "context"
 // chat flow while that flow is active with the chat trigger, else "" and
 // the assistant answers (docs/chat.md "A channel's chat flow").
 func (a *App) ChatFlow(ctx context.Context, workspaceID, channelID string) (string, error) {
-	return a.chatFlows.ChatFlow(ctx, workspaceID, channelID)
+	flowID, _, err := a.chatFlows.ChatFlow(ctx, workspaceID, channelID)
+	return flowID, err
 }

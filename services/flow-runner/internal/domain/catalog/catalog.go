@@ -228,10 +228,10 @@ type ChatFlowStore interface {
 	// of any earlier one. A channel whose chat flow was set in another
 	// workspace is ErrChannelOfAnotherWorkspace.
 	SetChatFlow(ctx context.Context, workspaceID, channelID, flowID string, now time.Time) error
-	// ChatFlow returns the flow that answers the channel's customers: its
-	// assigned flow while that flow is active and has the chat trigger,
-	// else "" (the assistant answers).
-	ChatFlow(ctx context.Context, workspaceID, channelID string) (flowID string, err error)
+	// ChatFlow returns the flow that answers the channel's customers, and
+	// its published version: its assigned flow while that flow is active
+	// and has the chat trigger, else "" and 0 (the assistant answers).
+	ChatFlow(ctx context.Context, workspaceID, channelID string) (flowID string, version int, err error)
 	// ClearChatFlow removes the channel's chat flow, if it has one.
 	ClearChatFlow(ctx context.Context, workspaceID, channelID string) error
 }
