@@ -195,8 +195,8 @@ func (c Config) validateChat() error {
 		return fmt.Errorf("CHAT_CONCURRENCY: must be at least 1, got %d", c.ChatConcurrency)
 	case c.ChatAckWait < time.Second:
 		return fmt.Errorf("CHAT_ACK_WAIT: must be at least 1s, got %s", c.ChatAckWait)
-	case c.ChatConsumer == "":
-		return errors.New("CHAT_CONSUMER: must not be empty")
+	case c.ChatConsumer == "" || strings.ContainsAny(c.ChatConsumer, " \t.*>"):
+		return fmt.Errorf("CHAT_CONSUMER: %q is not a JetStream consumer name (no spaces, '.', '*' or '>')", c.ChatConsumer)
 	case c.ChatWakeInterval <= 0:
 		return fmt.Errorf("CHAT_WAKE_INTERVAL: must be positive, got %s", c.ChatWakeInterval)
 	}

@@ -38,6 +38,24 @@ func TestDefaults(t *testing.T) {
 	if p := cfg.Prices()["gpt-4o-mini"]; p.InputMicroUSD != 150_000 || p.OutputMicroUSD != 600_000 {
 		t.Fatalf("default price of gpt-4o-mini: %+v", p)
 	}
+	if cfg.ChatSessionTTL != 24*time.Hour || cfg.ChatConcurrency != 16 || cfg.ChatAckWait != 30*time.Second ||
+		cfg.ChatConsumer != "flow-runner-chat" || cfg.ChatWakeInterval != time.Second {
+		t.Fatalf("chat defaults: %+v", cfg)
+	}
+}
+
+func TestChatSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadFrom[Config](map[string]string{
+		"CHAT_SESSION_TTL": "2h", "CHAT_CONCURRENCY": "4", "CHAT_ACK_WAIT": "5s", "CHAT_CONSUMER": "chat-b", "CHAT_WAKE_INTERVAL": "250ms",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ChatSessionTTL != 2*time.Hour || cfg.ChatConcurrency != 4 || cfg.ChatAckWait != 5*time.Second ||
+		cfg.ChatConsumer != "chat-b" || cfg.ChatWakeInterval != 250*time.Millisecond {
+		t.Fatalf("chat settings: %+v", cfg)
+	}
 }
 
 func TestAISettings(t *testing.T) {
@@ -105,6 +123,11 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"zero ttl", map[string]string{"FLOW_SESSION_TTL": "0s"}, "FLOW_SESSION_TTL"},
+		{"zero chat session", map[string]string{"CHAT_SESSION_TTL": "0s"}, "CHAT_SESSION_TTL"},
+		{"no chat concurrency", map[string]string{"CHAT_CONCURRENCY": "0"}, "CHAT_CONCURRENCY"},
+		{"chat ack wait under a second", map[string]string{"CHAT_ACK_WAIT": "500ms"}, "CHAT_ACK_WAIT"},
+		{"chat consumer not a name", map[string]string{"CHAT_CONSUMER": "flow.runner"}, "CHAT_CONSUMER"},
+		{"zero wake interval", map[string]string{"CHAT_WAKE_INTERVAL": "0s"}, "CHAT_WAKE_INTERVAL"},
 		{"negative budget", map[string]string{"RUN_BUDGET_TIME": "-1s"}, "RUN_BUDGET_TIME"},
 		{"budget past the rpc bound", map[string]string{"RUN_BUDGET_TIME": "61s"}, "RUN_BUDGET_TIME"},
 		{"no nodes", map[string]string{"RUN_BUDGET_NODES": "0"}, "RUN_BUDGET_NODES"},
