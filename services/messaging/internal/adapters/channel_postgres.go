@@ -37,6 +37,13 @@ type channelRow struct {
 
 func (channelRow) TableName() string { return "messaging.channels" }
 
+// prefixedChannelColumns are channelRow's columns of the channels joined
+// as ch, each named with the prefix ch_ (a channelRow embedded with
+// embeddedPrefix:ch_ reads them).
+const prefixedChannelColumns = `ch.id AS ch_id, ch.workspace_id AS ch_workspace_id, ch.kind AS ch_kind,
+	ch.external_id AS ch_external_id, ch.token AS ch_token, ch.secret AS ch_secret, ch.ai_mode AS ch_ai_mode,
+	ch.status AS ch_status, ch.created_at AS ch_created_at`
+
 func channelToRow(c channel.Channel) channelRow {
 	return channelRow{
 		ID: c.ID, WorkspaceID: c.WorkspaceID, Kind: string(c.Kind), ExternalID: c.ExternalID,

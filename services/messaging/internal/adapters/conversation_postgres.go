@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -170,18 +171,46 @@ func (s *ConversationStore) Receive(ctx context.Context, fn func(conversation.Re
 
 // Get returns a conversation of the workspace.
 func (s *ConversationStore) Get(ctx context.Context, workspaceID, id string) (conversation.Conversation, error) {
-	if !validID(workspaceID, id) {
-		return conversation.Conversation{}, conversation.ErrNotFound
-	}
-	var rows []conversationRow
-	err := s.conversations(ctx).Where("v.workspace_id = ? AND v.id = ?", workspaceID, id).Limit(1).Scan(&rows).Error
+	row, err := findConversation[conversationRow](s.conversations(ctx), workspaceID, id)
 	if err != nil {
-		return conversation.Conversation{}, fmt.Errorf("load conversation %s: %w", id, err)
+		return conversation.Conversation{}, err
+	}
+	return row.toDomain(), nil
+}
+
+// conversationChannelRow is a conversation joined with its contact and
+// its channel.
+type conversationChannelRow struct {
+	Conversation conversationRow `gorm:"embedded"`
+	Channel      channelRow      `gorm:"embedded;embeddedPrefix:ch_"`
+}
+
+// GetWithChannel returns a conversation of the workspace and its channel,
+// in one query: every send needs both.
+func (s *ConversationStore) GetWithChannel(ctx context.Context, workspaceID, id string) (conversation.Conversation, channel.Channel, error) {
+	tx := s.conversations(ctx).Select(conversationColumns + ", " + prefixedChannelColumns).
+		Joins("JOIN messaging.channels AS ch ON ch.id = v.channel_id")
+	row, err := findConversation[conversationChannelRow](tx, workspaceID, id)
+	if err != nil {
+		return conversation.Conversation{}, channel.Channel{}, err
+	}
+	return row.Conversation.toDomain(), row.Channel.toDomain(), nil
+}
+
+// findConversation reads the workspace's conversation id through tx, a
+// query of conversations as v, into a row R.
+func findConversation[R any](tx *gorm.DB, workspaceID, id string) (R, error) {
+	var rows []R
+	if !validID(workspaceID, id) {
+		return *new(R), conversation.ErrNotFound
+	}
+	if err := tx.Where("v.workspace_id = ? AND v.id = ?", workspaceID, id).Limit(1).Scan(&rows).Error; err != nil {
+		return *new(R), fmt.Errorf("load conversation %s: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return conversation.Conversation{}, conversation.ErrNotFound
+		return *new(R), conversation.ErrNotFound
 	}
-	return rows[0].toDomain(), nil
+	return rows[0], nil
 }
 
 func (s *ConversationStore) conversations(ctx context.Context) *gorm.DB {
@@ -278,44 +307,72 @@ func (s *ConversationStore) ListMessages(ctx context.Context, q conversation.Mes
 	return out, nil
 }
 
+// addSentSQL stores sent messages of one conversation in one statement,
+// atomic as one: it moves the conversation forward (every sent message
+// answers the customer, Message.Answers) and inserts the messages (then
+// the receipt, withReceipt) from the updated row only, so a conversation
+// that does not exist stores nothing. It returns how many conversations
+// it updated. The messages' values come as a list, whose parameters get
+// their columns' types here, as an INSERT of them would give.
+func addSentSQL(messages int, withReceipt bool) string {
+	var b strings.Builder
+	b.WriteString(`WITH v AS (
+		UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?), unanswered = ''
+		WHERE id = ? RETURNING id
+	), m AS (
+		INSERT INTO messaging.messages (id, workspace_id, conversation_id, sender, type, content, metadata, external_id, created_at)
+		SELECT x.* FROM v, (VALUES `)
+	for i := range messages {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?::uuid, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?::timestamptz)`)
+	}
+	b.WriteString(`) AS x (id, workspace_id, conversation_id, sender, type, content, metadata, external_id, created_at)
+	)`)
+	if withReceipt {
+		b.WriteString(`, r AS (` + insertReceiptSQL(`SELECT ?, ?, ?, ?, ?, ?, now() FROM v`) + `)`)
+	}
+	b.WriteString(` SELECT count(*) FROM v`)
+	return b.String()
+}
+
 // AddSent stores sent messages of one conversation, moves the
 // conversation forward to the latest and, when rec is not nil, stores the
-// send's idempotency receipt, all in one transaction.
+// send's idempotency receipt, all in one statement (addSentSQL).
 func (s *ConversationStore) AddSent(ctx context.Context, msgs []conversation.Message, rec *receipt.Receipt) error {
 	if len(msgs) == 0 {
 		return errors.New("add sent: no message")
 	}
-	rows := make([]messageRow, len(msgs))
+	if rec != nil && s.receipts == nil {
+		return errNoReceiptStore
+	}
+	conversationID := msgs[0].ConversationID
 	latest := msgs[0].CreatedAt
-	for i, m := range msgs {
+	args := []any{nil, conversationID}
+	for _, m := range msgs {
 		row, err := messageToRow(m)
 		if err != nil {
 			return err
 		}
-		rows[i] = row
+		args = append(args, row.ID, row.WorkspaceID, row.ConversationID, row.Sender, row.Type, row.Content,
+			row.Metadata, row.ExternalID, row.CreatedAt)
 		if m.CreatedAt.After(latest) {
 			latest = m.CreatedAt
 		}
 	}
-	conversationID := msgs[0].ConversationID
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&rows).Error; err != nil {
-			return fmt.Errorf("insert message: %w", err)
-		}
-		// Every sent message answers the customer (Message.Answers).
-		res := tx.Exec(`UPDATE messaging.conversations SET last_message_at = GREATEST(last_message_at, ?), unanswered = ''
-			WHERE id = ?`, latest, conversationID)
-		if res.Error != nil {
-			return fmt.Errorf("update conversation %s: %w", conversationID, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return conversation.ErrNotFound
-		}
-		if rec != nil {
-			return s.receipts.insert(ctx, tx, *rec)
-		}
-		return nil
-	})
+	args[0] = latest
+	if rec != nil {
+		args = append(append(args, receiptArgs(*rec)...), s.receipts.ttl.Seconds())
+	}
+	var updated int64
+	if err := s.db.WithContext(ctx).Raw(addSentSQL(len(msgs), rec != nil), args...).Scan(&updated).Error; err != nil {
+		return fmt.Errorf("store sent messages of conversation %s: %w", conversationID, err)
+	}
+	if updated == 0 {
+		return conversation.ErrNotFound
+	}
+	return nil
 }
 
 // UpdateChat changes a conversation's chat state under its row's lock.

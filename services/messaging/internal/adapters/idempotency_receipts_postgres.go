@@ -36,26 +36,38 @@ func NewReceiptStore(gdb *gorm.DB, ttl time.Duration) *ReceiptStore {
 // none: a wiring mistake, never a client's.
 var errNoReceiptStore = errors.New("no idempotency receipt store configured")
 
-// insertReceiptSQL stores a receipt; the age in seconds after which a
-// receipt has expired is the last parameter, on PostgreSQL's clock like
-// created_at. A key's earlier receipt is replaced only when it expired
-// (its key was free again): a live one stays, since it answered the key
-// first.
-const insertReceiptSQL = `INSERT INTO messaging.idempotency_receipts AS r
+// insertReceiptSQL stores a receipt made of the row source, whose
+// columns are workspace_id, key_hash, fingerprint, status, body and ref
+// (receiptArgs, then created_at), and which may name further tables to
+// store it only along with their rows. The age in seconds after which a
+// receipt has expired is the parameter after the source's, on
+// PostgreSQL's clock like created_at. A key's earlier receipt is replaced
+// only when it expired (its key was free again): a live one stays, since
+// it answered the key first.
+func insertReceiptSQL(source string) string {
+	return `INSERT INTO messaging.idempotency_receipts AS r
 	(workspace_id, key_hash, fingerprint, status, body, ref, created_at)
-VALUES (?, ?, ?, ?, ?, ?, now())
+` + source + `
 ON CONFLICT (workspace_id, key_hash) DO UPDATE
 	SET fingerprint = excluded.fingerprint, status = excluded.status, body = excluded.body,
 		ref = excluded.ref, created_at = excluded.created_at
 	WHERE r.created_at < now() - make_interval(secs => ?)`
+}
+
+// insertOneReceiptSQL stores one receipt alone.
+var insertOneReceiptSQL = insertReceiptSQL(`VALUES (?, ?, ?, ?, ?, ?, now())`)
+
+// receiptArgs are the parameters of r's row in insertReceiptSQL.
+func receiptArgs(r receipt.Receipt) []any {
+	return []any{r.WorkspaceID, r.KeyHash, r.Fingerprint, r.Status, r.Body, r.Ref}
+}
 
 // insert writes r in the transaction tx.
 func (s *ReceiptStore) insert(ctx context.Context, tx *gorm.DB, r receipt.Receipt) error {
 	if s == nil {
 		return errNoReceiptStore
 	}
-	err := tx.WithContext(ctx).Exec(insertReceiptSQL,
-		r.WorkspaceID, r.KeyHash, r.Fingerprint, r.Status, r.Body, r.Ref, s.ttl.Seconds()).Error
+	err := tx.WithContext(ctx).Exec(insertOneReceiptSQL, append(receiptArgs(r), s.ttl.Seconds())...).Error
 	if err != nil {
 		return fmt.Errorf("insert idempotency receipt: %w", err)
 	}

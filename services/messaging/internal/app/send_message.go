@@ -134,7 +134,7 @@ type send struct {
 }
 
 func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID string, by conversation.Author) (send, error) {
-	conv, err := a.inbox.Get(ctx, workspaceID, conversationID)
+	conv, ch, err := a.inbox.GetWithChannel(ctx, workspaceID, conversationID)
 	if err != nil {
 		return send{}, err
 	}
@@ -151,11 +151,6 @@ func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID strin
 	if err := conversation.CheckWindow(conv, a.now(), a.window); err != nil {
 		a.observer.Send(platform, SendOutsideWindow)
 		return send{}, err
-	}
-	ch, err := a.channels.Get(ctx, conv.ChannelID)
-	if err != nil {
-		a.observer.Send(platform, SendError)
-		return send{}, fmt.Errorf("load channel of conversation %s: %w", conv.ID, err)
 	}
 	return send{target: conversation.Target{Channel: ch, Conversation: conv, Sender: by.Sender}, transport: transport, platform: platform, by: by}, nil
 }

@@ -191,6 +191,9 @@ type Store interface {
 	// Get returns the conversation if it belongs to workspaceID, else
 	// ErrNotFound: other workspaces' conversations do not exist for it.
 	Get(ctx context.Context, workspaceID, id string) (Conversation, error)
+	// GetWithChannel is Get with the conversation's channel, read
+	// together: a send needs both.
+	GetWithChannel(ctx context.Context, workspaceID, id string) (Conversation, channel.Channel, error)
 	ListConversations(ctx context.Context, q ConversationQuery) ([]Conversation, error)
 	ListMessages(ctx context.Context, q MessageQuery) ([]Message, error)
 	// LastMessages returns the newest message of each of the
@@ -200,7 +203,8 @@ type Store interface {
 	// AddSent stores messages sent to the customer in one of its
 	// conversations, moves the conversation's last_message_at and clears
 	// its unanswered mark (Message.Answers), and, when rec is not nil,
-	// stores the send's idempotency receipt, together.
+	// stores the send's idempotency receipt, together. ErrNotFound when
+	// the conversation does not exist; then nothing is stored.
 	AddSent(ctx context.Context, msgs []Message, rec *receipt.Receipt) error
 	// UpdateChat loads the workspace's conversation, lets fn change its
 	// chat state and saves it, atomically (the row is locked meanwhile),
