@@ -33,17 +33,29 @@ import (
 // timeout; a healthy server connects in milliseconds.
 const ConnectTimeout = 2 * time.Second
 
+// Setting is a run-time parameter every connection of a pool starts with
+// (sent in its startup message, so it costs no round trip): a statement
+// that depends on a server setting gets it whatever the server's default,
+// without a transaction to SET LOCAL it in.
+type Setting struct {
+	Name, Value string
+}
+
 // Open connects to url, applies migrations (SQL files at the root of
 // migrations) to schemaName and returns a gorm handle whose table names are
-// qualified with that schema. Migrations are serialized across processes with
-// a Postgres advisory lock, so several instances may start at once.
-func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *zap.Logger) (*gorm.DB, error) {
+// qualified with that schema, each connection started with settings (over
+// any of the same name in url). Migrations are serialized across processes
+// with a Postgres advisory lock, so several instances may start at once.
+func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *zap.Logger, settings ...Setting) (*gorm.DB, error) {
 	connCfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	if connCfg.ConnectTimeout == 0 {
 		connCfg.ConnectTimeout = ConnectTimeout
+	}
+	for _, s := range settings {
+		connCfg.RuntimeParams[s.Name] = s.Value
 	}
 	gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*connCfg)}), &gorm.Config{
 		NamingStrategy:         schema.NamingStrategy{TablePrefix: schemaName + "."},

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"sync"
 	"testing"
@@ -56,5 +57,40 @@ func TestOpenMigratesOnceUnderConcurrentStarts(t *testing.T) {
 	var applied int64
 	if err := gdb.Raw(`SELECT count(*) FROM widgets.goose_db_version WHERE version_id = 1`).Scan(&applied).Error; err != nil || applied != 1 {
 		t.Fatalf("migration 1 recorded %d times (%v), want once", applied, err)
+	}
+}
+
+// A setting given to Open is on every connection of the pool, over the
+// database's default, from the first statement on.
+func TestOpenStartsEachConnectionWithItsSettings(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	migrations := os.DirFS("testdata/migrations")
+	if err := env.DB(t, "widgets", migrations).Exec(`DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', current_database(), '7s');
+	END $$`).Error; err != nil {
+		t.Fatal(err)
+	}
+	gdb := env.DB(t, "widgets", migrations, db.Setting{Name: "lock_timeout", Value: "3s"}, db.Setting{Name: "parley.test", Value: "on"})
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Several connections at once: each is a new one, started as Open says.
+	conns := make([]*sql.Conn, 3)
+	for i := range conns {
+		if conns[i], err = sqlDB.Conn(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	for i, c := range conns {
+		var lockTimeout, custom string
+		if err := c.QueryRowContext(context.Background(), `SELECT current_setting('lock_timeout'), current_setting('parley.test')`).Scan(&lockTimeout, &custom); err != nil {
+			t.Fatal(err)
+		}
+		if lockTimeout != "3s" || custom != "on" {
+			t.Errorf("connection %d: lock_timeout %s, parley.test %s; want 3s, on", i, lockTimeout, custom)
+		}
 	}
 }

@@ -90,13 +90,15 @@ type Option func(*wants)
 type wants struct {
 	schema     string
 	migrations fs.FS
+	settings   []db.Setting
 	redis      bool
 	nats       bool
 }
 
-// Postgres opens the database, migrating schema with migrations (db.Open).
-func Postgres(schema string, migrations fs.FS) Option {
-	return func(w *wants) { w.schema, w.migrations = schema, migrations }
+// Postgres opens the database, migrating schema with migrations, each
+// connection started with settings (db.Open).
+func Postgres(schema string, migrations fs.FS, settings ...db.Setting) Option {
+	return func(w *wants) { w.schema, w.migrations, w.settings = schema, migrations, settings }
 }
 
 // Redis opens Redis.
@@ -126,7 +128,7 @@ func Open(ctx context.Context, name, version string, log *zap.Logger, conn confi
 
 func (a *App) open(ctx context.Context, conn config.Connections, w wants) error {
 	if w.migrations != nil {
-		gdb, err := db.Open(ctx, conn.DatabaseURL, w.schema, w.migrations, a.log)
+		gdb, err := db.Open(ctx, conn.DatabaseURL, w.schema, w.migrations, a.log, w.settings...)
 		if err != nil {
 			return err
 		}

@@ -120,10 +120,11 @@ func (e *Env) Logger(t testing.TB) *zap.Logger {
 	return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 }
 
-// DB opens the test database for schemaName with its migrations applied.
-func (e *Env) DB(t testing.TB, schemaName string, migrations fs.FS) *gorm.DB {
+// DB opens the test database for schemaName with its migrations applied,
+// each connection started with settings (db.Open).
+func (e *Env) DB(t testing.TB, schemaName string, migrations fs.FS, settings ...db.Setting) *gorm.DB {
 	t.Helper()
-	gdb, err := db.Open(context.Background(), e.DatabaseURL, schemaName, migrations, zap.NewNop())
+	gdb, err := db.Open(context.Background(), e.DatabaseURL, schemaName, migrations, zap.NewNop(), settings...)
 	if err != nil {
 		t.Fatalf("testenv: open database: %v", err)
 	}

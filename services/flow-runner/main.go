@@ -71,7 +71,7 @@ type seams struct {
 // until ctx ends. Tests run it with their own configuration and seams.
 func serve(ctx context.Context, cfg svcconfig.Config, log *zap.Logger, s seams) error {
 	svc, err := service.Open(ctx, rpc.ServiceFlowRunner, version, log, cfg.Connections,
-		service.Postgres(adapters.Schema, migrations.FS), service.Redis(), service.NATS())
+		service.Postgres(adapters.Schema, migrations.FS, adapters.Settings...), service.Redis(), service.NATS())
 	if err != nil {
 		return err
 	}

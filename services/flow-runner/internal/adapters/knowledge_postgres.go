@@ -3,10 +3,13 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/parleyhq/parley/pkg/db"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
@@ -53,7 +56,8 @@ const TrigramThreshold = 0.6
 // 65535 parameters.
 const insertBatch = 1000
 
-// NewKnowledgeStore returns the store over gdb (opened for Schema).
+// NewKnowledgeStore returns the store over gdb, opened for Schema with
+// Settings.
 func NewKnowledgeStore(gdb *gorm.DB) *KnowledgeStore {
 	return &KnowledgeStore{db: gdb}
 }
@@ -153,32 +157,30 @@ func (s *KnowledgeStore) DeleteDocument(ctx context.Context, workspaceID, docume
 // between them: knowledge.Terms are runs of letters and digits, so a space
 // parts them unambiguously and string_to_array gets them back.
 
-// termsSQL keeps the words that are not stop words, in the question's
-// order, and makes the OR of their lexemes.
-const termsSQL = `SELECT coalesce(string_agg(t, ' ' ORDER BY n), '') AS words,
-    coalesce(string_agg('(' || plainto_tsquery('english', t)::text || ')', ' | ' ORDER BY n), '') AS any_lexeme
-FROM unnest(string_to_array(?, ' ')) WITH ORDINALITY AS u (t, n)
-WHERE to_tsvector('english', t) <> ''::tsvector`
-
-// searchTerms are termsSQL's answer.
-type searchTerms struct {
-	Words     string
-	AnyLexeme string
-}
-
-// searchSQL finds the candidates through the two GIN indexes (any lexeme,
-// or any word by trigrams) and scores them as KnowledgeStore says. Its
-// parameters: the words, the workspace, the OR of the lexemes, the words
-// again, that OR again, TrigramThreshold and the limit.
+// searchSQL keeps the question's words that are not stop words (term),
+// makes the OR of their lexemes (question), finds the candidates through
+// the two GIN indexes (any lexeme, or any word by trigrams) and scores them
+// as KnowledgeStore says: one statement, one round trip. A question of stop
+// words only has no term, a NULL OR and no candidate. The index's %>
+// compares with the connection's pg_trgm.word_similarity_threshold, which
+// Settings make TrigramThreshold; the score with the threshold given. Its
+// parameters: the words, the workspace, TrigramThreshold and the limit.
 const searchSQL = `WITH term AS MATERIALIZED (
-    SELECT word, plainto_tsquery('english', word) AS query FROM unnest(string_to_array(?, ' ')) AS word
+    SELECT t AS word, n, plainto_tsquery('english', t) AS query
+    FROM unnest(string_to_array(?, ' ')) WITH ORDINALITY AS u (t, n)
+    WHERE to_tsvector('english', t) <> ''::tsvector
+), question AS MATERIALIZED (
+    SELECT array_agg(word ORDER BY n) AS words,
+        string_agg('(' || query::text || ')', ' | ' ORDER BY n)::tsquery AS any_lexeme
+    FROM term
 ), candidate AS (
     SELECT document_id, ordinal, title, text, tsv, searchable
     FROM ` + Schema + `.kb_passages
-    WHERE workspace_id = ? AND (tsv @@ ?::tsquery OR searchable %> ANY (string_to_array(?, ' ')))
+    WHERE workspace_id = ?
+        AND (tsv @@ (SELECT any_lexeme FROM question) OR searchable %> ANY ((SELECT words FROM question)::text[]))
 ), scored AS (
     SELECT document_id, ordinal, title, text,
-        ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', tsv, ?::tsquery, 32) AS rank,
+        ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', tsv, (SELECT any_lexeme FROM question), 32) AS rank,
         (SELECT avg(CASE WHEN c.tsv @@ term.query THEN 1
                     ELSE (SELECT CASE WHEN sim >= ? THEN sim ELSE 0 END FROM word_similarity(term.word, c.searchable) AS sim)
                     END)
@@ -190,6 +192,12 @@ FROM scored
 ORDER BY score DESC, document_id, ordinal
 LIMIT ?`
 
+// Settings are what the store needs of each connection of its pool
+// (db.Open): the trigram index's %> operator compares with
+// pg_trgm.word_similarity_threshold, the score with TrigramThreshold, and
+// they must be the same whatever the server's default.
+var Settings = []db.Setting{{Name: "pg_trgm.word_similarity_threshold", Value: strconv.FormatFloat(TrigramThreshold, 'f', -1, 64)}}
+
 // Search implements run.KnowledgeBase: at most topK passages (and
 // flow.MaxTopK), best first. A question with no word to search for (empty,
 // or stop words only) finds none.
@@ -200,28 +208,9 @@ func (s *KnowledgeStore) Search(ctx context.Context, workspaceID, query string, 
 		return out, nil
 	}
 	topK = min(topK, flow.MaxTopK)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// The index's <% operator compares with this setting; the score
-		// with TrigramThreshold: they are made the same, whatever the
-		// server's default.
-		if err := tx.Exec(`SELECT set_config('pg_trgm.word_similarity_threshold', ?, true)`, fmt.Sprint(TrigramThreshold)).Error; err != nil {
-			return fmt.Errorf("set trigram threshold: %w", err)
-		}
-		var terms searchTerms
-		if err := tx.Raw(termsSQL, strings.Join(words, " ")).Scan(&terms).Error; err != nil {
-			return fmt.Errorf("read question terms: %w", err)
-		}
-		if terms.Words == "" {
-			return nil
-		}
-		err := tx.Raw(searchSQL, terms.Words, workspaceID, terms.AnyLexeme, terms.Words, terms.AnyLexeme, TrigramThreshold, topK).Scan(&out).Error
-		if err != nil {
-			return fmt.Errorf("search knowledge base: %w", err)
-		}
-		return nil
-	})
+	err := s.db.WithContext(ctx).Raw(searchSQL, strings.Join(words, " "), workspaceID, TrigramThreshold, topK).Scan(&out).Error
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("search knowledge base: %w", err)
 	}
 	if out == nil {
 		out = []run.Passage{}

@@ -27,11 +27,27 @@ const (
 	policyMN = "store_policy_mn.md"
 )
 
-// knowledgeStore is a store over a fresh database, and that database.
+// knowledgeStore is a store over a fresh database, and that database, whose
+// default trigram threshold is stricter than TrigramThreshold: a search
+// that did not apply its own (Settings) would miss the Mongolian variants.
 func knowledgeStore(t *testing.T) (*KnowledgeStore, *gorm.DB) {
 	t.Helper()
+	return knowledgeStoreWithDefault(t, "0.9")
+}
+
+// knowledgeStoreWithDefault is a store over a fresh database whose
+// pg_trgm.word_similarity_threshold defaults to threshold, opened as the
+// flow-runner opens it (with Settings).
+func knowledgeStoreWithDefault(t *testing.T, threshold string) (*KnowledgeStore, *gorm.DB) {
+	t.Helper()
 	env := testenv.New(t, testenv.Migrated(Schema, migrations.FS))
-	gdb := env.DB(t, Schema, migrations.FS)
+	err := env.DB(t, Schema, migrations.FS).Exec(`DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET pg_trgm.word_similarity_threshold = %s', current_database(), ` + "'" + threshold + "'" + `);
+	END $$`).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdb := env.DB(t, Schema, migrations.FS, Settings...)
 	return NewKnowledgeStore(gdb), gdb
 }
 
@@ -151,6 +167,40 @@ func TestKnowledgeSuffixVariants(t *testing.T) {
 	}
 	if got := search(t, s, ws, "төлбөр", 5); len(got) != 0 {
 		t.Errorf("an absent word found %s", describe(got))
+	}
+}
+
+// TestKnowledgeTrigramThreshold: a word matches another by trigrams from
+// TrigramThreshold on, whatever the server's default: буцааж finds буцаах
+// (0.71) under a stricter default, болох does not find болно (0.5) under a
+// looser one.
+func TestKnowledgeTrigramThreshold(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		serverDefault string
+		query         string
+		want          int
+	}{
+		{"0.9", "буцааж", 1},
+		{"0.3", "болох", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.serverDefault, func(t *testing.T) {
+			t.Parallel()
+			s, gdb := knowledgeStoreWithDefault(t, tt.serverDefault)
+			var setting string
+			if err := gdb.Raw(`SELECT current_setting('pg_trgm.word_similarity_threshold')`).Scan(&setting).Error; err != nil {
+				t.Fatal(err)
+			}
+			if setting != "0.6" {
+				t.Fatalf("the store's connections have threshold %s, want 0.6", setting)
+			}
+			ws := uuid.NewString()
+			addMarkdown(t, s, ws, "Журам", "## Буцаах\n\nБарааг 14 хоногийн дотор буцаах.\n\n## Төлбөр\n\nКартаар төлж болно.")
+			if got := search(t, s, ws, tt.query, 5); len(got) != tt.want {
+				t.Errorf("%s under a server default of %s: %s, want %d passages", tt.query, tt.serverDefault, describe(got), tt.want)
+			}
+		})
 	}
 }
 
