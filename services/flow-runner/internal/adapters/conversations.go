@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
@@ -123,19 +125,68 @@ func outbound(m run.Message) messagingapi.OutboundMessage {
 	return out
 }
 
+// WorkspaceMaxAge is how long an instance answers a workspace's chat turns
+// from what the gateway last told it of the workspace, rather than ask
+// again for every turn: its name and plan, and how much of its AI limit
+// is used, may be that old (docs/chat.md "Billing and limits").
+const WorkspaceMaxAge = time.Second
+
 // Workspaces reads the workspaces from the gateway, which owns them and
-// their plans.
+// their plans, each at most once every WorkspaceMaxAge.
 type Workspaces struct {
 	services *adminclient.Client
+	now      func() time.Time
+
+	mu    sync.Mutex
+	known map[string]knownWorkspace
 }
+
+// knownWorkspace is a workspace as the gateway answered it, and when.
+type knownWorkspace struct {
+	ws   app.Workspace
+	read time.Time
+}
+
+// forgetAbove bounds the workspaces kept before the outdated ones are
+// dropped: a busy instance reads a few hundred a second at most.
+const forgetAbove = 1024
 
 var _ app.Workspaces = (*Workspaces)(nil)
 
 // NewWorkspaces returns the workspaces, reached through services.
-func NewWorkspaces(services *adminclient.Client) *Workspaces { return &Workspaces{services: services} }
+func NewWorkspaces(services *adminclient.Client) *Workspaces {
+	return &Workspaces{services: services, now: time.Now, known: map[string]knownWorkspace{}}
+}
 
-// Workspace implements app.Workspaces.
+// Workspace implements app.Workspaces. A workspace read less than
+// WorkspaceMaxAge ago is answered as it was read; an error is not kept.
 func (w *Workspaces) Workspace(ctx context.Context, workspaceID string) (app.Workspace, error) {
+	now := w.now()
+	w.mu.Lock()
+	k, ok := w.known[workspaceID]
+	w.mu.Unlock()
+	if ok && now.Sub(k.read) < WorkspaceMaxAge {
+		return k.ws, nil
+	}
+	ws, err := w.read(ctx, workspaceID)
+	if err != nil {
+		return app.Workspace{}, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.known) >= forgetAbove {
+		for id, k := range w.known {
+			if now.Sub(k.read) >= WorkspaceMaxAge {
+				delete(w.known, id)
+			}
+		}
+	}
+	w.known[workspaceID] = knownWorkspace{ws: ws, read: now}
+	return ws, nil
+}
+
+// read asks the gateway for the workspace.
+func (w *Workspaces) read(ctx context.Context, workspaceID string) (app.Workspace, error) {
 	ws, err := w.services.GetWorkspace(ctx, workspaceID)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {
 		return app.Workspace{}, fmt.Errorf("%w: %s", app.ErrWorkspaceNotFound, workspaceID)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
@@ -124,5 +126,72 @@ func TestWorkspacesReadThePlansModules(t *testing.T) {
 		if err != nil || got != want {
 			t.Fatalf("modules %v: %+v, %v; want %+v", tc.modules, got, err, want)
 		}
+	}
+}
+
+// countingWorkspaces is a Caller that answers the workspace named by the
+// call with ai_used the number of calls so far, or err.
+type countingWorkspaces struct {
+	mu    sync.Mutex
+	calls int
+	err   error
+}
+
+func (c *countingWorkspaces) CallJSON(_ context.Context, _, _, _, _, _ string, _, out any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if c.err != nil {
+		return c.err
+	}
+	*out.(*gatewayapi.WorkspaceAnswer) = gatewayapi.WorkspaceAnswer{Workspace: gatewayapi.Workspace{
+		Name: "Shop", Plan: gatewayapi.Plan{AIUsed: int64(c.calls), AILimit: 10},
+	}}
+	return nil
+}
+
+func (c *countingWorkspaces) CallRaw(context.Context, string, string, *rpcv1.Request, any) error {
+	return nil
+}
+
+// TestWorkspacesReadOnceAMaxAge: a workspace is asked of the gateway once
+// every WorkspaceMaxAge, each workspace apart; a failed read is not kept.
+func TestWorkspacesReadOnceAMaxAge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gateway := &countingWorkspaces{}
+	ws := NewWorkspaces(adminclient.New(gateway))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ws.now = func() time.Time { return now }
+	used := func(id string) int64 {
+		t.Helper()
+		got, err := ws.Workspace(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.AIUsed
+	}
+	if u := used("a"); u != 1 {
+		t.Fatalf("first read: ai_used %d, want 1", u)
+	}
+	now = now.Add(WorkspaceMaxAge - time.Millisecond)
+	if u := used("a"); u != 1 || gateway.calls != 1 {
+		t.Fatalf("within the max age: ai_used %d after %d calls, want 1 after 1", u, gateway.calls)
+	}
+	if u := used("b"); u != 2 {
+		t.Fatalf("another workspace: ai_used %d, want 2 (read anew)", u)
+	}
+	now = now.Add(time.Millisecond)
+	if u := used("a"); u != 3 {
+		t.Fatalf("at the max age: ai_used %d, want 3 (read anew)", u)
+	}
+	now = now.Add(WorkspaceMaxAge)
+	gateway.err = errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "gateway is not running")
+	if _, err := ws.Workspace(ctx, "a"); err == nil {
+		t.Fatal("an outdated workspace answered while the gateway is down")
+	}
+	gateway.err = nil
+	if u := used("a"); u != 5 {
+		t.Fatalf("after a failed read: ai_used %d, want 5 (read anew)", u)
 	}
 }
