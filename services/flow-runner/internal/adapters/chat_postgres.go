@@ -85,26 +85,44 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if changed != nil {
-			write := UpdateRun
-			if changed.New {
-				write = InsertRun
-			}
-			if err := write(tx, changed.Run, changed.NodeRuns); err != nil {
+		conversation := conversationArgs(c)
+		switch {
+		case changed != nil && changed.New:
+			// A new run is stored with the conversation, in one statement.
+			return insertRunAlso(tx, insertRunAndConversationStatement, changed.Run, changed.NodeRuns, conversation...)
+		case changed != nil:
+			if err := UpdateRun(tx, changed.Run, changed.NodeRuns); err != nil {
 				return err
 			}
 		}
-		row.AnsweredSeq, row.Mode, row.WaitingRunID, row.WaitingSince = c.AnsweredSeq, c.Mode, nil, nil
-		if c.Waiting != nil {
-			since := c.WaitingSince.UTC()
-			row.WaitingRunID, row.WaitingSince = &c.Waiting.ID, &since
-		}
-		row.UpdatedAt = time.Now().UTC()
-		if err := tx.Select("*").Omit("conversation_id", "workspace_id").Updates(&row).Error; err != nil {
+		if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), updateConversation(1), conversation...); err != nil {
 			return fmt.Errorf("update chat conversation: %w", err)
 		}
 		return nil
 	})
+}
+
+// updateConversation stores what a turn changed of its conversation, from
+// the parameters that start at first (conversationArgs).
+func updateConversation(first int) string {
+	return fmt.Sprintf(`UPDATE `+Schema+`.chat_conversations
+	SET answered_seq = $%d, mode = $%d, waiting_run_id = $%d, waiting_since = $%d, updated_at = $%d
+	WHERE conversation_id = $%d`, first, first+1, first+2, first+3, first+4, first+5)
+}
+
+// insertRunAndConversationStatement stores a turn's new run and its
+// conversation ($31–$36).
+var insertRunAndConversationStatement = insertRunWith(updateConversation(31))
+
+// conversationArgs are updateConversation's parameters for c.
+func conversationArgs(c *catalog.ChatConversation) []any {
+	var waitingRunID *string
+	var waitingSince *time.Time
+	if c.Waiting != nil {
+		since := c.WaitingSince.UTC()
+		waitingRunID, waitingSince = &c.Waiting.ID, &since
+	}
+	return []any{c.AnsweredSeq, c.Mode, waitingRunID, waitingSince, time.Now().UTC(), c.ConversationID}
 }
 
 // firstTurnLockClass is the first key of the advisory locks that guard a

@@ -291,11 +291,17 @@ func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRu
 // transaction: the chat consumer stores a run with what else its turn
 // changed, together. It is Create's statement, without a receipt.
 func InsertRun(tx *gorm.DB, r *run.Run, nodeRuns []run.NodeRun) error {
+	return insertRunAlso(tx, insertRunStatement, r, nodeRuns)
+}
+
+// insertRunAlso is InsertRun with statement, insertRunStatement or one of
+// insertRunWith's, whose own parameters (from $31) are alsoArgs.
+func insertRunAlso(tx *gorm.DB, statement string, r *run.Run, nodeRuns []run.NodeRun, alsoArgs ...any) error {
 	args, err := insertRunArgs(r, nodeRuns)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), insertRunStatement, args...); err != nil {
+	if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), statement, append(args, alsoArgs...)...); err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
 	return nil
@@ -430,12 +436,18 @@ var insertRunStatement = `WITH run AS (
 
 // insertRunWithReceiptStatement is insertRunStatement that also stores
 // the call's receipt ($31–$37, see insertReceipt).
-var insertRunWithReceiptStatement = `WITH run AS (
+var insertRunWithReceiptStatement = insertRunWith(insertReceipt(31))
+
+// insertRunWith is insertRunStatement that also runs also, a data-modifying
+// statement whose parameters start at $31, in the same statement.
+func insertRunWith(also string) string {
+	return `WITH run AS (
 	` + insertRun + `
-), receipt AS (
-` + insertReceipt(31) + `
+), also AS (
+` + also + `
 )
 ` + insertNodeRuns(21)
+}
 
 // appendNodeRunsStatement adds the node runs (arrays from $2) of a
 // continued run ($1).
