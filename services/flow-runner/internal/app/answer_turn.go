@@ -224,11 +224,19 @@ func (a *App) chatFlow(ctx context.Context, t Turn) (def *flow.Definition, flowI
 // after it.
 func (a *App) settle(ctx context.Context, c *catalog.ChatConversation, res *run.Result, isNew bool, key string) (*catalog.ChatRun, error) {
 	r := res.Run
-	nodeRuns, err := a.carryOut(ctx, c, res, key)
-	if err != nil {
-		return nil, err
+	failed := r.Status == run.StatusFailed && r.Error != nil
+	nodeRuns := res.NodeRuns
+	// A run refused an AI unit carries out nothing: at the plan's limit
+	// nothing reaches the customer, also what the flow did before its AI
+	// node (the workspace the turn started from may be a second old).
+	if !failed || r.Error.Code != run.CodeQuotaExceeded {
+		var err error
+		if nodeRuns, err = a.carryOut(ctx, c, res, key); err != nil {
+			return nil, err
+		}
 	}
-	if r.Status == run.StatusFailed && r.Error != nil {
+	if failed {
+		var err error
 		if r.Error.Code == run.CodeQuotaExceeded {
 			err = a.unanswered(ctx, c, UnansweredAILimitReached)
 		} else {

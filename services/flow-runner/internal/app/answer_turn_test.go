@@ -904,15 +904,29 @@ func TestAnswerTurnFailedRunHandsOver(t *testing.T) {
 	}
 	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
 
+	// At the limit a flow's send before its AI node does not go either.
+	f.chatFlow(t, "f0", []string{"chat"}, "a",
+		`{"id": "a", "type": "send_message", "message": {"text": "One moment"}, "next": "x"}`,
+		`{"id": "x", "type": "ai_response"}`)
+	f.convs.reset()
+	tr = f.turn(3, "hi")
+	f.answer(t, tr)
+	r, _ = wantRun(t, f, runOf(tr), run.StatusFailed)
+	if r.Error.Code != run.CodeQuotaExceeded {
+		t.Fatalf("run error %+v", r.Error)
+	}
+	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
+	f.quota.limit = 100
+
 	// A flow's unsupported node fails it too, after its sends.
 	f.chatFlow(t, "f1", []string{"chat"}, "a",
 		`{"id": "a", "type": "send_message", "message": {"text": "One moment"}, "next": "x"}`,
 		`{"id": "x", "type": "tool"}`)
 	f.convs.reset()
-	tr = f.turn(3, "hi")
+	tr = f.turn(4, "hi")
 	f.answer(t, tr)
 	got = f.convs.recorded()
-	if len(got) != 2 || got[0] != "send ws/conv1 key=turn-3/0 run="+runOf(tr)+" One moment" ||
+	if len(got) != 2 || got[0] != "send ws/conv1 key=turn-4/0 run="+runOf(tr)+" One moment" ||
 		!strings.Contains(got[1], "failed: node_failed") || !strings.Contains(got[1], "node_type_unsupported") {
 		t.Fatalf("calls %q", got)
 	}
