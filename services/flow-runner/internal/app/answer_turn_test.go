@@ -893,29 +893,25 @@ func TestAnswerTurnFailedRunHandsOver(t *testing.T) {
 		t.Fatalf("calls %q", got)
 	}
 
+	// At the limit the message is marked unanswered and nothing of the
+	// run goes out: also a flow's send before its AI node.
 	f.llm.err = nil
 	f.quota.limit = 0
-	f.convs.reset()
-	tr = f.turn(2, "hi")
-	f.answer(t, tr)
-	r, _ = wantRun(t, f, runOf(tr), run.StatusFailed)
-	if r.Error.Code != run.CodeQuotaExceeded {
-		t.Fatalf("run error %+v", r.Error)
+	for _, seq := range []int64{2, 3} {
+		if seq == 3 {
+			f.chatFlow(t, "f0", []string{"chat"}, "a",
+				`{"id": "a", "type": "send_message", "message": {"text": "One moment"}, "next": "x"}`,
+				`{"id": "x", "type": "ai_response"}`)
+		}
+		f.convs.reset()
+		tr = f.turn(seq, "hi")
+		f.answer(t, tr)
+		r, _ = wantRun(t, f, runOf(tr), run.StatusFailed)
+		if r.Error.Code != run.CodeQuotaExceeded {
+			t.Fatalf("turn %d: run error %+v", seq, r.Error)
+		}
+		f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
 	}
-	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
-
-	// At the limit a flow's send before its AI node does not go either.
-	f.chatFlow(t, "f0", []string{"chat"}, "a",
-		`{"id": "a", "type": "send_message", "message": {"text": "One moment"}, "next": "x"}`,
-		`{"id": "x", "type": "ai_response"}`)
-	f.convs.reset()
-	tr = f.turn(3, "hi")
-	f.answer(t, tr)
-	r, _ = wantRun(t, f, runOf(tr), run.StatusFailed)
-	if r.Error.Code != run.CodeQuotaExceeded {
-		t.Fatalf("run error %+v", r.Error)
-	}
-	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
 	f.quota.limit = 100
 
 	// A flow's unsupported node fails it too, after its sends.
