@@ -84,7 +84,7 @@ type Receiver struct {
 	status    atomic.Int32
 	discard   bool
 	onRequest func(Request)
-	waiting   atomic.Int32
+	gate      Gate
 
 	mu       sync.Mutex
 	requests []Request
@@ -92,8 +92,6 @@ type Receiver struct {
 	// arrived wakes the Wait methods; it holds at most one token, and a
 	// full channel already holds one, so a request never blocks on it.
 	arrived chan struct{}
-	gate    chan struct{} // non-nil while answers are held
-	holds   int
 }
 
 // New starts a receiver that answers with respond, or with SetStatus's
@@ -123,13 +121,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		got.Body, _ = io.ReadAll(req.Body)
 	}
 	got.At = time.Now()
+	var wait func()
 	r.mu.Lock()
 	r.n++
 	n := r.n
-	gate := r.gate
-	if gate != nil {
-		got.HeldIn = r.holds
-	}
+	got.HeldIn, wait = r.gate.Enter()
 	if !r.discard {
 		r.requests = append(r.requests, got)
 	}
@@ -141,14 +137,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.onRequest != nil {
 		r.onRequest(got)
 	}
-	if gate != nil {
-		r.waiting.Add(1)
-		select {
-		case <-gate:
-		case <-time.After(30 * time.Second): // never hang a test
-		}
-		r.waiting.Add(-1)
-	}
+	wait()
 	if r.respond != nil {
 		r.respond(n, w)
 		return
@@ -248,25 +237,10 @@ func (r *Receiver) WaitForN(t testing.TB, event string, n int) []Request {
 
 // Hold keeps every request from now on waiting for Release (30 s at the
 // most), so deliveries stay in flight, and returns the hold's number.
-func (r *Receiver) Hold() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gate == nil {
-		r.gate = make(chan struct{})
-		r.holds++
-	}
-	return r.holds
-}
+func (r *Receiver) Hold() int { return r.gate.Hold() }
 
 // Release answers the held requests and stops holding.
-func (r *Receiver) Release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gate != nil {
-		close(r.gate)
-		r.gate = nil
-	}
-}
+func (r *Receiver) Release() { r.gate.Release() }
 
 // Waiting is how many requests are held right now.
-func (r *Receiver) Waiting() int { return int(r.waiting.Load()) }
+func (r *Receiver) Waiting() int { return r.gate.Waiting() }
