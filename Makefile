@@ -49,14 +49,15 @@ bench: deps ## run the benchmarks and write bench/report.txt
 	done | tee bench/report.txt
 
 # Flags for BenchmarkPipeline after the issue's sizes, e.g.
-# make bench-e2e BENCH_E2E_FLAGS='-pipeline.messages 2000 -pipeline.paced 2000' for a quick run.
+# make bench-e2e BENCH_E2E_FLAGS='-pipeline.messages 2000 -pipeline.paced 2000 -pipeline.kill-messages 2000' for a quick run.
+# The paced lines run at half of pipeline-max's measured rate unless -pipeline.rate N forces one.
 BENCH_E2E_FLAGS ?=
 
 bench-e2e: deps ## the whole pipeline through the built binaries (Telegram ingress to signed webhook) beside same-run baselines; writes bench/e2e.txt
 	@mkdir -p bench
 	@# The e2e TestMain builds the binaries; every run sends its own sizes, so once (-benchtime 1x).
 	@set -o pipefail; cd e2e && go test -run '^$$' -bench '^BenchmarkPipeline$$' -benchtime 1x -timeout 30m . \
-		-pipeline.messages 20000 -pipeline.paced 20000 -pipeline.rate 1000 $(BENCH_E2E_FLAGS) | tee ../bench/e2e.txt
+		-pipeline.messages 20000 -pipeline.paced 20000 $(BENCH_E2E_FLAGS) | tee ../bench/e2e.txt
 
 lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, GOWORK=off builds
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -13,10 +13,13 @@ import (
 	"time"
 )
 
-var gatewayReads = flag.Int("pipeline.reads", 10000, "requests of each gateway-reads line of BenchmarkPipeline")
+var (
+	gatewayReads = flag.Int("pipeline.reads", 10000, "requests of each gateway-reads line of BenchmarkPipeline")
+	readsRate    = flag.Int("pipeline.reads-rate", 1000, "requests per second of the gateway-reads lines")
+)
 
 // gatewayReads is issue 11's read line: GET path through the gateway,
-// open loop at -pipeline.rate a second for -pipeline.reads requests, with
+// open loop at -pipeline.reads-rate a second for -pipeline.reads requests, with
 // the keys of the pipeline's workspaces in turn (each holds the
 // conversations of its customers, and a rate limit raised for the
 // bench). Every answer must be 200 with a JSON body. It reports the p50
@@ -33,7 +36,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		var bytesRead atomic.Int64
 		b.ResetTimer()
 		start := time.Now()
-		err := openLoop(start, n, *pipelineRate, func(i int) error {
+		err := openLoop(start, n, *readsRate, func(i int) error {
 			w := pb.spaces[i%len(pb.spaces)]
 			req, err := http.NewRequest(http.MethodGet, pb.s.gatewayURL+path, nil)
 			if err != nil {
@@ -53,7 +56,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("{")) {
 				return fmt.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
 			}
-			lat[i] = time.Since(start.Add(time.Duration(i) * time.Second / time.Duration(*pipelineRate)))
+			lat[i] = time.Since(start.Add(time.Duration(i) * time.Second / time.Duration(*readsRate)))
 			return nil
 		})
 		elapsed := time.Since(start)

@@ -223,6 +223,18 @@ func (p *proc) kill(t testing.TB) {
 	}
 }
 
+// restart starts p's service again, once p has exited (kill), on p's
+// address with p's environment, waits until it is ready, and returns it
+// (which the caller puts in p's place: s.procs is not changed). It is
+// stopped when t ends, as launch's are.
+func (s *suite) restart(t testing.TB, p *proc) *proc {
+	t.Helper()
+	if p.running() {
+		t.Fatalf("restart %s %s: still running", p.name, p.addr)
+	}
+	return s.launch(t, p.name, p.addr, p.cmd.Env)
+}
+
 // waitReady waits until the process started as name answers 200 on
 // http://addr/readyz, and fails t with its output if it exits first or is
 // not ready within 30 s.
