@@ -30,10 +30,10 @@ import (
 // The no-loss check is the benchmark's own, by delivery id at the
 // receiver: every accepted message must arrive, under one delivery id;
 // the same id arriving again is counted (duplicates), as the
-// at-least-once delivery docs/webhooks.md promises, and is allowed in
-// these lines only; and the delivery log must hold every delivery as
-// delivered (for the dispatcher's line within -pipeline.settle, as the
-// ack wait comes first). Each line then waits until the dispatchers'
+// at-least-once delivery docs/webhooks.md "Answering a delivery"
+// promises, and is allowed in these lines only; and the delivery log must
+// hold every delivery as delivered (for the dispatcher's line within
+// -pipeline.settle, as the ack wait comes first). Each line then waits until the dispatchers'
 // consumer has nothing pending, so that no redelivery reaches a later
 // line. They report restart-ms (from the SIGKILL to the new process's
 // /readyz) beside what every run reports.
