@@ -201,9 +201,11 @@ type pipelineBench struct {
 	js      jetstream.JetStream
 	// statements says whether pg_stat_statements answers (hasStatements).
 	statements bool
-	// pgLast are the last PostgreSQL counters read, at pgLastAt.
-	pgLast   pgStats
-	pgLastAt time.Time
+	// pgLast are the last PostgreSQL counters read, at pgLastAt, when
+	// seq was pgLastSeq.
+	pgLast    pgStats
+	pgLastAt  time.Time
+	pgLastSeq int64
 	// backlog counts what messaging has committed to its outbox and not
 	// yet handed over (outboxBacklog).
 	backlog func(context.Context) (int64, error)

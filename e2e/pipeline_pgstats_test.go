@@ -49,17 +49,18 @@ func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // pgStats reads the counters, after waiting for the backends to report
-// theirs (pgStatsFlush); the last counters read stand for the current
-// ones within a second of their reading, when nothing can have happened
-// in between (one line's end and the next one's start).
+// theirs (pgStatsFlush). The last counters read stand for the current
+// ones when no message has been sent since and less than a second has
+// passed (one line's end and the next one's start): then nothing can
+// have happened in between.
 func (pb *pipelineBench) pgStats() (pgStats, error) {
-	if pb.pgLast.tables != nil && time.Since(pb.pgLastAt) < time.Second {
+	if pb.pgLast.tables != nil && pb.pgLastSeq == pb.seq.Load() && time.Since(pb.pgLastAt) < time.Second {
 		return pb.pgLast, nil
 	}
 	time.Sleep(pgStatsFlush)
 	st, err := pb.readPGStats()
 	if err == nil {
-		pb.pgLast, pb.pgLastAt = st, time.Now()
+		pb.pgLast, pb.pgLastAt, pb.pgLastSeq = st, time.Now(), pb.seq.Load()
 	}
 	return st, err
 }
