@@ -19,13 +19,14 @@ var (
 )
 
 // gatewayReads is issue 11's read line: GET path through the gateway,
-// open loop at -pipeline.reads-rate a second for -pipeline.reads requests, with
-// the keys of the pipeline's workspaces in turn (each holds the
-// conversations of its customers, and a rate limit raised for the
-// bench). Every answer must be 200 with a JSON body. It reports the p50
-// and p99 of the time from each request's scheduled start to its body
-// read (a late start counts against the gateway), the rate achieved, and
-// the mean size of a body.
+// open loop at -pipeline.reads-rate a second for -pipeline.reads
+// requests, with the keys of the pipeline's workspaces in turn (each
+// holds the conversations of its customers, and a rate limit raised for
+// the bench). Every answer must be 200 with a JSON body. It reports the
+// p50 and p99 of the time from each request's scheduled start to its body
+// read (a late start counts against the gateway), the rate achieved, the
+// mean size of a body, and each process's CPU time per request
+// (reportCPU).
 // Beside it, bare-forwarded reads GET /v1/channels: the same path through
 // the gateway to messaging with one small indexed read behind it, where
 // /v1/conversations reads a page of conversations with their contacts.
@@ -34,6 +35,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		n := *gatewayReads
 		lat := make([]time.Duration, n)
 		var bytesRead atomic.Int64
+		cpu := pb.cpu()
 		b.ResetTimer()
 		start := time.Now()
 		err := openLoop(start, n, *readsRate, func(i int) error {
@@ -70,6 +72,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		b.ReportMetric(percentileMS(lat, 0.50), "p50-ms")
 		b.ReportMetric(percentileMS(lat, 0.99), "p99-ms")
 		b.ReportMetric(float64(bytesRead.Load())/float64(n), "body-bytes")
+		pb.reportCPU(b, cpu, n)
 	}
 }
 

@@ -106,8 +106,8 @@ import (
 //     because what hangs stays in flight until the end.
 //
 // Each run also says where the time goes. CPU time per message:
-// messaging-cpu-ms and dispatcher-cpu-ms (the processes of each service,
-// process_cpu_seconds_total from their /metrics), bench-cpu-ms (this
+// gateway-cpu-ms, messaging-cpu-ms and dispatcher-cpu-ms (the processes
+// of each service, process_cpu_seconds_total from their /metrics), bench-cpu-ms (this
 // process: the load generator and the receiver), postgres-cpu-ms and
 // nats-cpu-ms (every process of those servers on this machine, from
 // /proc, whoever else uses them meanwhile), and total-cpu-ms, their sum.
@@ -657,14 +657,14 @@ func (pb *pipelineBench) result(run *pipelineRun) pipelineResult {
 	return res
 }
 
-// cpuTimes are the CPU seconds used so far by the messaging processes, the
-// dispatcher processes, the flow-runners, this process, and the PostgreSQL
-// and NATS servers.
-type cpuTimes struct{ messaging, dispatcher, runner, bench, postgres, nats float64 }
+// cpuTimes are the CPU seconds used so far by the gateway, the messaging
+// processes, the dispatcher processes, the flow-runners, this process,
+// and the PostgreSQL and NATS servers.
+type cpuTimes struct{ gateway, messaging, dispatcher, runner, bench, postgres, nats float64 }
 
 // total is the CPU seconds of them all.
 func (c cpuTimes) total() float64 {
-	return c.messaging + c.dispatcher + c.runner + c.bench + c.postgres + c.nats
+	return c.gateway + c.messaging + c.dispatcher + c.runner + c.bench + c.postgres + c.nats
 }
 
 // cpu is the CPU seconds used so far, the killed processes' (pb.gone)
@@ -672,6 +672,9 @@ func (c cpuTimes) total() float64 {
 func (pb *pipelineBench) cpu() cpuTimes {
 	c := pb.gone
 	c.postgres, c.nats = serverCPU("postgres"), serverCPU("nats-server")
+	if p := pb.s.procs["gateway"]; p != nil {
+		c.gateway = metric(p.addr, processCPU)
+	}
 	for _, p := range pb.messagings {
 		c.messaging += metric(p.addr, processCPU)
 	}
@@ -688,11 +691,13 @@ func (pb *pipelineBench) cpu() cpuTimes {
 	return c
 }
 
-// reportCPU reports the CPU time per message of each side between before
-// and now, and of them all (total-cpu-ms).
+// reportCPU reports the CPU time per message (or request: messages is
+// their count) of each side between before and now, and of them all
+// (total-cpu-ms).
 func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) {
 	after := pb.cpu()
 	per := func(d float64) float64 { return 1000 * d / float64(messages) }
+	b.ReportMetric(per(after.gateway-before.gateway), "gateway-cpu-ms")
 	b.ReportMetric(per(after.messaging-before.messaging), "messaging-cpu-ms")
 	if len(pb.dispatchers) > 0 {
 		b.ReportMetric(per(after.dispatcher-before.dispatcher), "dispatcher-cpu-ms")
