@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -117,7 +118,10 @@ func (pb *pipelineBench) killRun(b *testing.B, run *pipelineRun, kill func()) {
 		schedule := time.Duration(run.n) * time.Second / time.Duration(rate)
 		select {
 		case err := <-sent:
-			return fmt.Errorf("sent before the kill: %v", err)
+			if err != nil {
+				return err
+			}
+			return errors.New("every message was sent before the kill")
 		case <-time.After(time.Duration((0.2 + 0.4*rand.Float64()) * float64(schedule))):
 		}
 		kill()
