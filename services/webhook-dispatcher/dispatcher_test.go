@@ -687,9 +687,13 @@ func TestListDeliveriesWalksTiesExactlyOnce(t *testing.T) {
 	}
 }
 
-// A message redelivered by JetStream (same event id) finds its settled row:
-// no second row, no second request.
-func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
+// A second copy of an event in the stream (published again past the
+// stream's duplicate window) is handed out as new: it is sent again under
+// the same delivery id and body, which receivers deduplicate, and the log
+// keeps one row, with both attempts. (A message JetStream redelivers reads
+// the log first and is not sent again once settled: internal/app's
+// TestARedeliveryReadsTheLogFirst.)
+func TestSecondCopyOfAnEventKeepsOneRow(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
 	rcv := receiver.New(t, receiver.Status(http.StatusOK))
@@ -698,15 +702,15 @@ func TestRedeliveredEventIsNotSentTwice(t *testing.T) {
 	ev := messageEvent(ws, false)
 	h.publish(ev)
 	h.waitDelivery(ws, ev.GetId())
-	// The same event again, past the stream's duplicate check (as after a
-	// relay retry outside the dedup window).
 	h.publishRaw(h.env.Stream.Subject(ws, ev.GetType()), mustMarshal(t, ev), "")
 	h.consumerSettled(2)
-	if n := len(rcv.Requests()); n != 1 {
-		t.Errorf("receiver got %d requests, want 1", n)
+	hits := rcv.Requests()
+	if len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() || !bytes.Equal(hits[0].Body, hits[1].Body) {
+		t.Errorf("receiver got %d requests; the second must repeat the first's id and body", len(hits))
 	}
-	if log := h.deliveries(ws); len(log) != 1 {
-		t.Errorf("log has %d rows, want 1", len(log))
+	log := h.deliveries(ws)
+	if len(log) != 1 || log[0].Status != "delivered" || log[0].Attempts != 2 {
+		t.Errorf("log %s, want one row delivered after 2 attempts", jsonOf(log))
 	}
 }
 
@@ -754,7 +758,10 @@ func TestMalformedAndUnroutedEvents(t *testing.T) {
 }
 
 // A database failure never loses an event: the message is nak'ed, comes
-// back, and is delivered once the database answers again.
+// back, and is delivered once the database answers again. Its first
+// attempt goes out before the failed write (a first delivery is written
+// once, after it is sent); the redeliveries read the log first and wait
+// for it, then send it once more under the same id and body.
 func TestDatabaseFailureRedeliversLater(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
@@ -767,7 +774,7 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 	}
 	ev := messageEvent(ws, false)
 	h.publish(ev)
-	wait.For(t, 15*time.Second, "message handed out twice", func() error {
+	wait.For(t, 15*time.Second, "message handed out three times", func() error {
 		c, err := h.js.Consumer(t.Context(), h.env.Stream.Name, h.cfg.Consumer)
 		if err != nil {
 			return err
@@ -776,20 +783,21 @@ func TestDatabaseFailureRedeliversLater(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if info.Delivered.Consumer < 2 {
+		if info.Delivered.Consumer < 3 {
 			return fmt.Errorf("delivered %d times", info.Delivered.Consumer)
 		}
 		return nil
 	})
-	if n := len(rcv.Requests()); n != 0 {
-		t.Fatalf("sent %d times without a log row", n)
+	if n := len(rcv.Requests()); n != 1 {
+		t.Fatalf("sent %d times while the log was away; want once, before its write failed", n)
 	}
 	if err := h.db.Exec(`ALTER TABLE dispatch.deliveries_away RENAME TO deliveries`).Error; err != nil {
 		t.Fatal(err)
 	}
 	d := h.waitDelivery(ws, ev.GetId())
-	if d.Status != "delivered" || len(rcv.Requests()) != 1 {
-		t.Errorf("after recovery: %s, %d requests", jsonOf(d), len(rcv.Requests()))
+	hits := rcv.Requests()
+	if d.Status != "delivered" || len(hits) != 2 || hits[1].Header.Get("X-Service-Delivery") != ev.GetId() || !bytes.Equal(hits[0].Body, hits[1].Body) {
+		t.Errorf("after recovery: %s, %d requests", jsonOf(d), len(hits))
 	}
 	h.consumerSettled(1)
 }

@@ -291,7 +291,7 @@ func messageEvent(ws string, withAttachment bool) *eventsv1.Event {
 		msg.Attachment = &eventsv1.Attachment{Url: "https://cdn.example.com/p.jpg", Type: "image"}
 	}
 	return &eventsv1.Event{
-		Id:          uuid.NewString(),
+		Id:          uuid.Must(uuid.NewV7()).String(), // as messaging makes them
 		Type:        "message.received",
 		WorkspaceId: ws,
 		CreatedAt:   timestamppb.New(at),

@@ -362,9 +362,9 @@ func TestReplayRefusals(t *testing.T) {
 	}
 }
 
-// A replay request whose delivery is under way elsewhere waits for it,
-// then goes out: the live round and the replay never interleave on one
-// delivery's record.
+// A replay request whose delivery is under way elsewhere, long enough for
+// the log to show it pending, waits for it, then goes out: the live round
+// and the replay never interleave on one delivery's record.
 func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, nil)
@@ -379,7 +379,15 @@ func TestReplayWaitsForADeliveryUnderWay(t *testing.T) {
 	h.saveWebhook(ws, rcv.URL)
 	ev := messageEvent(ws, false)
 	h.publish(ev)
-	rcv.Wait(t, 1) // the live attempt is under way, its delivery pending
+	rcv.Wait(t, 1) // the live attempt is under way
+	wait.For(t, 10*time.Second, "the live delivery shown pending", func() error {
+		for _, d := range h.deliveries(ws) {
+			if d.ID == ev.GetId() && d.Status == "pending" {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
 	h.startReplay(dispatcherapi.ReplayRequest{WorkspaceID: ws, Since: rfc3339(h.storedAt(1))})
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rcv.Requests()); n != 1 {

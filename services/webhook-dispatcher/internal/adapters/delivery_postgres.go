@@ -177,11 +177,20 @@ func (s *DeliveryStore) Create(ctx context.Context, d *delivery.Delivery) (*deli
 // the rows of those whose id was there already.
 func (s *DeliveryStore) writeCreates(ctx context.Context, batch []*job[*createItem]) error {
 	rows := make([]*deliveryRow, len(batch))
+	stored := make([]**delivery.Delivery, len(batch))
+	errs := make([]*error, len(batch))
 	for i, j := range batch {
 		j.item.stored = nil
-		rows[i] = &j.item.row
+		rows[i], stored[i], errs[i] = &j.item.row, &j.item.stored, &j.err
 	}
-	created, err := queryIDs(ctx, s.db.Statement.ConnPool, `
+	return insertRows(ctx, s.db.Statement.ConnPool, rows, stored, errs)
+}
+
+// insertRows inserts rows in one statement, each unless its id is there
+// already; for those, it reads the stored delivery into existing[i] (or
+// sets errs[i] when it cannot). existing[i] is left nil for a row written.
+func insertRows(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, existing []**delivery.Delivery, errs []*error) error {
+	created, err := queryIDs(ctx, pool, `
 		INSERT INTO `+Schema+`.deliveries (`+deliveryColumns+`)
 		SELECT `+unnestSelect+` FROM `+unnestFrom+` ORDER BY u.id
 		ON CONFLICT (id) DO NOTHING
@@ -189,44 +198,79 @@ func (s *DeliveryStore) writeCreates(ctx context.Context, batch []*job[*createIt
 	if err != nil {
 		return fmt.Errorf("insert deliveries: %w", err)
 	}
-	var existing []string
-	for _, j := range batch {
-		if _, ok := created[canonicalID(j.item.row.ID)]; !ok {
-			existing = append(existing, j.item.row.ID)
+	var conflicts []string
+	for _, r := range rows {
+		if _, ok := created[canonicalID(r.ID)]; !ok {
+			conflicts = append(conflicts, r.ID)
 		}
 	}
-	if len(existing) == 0 {
+	if len(conflicts) == 0 {
 		return nil
 	}
-	var found []deliveryRow
-	if err := s.db.WithContext(ctx).Where("id IN ?", existing).Find(&found).Error; err != nil {
-		return fmt.Errorf("load deliveries: %w", err)
+	found, err := loadRows(ctx, pool, conflicts)
+	if err != nil {
+		return err
 	}
-	byID := make(map[string]*deliveryRow, len(found))
-	for i := range found {
-		byID[canonicalID(found[i].ID)] = &found[i]
-	}
-	for _, j := range batch {
-		if _, ok := created[canonicalID(j.item.row.ID)]; ok {
+	for i, r := range rows {
+		if _, ok := created[canonicalID(r.ID)]; ok {
 			continue
 		}
-		r := byID[canonicalID(j.item.row.ID)]
-		if r == nil {
+		stored := found[canonicalID(r.ID)]
+		if stored == nil {
 			// Purged between the insert and the read: try again.
-			j.err = fmt.Errorf("load delivery %s: %w", j.item.row.ID, gorm.ErrRecordNotFound)
+			*errs[i] = fmt.Errorf("load delivery %s: %w", r.ID, gorm.ErrRecordNotFound)
 			continue
 		}
-		if j.item.stored, err = r.toDomain(); err != nil {
-			j.err = err
+		if *existing[i], err = stored.toDomain(); err != nil {
+			*errs[i] = err
 		}
 	}
 	return nil
 }
 
-// stateItem is one Progress or Finish waiting for its batch.
+// loadRows reads the deliveries with ids, by canonical id.
+func loadRows(ctx context.Context, pool gorm.ConnPool, ids []string) (map[string]*deliveryRow, error) {
+	rows, err := pool.QueryContext(ctx, `SELECT `+selectColumns+` FROM `+Schema+`.deliveries WHERE id = ANY($1::text[]::uuid[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]*deliveryRow, len(ids))
+	for rows.Next() {
+		var r deliveryRow
+		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.Event, &r.Payload, &r.Status, &r.Attempts, &r.ResponseStatus,
+			&r.LastError, &r.AttemptHistory, &r.DeliveredAt, &r.CreatedAt, &r.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("load deliveries: %w", err)
+		}
+		out[canonicalID(r.ID)] = &r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// stateItem is one Insert, Progress or Finish waiting for its batch.
 type stateItem struct {
 	row   deliveryRow
 	count func(*webhook.Webhook) bool
+	// insert: the row is new (Insert); existing is then the delivery
+	// found stored under its id, when one was (nothing written).
+	insert   bool
+	existing *delivery.Delivery
+}
+
+// Insert implements delivery.Store.
+func (s *DeliveryStore) Insert(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) (*delivery.Delivery, error) {
+	row, err := deliveryToRow(d)
+	if err != nil {
+		return nil, err
+	}
+	item := &stateItem{row: row, count: count, insert: true}
+	if err := s.states.do(ctx, item); err != nil {
+		return nil, err
+	}
+	return item.existing, nil
 }
 
 // Progress implements delivery.Store.
@@ -247,8 +291,12 @@ func (s *DeliveryStore) writeState(ctx context.Context, d *delivery.Delivery, co
 	return s.states.do(ctx, &stateItem{row: row, count: count})
 }
 
-// writeStates stores a batch of delivery states and their webhook counts.
-// Counting first reads the webhooks without locking them: a delivery that
+// written reports whether j's state was stored: not failed, and not an
+// insert that found its delivery stored already.
+func written(j *job[*stateItem]) bool { return j.err == nil && j.item.existing == nil }
+
+// writeStates stores a batch of delivery states (new rows and updates) and
+// their webhook counts. Counting first reads the webhooks without locking them: a delivery that
 // succeeds while its webhook has no failures changes nothing, so in the
 // common case no lock is taken and the states go in one autocommitted
 // statement. Only when a count changes a webhook is it locked, counted
@@ -272,11 +320,11 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem
 		dirty = countOn(batch, hooks, nil)
 	}
 	if len(dirty) == 0 {
-		return updateStates(ctx, s.db.Statement.ConnPool, batch)
+		return writeStateRows(ctx, s.db.Statement.ConnPool, batch)
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		pool := tx.Statement.ConnPool
-		if err := updateStates(ctx, pool, batch); err != nil {
+		if err := writeStateRows(ctx, pool, batch); err != nil {
 			return err
 		}
 		// Locked in workspace order, so that concurrent batches cannot
@@ -285,13 +333,13 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem
 		if err != nil {
 			return err
 		}
-		written := make([]*job[*stateItem], 0, len(batch))
+		stored := make([]*job[*stateItem], 0, len(batch))
 		for _, j := range batch {
-			if j.err == nil {
-				written = append(written, j)
+			if written(j) {
+				stored = append(stored, j)
 			}
 		}
-		countOn(written, hooks, dirty)
+		countOn(stored, hooks, dirty)
 		for _, ws := range dirty {
 			if w := hooks[ws]; w != nil && w.changed {
 				if err := saveCounted(ctx, pool, w.Webhook); err != nil {
@@ -301,6 +349,35 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem
 		}
 		return nil
 	})
+}
+
+// writeStateRows inserts the batch's new rows in one statement and
+// updates the others in another (none when a kind is missing).
+func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateItem]) error {
+	var inserts, updates []*job[*stateItem]
+	for _, j := range batch {
+		j.err, j.item.existing = nil, nil
+		if j.item.insert {
+			inserts = append(inserts, j)
+		} else {
+			updates = append(updates, j)
+		}
+	}
+	if len(inserts) > 0 {
+		rows := make([]*deliveryRow, len(inserts))
+		existing := make([]**delivery.Delivery, len(inserts))
+		errs := make([]*error, len(inserts))
+		for i, j := range inserts {
+			rows[i], existing[i], errs[i] = &j.item.row, &j.item.existing, &j.err
+		}
+		if err := insertRows(ctx, pool, rows, existing, errs); err != nil {
+			return err
+		}
+	}
+	if len(updates) > 0 {
+		return updateStates(ctx, pool, updates)
+	}
+	return nil
 }
 
 // updateStates writes the batch's states in one statement; the payload,
@@ -358,6 +435,8 @@ const (
 		last_error, attempt_history, delivered_at, created_at, updated_at`
 	unnestSelect = `u.id::uuid, u.workspace_id::uuid, u.event, u.payload, u.status, u.attempts, u.response_status,
 		u.last_error, u.attempt_history::jsonb, u.delivered_at, u.created_at, u.updated_at`
+	selectColumns = `id::text, workspace_id::text, event, payload, status, attempts, response_status,
+		last_error, attempt_history::text, delivered_at, created_at, updated_at`
 	unnestFrom = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[],
 			$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
 		AS u(id, workspace_id, event, payload, status, attempts, response_status,

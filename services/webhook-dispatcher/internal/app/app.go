@@ -32,6 +32,18 @@ type Policy struct {
 	WebhookConcurrency int
 	// Circuit is the breaker of every webhook; the zero value is off.
 	Circuit isolation.Policy
+	// PendingAfter is how long a delivery taken on for the first time may
+	// be under way (waiting for a place, its first attempt in flight)
+	// before the log shows it pending; 0 is DefaultPendingAfter. A
+	// delivery settled sooner is written once, with its outcome.
+	PendingAfter time.Duration
+}
+
+func (c Policy) pendingAfter() time.Duration {
+	if c.PendingAfter > 0 {
+		return c.PendingAfter
+	}
+	return DefaultPendingAfter
 }
 
 // MaxAttempts is how many attempts one round of a delivery makes.

@@ -16,17 +16,18 @@ import (
 // it beats sending the event again after a restart.
 const storeTimeout = 10 * time.Second
 
-// attempt sends d to hook up to maxAttempts times, waiting the configured
-// delays between attempts, and records every attempt in d. Each attempt
-// takes its place in lane first (see try); a nil lane sends at once, past
-// the places and the circuit (the test button). keepAlive, when set, is
-// called before each attempt and while an attempt waits for its place
-// (the consumer extends its ack deadline). The attempts so far are stored
-// after each failure that will be retried, so the log shows a pending
-// delivery's progress. attempt returns early when an attempt succeeds, and
-// with ctx's error when ctx ends first (between attempts, waiting for a
-// place, or with an attempt that failed).
-func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, maxAttempts int, keepAlive func()) error {
+// attempt sends r's delivery to hook up to maxAttempts times, waiting the
+// configured delays between attempts, and records every attempt in it.
+// Each attempt takes its place in lane first (see try); a nil lane sends
+// at once, past the places and the circuit (the test button). keepAlive,
+// when set, is called before each attempt and while an attempt waits for
+// its place (the consumer extends its ack deadline). The attempts so far
+// are stored after each failure that will be retried, so the log shows a
+// pending delivery's progress; a first attempt still under way after
+// Policy.PendingAfter is shown pending by r's early write. attempt returns
+// early when an attempt succeeds, and with ctx's error when ctx ends first
+// (between attempts, waiting for a place, or with an attempt that failed).
+func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, r *round, maxAttempts int, keepAlive func()) error {
 	for i := 0; i < maxAttempts; i++ {
 		if i > 0 {
 			// The wait between attempts holds no place: only in-hand.
@@ -34,16 +35,20 @@ func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.W
 				return err
 			}
 		}
-		at, err := a.try(ctx, lane, hook, d, keepAlive)
+		at, err := a.try(ctx, lane, hook, r.d, keepAlive)
 		if err != nil {
 			return err
 		}
-		d.Record(at)
+		if err := a.endEarlyWrite(r); err != nil {
+			return err
+		}
+		at.Number = r.d.NextAttempt() // the early write may have found earlier attempts
+		r.d.Record(at)
 		if at.Succeeded() {
 			return nil
 		}
 		if i < maxAttempts-1 || ctx.Err() != nil {
-			a.progress(ctx, d)
+			a.progress(ctx, r)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -115,11 +120,11 @@ func (a *App) notSent(d *delivery.Delivery, refused *isolation.OpenError) delive
 // progress stores the attempts so far, also when ctx has ended (so a
 // redelivery continues the numbering). A failure only leaves the log's
 // in-between view behind: the outcome is stored at the end anyway.
-func (a *App) progress(ctx context.Context, d *delivery.Delivery) {
+func (a *App) progress(ctx context.Context, r *round) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := a.deliveries.Progress(sctx, d); err != nil {
-		a.obs.ProgressNotStored(d, err)
+	if err := a.save(sctx, r, nil); err != nil {
+		a.obs.ProgressNotStored(r.d, err)
 	}
 }
 
@@ -155,44 +160,47 @@ func (a *App) attemptOnce(ctx context.Context, hook *webhook.Webhook, d *deliver
 	return at
 }
 
-// finish stores d's outcome on a context shutdown does not cancel.
-// deliverRound sends d with the full retry schedule, then stores the outcome
-// and, in the same transaction, counts it towards the webhook's pause —
-// unless the webhook was saved again since the round began, when the
-// outcome belongs to the old setup and must not count. Live deliveries and
-// replays settle the same way, each taking places in its own lane.
-func (a *App) deliverRound(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) error {
-	if err := a.attempt(ctx, lane, hook, d, a.cfg.MaxAttempts(), keepAlive); err != nil {
+// deliverRound sends r's delivery with the full retry schedule, then stores
+// the outcome and, in the same transaction, counts it towards the webhook's
+// pause — unless the webhook was saved again since the round began, when
+// the outcome belongs to the old setup and must not count. Live deliveries
+// and replays settle the same way, each taking places in its own lane.
+func (a *App) deliverRound(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, r *round, keepAlive func()) error {
+	if err := a.attempt(ctx, lane, hook, r, a.cfg.MaxAttempts(), keepAlive); err != nil {
+		a.stopEarlyWrite(r)
 		return err
 	}
-	d.Finish()
-	delivered := d.Status == delivery.StatusDelivered
 	now := a.now()
 	paused := false
-	err := a.finish(ctx, d, func(w *webhook.Webhook) bool {
+	err := a.finish(ctx, r, func(w *webhook.Webhook) bool {
 		if w.ID != hook.ID || w.Secret != hook.Secret {
 			return false
 		}
 		var changed bool
-		changed, paused = w.RecordDelivery(delivered, a.cfg.PauseAfter, now)
+		changed, paused = w.RecordDelivery(r.d.Status == delivery.StatusDelivered, a.cfg.PauseAfter, now)
 		return changed
 	})
 	if err != nil {
 		return err
 	}
 	if paused {
-		a.obs.WebhookPaused(d.WorkspaceID, a.cfg.PauseAfter)
+		a.obs.WebhookPaused(r.d.WorkspaceID, a.cfg.PauseAfter)
 	}
 	return nil
 }
 
-func (a *App) finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
+// finish sets r's outcome from its attempts (a skipped delivery keeps its
+// status) and stores it on a context shutdown does not cancel.
+func (a *App) finish(ctx context.Context, r *round, count func(*webhook.Webhook) bool) error {
+	if r.d.Status != delivery.StatusSkipped {
+		r.d.Finish()
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := a.deliveries.Finish(sctx, d, count); err != nil {
-		return fmt.Errorf("store outcome of delivery %s: %w", d.ID, err)
+	if err := a.save(sctx, r, count); err != nil {
+		return fmt.Errorf("store outcome of delivery %s: %w", r.d.ID, err)
 	}
-	a.obs.DeliveryFinished(d.Event, d.Status)
+	a.obs.DeliveryFinished(r.d.Event, r.d.Status)
 	return nil
 }
 

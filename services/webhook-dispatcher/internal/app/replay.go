@@ -209,7 +209,7 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 		return fmt.Errorf("claim delivery %s: %w", ev.GetId(), err)
 	}
 
-	return a.deliverRound(ctx, a.replay, hook, d, keepAlive)
+	return a.deliverRound(ctx, a.replay, hook, storedRound(d), keepAlive)
 }
 
 // busyFor is the longest a round in progress goes without writing its

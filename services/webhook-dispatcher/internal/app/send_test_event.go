@@ -30,15 +30,13 @@ func (a *App) SendTestEvent(ctx context.Context, workspaceID string) (*delivery.
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := a.deliveries.Create(ctx, delivery.New(id, workspaceID, delivery.EventTest, payload, now))
-	if err != nil {
+	// Written once, with the outcome, unless the attempt runs long enough
+	// for the log to show it pending first.
+	r := a.newRound(delivery.New(id, workspaceID, delivery.EventTest, payload, now))
+	// A cancelled request still gets its one attempt recorded, as failed.
+	_ = a.attempt(ctx, nil, hook, r, 1, nil)
+	if err := a.finish(ctx, r, nil); err != nil {
 		return nil, fmt.Errorf("record test delivery: %w", err)
 	}
-	// A cancelled request still gets its one attempt recorded, as failed.
-	_ = a.attempt(ctx, nil, hook, d, 1, nil)
-	d.Finish()
-	if err := a.finish(ctx, d, nil); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return r.d, nil
 }

@@ -170,6 +170,22 @@ func (d *Delivery) Finish() {
 	d.DeliveredAt = nil
 }
 
+// Continue carries d on from stored, the record another round of the same
+// delivery made first (a replay, or a second copy of the event in the
+// stream): d takes stored's body, creation time and attempts, and its own
+// attempts follow them, renumbered, so the log's count covers both rounds.
+// d's status is left as it is.
+func (d *Delivery) Continue(stored *Delivery) {
+	own := d.History
+	d.Payload, d.CreatedAt = stored.Payload, stored.CreatedAt
+	d.History = append([]Attempt(nil), stored.History...)
+	d.Attempts, d.ResponseStatus, d.LastError, d.DeliveredAt = stored.Attempts, stored.ResponseStatus, stored.LastError, stored.DeliveredAt
+	for _, a := range own {
+		a.Number = d.NextAttempt()
+		d.Record(a)
+	}
+}
+
 // Request is one signed POST of a delivery.
 type Request struct {
 	URL        string
@@ -213,7 +229,14 @@ type Store interface {
 	// the stored delivery and whether it was created now. A redelivered
 	// event so finds its earlier row and body instead of adding one.
 	Create(ctx context.Context, d *Delivery) (stored *Delivery, created bool, err error)
-	// Progress stores d's attempts so far while it is still pending.
+	// Insert stores d as a new row: its outcome (counted as Finish counts
+	// it) or, still pending, its attempts so far. When a delivery with d's
+	// id is stored already, nothing is written or counted and Insert
+	// returns that delivery. It is the one write of a delivery settled in
+	// its first round without a wait.
+	Insert(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) (existing *Delivery, err error)
+	// Progress stores d's attempts so far while it is still pending, on
+	// its stored row.
 	Progress(ctx context.Context, d *Delivery) error
 	// Finish stores d's outcome and, in the same transaction, passes the
 	// workspace's webhook to count (when count is not nil and the webhook
@@ -222,7 +245,7 @@ type Store interface {
 	// (on a fresh read of the webhook each time); what its last call
 	// changed is stored.
 	//
-	// The three writes are safe for concurrent use, and concurrent calls
+	// The four writes are safe for concurrent use, and concurrent calls
 	// may share a statement or a transaction. None of them ever changes a
 	// stored payload.
 	Finish(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) error

@@ -23,9 +23,10 @@ import (
 )
 
 // Handler delivers one event; see app.App.DeliverEvent for what its errors
-// mean.
+// mean. redelivered says the stream handed the message out before: an
+// earlier round may have sent it and recorded it.
 type Handler interface {
-	DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error
+	DeliverEvent(ctx context.Context, ev *eventsv1.Event, redelivered bool, keepAlive func()) error
 }
 
 // Config describes the consumer.
@@ -119,7 +120,7 @@ func (e *events) handle(ctx context.Context, msg jetstream.Msg) error {
 			e.log.Debug("extend ack deadline", zap.String("delivery_id", ev.GetId()), zap.Error(err))
 		}
 	}
-	err := e.h.DeliverEvent(ctx, &ev, keepAlive)
+	err := e.h.DeliverEvent(ctx, &ev, redelivered(msg), keepAlive)
 	switch {
 	case errors.Is(err, delivery.ErrMalformedEvent):
 		return natsx.Permanent(err)
@@ -138,6 +139,14 @@ func firstAndFresh(msg jetstream.Msg, fresh time.Duration) bool {
 	}
 	age := time.Since(md.Timestamp)
 	return age >= 0 && age < fresh
+}
+
+// redelivered reports whether msg was handed out before; a message whose
+// metadata cannot be read is taken as redelivered, which only costs a
+// read of the log.
+func redelivered(msg jetstream.Msg) bool {
+	md, err := msg.Metadata()
+	return err != nil || md.NumDelivered > 1
 }
 
 // subjectWorkspace is <workspace_id> of <prefix>.<workspace_id>.<event>.

@@ -12,11 +12,13 @@ import (
 	"github.com/parleyhq/parley/pkg/natsx"
 )
 
-// HandlerFunc adapts a function to Handler.
+// HandlerFunc adapts a function that reads the delivery log before every
+// round anyway (a replay), and so need not know whether the message was
+// redelivered, to Handler.
 type HandlerFunc func(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error
 
 // DeliverEvent implements Handler.
-func (f HandlerFunc) DeliverEvent(ctx context.Context, ev *eventsv1.Event, keepAlive func()) error {
+func (f HandlerFunc) DeliverEvent(ctx context.Context, ev *eventsv1.Event, _ bool, keepAlive func()) error {
 	return f(ctx, ev, keepAlive)
 }
 

@@ -1,0 +1,265 @@
+package app_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
+)
+
+// countingStore is the delivery log, telling which of its calls the use
+// cases made.
+type countingStore struct {
+	*adapters.DeliveryStore
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *countingStore) note(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+}
+
+func (s *countingStore) made() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+func (s *countingStore) Create(ctx context.Context, d *delivery.Delivery) (*delivery.Delivery, bool, error) {
+	s.note("Create")
+	return s.DeliveryStore.Create(ctx, d)
+}
+
+func (s *countingStore) Insert(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) (*delivery.Delivery, error) {
+	s.note("Insert " + string(d.Status))
+	return s.DeliveryStore.Insert(ctx, d, count)
+}
+
+func (s *countingStore) Progress(ctx context.Context, d *delivery.Delivery) error {
+	s.note("Progress")
+	return s.DeliveryStore.Progress(ctx, d)
+}
+
+func (s *countingStore) Finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
+	s.note("Finish " + string(d.Status))
+	return s.DeliveryStore.Finish(ctx, d, count)
+}
+
+// scriptedSender answers each POST with the next of its results, after
+// its delay; the last result repeats.
+type scriptedSender struct {
+	delay   time.Duration
+	results []delivery.Result
+	mu      sync.Mutex
+	sent    []delivery.Request
+}
+
+func (s *scriptedSender) Send(_ context.Context, r delivery.Request) delivery.Result {
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, r)
+	return s.results[min(len(s.sent), len(s.results))-1]
+}
+
+func (s *scriptedSender) requests() []delivery.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sent)
+}
+
+type deliveryCase struct {
+	app    *app.App
+	store  *countingStore
+	sender *scriptedSender
+	ws     string
+}
+
+func newDeliveryCase(t *testing.T, pendingAfter time.Duration, sender *scriptedSender) deliveryCase {
+	t.Helper()
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
+	store := &countingStore{DeliveryStore: adapters.NewDeliveryStore(gdb)}
+	webhooks := adapters.NewWebhookStore(gdb)
+	ws := uuid.NewString()
+	if _, err := webhooks.Put(context.Background(), webhook.New(ws, "https://hooks.example.com/in", "whsec_test", time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	a := app.New(app.Deps{
+		Policy: app.Policy{
+			RetryDelays: []time.Duration{10 * time.Millisecond}, AttemptTimeout: 5 * time.Second,
+			PauseAfter: 20, PendingAfter: pendingAfter,
+		},
+		Webhooks:   webhooks,
+		Deliveries: store,
+		Sender:     sender,
+		Observer:   observe.New(env.Logger(t), prometheus.NewRegistry()),
+	})
+	return deliveryCase{app: a, store: store, sender: sender, ws: ws}
+}
+
+func (c deliveryCase) event() *eventsv1.Event {
+	now := timestamppb.Now()
+	return &eventsv1.Event{
+		Id: uuid.Must(uuid.NewV7()).String(), Type: delivery.EventMessageReceived, WorkspaceId: c.ws, CreatedAt: now,
+		Data: &eventsv1.Event_MessageReceived{MessageReceived: &eventsv1.MessageReceived{
+			WorkspaceId: c.ws, ConversationId: uuid.NewString(), Platform: "telegram",
+			Channel: &eventsv1.Channel{Kind: "telegram", ExternalId: "parley_demo_bot"},
+			Contact: &eventsv1.Contact{Id: uuid.NewString(), SenderId: "551234567", Name: "Bat-Erdene"},
+			Message: &eventsv1.Message{Id: uuid.NewString(), Text: "Hi", Type: "text", ExternalId: "1042", CreatedAt: now},
+		}},
+	}
+}
+
+func (c deliveryCase) stored(t *testing.T, id string) *delivery.Delivery {
+	t.Helper()
+	d, err := c.store.Get(context.Background(), c.ws, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var (
+	answered200 = delivery.Result{Status: 200}
+	answered500 = delivery.Result{Status: 500, Error: "receiver answered 500"}
+)
+
+// An event handed out for the first time and delivered at once costs the
+// log one write, the outcome's insert: no read and no pending row first.
+func TestFirstDeliveryIsWrittenOnceWithItsOutcome(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCase(t, time.Minute, &scriptedSender{results: []delivery.Result{answered200}})
+	ev := c.event()
+	if err := c.app.DeliverEvent(t.Context(), ev, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.store.made(); !slices.Equal(calls, []string{"Insert delivered"}) {
+		t.Fatalf("log calls %v, want one insert of the outcome", calls)
+	}
+	d := c.stored(t, ev.GetId())
+	if d.Status != delivery.StatusDelivered || d.Attempts != 1 || len(d.History) != 1 || d.DeliveredAt == nil {
+		t.Fatalf("stored %+v", d)
+	}
+	if sent := c.sender.requests(); len(sent) != 1 || sent[0].DeliveryID != ev.GetId() || string(sent[0].Body) != string(d.Payload) {
+		t.Fatalf("sent %d requests, or not the stored body", len(sent))
+	}
+}
+
+// An attempt in flight longer than PendingAfter is shown pending while it
+// lasts; its outcome then updates that row.
+func TestALongAttemptIsShownPending(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCase(t, 50*time.Millisecond, &scriptedSender{delay: 600 * time.Millisecond, results: []delivery.Result{answered200}})
+	ev := c.event()
+	done := make(chan error, 1)
+	go func() { done <- c.app.DeliverEvent(t.Context(), ev, false, nil) }()
+	wait.For(t, 5*time.Second, "the pending row", func() error {
+		d, err := c.store.Get(t.Context(), c.ws, ev.GetId())
+		if err != nil {
+			return err
+		}
+		if d.Status != delivery.StatusPending || d.Attempts != 0 {
+			t.Fatalf("while the attempt is in flight: %+v", d)
+		}
+		return nil
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.store.made(); !slices.Equal(calls, []string{"Insert pending", "Finish delivered"}) {
+		t.Fatalf("log calls %v", calls)
+	}
+	if d := c.stored(t, ev.GetId()); d.Status != delivery.StatusDelivered || d.Attempts != 1 {
+		t.Fatalf("stored %+v", d)
+	}
+}
+
+// A failed attempt that will be retried is stored at once (the log shows
+// the delivery's progress); the retry's outcome updates it.
+func TestAFailureIsStoredBeforeTheRetry(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCase(t, time.Minute, &scriptedSender{results: []delivery.Result{answered500, answered200}})
+	ev := c.event()
+	if err := c.app.DeliverEvent(t.Context(), ev, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.store.made(); !slices.Equal(calls, []string{"Insert pending", "Finish delivered"}) {
+		t.Fatalf("log calls %v", calls)
+	}
+	d := c.stored(t, ev.GetId())
+	if d.Status != delivery.StatusDelivered || d.Attempts != 2 || d.History[0].ResponseStatus != 500 || d.History[1].Number != 2 {
+		t.Fatalf("stored %+v", d)
+	}
+}
+
+// A redelivered event is read first: settled, it is not sent again; not
+// stored (its first round died between the POST and the write), it is sent
+// again under the same id, as at-least-once allows.
+func TestARedeliveryReadsTheLogFirst(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCase(t, time.Minute, &scriptedSender{results: []delivery.Result{answered200}})
+	settled := c.event()
+	if err := c.app.DeliverEvent(t.Context(), settled, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.app.DeliverEvent(t.Context(), settled, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.sender.requests()); n != 1 {
+		t.Fatalf("a settled delivery redelivered was sent again (%d requests)", n)
+	}
+
+	lost := c.event() // as if the first round's process died after its POST
+	if err := c.app.DeliverEvent(t.Context(), lost, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	sent := c.sender.requests()
+	if len(sent) != 2 || sent[1].DeliveryID != lost.GetId() {
+		t.Fatalf("sent %d requests", len(sent))
+	}
+	if d := c.stored(t, lost.GetId()); d.Status != delivery.StatusDelivered || d.Attempts != 1 {
+		t.Fatalf("stored %+v", d)
+	}
+}
+
+// An event handed out for the first time whose delivery another round
+// recorded already (a replay that reached it first, a second copy of the
+// event in the stream) is sent, and its attempts are added to that record,
+// numbered after its own, with the stored body kept.
+func TestAFirstDeliveryCarriesOnAnotherRoundsRecord(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCase(t, time.Minute, &scriptedSender{results: []delivery.Result{answered200}})
+	ev := c.event()
+	earlier := delivery.New(ev.GetId(), c.ws, ev.GetType(), []byte(`{"first":true}`), time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond))
+	earlier.Record(delivery.Attempt{Number: 1, StartedAt: earlier.CreatedAt, Duration: time.Millisecond, ResponseStatus: 503, Error: "receiver answered 503"})
+	earlier.Finish()
+	if _, err := c.store.DeliveryStore.Insert(t.Context(), earlier, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.app.DeliverEvent(t.Context(), ev, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := c.stored(t, ev.GetId())
+	if d.Status != delivery.StatusDelivered || d.Attempts != 2 || len(d.History) != 2 || d.History[1].Number != 2 ||
+		d.History[1].ResponseStatus != 200 || string(d.Payload) != `{"first":true}` || !d.CreatedAt.Equal(earlier.CreatedAt) {
+		t.Fatalf("stored %+v", d)
+	}
+}
