@@ -606,13 +606,32 @@ func (s *DeliveryStore) Get(ctx context.Context, workspaceID, id string) (*deliv
 	return rows[0].toDomain()
 }
 
-// Purge implements delivery.Store.
+// Purge implements delivery.Store. Event ids are UUIDv7, ordered by the
+// time they were made, which is never after the delivery's created_at: the
+// deliveries older than cutoff are among the ids below cutoff's first
+// UUIDv7, at the start of the primary key. Ids of another version are
+// found through the partial index that holds only them (migration 00003).
 func (s *DeliveryStore) Purge(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	res := s.db.WithContext(ctx).Exec(`
 		DELETE FROM `+Schema+`.deliveries
-		WHERE id IN (SELECT id FROM `+Schema+`.deliveries WHERE created_at < ? LIMIT ?)`, cutoff, limit)
+		WHERE id IN (SELECT id FROM (
+			(SELECT id FROM `+Schema+`.deliveries WHERE id < ? AND created_at < ? ORDER BY id LIMIT ?)
+			UNION ALL
+			(SELECT id FROM `+Schema+`.deliveries WHERE substr(id::text, 15, 1) <> '7' AND created_at < ? LIMIT ?)
+		) AS old LIMIT ?)`, firstV7(cutoff), cutoff, limit, cutoff, limit, limit)
 	if res.Error != nil {
 		return 0, fmt.Errorf("purge deliveries: %w", res.Error)
 	}
 	return res.RowsAffected, nil
+}
+
+// firstV7 is the lowest UUIDv7 made at t's millisecond.
+func firstV7(t time.Time) string {
+	var u uuid.UUID
+	ms := uint64(max(t.UnixMilli(), 0))
+	for i := range 6 {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	u[6], u[8] = 0x70, 0x80
+	return u.String()
 }

@@ -25,7 +25,9 @@ func (a *App) SendTestEvent(ctx context.Context, workspaceID string) (*delivery.
 		return nil, err
 	}
 	now := a.now()
-	id := uuid.NewString()
+	// A UUIDv7, as event ids are: the log's purge finds old deliveries by
+	// their ids' order.
+	id := uuid.Must(uuid.NewV7()).String()
 	payload, err := envelope.RenderTest(id, workspaceID, now)
 	if err != nil {
 		return nil, err
