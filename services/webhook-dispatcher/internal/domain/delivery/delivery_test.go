@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -75,5 +76,59 @@ func TestSkipped(t *testing.T) {
 	}
 	if StatusPending.Final() {
 		t.Fatal("pending is final")
+	}
+}
+
+// A round that finds another round's record of its delivery carries it on:
+// its own attempts follow the stored ones, renumbered, and its outcome
+// follows its own last attempt.
+func TestContinue(t *testing.T) {
+	t.Parallel()
+	failed := Attempt{Number: 1, StartedAt: t0, Duration: time.Second, ResponseStatus: 503, Error: "receiver answered 503"}
+	ok := Attempt{Number: 1, StartedAt: t0.Add(time.Minute), Duration: time.Millisecond, ResponseStatus: 200}
+	tests := []struct {
+		name         string
+		stored, ours []Attempt
+		wantStatus   Status
+		wantNumbers  []int
+		wantLast     int
+	}{
+		{"failed, then delivered", []Attempt{failed}, []Attempt{ok}, StatusDelivered, []int{1, 2}, 200},
+		{"delivered, then failed", []Attempt{ok}, []Attempt{failed, failed}, StatusFailed, []int{1, 2, 3}, 503},
+		{"nothing stored yet", nil, []Attempt{ok}, StatusDelivered, []int{1}, 200},
+		{"none of ours yet", []Attempt{failed}, nil, StatusPending, []int{1}, 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stored := New("d1", "ws", EventMessageReceived, []byte(`{"stored":1}`), t0)
+			for _, a := range tt.stored {
+				stored.Record(a)
+			}
+			stored.Finish()
+			d := New("d1", "ws", EventMessageReceived, []byte(`{"ours":1}`), t0.Add(time.Hour))
+			for _, a := range tt.ours {
+				a.Number = d.NextAttempt()
+				d.Record(a)
+			}
+			if len(tt.ours) > 0 {
+				d.Finish()
+			}
+			d.Continue(stored)
+			if len(tt.ours) > 0 {
+				d.Finish()
+			}
+			var numbers []int
+			for _, a := range d.History {
+				numbers = append(numbers, a.Number)
+			}
+			if d.Status != tt.wantStatus || d.Attempts != len(tt.wantNumbers) || !slices.Equal(numbers, tt.wantNumbers) ||
+				*d.ResponseStatus != tt.wantLast || string(d.Payload) != `{"stored":1}` || !d.CreatedAt.Equal(t0) {
+				t.Errorf("status %s, attempts %d %v, last %d, payload %s, created %s", d.Status, d.Attempts, numbers, *d.ResponseStatus, d.Payload, d.CreatedAt)
+			}
+			if (d.Status == StatusDelivered) != (d.DeliveredAt != nil) {
+				t.Errorf("delivered_at %v with status %s", d.DeliveredAt, d.Status)
+			}
+		})
 	}
 }

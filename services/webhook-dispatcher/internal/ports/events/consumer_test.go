@@ -111,3 +111,36 @@ func TestOutcomesAreSortedForTheConsumer(t *testing.T) {
 		})
 	}
 }
+
+// The handler learns whether the stream handed the message out before (it
+// then reads the log before sending); metadata it cannot read counts as
+// redelivered, which only costs that read.
+func TestRedeliveredIsToldToTheHandler(t *testing.T) {
+	t.Parallel()
+	ws := uuid.NewString()
+	data, err := proto.Marshal(&eventsv1.Event{Id: uuid.NewString(), Type: "message.received", WorkspaceId: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		delivered uint64
+		want      bool
+	}{{1, false}, {2, true}, {7, true}} {
+		var got bool
+		h := handlerOf(func(_ context.Context, _ *eventsv1.Event, redelivered bool, _ func()) error {
+			got = redelivered
+			return nil
+		})
+		msg := &fakeMsg{subject: "p.events." + ws + ".message.received", data: data, md: jetstream.MsgMetadata{NumDelivered: tt.delivered}}
+		if err := newEvents("p.events", 0, h, zap.NewNop()).handle(context.Background(), msg); err != nil || got != tt.want {
+			t.Errorf("handed out %d times: redelivered %v (error %v), want %v", tt.delivered, got, err, tt.want)
+		}
+	}
+}
+
+// handlerOf adapts a function that takes every argument to Handler.
+type handlerOf func(ctx context.Context, ev *eventsv1.Event, redelivered bool, keepAlive func()) error
+
+func (f handlerOf) DeliverEvent(ctx context.Context, ev *eventsv1.Event, redelivered bool, keepAlive func()) error {
+	return f(ctx, ev, redelivered, keepAlive)
+}
