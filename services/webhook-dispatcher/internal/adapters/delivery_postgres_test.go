@@ -317,3 +317,102 @@ func TestGetSeesEveryChangeAtOnce(t *testing.T) {
 		t.Fatalf("Get(not a uuid) = %v, want ErrNotFound", err)
 	}
 }
+
+// outcome is a delivery not yet stored, settled after one attempt.
+func outcome(ws string, ok bool) *delivery.Delivery {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	d := delivery.New(uuid.NewString(), ws, delivery.EventMessageReceived, []byte(`{"n":1}`), now)
+	at := delivery.Attempt{Number: 1, StartedAt: now, Duration: time.Millisecond, ResponseStatus: 200}
+	if !ok {
+		at.ResponseStatus, at.Error = 500, "receiver answered 500"
+	}
+	d.Record(at)
+	d.Finish()
+	return d
+}
+
+// Outcomes inserted at once (a delivery's one write) share statements
+// with updates of other deliveries and are counted with them under the
+// webhook's lock: 30 inserted failures and 10 updated ones leave the
+// counter at exactly 40.
+func TestInsertedOutcomesAreCountedWithUpdatedOnes(t *testing.T) {
+	t.Parallel()
+	s := newStores(t)
+	ws := uuid.NewString()
+	hook := s.saveWebhook(t, ws)
+	var inserted, updated []*delivery.Delivery
+	for range 30 {
+		inserted = append(inserted, outcome(ws, false))
+	}
+	for range 10 {
+		updated = append(updated, s.finished(t, ws, false))
+	}
+	var paused atomic.Bool
+	var wg sync.WaitGroup
+	for _, d := range inserted {
+		wg.Go(func() {
+			if existing, err := s.deliveries.Insert(context.Background(), d, counter(hook, false, 100, &paused)); err != nil || existing != nil {
+				t.Errorf("Insert = %v, %v", existing, err)
+			}
+		})
+	}
+	for _, d := range updated {
+		wg.Go(func() {
+			if err := s.deliveries.Finish(context.Background(), d, counter(hook, false, 100, &paused)); err != nil {
+				t.Errorf("Finish: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, failures, _ := s.webhookState(t, ws); failures != 40 {
+		t.Errorf("%d failures counted, want 40", failures)
+	}
+	var failed int
+	_ = s.db.Raw(`SELECT count(*) FROM dispatch.deliveries WHERE workspace_id = ? AND status = 'failed'`, ws).Row().Scan(&failed)
+	if failed != 40 {
+		t.Errorf("%d failed deliveries stored, want 40", failed)
+	}
+}
+
+// An Insert whose id is stored already writes and counts nothing and
+// returns the stored delivery, also beside inserts that go in.
+func TestInsertOfAStoredDeliveryReturnsIt(t *testing.T) {
+	t.Parallel()
+	s := newStores(t)
+	ws := uuid.NewString()
+	hook := s.saveWebhook(t, ws)
+	stored := outcome(ws, true)
+	if existing, err := s.deliveries.Insert(context.Background(), stored, nil); err != nil || existing != nil {
+		t.Fatalf("Insert = %v, %v", existing, err)
+	}
+	_, _, before := s.webhookState(t, ws)
+	again := outcome(ws, false)
+	again.ID, again.Payload = stored.ID, []byte(`{"again":1}`)
+	fresh := outcome(ws, false)
+	var paused atomic.Bool
+	var wg sync.WaitGroup
+	var got *delivery.Delivery
+	wg.Go(func() {
+		var err error
+		if got, err = s.deliveries.Insert(context.Background(), again, counter(hook, false, 20, &paused)); err != nil {
+			t.Errorf("Insert(again): %v", err)
+		}
+	})
+	wg.Go(func() {
+		if existing, err := s.deliveries.Insert(context.Background(), fresh, counter(hook, false, 20, &paused)); err != nil || existing != nil {
+			t.Errorf("Insert(fresh) = %v, %v", existing, err)
+		}
+	})
+	wg.Wait()
+	if got == nil || got.Status != delivery.StatusDelivered || string(got.Payload) != `{"n":1}` || got.Attempts != 1 {
+		t.Fatalf("Insert(again) returned %+v", got)
+	}
+	if _, failures, after := s.webhookState(t, ws); failures != 1 || after == before {
+		t.Errorf("%d failures counted, want 1 (the fresh one's)", failures)
+	}
+	var status string
+	_ = s.db.Raw(`SELECT status FROM dispatch.deliveries WHERE id = ?`, stored.ID).Row().Scan(&status)
+	if status != "delivered" {
+		t.Errorf("stored delivery became %s", status)
+	}
+}
