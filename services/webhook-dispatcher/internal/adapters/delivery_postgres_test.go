@@ -51,21 +51,14 @@ func (s stores) webhookState(t *testing.T, ws string) (status string, failures i
 	return status, failures, xmin
 }
 
-// finished returns a created delivery with one attempt recorded and its
-// outcome set.
+// finished returns a delivery created pending, with one attempt recorded
+// and its outcome set (not yet stored).
 func (s stores) finished(t *testing.T, ws string, ok bool) *delivery.Delivery {
 	t.Helper()
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	d := delivery.New(uuid.NewString(), ws, delivery.EventMessageReceived, []byte(`{"n":1}`), now)
-	if _, created, err := s.deliveries.Create(context.Background(), d); err != nil || !created {
+	d := outcome(ws, ok)
+	if _, created, err := s.deliveries.Create(context.Background(), delivery.New(d.ID, ws, d.Event, d.Payload, d.CreatedAt)); err != nil || !created {
 		t.Fatalf("Create = %v, %v", created, err)
 	}
-	at := delivery.Attempt{Number: 1, StartedAt: now, Duration: time.Millisecond, ResponseStatus: 200}
-	if !ok {
-		at.ResponseStatus, at.Error = 500, "receiver answered 500"
-	}
-	d.Record(at)
-	d.Finish()
 	return d
 }
 

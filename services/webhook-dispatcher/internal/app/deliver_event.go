@@ -63,14 +63,14 @@ func (a *App) DeliverEvent(ctx context.Context, ev *eventsv1.Event, redelivered 
 	case !redelivered:
 		return a.deliverRound(ctx, a.live, hook, a.newRound(d), keepAlive)
 	}
-	d, created, err := a.deliveries.Create(ctx, d)
+	d, _, err = a.deliveries.Create(ctx, d)
 	if err != nil {
 		return fmt.Errorf("record delivery %s: %w", ev.GetId(), err)
 	}
 	if d.WorkspaceID != ev.GetWorkspaceId() {
 		return replay.ForeignError(d.ID)
 	}
-	if d.Status.Final() && !created {
+	if d.Status.Final() {
 		// Settled by an earlier delivery of the same message.
 		return nil
 	}
