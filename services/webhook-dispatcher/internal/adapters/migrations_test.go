@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"context"
 	"io/fs"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -64,5 +65,28 @@ func TestMigrationBackfillsPausedAt(t *testing.T) {
 	}
 	if got.PausedAt != nil {
 		t.Errorf("active webhook: paused_at %s, want none", got.PausedAt)
+	}
+}
+
+// The delivery log keeps no index on created_at for every row (the purge
+// goes by the ids' UUIDv7 order), and leaves room on each page for the
+// updates of the rows still updated (migration 00003).
+func TestDeliveriesIndexesAndFillfactor(t *testing.T) {
+	t.Parallel()
+	gdb := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS)).DB(t, adapters.Schema, migrations.FS)
+	var indexes []string
+	if err := gdb.Raw(`SELECT indexname FROM pg_indexes WHERE schemaname = 'dispatch' AND tablename = 'deliveries' ORDER BY indexname`).Scan(&indexes).Error; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"deliveries_not_v7_created_idx", "deliveries_pkey", "deliveries_workspace_created_idx"}
+	if !slices.Equal(indexes, want) {
+		t.Errorf("indexes %v, want %v", indexes, want)
+	}
+	var options []string
+	if err := gdb.Raw(`SELECT unnest(reloptions) FROM pg_class WHERE oid = 'dispatch.deliveries'::regclass`).Scan(&options).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(options, []string{"fillfactor=80"}) {
+		t.Errorf("reloptions %v, want fillfactor=80", options)
 	}
 }
