@@ -119,7 +119,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		Publisher: adapters.NewJetStreamPublisher(js, stream, chat),
 		Observer:  observer,
 		Clock:     s.clock,
-		Poll:      cfg.OutboxPollInterval, Retention: cfg.OutboxRetention, PublishTimeout: cfg.OutboxPublishTimeout,
+		Poll:      cfg.OutboxPollInterval, SweepAge: cfg.OutboxSweepAge, PublishTimeout: cfg.OutboxPublishTimeout,
 		Prune: []app.PruneTask{{
 			Name: "ingress_receipts", Retention: cfg.IngressDedupeRetention,
 			Prune: adapters.NewIngressReceiptStore(svc.DB).Prune,
@@ -138,13 +138,13 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 			channel.KindInstagram: metaTransport,
 			channel.KindWebchat:   webchat.NewTransport(webchatBus),
 		},
-		Window:       cfg.MessagingWindow,
-		EventSubject: stream.Subject,
-		ChatSubject:  chat.ChatSubject,
-		EventWritten: relay.Kick,
-		InboxChanged: adapters.NewInboxNotices(svc.NATS, cfg.RPCSubjectPrefix, log).Changed,
-		Observer:     observer,
-		Clock:        s.clock,
+		Window:          cfg.MessagingWindow,
+		EventSubject:    stream.Subject,
+		ChatSubject:     chat.ChatSubject,
+		EventsCommitted: relay.Publish,
+		InboxChanged:    adapters.NewInboxNotices(svc.NATS, cfg.RPCSubjectPrefix, log).Changed,
+		Observer:        observer,
+		Clock:           s.clock,
 		Comments: app.CommentDeps{
 			Store:                adapters.NewCommentStore(svc.DB).WithReceipts(receipts),
 			Replier:              meta.NewComments(metaGraph),
@@ -156,7 +156,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	})
 
 	// The relay keeps publishing while the requests in flight finish, and
-	// stops after them with its current event done.
+	// stops after publishing the events they committed.
 	svc.Go("outbox relay", relay.Run)
 	// Widget streams never end by themselves: they are closed as shutdown
 	// begins, so the HTTP server's graceful stop does not wait on them.

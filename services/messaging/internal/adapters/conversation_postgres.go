@@ -148,12 +148,11 @@ func (r messageRow) toDomain() (conversation.Message, error) {
 }
 
 type outboxRow struct {
-	Seq       int64      `gorm:"column:seq;primaryKey;autoIncrement"`
-	EventID   string     `gorm:"column:event_id"`
-	Subject   string     `gorm:"column:subject"`
-	Payload   []byte     `gorm:"column:payload"`
-	CreatedAt time.Time  `gorm:"column:created_at"`
-	Published *time.Time `gorm:"column:published_at"`
+	Seq       int64     `gorm:"column:seq;primaryKey;autoIncrement"`
+	EventID   string    `gorm:"column:event_id"`
+	Subject   string    `gorm:"column:subject"`
+	Payload   []byte    `gorm:"column:payload"`
+	CreatedAt time.Time `gorm:"column:created_at"`
 }
 
 func (outboxRow) TableName() string { return "messaging.outbox" }

@@ -10,7 +10,13 @@ import (
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 )
 
-// OutboxStore reads and marks messaging.outbox for the relay.
+// outboxSweepLock is the transaction-level advisory lock the sweep holds,
+// so that one instance at a time sweeps: rows are read without FOR UPDATE,
+// with no lock or WAL record per row (advisory locks are per database, so
+// test databases never share it).
+const outboxSweepLock = 0x6f7574626f78 // "outbox"
+
+// OutboxStore reads and deletes messaging.outbox rows for the relay.
 type OutboxStore struct {
 	db *gorm.DB
 }
@@ -20,21 +26,40 @@ var _ outbox.Store = (*OutboxStore)(nil)
 // NewOutboxStore returns a store on gdb.
 func NewOutboxStore(gdb *gorm.DB) *OutboxStore { return &OutboxStore{db: gdb} }
 
-// PublishPending locks up to limit unpublished rows with SKIP LOCKED, so
-// relays of several messaging instances share the backlog without sending
-// a row twice, hands them to publish at once, and marks the ones it
-// accepted in the same transaction.
-func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish func(context.Context, []outbox.Event) (int, error)) (int, error) {
+// Forget deletes the rows of ids in one statement.
+func (s *OutboxStore) Forget(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	// One array parameter rather than a list of them, so the statement is
+	// prepared once whatever the batch's size.
+	if _, err := s.db.WithContext(ctx).Statement.ConnPool.ExecContext(ctx,
+		`DELETE FROM messaging.outbox WHERE event_id = ANY($1::text[]::uuid[])`, ids); err != nil {
+		return fmt.Errorf("delete published outbox rows: %w", err)
+	}
+	return nil
+}
+
+// Sweep takes the sweeper's advisory lock for one transaction, reads up to
+// limit rows written before cutoff, hands them to publish and deletes the
+// ones it accepted.
+func (s *OutboxStore) Sweep(ctx context.Context, cutoff time.Time, limit int, publish func(context.Context, []outbox.Event) (int, error)) (int, error) {
 	published := 0
 	var publishErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var turn bool
+		if err := tx.Raw(`SELECT pg_try_advisory_xact_lock(?)`, outboxSweepLock).Scan(&turn).Error; err != nil {
+			return fmt.Errorf("take the outbox sweep lock: %w", err)
+		}
+		if !turn {
+			return nil
+		}
 		var rows []outboxRow
 		if err := tx.Raw(`
 			SELECT seq, event_id, subject, payload, created_at FROM messaging.outbox
-			WHERE published_at IS NULL
+			WHERE created_at < ?
 			ORDER BY seq
-			LIMIT ?
-			FOR UPDATE SKIP LOCKED`, limit).Scan(&rows).Error; err != nil {
+			LIMIT ?`, cutoff, limit).Scan(&rows).Error; err != nil {
 			return fmt.Errorf("select outbox: %w", err)
 		}
 		if len(rows) == 0 {
@@ -44,8 +69,6 @@ func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish fun
 		for i, r := range rows {
 			events[i] = r.toDomain()
 		}
-		// Only the accepted prefix is marked: later rows wait, so events
-		// leave in the order they were written.
 		var n int
 		n, publishErr = publish(ctx, events)
 		if n == 0 {
@@ -55,33 +78,26 @@ func (s *OutboxStore) PublishPending(ctx context.Context, limit int, publish fun
 		for i := range done {
 			done[i] = rows[i].Seq
 		}
-		if err := tx.Exec(`UPDATE messaging.outbox SET published_at = now() WHERE seq IN ?`, done).Error; err != nil {
-			return fmt.Errorf("mark outbox published: %w", err)
+		if _, err := tx.Statement.ConnPool.ExecContext(ctx,
+			`DELETE FROM messaging.outbox WHERE seq = ANY($1::bigint[])`, done); err != nil {
+			return fmt.Errorf("delete swept outbox rows: %w", err)
 		}
 		published = n
 		return nil
 	})
 	if err != nil {
-		// Rows published but not marked go out again; their Nats-Msg-Id
+		// Rows published but not deleted go out again; their Nats-Msg-Id
 		// makes the stream store them once.
 		return 0, err
 	}
 	return published, publishErr
 }
 
-// Prune deletes rows published before cutoff.
-func (s *OutboxStore) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM messaging.outbox WHERE published_at < ?`, cutoff)
-	if res.Error != nil {
-		return 0, fmt.Errorf("prune outbox: %w", res.Error)
-	}
-	return res.RowsAffected, nil
-}
-
-// Backlog counts unpublished rows.
+// Backlog counts the rows: every one is an event not yet published, or
+// published a moment ago and about to be deleted.
 func (s *OutboxStore) Backlog(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM messaging.outbox WHERE published_at IS NULL`).Scan(&n).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM messaging.outbox`).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count outbox: %w", err)
 	}
 	return n, nil

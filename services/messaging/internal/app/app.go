@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 )
 
 // Deps are what the use cases need.
@@ -33,10 +34,11 @@ type Deps struct {
 	// ChatSubject names the chat stream subject of a conversation's
 	// turns.
 	ChatSubject func(workspaceID, conversationID string) string
-	// EventWritten is called after a commit that wrote an outbox row (an
-	// event or a chat turn), so the relay publishes it without waiting
-	// for its next poll.
-	EventWritten func()
+	// EventsCommitted is called after a commit that wrote outbox rows
+	// (events or chat turns) with their events, for the relay to publish
+	// at once and then forget (Relay.Publish); a batch of receipts calls it
+	// once. Nil publishes nothing: the rows wait for the relay's sweep.
+	EventsCommitted func(events []outbox.Event)
 	// InboxChanged is called after a conversation changed as the inbox
 	// shows it: a message stored or sent, its chat state changed, a
 	// suggestion drafted, sent or discarded. The console's inbox redraws
@@ -60,7 +62,7 @@ type App struct {
 	comments     CommentDeps
 	eventSubject func(workspaceID, eventType string) string
 	chatSubject  func(workspaceID, conversationID string) string
-	eventWritten func()
+	eventsCommitted func(events []outbox.Event)
 	inboxChanged func(workspaceID, conversationID string)
 	observer     Observer
 	now          func() time.Time
@@ -78,7 +80,7 @@ func New(d Deps) *App {
 		comments:     d.Comments,
 		eventSubject: d.EventSubject,
 		chatSubject:  d.ChatSubject,
-		eventWritten: d.EventWritten,
+		eventsCommitted: d.EventsCommitted,
 		inboxChanged: d.InboxChanged,
 		observer:     observerOr(d.Observer),
 		now:          d.Clock,
@@ -93,8 +95,8 @@ func New(d Deps) *App {
 	if a.newID == nil {
 		a.newID = NewID
 	}
-	if a.eventWritten == nil {
-		a.eventWritten = func() {}
+	if a.eventsCommitted == nil {
+		a.eventsCommitted = func([]outbox.Event) {}
 	}
 	if a.inboxChanged == nil {
 		a.inboxChanged = func(string, string) {}

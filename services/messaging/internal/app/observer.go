@@ -37,21 +37,18 @@ type Observer interface {
 
 	// OutboxPublished is events the relay published.
 	OutboxPublished(events int)
-	// OutboxPassFailed is a relay pass that stopped on an error (NATS or
-	// the database); OutboxFailing is the first of a run of them, and
-	// OutboxRecovered the pass that ends it.
+	// OutboxPassFailed is a publish or sweep of the relay that stopped on
+	// an error (NATS or the database); OutboxFailing is the first of a run
+	// of them, and OutboxRecovered the pass that ends it.
 	OutboxPassFailed()
 	OutboxFailing(err error)
 	OutboxRecovered()
 	// OutboxBacklog is the events written and not yet published, as last
 	// counted.
 	OutboxBacklog(events int64)
-	// OutboxPruned is published events deleted past their retention;
-	// OutboxPruneFailed a pruning pass that failed (retried on the next).
-	OutboxPruned(events int64)
-	OutboxPruneFailed(err error)
-	// TablePruned and TablePruneFailed are the same for the other tables
-	// the relay's periodic job prunes (PruneTask).
+	// TablePruned is rows deleted past their retention from a table the
+	// relay's periodic job prunes (PruneTask); TablePruneFailed a pruning
+	// pass that failed (retried on the next).
 	TablePruned(table string, rows int64)
 	TablePruneFailed(table string, err error)
 }
@@ -100,8 +97,6 @@ func (nopObserver) OutboxPassFailed()                                   {}
 func (nopObserver) OutboxFailing(error)                                 {}
 func (nopObserver) OutboxRecovered()                                    {}
 func (nopObserver) OutboxBacklog(int64)                                 {}
-func (nopObserver) OutboxPruned(int64)                                  {}
-func (nopObserver) OutboxPruneFailed(error)                             {}
 func (nopObserver) TablePruned(string, int64)                           {}
 func (nopObserver) TablePruneFailed(string, error)                      {}
 

@@ -10,6 +10,7 @@ import (
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
+	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 )
 
 // ReceiveComment stores a comment on one of the channel's posts once (a
@@ -32,7 +33,7 @@ func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *commen
 		FromID: in.FromID, FromName: in.FromName, CreatedAt: in.CreatedAt.UTC(), Status: comment.StatusReceived,
 	}
 	outcome := IngressStored
-	wroteEvent := false
+	var written []outbox.Event
 	err := a.comments.Store.Receive(ctx, func(tx comment.Tx) error {
 		fresh, err := tx.Claim(ctx, ch.ID, dedupeKeyComment(in.ExternalID))
 		if err != nil {
@@ -72,11 +73,11 @@ func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *commen
 		if err := tx.AddEvent(ctx, ev); err != nil {
 			return err
 		}
-		wroteEvent = true
+		written = []outbox.Event{ev}
 		return nil
 	})
 	if err != nil {
 		err = fmt.Errorf("receive comment %s on channel %s: %w", in.ExternalID, ch.ID, err)
 	}
-	return a.received(ch, outcome, wroteEvent, err)
+	return a.received(ch, outcome, written, err)
 }

@@ -53,7 +53,7 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 	}
 	var outcome string
 	var stored conversation.Conversation
-	wroteEvent := false
+	var written []outbox.Event
 	err := a.inbox.Receive(ctx, func(tx conversation.ReceiveTx) error {
 		fresh, err := claim(ctx, tx)
 		if err != nil {
@@ -93,7 +93,7 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 			if err != nil {
 				return err
 			}
-			wroteEvent = true
+			written = []outbox.Event{turn.Event}
 			return tx.AddTurn(ctx, msg, turn)
 		}
 		var ev *outbox.Event
@@ -104,7 +104,9 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 			}
 			ev = &e
 		}
-		wroteEvent = ev != nil
+		if ev != nil {
+			written = []outbox.Event{*ev}
+		}
 		return tx.AddMessage(ctx, msg, ev)
 	})
 	if err != nil {
@@ -112,21 +114,19 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 	} else if outcome == IngressStored {
 		a.inboxChanged(stored.WorkspaceID, stored.ID)
 	}
-	return a.received(ch, outcome, wroteEvent, err)
+	return a.received(ch, outcome, written, err)
 }
 
 // received closes a receive transaction's bookkeeping: the ingress outcome
-// is counted, and the relay is woken when an event was written, so it
-// publishes without waiting for its next poll.
-func (a *App) received(ch channel.Channel, outcome string, wroteEvent bool, err error) (string, error) {
+// is counted, and the events it committed (written) go to the relay to be
+// published at once.
+func (a *App) received(ch channel.Channel, outcome string, written []outbox.Event, err error) (string, error) {
 	if err != nil {
 		a.observer.Ingress(string(ch.Kind), IngressError)
 		return "", err
 	}
 	a.observer.Ingress(string(ch.Kind), outcome)
-	if wroteEvent {
-		a.eventWritten()
-	}
+	a.eventsCommitted(written)
 	return outcome, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 )
 
@@ -50,12 +51,14 @@ type Config struct {
 	// broken (its process died): its key is taken over and a repeat sends.
 	IdempotencyStuckAfter time.Duration `env:"IDEMPOTENCY_STUCK_AFTER" envDefault:"5m"`
 
-	// OutboxPollInterval is how often the relay looks for events left
-	// unpublished (after a crash or a NATS outage); it is also woken right
-	// after each commit that writes one.
+	// OutboxPollInterval is how often the relay sweeps the outbox for
+	// events left unpublished (after a crash or a NATS outage); events are
+	// otherwise published right after the commit that writes them.
 	OutboxPollInterval time.Duration `env:"OUTBOX_POLL_INTERVAL" envDefault:"1s"`
-	// OutboxRetention is how long published events stay in the outbox.
-	OutboxRetention time.Duration `env:"OUTBOX_RETENTION" envDefault:"24h"`
+	// OutboxSweepAge is how old an unpublished event must be before the
+	// sweep publishes it: younger ones are still on their way after their
+	// commit.
+	OutboxSweepAge time.Duration `env:"OUTBOX_SWEEP_AGE" envDefault:"10s"`
 	// OutboxPublishTimeout bounds the wait for the stream's ack of one
 	// event; past it the event is retried (its Nats-Msg-Id keeps the stream
 	// from storing it twice).
@@ -130,7 +133,7 @@ func (c Config) Validate() error {
 		"PRIVATE_REPLY_WINDOW":   c.PrivateReplyWindow,
 		"PLATFORM_TIMEOUT":       c.PlatformTimeout,
 		"OUTBOX_POLL_INTERVAL":   c.OutboxPollInterval,
-		"OUTBOX_RETENTION":       c.OutboxRetention,
+		"OUTBOX_SWEEP_AGE":       c.OutboxSweepAge,
 		"OUTBOX_PUBLISH_TIMEOUT": c.OutboxPublishTimeout,
 
 		"INGRESS_DEDUPE_RETENTION": c.IngressDedupeRetention,
@@ -138,6 +141,12 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
+	}
+	// A swept event may have been published already (killed between
+	// publish and delete): the stream must still remember its id.
+	if c.OutboxSweepAge+c.OutboxPublishTimeout > natsx.EventsDedupWindow/2 {
+		return fmt.Errorf("OUTBOX_SWEEP_AGE: %s plus OUTBOX_PUBLISH_TIMEOUT (%s) must be at most half the stream's duplicate window (%s)",
+			c.OutboxSweepAge, c.OutboxPublishTimeout, natsx.EventsDedupWindow)
 	}
 	return nil
 }

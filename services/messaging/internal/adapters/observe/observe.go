@@ -22,7 +22,6 @@ type Observer struct {
 	outboxBacklog   prometheus.Gauge
 	outboxPublished prometheus.Counter
 	outboxFailures  prometheus.Counter
-	outboxPruned    prometheus.Counter
 }
 
 var _ app.Observer = (*Observer)(nil)
@@ -52,12 +51,8 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 			Name: "messaging_outbox_publish_failures_total",
 			Help: "Relay passes that stopped on an error (NATS or the database).",
 		}),
-		outboxPruned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "messaging_outbox_pruned_total",
-			Help: "Published events deleted from the outbox.",
-		}),
 	}
-	reg.MustRegister(o.ingress, o.sends, o.outboxBacklog, o.outboxPublished, o.outboxFailures, o.outboxPruned)
+	reg.MustRegister(o.ingress, o.sends, o.outboxBacklog, o.outboxPublished, o.outboxFailures)
 	return o
 }
 
@@ -141,12 +136,6 @@ func (o *Observer) OutboxRecovered() { o.log.Info("outbox publishing again") }
 
 // OutboxBacklog sets the backlog gauge.
 func (o *Observer) OutboxBacklog(events int64) { o.outboxBacklog.Set(float64(events)) }
-
-// OutboxPruned counts pruned events.
-func (o *Observer) OutboxPruned(events int64) { o.outboxPruned.Add(float64(events)) }
-
-// OutboxPruneFailed logs a failed pruning pass.
-func (o *Observer) OutboxPruneFailed(err error) { o.log.Warn("outbox prune failed", zap.Error(err)) }
 
 // TablePruned logs rows pruned from a table.
 func (o *Observer) TablePruned(table string, rows int64) {

@@ -1,8 +1,9 @@
 // Package outbox is the transactional outbox of customer events: an event is
-// stored in the same transaction as the message it describes, and a relay
-// publishes it afterwards, so a crash or a NATS outage between commit and
-// publish loses nothing (docs/architecture.md "Customer events: the outbox
-// and the EVENTS stream").
+// stored in the same transaction as the message it describes, published
+// right after that commit, and its row deleted once the stream has it. A
+// sweep publishes the rows a crash or an outage left behind, so nothing is
+// lost between commit and publish (docs/architecture.md "Customer events:
+// the outbox and the EVENTS stream").
 package outbox
 
 import (
@@ -21,16 +22,20 @@ type Event struct {
 	CreatedAt time.Time
 }
 
-// Store keeps the outbox rows.
+// Store keeps the outbox rows: an event's row lives from the commit that
+// wrote it until it is published.
 type Store interface {
-	// PublishPending takes up to limit unpublished events, oldest first,
-	// locked so that other relays skip them, and hands them to publish
-	// together. The first n events publish accepted are marked published,
-	// the rest are left for later, and publish's error is returned with n.
-	PublishPending(ctx context.Context, limit int, publish func(context.Context, []Event) (n int, err error)) (int, error)
-	// Prune deletes events published before cutoff.
-	Prune(ctx context.Context, cutoff time.Time) (int64, error)
-	// Backlog counts unpublished events.
+	// Forget deletes the rows of events the stream has acknowledged. An id
+	// whose row is already gone is no error.
+	Forget(ctx context.Context, ids []string) error
+	// Sweep takes up to limit events written before cutoff, oldest first,
+	// and hands them to publish together; the first n that publish
+	// accepted are deleted, and publish's error is returned with n. One
+	// sweep runs at a time across every instance: while another holds the
+	// turn, Sweep returns 0 and nil at once.
+	Sweep(ctx context.Context, cutoff time.Time, limit int, publish func(context.Context, []Event) (n int, err error)) (int, error)
+	// Backlog counts the events not yet published (and those published
+	// but not yet forgotten, a moment's worth).
 	Backlog(ctx context.Context) (int64, error)
 }
 
