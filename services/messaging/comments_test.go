@@ -115,17 +115,13 @@ func instagramComment(accountID, commentID, fromID, username, text, mediaID stri
 	return string(b)
 }
 
-// cmtEvents decodes the outbox's comment.received events, oldest first.
+// cmtEvents decodes the comment.received events written, oldest first.
 func (h *harness) cmtEvents() []*eventsv1.Event {
 	h.t.Helper()
-	var payloads [][]byte
-	if err := h.db.Raw(`SELECT payload FROM messaging.outbox ORDER BY seq`).Scan(&payloads).Error; err != nil {
-		h.t.Fatal(err)
-	}
 	var out []*eventsv1.Event
-	for _, p := range payloads {
+	for _, w := range h.written() {
 		var ev eventsv1.Event
-		if err := proto.Unmarshal(p, &ev); err != nil {
+		if err := proto.Unmarshal(w.payload, &ev); err != nil {
 			h.t.Fatal(err)
 		}
 		if ev.GetType() == "comment.received" {
@@ -223,8 +219,8 @@ func TestFeedChangesThatAreNotNewCommentsAreIgnored(t *testing.T) {
 	if n := h.count("comments", ""); n != 0 {
 		t.Fatalf("comments stored = %d, want 0", n)
 	}
-	if n := h.count("outbox", ""); n != 0 {
-		t.Fatalf("outbox rows = %d, want 0", n)
+	if n := len(h.written()); n != 0 {
+		t.Fatalf("events written = %d, want 0", n)
 	}
 	// The page's own comment left no dedupe receipt behind either: it was
 	// not taken as a delivery at all.

@@ -48,7 +48,9 @@ type harness struct {
 	// db reads messaging's tables for assertions.
 	db     *gorm.DB
 	client *rpc.Client
-	tg     *telegramfake.Server
+	// js reads the streams messaging publishes to, on the service's NATS.
+	js jetstream.JetStream
+	tg *telegramfake.Server
 	// tgTokens maps a channel id to its bot token, for assertions.
 	tgTokens sync.Map
 }
@@ -74,10 +76,14 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		t.Fatalf("nats: %v", err)
 	}
 	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
 	return &harness{
 		instance: startInstance(t, env, cfg),
 		env:      env, cfg: cfg, db: env.DB(t, adapters.Schema, migrations.FS), tg: tg,
-		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix),
+		client: rpc.NewClient(nc, cfg.RPCSubjectPrefix), js: js,
 	}
 }
 
@@ -97,7 +103,7 @@ func testConfig(t *testing.T, env *testenv.Env, tgURL string) svcconfig.Config {
 		IdempotencyTTL:        24 * time.Hour,
 		IdempotencyStuckAfter: 5 * time.Minute,
 		OutboxPollInterval:    200 * time.Millisecond,
-		OutboxRetention:       24 * time.Hour,
+		OutboxSweepAge:        time.Second,
 		OutboxPublishTimeout:  time.Second,
 
 		IngressDedupeRetention: 72 * time.Hour,
@@ -425,22 +431,73 @@ func (h *harness) count(table, where string, args ...any) int64 {
 	return n
 }
 
-// eventRows counts the outbox rows of customer events: what the webhook
-// hears of.
-func (h *harness) eventRows() int64 {
-	h.t.Helper()
-	return h.count("outbox", "starts_with(subject, ?)", h.env.Stream.SubjectPrefix+".")
+// writtenEvent is an event or chat turn messaging committed to its outbox.
+type writtenEvent struct {
+	subject string
+	payload []byte
 }
 
-// turnRows counts the outbox rows of chat turns: what the built-in AI
-// answers.
+// written returns every event and chat turn messaging committed: what the
+// events and chat streams hold, in their order, then the outbox rows not
+// yet published. The rows are read first: a row is deleted only once its
+// stream has it, so none falls between the two reads, and one seen in
+// both (published, not yet deleted) counts once.
+func (h *harness) written() []writtenEvent {
+	h.t.Helper()
+	var rows []struct {
+		EventID string
+		Subject string
+		Payload []byte
+	}
+	if err := h.db.Raw(`SELECT event_id::text AS event_id, subject, payload FROM messaging.outbox ORDER BY seq`).Scan(&rows).Error; err != nil {
+		h.t.Fatalf("read the outbox: %v", err)
+	}
+	seen := map[string]bool{}
+	var out []writtenEvent
+	for _, stream := range []string{h.env.Stream.Name, natsx.ChatStream(h.env.Stream).Name} {
+		for _, m := range streamMessages(h.t, h.js, stream) {
+			if id := m.Header.Get(jetstream.MsgIDHeader); !seen[id] {
+				seen[id] = true
+				out = append(out, writtenEvent{subject: m.Subject, payload: m.Data})
+			}
+		}
+	}
+	for _, r := range rows {
+		if !seen[r.EventID] {
+			seen[r.EventID] = true
+			out = append(out, writtenEvent{subject: r.Subject, payload: r.Payload})
+		}
+	}
+	return out
+}
+
+// writtenOn counts the written events whose subjects start with prefix.
+func (h *harness) writtenOn(prefix string) int64 {
+	h.t.Helper()
+	n := int64(0)
+	for _, w := range h.written() {
+		if strings.HasPrefix(w.subject, prefix+".") {
+			n++
+		}
+	}
+	return n
+}
+
+// eventRows counts the customer events written: what the webhook hears
+// of.
+func (h *harness) eventRows() int64 {
+	h.t.Helper()
+	return h.writtenOn(h.env.Stream.SubjectPrefix)
+}
+
+// turnRows counts the chat turns written: what the built-in AI answers.
 func (h *harness) turnRows() int64 {
 	h.t.Helper()
-	return h.count("outbox", "starts_with(subject, ?)", natsx.ChatStream(h.env.Stream).SubjectPrefix+".")
+	return h.writtenOn(natsx.ChatStream(h.env.Stream).SubjectPrefix)
 }
 
 // streamMessages returns what the test's events stream holds.
-func streamMessages(t *testing.T, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
+func streamMessages(t testing.TB, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -40,29 +42,36 @@ func TestPublishBatch(t *testing.T) {
 	}
 }
 
-// TestPublishPendingMarksTheAcceptedPrefix: the rows publish accepted are
-// marked published, the rest stay pending for the next pass, in order.
-func TestPublishPendingMarksTheAcceptedPrefix(t *testing.T) {
+// TestSweepDeletesTheAcceptedPrefix: the sweep takes only rows older than
+// its cutoff, oldest first; the rows publish accepted are deleted, the rest
+// stay for the next sweep, in order.
+func TestSweepDeletesTheAcceptedPrefix(t *testing.T) {
 	t.Parallel()
 	// The store alone, over its own database: no relay takes the rows.
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
-	for range 3 {
-		if err := gdb.Exec(`INSERT INTO messaging.outbox (event_id, subject, payload) VALUES (?, ?, ?)`,
-			uuid.NewString(), env.Stream.Subject(uuid.NewString(), "message.received"), []byte("e")).Error; err != nil {
+	now := time.Now()
+	insert := func(age time.Duration) string {
+		id := uuid.NewString()
+		if err := gdb.Exec(`INSERT INTO messaging.outbox (event_id, subject, payload, created_at) VALUES (?, ?, ?, ?)`,
+			id, env.Stream.Subject(uuid.NewString(), "message.received"), []byte("e"), now.Add(-age)).Error; err != nil {
 			t.Fatal(err)
 		}
+		return id
 	}
-	pending := func() (n int64) {
-		if err := gdb.Raw(`SELECT count(*) FROM messaging.outbox WHERE published_at IS NULL`).Scan(&n).Error; err != nil {
+	old := []string{insert(time.Minute), insert(time.Minute), insert(time.Minute)}
+	young := insert(0)
+	rows := func() (n int64) {
+		if err := gdb.Raw(`SELECT count(*) FROM messaging.outbox`).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	store := adapters.NewOutboxStore(gdb)
+	cutoff := now.Add(-10 * time.Second)
 	var seen [][]string
 	refused := errors.New("stream refused the second")
-	n, err := store.PublishPending(context.Background(), 10, func(_ context.Context, events []outbox.Event) (int, error) {
+	n, err := store.Sweep(context.Background(), cutoff, 10, func(_ context.Context, events []outbox.Event) (int, error) {
 		ids := make([]string, len(events))
 		for i, e := range events {
 			ids[i] = e.ID
@@ -70,19 +79,59 @@ func TestPublishPendingMarksTheAcceptedPrefix(t *testing.T) {
 		seen = append(seen, ids)
 		return 1, refused
 	})
-	if n != 1 || !errors.Is(err, refused) || len(seen) != 1 || len(seen[0]) != 3 {
-		t.Fatalf("PublishPending = %d, %v after batches %v; want 1 of a batch of 3, and the error", n, err, seen)
+	if n != 1 || !errors.Is(err, refused) || len(seen) != 1 || !slices.Equal(seen[0], old) {
+		t.Fatalf("Sweep = %d, %v after batches %v; want 1 of the 3 old rows %v, and the error", n, err, seen, old)
 	}
-	if n := pending(); n != 2 {
-		t.Fatalf("%d rows pending, want the 2 after the accepted one", n)
+	if n := rows(); n != 3 {
+		t.Fatalf("%d rows left, want the 2 after the accepted one and the young one", n)
 	}
-	n, err = store.PublishPending(context.Background(), 10, func(_ context.Context, events []outbox.Event) (int, error) {
-		if len(events) != 2 || events[0].ID != seen[0][1] || events[1].ID != seen[0][2] {
-			t.Errorf("the next pass got %v, want %v in order", events, seen[0][1:])
+	n, err = store.Sweep(context.Background(), cutoff, 10, func(_ context.Context, events []outbox.Event) (int, error) {
+		if len(events) != 2 || events[0].ID != old[1] || events[1].ID != old[2] {
+			t.Errorf("the next sweep got %v, want %v in order", events, old[1:])
 		}
 		return len(events), nil
 	})
-	if n != 2 || err != nil || pending() != 0 {
-		t.Fatalf("second pass = %d, %v", n, err)
+	if n != 2 || err != nil || rows() != 1 {
+		t.Fatalf("second sweep = %d, %v, %d rows left", n, err, rows())
+	}
+	// The young row is Publish's to publish and Forget's to delete.
+	if err := store.Forget(context.Background(), []string{young, old[0]}); err != nil {
+		t.Fatalf("Forget: %v", err)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("%d rows left after Forget", n)
+	}
+}
+
+// TestOneSweepAtATime: while one sweep (of any instance) is publishing,
+// another returns at once without reading a row, so no two sweeps publish
+// the same rows and none locks rows to tell.
+func TestOneSweepAtATime(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
+	gdb := env.DB(t, adapters.Schema, migrations.FS)
+	if err := gdb.Exec(`INSERT INTO messaging.outbox (event_id, subject, payload, created_at) VALUES (?, ?, ?, now() - interval '1 minute')`,
+		uuid.NewString(), env.Stream.Subject(uuid.NewString(), "message.received"), []byte("e")).Error; err != nil {
+		t.Fatal(err)
+	}
+	// Two instances' stores: each sweep takes a connection of its own.
+	first, second := adapters.NewOutboxStore(gdb), adapters.NewOutboxStore(gdb)
+	ctx := context.Background()
+	n, err := first.Sweep(ctx, time.Now(), 10, func(context.Context, []outbox.Event) (int, error) {
+		n, err := second.Sweep(ctx, time.Now(), 10, func(_ context.Context, events []outbox.Event) (int, error) {
+			t.Errorf("a second sweep got %d events while the first held its turn", len(events))
+			return len(events), nil
+		})
+		if n != 0 || err != nil {
+			t.Errorf("the second sweep = %d, %v; want 0, nil", n, err)
+		}
+		return 1, nil
+	})
+	if n != 1 || err != nil {
+		t.Fatalf("the first sweep = %d, %v", n, err)
+	}
+	// Its turn ends with its transaction.
+	if n, err := second.Sweep(ctx, time.Now(), 10, func(context.Context, []outbox.Event) (int, error) { return 0, nil }); n != 0 || err != nil {
+		t.Fatalf("a later sweep = %d, %v", n, err)
 	}
 }

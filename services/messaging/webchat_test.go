@@ -190,12 +190,14 @@ func history(t *testing.T, base, channelID, token string) []messagingapi.Webchat
 	return apicheck.Body[messagingapi.WebchatHistory](t, r.Body).Messages
 }
 
-// outboxEvents decodes the outbox, oldest first.
+// outboxEvents decodes the customer events written, oldest first.
 func (h *harness) outboxEvents() []*eventsv1.Event {
 	h.t.Helper()
 	var payloads [][]byte
-	if err := h.db.Raw(`SELECT payload FROM messaging.outbox ORDER BY seq`).Scan(&payloads).Error; err != nil {
-		h.t.Fatal(err)
+	for _, w := range h.written() {
+		if strings.HasPrefix(w.subject, h.env.Stream.SubjectPrefix+".") {
+			payloads = append(payloads, w.payload)
+		}
 	}
 	out := make([]*eventsv1.Event, len(payloads))
 	for i, p := range payloads {
