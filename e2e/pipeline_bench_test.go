@@ -893,7 +893,7 @@ const dispatcherConsumer = "webhook-dispatcher"
 // pipelineWatch samples, while a run goes on, what its end cannot show:
 // the services' peak resident memory, and where messages queue: in
 // messaging's outbox (committed, not yet published to the stream: its
-// unpublished rows) or in the stream (published,
+// rows) or in the stream (published,
 // not yet settled by a dispatcher: the consumer's pending and
 // unacknowledged messages).
 type pipelineWatch struct {

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/parleyhq/parley/pkg/testenv/receiver"
+	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
+)
+
+// TestMessagingSurvivesSIGKILL: Telegram updates arrive from many
+// connections at once on an external channel; in the middle, messaging is
+// killed with SIGKILL, while events it committed wait to be published or
+// deleted (docs/architecture.md "Customer events: the outbox and the EVENTS
+// stream"), and started again. Updates answered with an error, or not at
+// all, are posted again as Telegram does, until each has its 200. Then:
+//
+//   - every update reached the receiver, under one delivery id, however
+//     often that id came (at least once, deduplicated by delivery id);
+//   - the outbox is empty: what the killed process committed and had not
+//     published went out with the restarted one's sweep, and what it had
+//     published and not deleted went out again, stored once by the stream.
+func TestMessagingSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	const (
+		updates = 2_000
+		senders = 32
+		// sweepAge is short so that the sweep after the restart comes
+		// soon; the publish after commit is unaffected.
+		sweepAge = 2 * time.Second
+	)
+	_, botAPI := telegramfake.Start(t)
+	s := startSuite(t, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true", "OUTBOX_SWEEP_AGE="+sweepAge.String())
+	rcv := receiver.New(t, receiver.Status(http.StatusNoContent), receiver.Within(time.Minute))
+	ws, key := s.developer(t)
+	s.saveWebhook(t, key, rcv.URL)
+	ch := s.addChannel(t, ws, "external", "--kind", "telegram", "--token", "700100300:AAH-kill-e2e-token")
+	ingress := s.messagingURL + "/ingress/telegram/" + ch.ID
+
+	pool, err := pgxpool.New(context.Background(), s.env.DatabaseURL)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	outboxRows := func() int64 {
+		var n int64
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM messaging.outbox`).Scan(&n); err != nil {
+			t.Fatalf("count the outbox: %v", err)
+		}
+		return n
+	}
+
+	// Each sender posts its share of the updates in turn, each until it is
+	// answered 200: a refused connection or a 5xx is what Telegram retries.
+	var accepted, retried atomic.Int64
+	killAt := int64(updates / 3)
+	killed := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w + 1; i <= updates; i += senders {
+				body := fmt.Sprintf(`{"update_id": %d, "message": {"message_id": %d, "date": %d,
+					"from": {"id": %d, "is_bot": false, "first_name": "Kay"},
+					"chat": {"id": %d, "first_name": "Kay", "type": "private"}, "text": "update %d"}}`,
+					i, i, time.Now().Unix(), 5000+w, 5000+w, i)
+				for postTelegram(ingress, ch.Secret, body) != http.StatusOK {
+					retried.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				}
+				if accepted.Add(1) == killAt {
+					close(killed)
+				}
+			}
+		}()
+	}
+
+	select {
+	case <-killed:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("only %d of %d updates accepted before the kill", accepted.Load(), updates)
+	}
+	s.procs["messaging"].kill(t)
+	left := outboxRows()
+	t.Logf("SIGKILLed messaging after %d updates accepted: %d outbox rows left (committed, not yet published or not yet deleted); %d delivered so far",
+		accepted.Load(), left, rcv.Distinct())
+	u, _ := url.Parse(s.messagingURL)
+	port, _ := strconv.Atoi(u.Port())
+	s.start(t, "messaging", port)
+	wg.Wait()
+	t.Logf("every update accepted; %d posts were retried around the kill", retried.Load())
+
+	// Every update once by delivery id; repeats of an id are allowed.
+	deliveryOf := map[string]string{} // update's text -> delivery id
+	got := rcv.Await(t, fmt.Sprintf("%d updates delivered", updates), func(got []receiver.Request) bool {
+		seen := map[string]bool{}
+		for _, r := range got {
+			seen[r.Delivery()] = true
+		}
+		return len(seen) >= updates
+	})
+	repeats := 0
+	for _, r := range got {
+		var ev customerEvent
+		if err := json.Unmarshal(r.Body, &ev); err != nil {
+			t.Fatalf("delivery %s: %v", r.Delivery(), err)
+		}
+		text, _ := ev.Data.Message["text"].(string)
+		if id, ok := deliveryOf[text]; ok {
+			if id != r.Delivery() {
+				t.Errorf("%q delivered under two ids, %s and %s: an update stored twice", text, id, r.Delivery())
+			}
+			repeats++
+			continue
+		}
+		deliveryOf[text] = r.Delivery()
+	}
+	if len(deliveryOf) != updates {
+		t.Fatalf("%d distinct updates delivered, want %d", len(deliveryOf), updates)
+	}
+	for i := 1; i <= updates; i++ {
+		if _, ok := deliveryOf[fmt.Sprintf("update %d", i)]; !ok {
+			t.Errorf("update %d never delivered", i)
+		}
+	}
+	// The sweep has had its turn by the time the last delivery arrives; the
+	// rows of what was published just before are deleted a moment later.
+	deadline := time.Now().Add(sweepAge + 10*time.Second)
+	for outboxRows() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outbox rows left after every delivery", outboxRows())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d updates delivered through a SIGKILL of messaging, %d deliveries repeated (same delivery id)", updates, repeats)
+}
+
+// postTelegram posts a Telegram update as Telegram does and returns the
+// status, 0 when there was no answer (the process is gone).
+func postTelegram(url, secret, body string) int {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
