@@ -62,7 +62,7 @@ type App struct {
 	comments     CommentDeps
 	eventSubject func(workspaceID, eventType string) string
 	chatSubject  func(workspaceID, conversationID string) string
-	eventsCommitted func(events []outbox.Event)
+	publish      func(committed []outbox.Event)
 	inboxChanged func(workspaceID, conversationID string)
 	observer     Observer
 	now          func() time.Time
@@ -80,7 +80,7 @@ func New(d Deps) *App {
 		comments:     d.Comments,
 		eventSubject: d.EventSubject,
 		chatSubject:  d.ChatSubject,
-		eventsCommitted: d.EventsCommitted,
+		publish:      d.EventsCommitted,
 		inboxChanged: d.InboxChanged,
 		observer:     observerOr(d.Observer),
 		now:          d.Clock,
@@ -95,8 +95,8 @@ func New(d Deps) *App {
 	if a.newID == nil {
 		a.newID = NewID
 	}
-	if a.eventsCommitted == nil {
-		a.eventsCommitted = func([]outbox.Event) {}
+	if a.publish == nil {
+		a.publish = func([]outbox.Event) {}
 	}
 	if a.inboxChanged == nil {
 		a.inboxChanged = func(string, string) {}

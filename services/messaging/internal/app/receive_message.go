@@ -126,7 +126,7 @@ func (a *App) received(ch channel.Channel, outcome string, written []outbox.Even
 		return "", err
 	}
 	a.observer.Ingress(string(ch.Kind), outcome)
-	a.eventsCommitted(written)
+	a.publish(written)
 	return outcome, nil
 }
 

@@ -188,7 +188,7 @@ func (r *Relay) flush(ctx context.Context) {
 		}
 		accepted, err := r.publish(ctx, batch)
 		r.cfg.Observer.OutboxPublished(accepted)
-		r.passed(errors.Join(err, r.forget(ctx, batch[:accepted])))
+		r.passed(accepted, errors.Join(err, r.forget(ctx, batch[:accepted])))
 	}
 }
 
@@ -222,8 +222,12 @@ func (r *Relay) publish(ctx context.Context, events []outbox.Event) (int, error)
 }
 
 // passed tells the observer of a publish or sweep that failed, and of the
-// first that succeeds after a run of failures.
-func (r *Relay) passed(err error) {
+// first that publishes after a run of failures. A sweep that found nothing
+// old enough tells nothing: it did not reach the stream.
+func (r *Relay) passed(published int, err error) {
+	if err == nil && published == 0 {
+		return
+	}
 	r.mu.Lock()
 	was := r.failing
 	r.failing = err != nil
@@ -247,11 +251,11 @@ func (r *Relay) sweepEvery(ctx context.Context) {
 	var backoff time.Duration
 	var lastPrune time.Time
 	for {
-		err := r.sweep(ctx)
+		n, err := r.sweep(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		r.passed(err)
+		r.passed(n, err)
 		if err != nil {
 			backoff = min(max(2*backoff, r.cfg.MinBackoff), r.cfg.MaxBackoff)
 			r.updateBacklog(ctx)
@@ -275,23 +279,22 @@ func (r *Relay) sweepEvery(ctx context.Context) {
 }
 
 // sweep publishes the events older than SweepAge, in batches, until none
-// are left or a batch fails.
-func (r *Relay) sweep(ctx context.Context) error {
+// are left or a batch fails, and returns how many it published.
+func (r *Relay) sweep(ctx context.Context) (int, error) {
 	// The transaction outlives a cancelled ctx so that what was published
 	// is also deleted; each publish is bounded by PublishTimeout.
 	work := context.WithoutCancel(ctx)
+	total := 0
 	for ctx.Err() == nil {
 		cutoff := r.cfg.Clock().Add(-r.cfg.SweepAge)
 		n, err := r.cfg.Store.Sweep(work, cutoff, r.cfg.Batch, r.publish)
 		r.cfg.Observer.OutboxPublished(n)
-		if err != nil {
-			return err
-		}
-		if n < r.cfg.Batch {
-			return nil
+		total += n
+		if err != nil || n < r.cfg.Batch {
+			return total, err
 		}
 	}
-	return nil
+	return total, nil
 }
 
 // prune deletes the rows of every task past its retention. A failure is
