@@ -171,8 +171,10 @@ func (r *Relay) publishCommitted(ctx context.Context) {
 }
 
 // flush publishes the queued events until none are left, deleting the
-// rows of each batch the stream took. A batch's events after a failure are
-// dropped from memory: their rows wait for the sweep.
+// rows of each batch the stream took. After a failed publish, the events
+// not acknowledged and every one queued are dropped from memory: their rows
+// wait for the sweep, rather than each batch waiting out PublishTimeout
+// while the stream is away (and a shutdown with it).
 func (r *Relay) flush(ctx context.Context) {
 	for {
 		r.mu.Lock()
@@ -188,6 +190,11 @@ func (r *Relay) flush(ctx context.Context) {
 		}
 		accepted, err := r.publish(ctx, batch)
 		r.cfg.Observer.OutboxPublished(accepted)
+		if err != nil {
+			r.mu.Lock()
+			r.queued = nil
+			r.mu.Unlock()
+		}
 		r.passed(accepted, errors.Join(err, r.forget(ctx, batch[:accepted])))
 	}
 }
