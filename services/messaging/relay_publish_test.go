@@ -8,14 +8,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/messaging/internal/adapters"
-	"github.com/parleyhq/parley/services/messaging/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
 	"github.com/parleyhq/parley/services/messaging/migrations"
@@ -85,19 +82,20 @@ func (rb *relayBench) run(t *testing.T, d app.RelayDeps) (*app.Relay, func()) {
 	return relay, stop
 }
 
-// countingObserver counts the relay's failures and recoveries; the rest
-// goes to the service's own observer.
+// countingObserver counts the relay's failures and recoveries, and takes
+// the rest of what the relay tells (it tells nothing else).
 type countingObserver struct {
 	app.Observer
 	failed, recovered atomic.Int64
 }
 
-func newCountingObserver() *countingObserver {
-	return &countingObserver{Observer: observe.New(zap.NewNop(), prometheus.NewRegistry())}
-}
-
-func (o *countingObserver) OutboxPassFailed() { o.failed.Add(1) }
-func (o *countingObserver) OutboxRecovered()  { o.recovered.Add(1) }
+func (o *countingObserver) OutboxPublished(int)            {}
+func (o *countingObserver) OutboxPassFailed()              { o.failed.Add(1) }
+func (o *countingObserver) OutboxFailing(error)            {}
+func (o *countingObserver) OutboxRecovered()               { o.recovered.Add(1) }
+func (o *countingObserver) OutboxBacklog(int64)            {}
+func (o *countingObserver) TablePruned(string, int64)      {}
+func (o *countingObserver) TablePruneFailed(string, error) {}
 
 // TestRelayPublishesWhatACommitHandsIt: events handed over after their
 // commit are in the stream, in order, and their rows gone, long before the
@@ -133,7 +131,7 @@ func TestRelayPublishesWhatACommitHandsIt(t *testing.T) {
 func TestRelayLeavesWhatItCannotPublishToTheSweep(t *testing.T) {
 	t.Parallel()
 	rb := newRelayBench(t)
-	obs := newCountingObserver()
+	obs := &countingObserver{}
 	relay, _ := rb.run(t, app.RelayDeps{SweepAge: time.Hour, Poll: 20 * time.Millisecond, Observer: obs})
 	refused := rb.commit(t, "nowhere."+uuid.NewString(), 1)
 	relay.Publish(refused)
