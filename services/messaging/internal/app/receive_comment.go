@@ -35,6 +35,8 @@ func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *commen
 	outcome := IngressStored
 	var written []outbox.Event
 	err := a.comments.Store.Receive(ctx, func(tx comment.Tx) error {
+		// Only what the committing run of fn wrote is published.
+		written = nil
 		fresh, err := tx.Claim(ctx, ch.ID, dedupeKeyComment(in.ExternalID))
 		if err != nil {
 			return err

@@ -55,6 +55,8 @@ func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *c
 	var stored conversation.Conversation
 	var written []outbox.Event
 	err := a.inbox.Receive(ctx, func(tx conversation.ReceiveTx) error {
+		// Only what the committing run of fn wrote is published.
+		written = nil
 		fresh, err := claim(ctx, tx)
 		if err != nil {
 			return err

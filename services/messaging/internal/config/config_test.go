@@ -79,3 +79,36 @@ func TestIdempotencySettings(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxSweepAge: the sweep waits 10 s by default, and an age the
+// stream's duplicate window would not cover is refused: a swept event may
+// have been published already.
+func TestOutboxSweepAge(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    time.Duration
+		wantErr bool
+	}{
+		{name: "default", env: map[string]string{}, want: 10 * time.Second},
+		{name: "a minute", env: map[string]string{"OUTBOX_SWEEP_AGE": "1m"}, want: time.Minute},
+		{name: "none", env: map[string]string{"OUTBOX_SWEEP_AGE": "0s"}, wantErr: true},
+		{name: "past half the window", env: map[string]string{"OUTBOX_SWEEP_AGE": "4m56s"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := pkgconfig.LoadFrom[config.Config](tt.env)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("loaded OUTBOX_SWEEP_AGE %s, want an error", cfg.OutboxSweepAge)
+				}
+				return
+			}
+			if err != nil || cfg.OutboxSweepAge != tt.want {
+				t.Fatalf("OUTBOX_SWEEP_AGE = %s, %v; want %s", cfg.OutboxSweepAge, err, tt.want)
+			}
+		})
+	}
+}
