@@ -169,14 +169,14 @@ func BenchmarkPipeline(b *testing.B) {
 	// again after the pipeline's bursts below.
 	pb.seedHistory(b)
 	b.Run(fmt.Sprintf("gateway-reads-%d/bare-forwarded", *readsRate), pb.gatewayReads("/v1/channels"))
-	b.Run(fmt.Sprintf("gateway-reads-%d/conversations", *readsRate), pb.gatewayReads("/v1/conversations?limit=20"))
+	b.Run(fmt.Sprintf("gateway-reads-%d/conversations", *readsRate), pb.gatewayReads("/v1/conversations?limit=50"))
 	b.Run("pipeline-max/instances=1", func(b *testing.B) { pb.maxRate = pb.maxOf(b, *pipelineMessages) })
 	b.Run(pb.pacedName(), pb.paced)
 	extras := pb.scaleOut(b, *pipelineInstances)
 	b.Run(fmt.Sprintf("pipeline-max/instances=%d", *pipelineInstances), pb.max)
 	pb.scaleIn(b, extras)
 	// Before the noisy run, whose hanging requests stay open until the end.
-	b.Run(fmt.Sprintf("gateway-reads-%d/conversations-after-bursts", *readsRate), pb.gatewayReads("/v1/conversations?limit=20"))
+	b.Run(fmt.Sprintf("gateway-reads-%d/conversations-after-bursts", *readsRate), pb.gatewayReads("/v1/conversations?limit=50"))
 	b.Run("pipeline-kill/messaging", pb.killMessaging(b))
 	b.Run("pipeline-kill/dispatcher", pb.killDispatcher(b))
 	b.Run("pipeline-noisy", pb.noisy)
