@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -97,6 +98,16 @@ type credentialRow struct {
 	Workspace workspaceRow `gorm:"embedded;embeddedPrefix:w_"`
 }
 
+// fields are where Scan puts findCredential's columns, in their order.
+func (r *credentialRow) fields() []any {
+	k, w := &r.Key, &r.Workspace
+	return []any{
+		&k.ID, &k.WorkspaceID, &k.Name, &k.KeyHash, &k.DisplayPrefix, &k.CreatedAt, &k.RevokedAt, &k.LastUsedAt,
+		&w.ID, &w.Name, &w.Slug, &w.PlanName, (*[]string)(&w.Modules), &w.AIUsed, &w.AILimit, &w.RatePerMinute,
+		(*[]string)(&w.FeaturesOn), (*[]string)(&w.FeaturesOff), &w.CreatedAt, &w.UpdatedAt,
+	}
+}
+
 // findCredential reads a key and its workspace and, in the same statement,
 // records the key's use when it is active and its stored last use is
 // missing or stale: most authentications write nothing, and the row is
@@ -124,14 +135,21 @@ WHERE k.key_hash = ?`
 func (s *KeyStore) FindCredential(ctx context.Context, hash string, usedAt time.Time) (account.APIKey, account.Workspace, error) {
 	usedAt = usedAt.UTC()
 	stale := usedAt.Add(-account.LastUsedResolution)
-	var rows []credentialRow
-	if err := s.db.WithContext(ctx).Raw(findCredential, usedAt, hash, stale, hash).Scan(&rows).Error; err != nil {
+	// Every API request reads its key: the row is scanned by pgx, not
+	// gorm (db.ScanRows), whose reflection cost more than the query.
+	var row credentialRow
+	found := false
+	err := db.ScanRows(ctx, s.db.WithContext(ctx).Raw(findCredential, usedAt, hash, stale, hash), func(rows pgx.Rows) error {
+		found = true
+		return rows.Scan(row.fields()...)
+	})
+	if err != nil {
 		return account.APIKey{}, account.Workspace{}, fmt.Errorf("find api key: %w", err)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return account.APIKey{}, account.Workspace{}, account.ErrAPIKeyNotFound
 	}
-	return rows[0].Key.toDomain(), rows[0].Workspace.toDomain(), nil
+	return row.Key.toDomain(), row.Workspace.toDomain(), nil
 }
 
 // ListByWorkspace implements account.KeyStore.
