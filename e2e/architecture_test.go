@@ -25,6 +25,7 @@ var services = []string{"gateway", "messaging", "webhook-dispatcher", "flow-runn
 var infrastructure = []string{
 	"github.com/labstack/echo",
 	"gorm.io/",
+	"github.com/jackc/pgx",
 	"github.com/nats-io/",
 	"github.com/redis/go-redis",
 	"go.uber.org/zap",
