@@ -33,6 +33,9 @@ import (
 // timeout; a healthy server connects in milliseconds.
 const ConnectTimeout = 2 * time.Second
 
+// maxConns is how many connections a process opens to PostgreSQL at most.
+const maxConns = 20
+
 // Setting is a run-time parameter every connection of a pool starts with
 // (sent in its startup message, so it costs no round trip): a statement
 // that depends on a server setting gets it whatever the server's default,
@@ -71,9 +74,16 @@ func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *za
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	sqlDB.SetMaxOpenConns(20)
-	sqlDB.SetMaxIdleConns(10)
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	// Every connection the pool opened stays while it is in use at least
+	// once a minute: under load a pool that keeps fewer than it opens
+	// closes one each time a query ends above that count and forks a new
+	// backend for the next, whose start costs PostgreSQL many times the
+	// query; on 2 cores that churn alone saturated the API's reads
+	// (docs/operations.md "PostgreSQL connections"). The minute lets the
+	// connections of a burst go soon after it.
+	sqlDB.SetMaxOpenConns(maxConns)
+	sqlDB.SetMaxIdleConns(maxConns)
+	sqlDB.SetConnMaxIdleTime(time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pingCtx); err != nil {
