@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,6 +97,10 @@ func TestInboxListsConversationsWithStateAndNewestMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	notice(t, notices, ws, newest.ID, "assign")
+	if _, err := ops.AddTags(ctx, ws, newest.ID, []string{"vip", "refund"}); err != nil {
+		t.Fatal(err)
+	}
+	notice(t, notices, ws, newest.ID, "tags")
 
 	only := func(f adminclient.InboxFilter, want ...string) {
 		t.Helper()
@@ -118,6 +123,12 @@ func TestInboxListsConversationsWithStateAndNewestMessage(t *testing.T) {
 	only(adminclient.InboxFilter{ChannelID: suggest.ID}, older.ID)
 	only(adminclient.InboxFilter{Unanswered: true})
 	only(adminclient.InboxFilter{Limit: 1}, newest.ID)
+	// Tags come back as stored, and none as an empty list, never null.
+	both, err := ops.ListInbox(ctx, ws, adminclient.InboxFilter{})
+	if err != nil || len(both.Conversations) != 2 || !slices.Equal(both.Conversations[0].Tags, []string{"vip", "refund"}) ||
+		both.Conversations[1].Tags == nil || len(both.Conversations[1].Tags) != 0 {
+		t.Fatalf("tags of the inbox = %+v, %v", both, err)
+	}
 	page, err := ops.ListInbox(ctx, ws, adminclient.InboxFilter{Limit: 1})
 	if err != nil || page.NextBefore == nil {
 		t.Fatalf("first page of one = %+v, %v", page, err)

@@ -99,13 +99,27 @@ func (r conversationRow) toDomain() conversation.Conversation {
 	return c
 }
 
-// fields are where Scan puts conversationColumns, in their order.
-func (r *conversationRow) fields() []any {
+// fields are where Scan puts conversationColumns, in their order; the
+// tags go to tags as their JSON (setTags decodes them).
+func (r *conversationRow) fields(tags *[]byte) []any {
 	return []any{
 		&r.ID, &r.WorkspaceID, &r.ChannelID, &r.Platform, &r.ReplyTo, &r.LastMessageAt,
 		&r.LastCustomerMessageAt, &r.CreatedAt, &r.ContactID, &r.SenderID, &r.Name, &r.ProfilePic,
-		&r.HandedOver, &r.HandoverReason, &r.Unanswered, &r.Tags, &r.Assignee, &r.Turns,
+		&r.HandedOver, &r.HandoverReason, &r.Unanswered, tags, &r.Assignee, &r.Turns,
 	}
+}
+
+// setTags decodes the tags column; most conversations have none, which
+// needs no JSON decoder.
+func (r *conversationRow) setTags(raw []byte) error {
+	if string(raw) == "[]" {
+		r.Tags = []string{}
+		return nil
+	}
+	if err := json.Unmarshal(raw, &r.Tags); err != nil {
+		return fmt.Errorf("decode tags of conversation %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // conversationChatColumns are the conversation's chat state.
@@ -243,7 +257,11 @@ func (s *ConversationStore) ListConversations(ctx context.Context, q conversatio
 	out := make([]conversation.Conversation, 0, q.Limit)
 	err := db.ScanRows(ctx, tx, func(rows pgx.Rows) error {
 		var r conversationRow
-		if err := rows.Scan(r.fields()...); err != nil {
+		var tags []byte
+		if err := rows.Scan(r.fields(&tags)...); err != nil {
+			return err
+		}
+		if err := r.setTags(tags); err != nil {
 			return err
 		}
 		out = append(out, r.toDomain())
