@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -43,6 +44,20 @@ func TestConversationPageAppendJSONIsEncodingJSON(t *testing.T) {
 		}
 		if got := p.AppendJSON(nil); !bytes.Equal(got, want) {
 			t.Fatalf("AppendJSON =\n%s\nencoding/json =\n%s", got, want)
+		}
+	}
+}
+
+// AppendJSON writes the fields it knows; a field added to the types, even
+// one omitted when empty, must be added to it too.
+func TestAppendJSONKnowsEveryField(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		give any
+		want int
+	}{{ConversationPage{}, 2}, {Conversation{}, 6}, {Contact{}, 4}} {
+		if got := reflect.TypeOf(tt.give).NumField(); got != tt.want {
+			t.Errorf("%T has %d fields, AppendJSON writes %d: add the new ones to it", tt.give, got, tt.want)
 		}
 	}
 }
