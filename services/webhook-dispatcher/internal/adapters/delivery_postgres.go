@@ -11,18 +11,19 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/groupcommit"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
 // DeliveryStore keeps the delivery log in dispatch.deliveries. Its writes
 // on the delivery path (Create, Progress, Finish) go through group commits
-// (groupcommit.go): concurrent deliveries share statements and
+// (pkg/groupcommit): concurrent deliveries share statements and
 // transactions, so the log keeps up with the receivers.
 type DeliveryStore struct {
 	db      *gorm.DB
-	creates *groupCommit[*createItem]
-	states  *groupCommit[*stateItem]
+	creates *groupcommit.Committer[*createItem]
+	states  *groupcommit.Committer[*stateItem]
 }
 
 var _ delivery.Store = (*DeliveryStore)(nil)
@@ -50,8 +51,8 @@ func NewDeliveryStore(gdb *gorm.DB) *DeliveryStore {
 // deliveries at once (1: each alone).
 func NewDeliveryStoreBatched(gdb *gorm.DB, maxBatch int) *DeliveryStore {
 	s := &DeliveryStore{db: gdb}
-	s.creates = newGroupCommit(maxBatch, groupWriters, groupLinger, func(c *createItem) string { return canonicalID(c.row.ID) }, s.writeCreates)
-	s.states = newGroupCommit(maxBatch, groupWriters, groupLinger, func(c *stateItem) string { return canonicalID(c.row.ID) }, s.writeStates)
+	s.creates = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *createItem) string { return canonicalID(c.row.ID) }, s.writeCreates)
+	s.states = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *stateItem) string { return canonicalID(c.row.ID) }, s.writeStates)
 	return s
 }
 
@@ -164,7 +165,7 @@ func (s *DeliveryStore) Create(ctx context.Context, d *delivery.Delivery) (*deli
 		return nil, false, err
 	}
 	item := &createItem{row: row}
-	if err := s.creates.do(ctx, item); err != nil {
+	if err := s.creates.Do(ctx, item); err != nil {
 		return nil, false, err
 	}
 	if item.stored != nil {
@@ -175,13 +176,13 @@ func (s *DeliveryStore) Create(ctx context.Context, d *delivery.Delivery) (*deli
 
 // writeCreates inserts a batch of deliveries in one statement, then reads
 // the rows of those whose id was there already.
-func (s *DeliveryStore) writeCreates(ctx context.Context, batch []*job[*createItem]) error {
+func (s *DeliveryStore) writeCreates(ctx context.Context, batch []*groupcommit.Job[*createItem]) error {
 	rows := make([]*deliveryRow, len(batch))
 	stored := make([]**delivery.Delivery, len(batch))
 	errs := make([]*error, len(batch))
 	for i, j := range batch {
-		j.item.stored = nil
-		rows[i], stored[i], errs[i] = &j.item.row, &j.item.stored, &j.err
+		j.Item.stored = nil
+		rows[i], stored[i], errs[i] = &j.Item.row, &j.Item.stored, &j.Err
 	}
 	return insertRows(ctx, s.db.Statement.ConnPool, rows, stored, errs)
 }
@@ -267,7 +268,7 @@ func (s *DeliveryStore) Insert(ctx context.Context, d *delivery.Delivery, count 
 		return nil, err
 	}
 	item := &stateItem{row: row, count: count, insert: true}
-	if err := s.states.do(ctx, item); err != nil {
+	if err := s.states.Do(ctx, item); err != nil {
 		return nil, err
 	}
 	return item.existing, nil
@@ -288,12 +289,12 @@ func (s *DeliveryStore) writeState(ctx context.Context, d *delivery.Delivery, co
 	if err != nil {
 		return err
 	}
-	return s.states.do(ctx, &stateItem{row: row, count: count})
+	return s.states.Do(ctx, &stateItem{row: row, count: count})
 }
 
 // written reports whether j's state was stored: not failed, and not an
 // insert that found its delivery stored already.
-func written(j *job[*stateItem]) bool { return j.err == nil && j.item.existing == nil }
+func written(j *groupcommit.Job[*stateItem]) bool { return j.Err == nil && j.Item.existing == nil }
 
 // writeStates stores a batch of delivery states (new rows and updates) and
 // their webhook counts. Counting first reads the webhooks without locking them: a delivery that
@@ -302,11 +303,11 @@ func written(j *job[*stateItem]) bool { return j.err == nil && j.item.existing =
 // statement. Only when a count changes a webhook is it locked, counted
 // again on the locked row and stored, in the transaction that writes the
 // states.
-func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem]) error {
+func (s *DeliveryStore) writeStates(ctx context.Context, batch []*groupcommit.Job[*stateItem]) error {
 	var workspaces []string
 	for _, j := range batch {
-		if j.item.count != nil {
-			workspaces = append(workspaces, canonicalID(j.item.row.WorkspaceID))
+		if j.Item.count != nil {
+			workspaces = append(workspaces, canonicalID(j.Item.row.WorkspaceID))
 		}
 	}
 	slices.Sort(workspaces)
@@ -333,7 +334,7 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem
 		if err != nil {
 			return err
 		}
-		stored := make([]*job[*stateItem], 0, len(batch))
+		stored := make([]*groupcommit.Job[*stateItem], 0, len(batch))
 		for _, j := range batch {
 			if written(j) {
 				stored = append(stored, j)
@@ -353,11 +354,11 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*job[*stateItem
 
 // writeStateRows inserts the batch's new rows in one statement and
 // updates the others in another (none when a kind is missing).
-func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateItem]) error {
-	var inserts, updates []*job[*stateItem]
+func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.Job[*stateItem]) error {
+	var inserts, updates []*groupcommit.Job[*stateItem]
 	for _, j := range batch {
-		j.err, j.item.existing = nil, nil
-		if j.item.insert {
+		j.Err, j.Item.existing = nil, nil
+		if j.Item.insert {
 			inserts = append(inserts, j)
 		} else {
 			updates = append(updates, j)
@@ -368,7 +369,7 @@ func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*job[*state
 		existing := make([]**delivery.Delivery, len(inserts))
 		errs := make([]*error, len(inserts))
 		for i, j := range inserts {
-			rows[i], existing[i], errs[i] = &j.item.row, &j.item.existing, &j.err
+			rows[i], existing[i], errs[i] = &j.Item.row, &j.Item.existing, &j.Err
 		}
 		if err := insertRows(ctx, pool, rows, existing, errs); err != nil {
 			return err
@@ -385,7 +386,7 @@ func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*job[*state
 // (purged meanwhile) or belongs to another workspace gets an error and
 // nothing is written for it: writing nowhere would lose the outcome, so the
 // event is handled again and recorded anew.
-func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateItem]) error {
+func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.Job[*stateItem]) error {
 	n := len(batch)
 	var (
 		ids, workspaces, statuses = make([]string, n), make([]string, n), make([]string, n)
@@ -396,7 +397,7 @@ func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateIt
 		updatedAt                 = make([]time.Time, n)
 	)
 	for i, j := range batch {
-		r := &j.item.row
+		r := &j.Item.row
 		ids[i], workspaces[i], statuses[i], attempts[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts
 		responses[i], lastErrors[i], histories[i] = r.ResponseStatus, r.LastError, r.AttemptHistory
 		deliveredAt[i], updatedAt[i] = r.DeliveredAt, r.UpdatedAt
@@ -421,8 +422,8 @@ func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*job[*stateIt
 		return fmt.Errorf("update deliveries: %w", err)
 	}
 	for _, j := range batch {
-		if _, ok := written[canonicalID(j.item.row.ID)]; !ok {
-			j.err = fmt.Errorf("update delivery %s: %w", j.item.row.ID, gorm.ErrRecordNotFound)
+		if _, ok := written[canonicalID(j.Item.row.ID)]; !ok {
+			j.Err = fmt.Errorf("update delivery %s: %w", j.Item.row.ID, gorm.ErrRecordNotFound)
 		}
 	}
 	return nil
@@ -500,13 +501,13 @@ type countedWebhook struct {
 // countOn passes each job's webhook (for the workspaces of only, when only
 // is not nil) to its count, in batch order, and returns the workspaces
 // whose webhook changed, sorted.
-func countOn(batch []*job[*stateItem], hooks map[string]*countedWebhook, only []string) []string {
+func countOn(batch []*groupcommit.Job[*stateItem], hooks map[string]*countedWebhook, only []string) []string {
 	var changed []string
 	for _, j := range batch {
-		if j.item.count == nil {
+		if j.Item.count == nil {
 			continue
 		}
-		ws := canonicalID(j.item.row.WorkspaceID)
+		ws := canonicalID(j.Item.row.WorkspaceID)
 		if only != nil {
 			if _, ok := slices.BinarySearch(only, ws); !ok {
 				continue
@@ -516,7 +517,7 @@ func countOn(batch []*job[*stateItem], hooks map[string]*countedWebhook, only []
 		if w == nil {
 			continue // deleted meanwhile: nothing to count
 		}
-		if j.item.count(w.Webhook) && !w.changed {
+		if j.Item.count(w.Webhook) && !w.changed {
 			w.changed = true
 			changed = append(changed, ws)
 		}

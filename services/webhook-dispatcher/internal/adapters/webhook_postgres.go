@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/parleyhq/parley/pkg/groupcommit"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -18,7 +19,7 @@ import (
 type WebhookStore struct {
 	db *gorm.DB
 	// reads batches the Gets of concurrent deliveries into one query.
-	reads *groupCommit[*webhookRead]
+	reads *groupcommit.Committer[*webhookRead]
 }
 
 var _ webhook.Store = (*WebhookStore)(nil)
@@ -26,7 +27,7 @@ var _ webhook.Store = (*WebhookStore)(nil)
 // NewWebhookStore returns the store over gdb (opened for Schema).
 func NewWebhookStore(gdb *gorm.DB) *WebhookStore {
 	s := &WebhookStore{db: gdb}
-	s.reads = newGroupCommit(DefaultWriteBatch, groupWriters, groupLinger, nil, s.readBatch)
+	s.reads = groupcommit.New(DefaultWriteBatch, groupWriters, groupLinger, nil, s.readBatch)
 	return s
 }
 
@@ -92,7 +93,7 @@ func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.We
 		return nil, webhook.ErrNotFound // no webhook has such a workspace id
 	}
 	r := &webhookRead{workspaceID: workspaceID}
-	if err := s.reads.do(ctx, r); err != nil {
+	if err := s.reads.Do(ctx, r); err != nil {
 		return nil, err
 	}
 	if r.found == nil {
@@ -102,10 +103,10 @@ func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.We
 }
 
 // readBatch reads the webhooks of a batch of Gets in one query.
-func (s *WebhookStore) readBatch(ctx context.Context, batch []*job[*webhookRead]) error {
+func (s *WebhookStore) readBatch(ctx context.Context, batch []*groupcommit.Job[*webhookRead]) error {
 	workspaces := make([]string, 0, len(batch))
 	for _, j := range batch {
-		workspaces = append(workspaces, canonicalID(j.item.workspaceID))
+		workspaces = append(workspaces, canonicalID(j.Item.workspaceID))
 	}
 	slices.Sort(workspaces)
 	workspaces = slices.Compact(workspaces)
@@ -114,11 +115,11 @@ func (s *WebhookStore) readBatch(ctx context.Context, batch []*job[*webhookRead]
 		return err
 	}
 	for _, j := range batch {
-		j.item.found = nil
-		if w := hooks[canonicalID(j.item.workspaceID)]; w != nil {
+		j.Item.found = nil
+		if w := hooks[canonicalID(j.Item.workspaceID)]; w != nil {
 			// Each caller gets its own copy to change.
 			c := *w.Webhook
-			j.item.found = &c
+			j.Item.found = &c
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package adapters
+package groupcommit
 
 import (
 	"context"
@@ -24,12 +24,12 @@ func newRecorder() *recorder {
 	return &recorder{hold: make(chan struct{}), started: make(chan struct{}, 100)}
 }
 
-func (r *recorder) write(_ context.Context, batch []*job[string]) error {
+func (r *recorder) write(_ context.Context, batch []*Job[string]) error {
 	r.started <- struct{}{}
 	<-r.hold
 	items := make([]string, len(batch))
 	for i, j := range batch {
-		items[i] = j.item
+		items[i] = j.Item
 	}
 	r.mu.Lock()
 	r.batches = append(r.batches, items)
@@ -51,7 +51,7 @@ func (r *recorder) got() [][]string {
 }
 
 // waitQueued waits until g holds n queued jobs.
-func waitQueued[T any](t *testing.T, g *groupCommit[T], n int) {
+func waitQueued[T any](t *testing.T, g *Committer[T], n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -75,11 +75,11 @@ func key(s string) string { return s[:1] } // items "a1", "a2" are the same row
 func TestGroupCommitSharesWrites(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(3, 1, time.Millisecond, key, r.write)
+	g := New(3, 1, time.Millisecond, key, r.write)
 	var wg sync.WaitGroup
 	errs := make(chan error, 10)
 	submit := func(item string) {
-		wg.Go(func() { errs <- g.do(context.Background(), item) })
+		wg.Go(func() { errs <- g.Do(context.Background(), item) })
 	}
 	submit("a")
 	<-r.started // the first write is under way, alone
@@ -120,12 +120,12 @@ func TestGroupCommitSharesWrites(t *testing.T) {
 func TestGroupCommitOneWritePerRowPerBatch(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, 0, key, r.write)
+	g := New(10, 1, 0, key, r.write)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = g.do(context.Background(), "x0") })
+	wg.Go(func() { _ = g.Do(context.Background(), "x0") })
 	<-r.started
 	for i, it := range []string{"a1", "b1", "a2", "c1", "a3"} {
-		wg.Go(func() { _ = g.do(context.Background(), it) })
+		wg.Go(func() { _ = g.Do(context.Background(), it) })
 		waitQueued(t, g, i+1)
 	}
 	close(r.hold)
@@ -140,12 +140,12 @@ func TestGroupCommitOneWritePerRowPerBatch(t *testing.T) {
 func TestGroupCommitReadsShareRows(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, 0, nil, r.write)
+	g := New(10, 1, 0, nil, r.write)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = g.do(context.Background(), "x") })
+	wg.Go(func() { _ = g.Do(context.Background(), "x") })
 	<-r.started
 	for i := range 3 {
-		wg.Go(func() { _ = g.do(context.Background(), "w") })
+		wg.Go(func() { _ = g.Do(context.Background(), "w") })
 		waitQueued(t, g, i+1)
 	}
 	close(r.hold)
@@ -162,15 +162,15 @@ func TestGroupCommitIsolatesAFailure(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
 	r.fail = func(item string) bool { return item == "bad" }
-	g := newGroupCommit(10, 1, 0, key, r.write)
+	g := New(10, 1, 0, key, r.write)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = g.do(context.Background(), "x") })
+	wg.Go(func() { _ = g.Do(context.Background(), "x") })
 	<-r.started
 	results := map[string]error{}
 	var mu sync.Mutex
 	for i, it := range []string{"a", "bad", "c"} {
 		wg.Go(func() {
-			err := g.do(context.Background(), it)
+			err := g.Do(context.Background(), it)
 			mu.Lock()
 			results[it] = err
 			mu.Unlock()
@@ -192,17 +192,17 @@ func TestGroupCommitIsolatesAFailure(t *testing.T) {
 func TestGroupCommitCallerGivesUp(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
-	g := newGroupCommit(10, 1, 0, key, r.write)
+	g := New(10, 1, 0, key, r.write)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- g.do(ctx, "a") }()
+	go func() { done <- g.Do(ctx, "a") }()
 	<-r.started
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("do = %v, want context.Canceled", err)
 	}
 	close(r.hold)
-	if err := g.do(context.Background(), "b"); err != nil {
+	if err := g.Do(context.Background(), "b"); err != nil {
 		t.Errorf("next do = %v", err)
 	}
 }
@@ -213,10 +213,10 @@ func TestGroupCommitLingersOnlyUnderLoad(t *testing.T) {
 	t.Parallel()
 	const linger = 500 * time.Millisecond
 	r := newRecorder()
-	g := newGroupCommit(10, 1, linger, key, r.write)
+	g := New(10, 1, linger, key, r.write)
 	var wg sync.WaitGroup
 	submit := func(item string, queued int) {
-		wg.Go(func() { _ = g.do(context.Background(), item) })
+		wg.Go(func() { _ = g.Do(context.Background(), item) })
 		if queued > 0 {
 			waitQueued(t, g, queued)
 		}

@@ -1,4 +1,8 @@
-package adapters
+// Package groupcommit lets concurrent callers share one write (group
+// commit): each queues its item and waits, and a writer stores what is
+// queued with one statement or one transaction, answering every caller
+// after it (docs/architecture.md "Group commit").
+package groupcommit
 
 import (
 	"context"
@@ -8,13 +12,11 @@ import (
 	"time"
 )
 
-// groupCommit lets concurrent callers share writes (group commit), or
+// Committer lets concurrent callers share writes (group commit), or
 // reads.
 //
-// Every delivery reads its webhook, writes its row before the first
-// attempt and its outcome after the last, and its event is acked only once
-// the outcome is committed. Done one by one, each of those costs its own
-// statement, round trip and (for writes) WAL flush. Through a groupCommit a
+// Done one by one, each write costs its own statement, round trip and WAL
+// flush. Through a Committer a
 // caller queues its item and waits; up to `writers` goroutines each take
 // what is queued (up to maxBatch items) and handle it with one statement
 // or one transaction. A lone item goes at once; under load, batches grow
@@ -22,49 +24,54 @@ import (
 // was shared waits `linger` (well under a millisecond) for a partial one
 // to fill, which cuts the statements per delivery further. The queue
 // holds at most one item per waiting caller, so it is bounded by the
-// callers' own concurrency (the consumer's).
-type groupCommit[T any] struct {
+// callers' own concurrency.
+type Committer[T any] struct {
 	maxBatch int
 	writers  int
 	// key identifies an item's row: one batch never carries two items for
 	// the same row (one statement cannot write a row twice, and the later
 	// write must land last). Nil for reads, which may share a row.
 	key func(T) string
-	// write stores batch, setting the err of each job that could not be
+	// write stores batch, setting the Err of each job that could not be
 	// stored; an error it returns means none was. A batch that fails is
 	// written again one job at a time, so one bad item fails only itself:
 	// write must be safe to call again with the same items.
-	write func(ctx context.Context, batch []*job[T]) error
+	write func(ctx context.Context, batch []*Job[T]) error
 
 	// linger is how long a writer lets a partial batch fill when the last
 	// one was shared (several callers waiting means more are coming).
 	linger time.Duration
 
 	mu       sync.Mutex
-	queue    []*job[T]
+	queue    []*Job[T]
 	flushing int
 	last     int // size of the last batch taken
 }
 
-// job is one queued item and what became of it.
-type job[T any] struct {
-	item T
-	err  error
+// Job is one queued item and what became of it: a write sets Err for an
+// item it could not store.
+type Job[T any] struct {
+	Item T
+	Err  error
 	done chan struct{}
 }
 
 // groupWriteTimeout bounds one batch's write.
 const groupWriteTimeout = 10 * time.Second
 
-func newGroupCommit[T any](maxBatch, writers int, linger time.Duration, key func(T) string, write func(context.Context, []*job[T]) error) *groupCommit[T] {
-	return &groupCommit[T]{maxBatch: max(1, maxBatch), writers: max(1, writers), linger: linger, key: key, write: write}
+// New returns a Committer writing up to maxBatch items at once with
+// write, from up to writers goroutines; a partial batch waits linger to
+// fill when the last was shared; key (nil for reads) names an item's row,
+// and one batch holds at most one item per key.
+func New[T any](maxBatch, writers int, linger time.Duration, key func(T) string, write func(context.Context, []*Job[T]) error) *Committer[T] {
+	return &Committer[T]{maxBatch: max(1, maxBatch), writers: max(1, writers), linger: linger, key: key, write: write}
 }
 
-// do queues item and waits until it is written or ctx ends. When ctx ends
+// Do queues item and waits until it is written or ctx ends. When ctx ends
 // first, the item may still be written: the caller must take the write as
 // unknown (a redelivered event finds what was stored).
-func (g *groupCommit[T]) do(ctx context.Context, item T) error {
-	j := &job[T]{item: item, done: make(chan struct{})}
+func (g *Committer[T]) Do(ctx context.Context, item T) error {
+	j := &Job[T]{Item: item, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, j)
 	start := g.flushing < g.writers
@@ -77,14 +84,14 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 	select {
 	case <-j.done:
-		return j.err
+		return j.Err
 	case <-ctx.Done():
 		return fmt.Errorf("batched %T: %w", item, ctx.Err())
 	}
 }
 
 // run writes batches until the queue is empty.
-func (g *groupCommit[T]) run() {
+func (g *Committer[T]) run() {
 	for {
 		g.mu.Lock()
 		if g.linger > 0 && g.last > 1 && len(g.queue) > 0 && len(g.queue) < g.maxBatch {
@@ -108,7 +115,7 @@ func (g *groupCommit[T]) run() {
 
 // take removes up to maxBatch jobs from the queue, oldest first, at most
 // one per key; the others stay queued, in order, for the next batch.
-func (g *groupCommit[T]) take() []*job[T] {
+func (g *Committer[T]) take() []*Job[T] {
 	if len(g.queue) == 0 {
 		return nil
 	}
@@ -120,11 +127,11 @@ func (g *groupCommit[T]) take() []*job[T] {
 		g.queue = g.queue[:rest]
 		return batch
 	}
-	batch := make([]*job[T], 0, min(len(g.queue), g.maxBatch))
+	batch := make([]*Job[T], 0, min(len(g.queue), g.maxBatch))
 	keys := make(map[string]struct{}, cap(batch))
 	rest := g.queue[:0]
 	for _, j := range g.queue {
-		k := g.key(j.item)
+		k := g.key(j.Item)
 		if _, dup := keys[k]; dup || len(batch) == g.maxBatch {
 			rest = append(rest, j)
 			continue
@@ -137,17 +144,17 @@ func (g *groupCommit[T]) take() []*job[T] {
 	return batch
 }
 
-func (g *groupCommit[T]) flush(batch []*job[T]) {
+func (g *Committer[T]) flush(batch []*Job[T]) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
 	defer cancel()
 	if err := g.write(ctx, batch); err != nil {
 		if len(batch) == 1 {
-			batch[0].err = err
+			batch[0].Err = err
 		} else {
 			for _, j := range batch {
-				j.err = nil
-				if err := g.write(ctx, []*job[T]{j}); err != nil {
-					j.err = err
+				j.Err = nil
+				if err := g.write(ctx, []*Job[T]{j}); err != nil {
+					j.Err = err
 				}
 			}
 		}
