@@ -14,6 +14,26 @@ import (
 	"github.com/parleyhq/parley/services/messaging/migrations"
 )
 
+// customerMessage is a delivery named key of a text message in c, which
+// stores the message and, when decide is not nil, what it adds to it.
+func customerMessage(c conversation.Conversation, key string, decide func(conversation.Conversation, *conversation.Stored) error) conversation.Delivery {
+	return conversation.Delivery{
+		ChannelID: c.ChannelID, Key: key, Conversation: &c, NewID: uuid.NewString,
+		Store: func(conv conversation.Conversation) (conversation.Stored, error) {
+			st := conversation.Stored{Message: conversation.Message{
+				ID: uuid.NewString(), WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, Sender: conversation.SenderContact,
+				Type: conversation.TypeText, Content: "message " + key, Metadata: map[string]any{}, CreatedAt: c.LastMessageAt,
+			}}
+			if decide != nil {
+				if err := decide(conv, &st); err != nil {
+					return conversation.Stored{}, err
+				}
+			}
+			return st, nil
+		},
+	}
+}
+
 // TestUpsertConversation: the contact and conversation stored in one step
 // keep what a later delivery may not change: a known name or picture
 // against an empty one, a newer message time and reply address against an
@@ -29,20 +49,15 @@ func TestUpsertConversation(t *testing.T) {
 	store := adapters.NewConversationStore(gdb)
 	upsert := func(name, pic, replyTo string, at time.Time) conversation.Conversation {
 		t.Helper()
-		var out conversation.Conversation
-		err := store.Receive(context.Background(), func(tx conversation.ReceiveTx) error {
-			var err error
-			out, err = tx.UpsertConversation(context.Background(), conversation.Conversation{
-				ID: uuid.NewString(), WorkspaceID: ws, ChannelID: chID, Platform: channel.KindTelegram,
-				Contact: conversation.Contact{ID: uuid.NewString(), WorkspaceID: ws, ChannelID: chID, SenderID: "42", Name: name, ProfilePic: pic},
-				ReplyTo: replyTo, LastMessageAt: at, LastCustomerMessageAt: at,
-			})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		got, err := store.Receive(context.Background(), customerMessage(conversation.Conversation{
+			WorkspaceID: ws, ChannelID: chID, Platform: channel.KindTelegram,
+			Contact: conversation.Contact{WorkspaceID: ws, ChannelID: chID, SenderID: "42", Name: name, ProfilePic: pic},
+			ReplyTo: replyTo, LastMessageAt: at, LastCustomerMessageAt: at,
+		}, uuid.NewString(), nil))
+		if err != nil || !got.Fresh {
+			t.Fatalf("receive: fresh %v, err %v", got.Fresh, err)
 		}
-		return out
+		return got.Conversation
 	}
 	t1 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	first := upsert("Ada", "https://pic/a", "chat-1", t1)

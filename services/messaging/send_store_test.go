@@ -52,16 +52,18 @@ func newSendStore(t *testing.T) sendStore {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	err := s.store.Receive(ctx, func(tx conversation.ReceiveTx) error {
-		var err error
-		s.conv, err = tx.UpsertConversation(ctx, conversation.Conversation{
-			ID: uuid.NewString(), WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, Platform: channel.KindTelegram,
-			Contact: conversation.Contact{ID: uuid.NewString(), WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, SenderID: "42", Name: "Ada"},
-			ReplyTo: "chat-42", LastMessageAt: at, LastCustomerMessageAt: at,
-		})
-		return err
-	})
+	got, err := s.store.Receive(ctx, customerMessage(conversation.Conversation{
+		WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, Platform: channel.KindTelegram,
+		Contact: conversation.Contact{WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, SenderID: "42", Name: "Ada"},
+		ReplyTo: "chat-42", LastMessageAt: at, LastCustomerMessageAt: at,
+	}, "first", nil))
 	if err != nil {
+		t.Fatal(err)
+	}
+	s.conv = got.Conversation
+	// The tests count the messages they store: the customer's first is
+	// not one of them.
+	if err := gdb.Exec(`DELETE FROM messaging.messages WHERE conversation_id = ?`, s.conv.ID).Error; err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.store.UpdateChat(ctx, s.ch.WorkspaceID, s.conv.ID, func(c *conversation.Chat) error {
@@ -164,14 +166,25 @@ func TestAddSent(t *testing.T) {
 		t.Fatalf("%d receipts stored by a send without one", n)
 	}
 
-	// The same message stored by the receive path's insert (gorm's) has
-	// the same columns, byte for byte.
+	// The same message stored by the receive path's insert has the same
+	// columns, byte for byte (but its sender: the customer).
 	same := s.sentMessage("one", at)
-	if err := s.store.Receive(ctx, func(tx conversation.ReceiveTx) error { return tx.AddMessage(ctx, same, nil) }); err != nil {
+	same.Sender = conversation.SenderContact
+	if _, err := s.store.Receive(ctx, conversation.Delivery{
+		ChannelID: s.ch.ID, Key: "same", Conversation: &conversation.Conversation{
+			WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, Platform: channel.KindTelegram,
+			Contact: conversation.Contact{WorkspaceID: s.ch.WorkspaceID, ChannelID: s.ch.ID, SenderID: "42"},
+			ReplyTo: "chat-42", LastMessageAt: at, LastCustomerMessageAt: at,
+		},
+		NewID: uuid.NewString,
+		Store: func(conversation.Conversation) (conversation.Stored, error) {
+			return conversation.Stored{Message: same}, nil
+		},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var rows []string
-	err = s.db.Raw(`SELECT concat_ws('|', workspace_id, conversation_id, sender, type, content, metadata::text, external_id,
+	err = s.db.Raw(`SELECT concat_ws('|', workspace_id, conversation_id, type, content, metadata::text, external_id,
 		to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')) FROM messaging.messages WHERE id IN ?`,
 		[]string{first.ID, same.ID}).Scan(&rows).Error
 	if err != nil {

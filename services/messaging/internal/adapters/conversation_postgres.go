@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/groupcommit"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/outbox"
@@ -25,14 +26,28 @@ import (
 // transaction.
 type ConversationStore struct {
 	db *gorm.DB
+	// ingress stores received deliveries in shared transactions
+	// (ingress_postgres.go).
+	ingress *groupcommit.Committer[*ingressItem]
 	// receipts writes the receipts of keyed sends with their messages.
 	receipts *ReceiptStore
 }
 
 var _ conversation.Store = (*ConversationStore)(nil)
 
-// NewConversationStore returns a store on gdb.
-func NewConversationStore(gdb *gorm.DB) *ConversationStore { return &ConversationStore{db: gdb} }
+// NewConversationStore returns a store on gdb, storing up to
+// DefaultIngressBatch received deliveries in one transaction.
+func NewConversationStore(gdb *gorm.DB) *ConversationStore {
+	return NewConversationStoreBatched(gdb, DefaultIngressBatch)
+}
+
+// NewConversationStoreBatched is NewConversationStore storing up to
+// maxBatch received deliveries in one transaction (1: each alone).
+func NewConversationStoreBatched(gdb *gorm.DB, maxBatch int) *ConversationStore {
+	s := &ConversationStore{db: gdb}
+	s.ingress = groupcommit.New(maxBatch, ingressWriters, ingressLinger, (*ingressItem).batchKey, s.writeDeliveries)
+	return s
+}
 
 // WithReceipts returns the store writing sends' idempotency receipts
 // through r; without it, AddSent refuses a receipt.
@@ -183,13 +198,6 @@ func (outboxRow) TableName() string { return "messaging.outbox" }
 
 func (r outboxRow) toDomain() outbox.Event {
 	return outbox.Event{ID: r.EventID, Subject: r.Subject, Payload: r.Payload, CreatedAt: utc(r.CreatedAt)}
-}
-
-// Receive runs fn in a transaction.
-func (s *ConversationStore) Receive(ctx context.Context, fn func(conversation.ReceiveTx) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(receiveTx{tx: tx})
-	})
 }
 
 // Get returns a conversation of the workspace.

@@ -43,80 +43,71 @@ func (a *App) ChannelByExternalID(ctx context.Context, kind channel.Kind, extern
 // Receive stores one platform delivery, named key (unique per channel: a
 // Telegram update_id, a Meta mid), once: a repeat does nothing. in is the
 // customer message it carries, nil for deliveries only recorded as seen.
-// One transaction holds the dedupe claim, the contact, conversation and
-// message, and for channels in external mode the customer event, or when
-// the built-in AI answers it the chat turn. It returns the ingress
+// One transaction (which concurrent deliveries may share) holds the
+// dedupe claim, the contact, conversation and message, and for channels
+// in external mode the customer event, or when the built-in AI answers it
+// the chat turn; Receive returns once it is committed, with the ingress
 // outcome.
 func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *conversation.Inbound) (string, error) {
-	claim := func(ctx context.Context, tx conversation.ReceiveTx) (bool, error) {
-		return tx.Claim(ctx, ch.ID, key)
-	}
-	var outcome string
-	var stored conversation.Conversation
-	var written []outbox.Event
-	err := a.inbox.Receive(ctx, func(tx conversation.ReceiveTx) error {
-		// Only what the committing run of fn wrote is published.
-		written = nil
-		fresh, err := claim(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if !fresh {
-			outcome = IngressDuplicate
-			return nil
-		}
-		if in == nil {
-			outcome = IngressIgnored
-			return nil
-		}
-		conv, err := tx.UpsertConversation(ctx, conversation.Conversation{
-			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
+	d := conversation.Delivery{ChannelID: ch.ID, Key: key}
+	if in != nil {
+		d.Conversation = &conversation.Conversation{
+			WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
 			Contact: conversation.Contact{
-				ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
+				WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID,
 				SenderID: in.SenderID, Name: in.SenderName, ProfilePic: in.ProfilePic,
 			},
 			ReplyTo: in.ReplyTo, LastMessageAt: in.SentAt, LastCustomerMessageAt: in.SentAt,
-		})
-		if err != nil {
-			return err
 		}
-		msg := conversation.Message{
-			ID: a.newID(), WorkspaceID: ch.WorkspaceID, ConversationID: conv.ID,
-			Sender: conversation.SenderContact, Type: in.Type, Content: in.Text,
-			Metadata: inboundMetadata(in), ExternalID: in.ExternalID, CreatedAt: in.SentAt,
+		d.NewID = a.newID
+		d.Store = func(conv conversation.Conversation) (conversation.Stored, error) {
+			return a.storeInbound(ch, conv, in)
 		}
-		// The mode is read with the channel for this delivery, so a change
-		// applies from the next message; the handover with the
-		// conversation's row, which the upsert holds locked.
-		outcome = IngressStored
-		stored = conv
-		if seq, ok := conv.NextTurn(ch); ok {
-			turn, err := a.chatTurn(ch, conv, msg, in, seq)
-			if err != nil {
-				return err
-			}
-			written = []outbox.Event{turn.Event}
-			return tx.AddTurn(ctx, msg, turn)
-		}
-		var ev *outbox.Event
-		if ch.ForwardsEvents() {
-			e, err := a.customerEvent(ch, conv, msg, in)
-			if err != nil {
-				return err
-			}
-			ev = &e
-		}
-		if ev != nil {
-			written = []outbox.Event{*ev}
-		}
-		return tx.AddMessage(ctx, msg, ev)
-	})
-	if err != nil {
-		err = fmt.Errorf("receive on channel %s: %w", ch.ID, err)
-	} else if outcome == IngressStored {
-		a.inboxChanged(stored.WorkspaceID, stored.ID)
 	}
-	return a.received(ch, outcome, written, err)
+	got, err := a.inbox.Receive(ctx, d)
+	outcome := IngressStored
+	switch {
+	case err != nil:
+		err = fmt.Errorf("receive on channel %s: %w", ch.ID, err)
+	case !got.Fresh:
+		outcome = IngressDuplicate
+	case in == nil:
+		outcome = IngressIgnored
+	default:
+		a.inboxChanged(got.Conversation.WorkspaceID, got.Conversation.ID)
+	}
+	return a.received(ch, outcome, got.Stored.Events(), err)
+}
+
+// storeInbound decides what the customer message in stores in its stored
+// conversation conv: the message, and its chat turn when the built-in AI
+// answers it, else the customer event when the channel forwards events.
+// The mode is read with the channel for this delivery, so a change
+// applies from the next message; the handover with the conversation's
+// row, which the store holds locked.
+func (a *App) storeInbound(ch channel.Channel, conv conversation.Conversation, in *conversation.Inbound) (conversation.Stored, error) {
+	msg := conversation.Message{
+		ID: a.newID(), WorkspaceID: ch.WorkspaceID, ConversationID: conv.ID,
+		Sender: conversation.SenderContact, Type: in.Type, Content: in.Text,
+		Metadata: inboundMetadata(in), ExternalID: in.ExternalID, CreatedAt: in.SentAt,
+	}
+	out := conversation.Stored{Message: msg}
+	if seq, ok := conv.NextTurn(ch); ok {
+		turn, err := a.chatTurn(ch, conv, msg, in, seq)
+		if err != nil {
+			return conversation.Stored{}, err
+		}
+		out.Turn = &turn
+		return out, nil
+	}
+	if ch.ForwardsEvents() {
+		ev, err := a.customerEvent(ch, conv, msg, in)
+		if err != nil {
+			return conversation.Stored{}, err
+		}
+		out.Event = &ev
+	}
+	return out, nil
 }
 
 // received closes a receive transaction's bookkeeping: the ingress outcome

@@ -186,8 +186,12 @@ type Suggestions interface {
 
 // Store keeps the inbox.
 type Store interface {
-	// Receive runs fn in one transaction; an error from fn rolls it all back.
-	Receive(ctx context.Context, fn func(ReceiveTx) error) error
+	// Receive stores the platform delivery d once, durably, before it
+	// returns (the platform gets its 2xx only then): its claim, and for a
+	// customer message its contact, conversation, message and event or
+	// chat turn, all or nothing. Concurrent calls may share one
+	// transaction; a delivery that cannot be stored fails alone.
+	Receive(ctx context.Context, d Delivery) (Received, error)
 	// Get returns the conversation if it belongs to workspaceID, else
 	// ErrNotFound: other workspaces' conversations do not exist for it.
 	Get(ctx context.Context, workspaceID, id string) (Conversation, error)
@@ -220,7 +224,63 @@ type Store interface {
 	FindContact(ctx context.Context, channelID, senderID string) (Contact, error)
 }
 
-// ReceiveTx is what one received delivery may do, all in one transaction.
+// Delivery is one platform delivery for Store.Receive.
+type Delivery struct {
+	ChannelID string
+	// Key names the delivery, unique per channel (a Telegram update_id, a
+	// Meta mid): a key claimed before is a redelivery, stored once.
+	Key string
+	// Conversation is the customer message's contact and conversation:
+	// the contact is stored, or the one of the same channel and sender id
+	// updated with what it tells anew (a platform may send an empty name
+	// or picture: what was known is kept); then the conversation of the
+	// channel and contact is stored or moved forward, never back in time
+	// (a retried, older delivery keeps the newer reply address). Its ids
+	// are not read: NewID makes them when they are stored for the first
+	// time. Nil for a delivery only recorded as seen.
+	Conversation *Conversation
+	NewID        func() string
+	// Store says what the customer message stores once its conversation
+	// is stored (locked until the commit, so its chat state cannot change
+	// meanwhile); it may be called again if the first attempt is rolled
+	// back.
+	Store func(Conversation) (Stored, error)
+}
+
+// Stored is what a customer message stores: the message, and the event
+// telling of it (channels in external mode) or the chat turn the built-in
+// AI answers, at most one of the two.
+type Stored struct {
+	Message Message
+	Event   *outbox.Event
+	// Turn must be the one after the conversation's Chat.Turns as Store
+	// was given it, or nothing is stored.
+	Turn *Turn
+}
+
+// Events are the outbox events s writes: its chat turn's or its customer
+// event, if any.
+func (s Stored) Events() []outbox.Event {
+	switch {
+	case s.Turn != nil:
+		return []outbox.Event{s.Turn.Event}
+	case s.Event != nil:
+		return []outbox.Event{*s.Event}
+	}
+	return nil
+}
+
+// Received is what became of a delivery: Fresh is false for a key
+// claimed before, when nothing else was stored; Conversation and Stored
+// are what a fresh customer message stored.
+type Received struct {
+	Fresh        bool
+	Conversation Conversation
+	Stored       Stored
+}
+
+// ReceiveTx is what one received delivery may do, all in one transaction
+// (a comment, its private reply: see the comment package).
 type ReceiveTx interface {
 	// Claim records that the channel received the delivery named key (a
 	// Telegram update_id, a Meta mid); false means it was received before
