@@ -104,6 +104,9 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	// The sends' idempotency receipts are written with what each send
 	// stores, and pruned once their keys are free again.
 	receipts := adapters.NewReceiptStore(svc.DB, cfg.IdempotencyTTL)
+	// Every platform delivery reads its channel: ingress takes it as read
+	// up to ChannelMaxAge ago.
+	channels := adapters.NewChannelCache(adapters.NewChannelStore(svc.DB), adapters.ChannelMaxAge)
 	// One Graph API client for every Meta call: Messenger and Instagram
 	// sends, and the profiles of new customers.
 	metaGraph := meta.NewGraph(cfg.MetaGraphAPIBase, &http.Client{Timeout: cfg.PlatformTimeout})
@@ -129,9 +132,10 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		}},
 	})
 	use := app.New(app.Deps{
-		Channels:    adapters.NewChannelStore(svc.DB),
-		Inbox:       adapters.NewConversationStore(svc.DB).WithReceipts(receipts),
-		Suggestions: adapters.NewSuggestionStore(svc.DB, receipts),
+		Channels:       channels,
+		RecentChannels: channels.Lookup(),
+		Inbox:          adapters.NewConversationStore(svc.DB).WithReceipts(receipts),
+		Suggestions:    adapters.NewSuggestionStore(svc.DB, receipts),
 		Transports: map[channel.Kind]conversation.Transport{
 			channel.KindTelegram:  telegram.NewClient(cfg.TelegramAPIBase, &http.Client{Timeout: cfg.PlatformTimeout}),
 			channel.KindMessenger: metaTransport,

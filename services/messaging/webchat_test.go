@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/sse"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters"
 	svcconfig "github.com/parleyhq/parley/services/messaging/internal/config"
 )
 
@@ -341,10 +342,16 @@ func TestWebchatSessionAndToken(t *testing.T) {
 		}
 	}
 
-	// A new channel secret ends the channel's sessions.
+	// A new channel secret ends the channel's sessions, once the
+	// instance reads the channel again: changed behind its back (here in
+	// the database; in production through another instance), within
+	// ChannelMaxAge.
 	if err := h.db.Exec(`UPDATE messaging.channels SET secret = 'rotated' WHERE id = ?`, ch.ID).Error; err != nil {
 		t.Fatal(err)
 	}
+	wait.Until(t, adapters.ChannelMaxAge+time.Second, "the rotated secret to apply", func() bool {
+		return widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/history", token, "").Status == http.StatusUnauthorized
+	})
 	wantWidgetErr(t, widgetCall(t, http.MethodGet, base+"/webchat/"+ch.ID+"/history", token, ""), http.StatusUnauthorized, "unauthorized", "")
 }
 

@@ -18,7 +18,10 @@ import (
 // Deps are what the use cases need.
 type Deps struct {
 	Channels channel.Store
-	Inbox    conversation.Store
+	// RecentChannels reads the channels of platform deliveries, perhaps a
+	// moment old; Channels when nil.
+	RecentChannels channel.Lookup
+	Inbox          conversation.Store
 	// Suggestions keep the conversations' waiting suggestions.
 	Suggestions conversation.Suggestions
 	// Transports send on each platform; a platform missing here cannot be
@@ -55,6 +58,7 @@ type Deps struct {
 // App is the messaging use cases.
 type App struct {
 	channels     channel.Store
+	recent       channel.Lookup
 	inbox        conversation.Store
 	suggestions  conversation.Suggestions
 	transports   map[channel.Kind]conversation.Transport
@@ -73,6 +77,7 @@ type App struct {
 func New(d Deps) *App {
 	a := &App{
 		channels:     d.Channels,
+		recent:       d.RecentChannels,
 		inbox:        d.Inbox,
 		suggestions:  d.Suggestions,
 		transports:   d.Transports,
@@ -88,6 +93,9 @@ func New(d Deps) *App {
 	}
 	if a.window == 0 {
 		a.window = 24 * time.Hour
+	}
+	if a.recent == nil {
+		a.recent = d.Channels
 	}
 	if a.now == nil {
 		a.now = time.Now

@@ -23,8 +23,10 @@ const (
 
 // ChannelOfKind returns the channel with id if it is on platform kind;
 // channel.ErrNotFound when there is none, or it is on another platform.
+// It may be a moment old (Deps.RecentChannels): it is read for every
+// delivery.
 func (a *App) ChannelOfKind(ctx context.Context, id string, kind channel.Kind) (channel.Channel, error) {
-	ch, err := a.channels.Get(ctx, id)
+	ch, err := a.recent.Get(ctx, id)
 	if err != nil {
 		return channel.Channel{}, err
 	}
@@ -35,9 +37,10 @@ func (a *App) ChannelOfKind(ctx context.Context, id string, kind channel.Kind) (
 }
 
 // ChannelByExternalID returns the channel of kind whose platform id is
-// externalID; channel.ErrNotFound when there is none.
+// externalID; channel.ErrNotFound when there is none. It may be a moment
+// old, as ChannelOfKind.
 func (a *App) ChannelByExternalID(ctx context.Context, kind channel.Kind, externalID string) (channel.Channel, error) {
-	return a.channels.GetByExternalID(ctx, kind, externalID)
+	return a.recent.GetByExternalID(ctx, kind, externalID)
 }
 
 // Receive stores one platform delivery, named key (unique per channel: a

@@ -259,3 +259,15 @@ type Store interface {
 	// Update loads the channel, lets fn change it and saves it, atomically.
 	Update(ctx context.Context, id string, fn func(*Channel) error) (Channel, error)
 }
+
+// Lookup reads channels where a read may be a little old: a platform's
+// every delivery needs its channel, which rarely changes, so ingress need
+// not read it from the database each time. How old, and what that delays,
+// docs/operations.md says ("Channel changes and ingress").
+type Lookup interface {
+	// Get is Store.Get, perhaps as it was a moment ago.
+	Get(ctx context.Context, id string) (Channel, error)
+	// GetByExternalID is Store.GetByExternalID, perhaps as it was a
+	// moment ago.
+	GetByExternalID(ctx context.Context, kind Kind, externalID string) (Channel, error)
+}
