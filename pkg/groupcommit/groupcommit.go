@@ -1,7 +1,7 @@
 // Package groupcommit lets concurrent callers share one write (group
 // commit): each queues its item and waits, and a writer stores what is
 // queued with one statement or one transaction, answering every caller
-// after it (docs/architecture.md "Group commit").
+// after it (docs/architecture.md "Ingress").
 package groupcommit
 
 import (
