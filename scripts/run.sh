@@ -102,10 +102,21 @@ stop() {
   if [ ${#pids[@]} -gt 0 ]; then
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for pid in "${pids[@]}"; do
-      status=0
-      wait "$pid" 2>/dev/null || status=$?
-      # 127: reaped already (wait -n below saw it end by itself).
-      if [ "$status" != 0 ] && [ "$status" != 127 ]; then
+      while :; do
+        status=0
+        wait "$pid" 2>/dev/null || status=$?
+        # A second signal that came before the trap above ignored it
+        # (make hands its SIGTERM on to a group that got one already)
+        # ends this wait early, as 128 + its number, while the process
+        # still shuts down: wait for it again.
+        if [ "$status" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then
+          continue
+        fi
+        break
+      done
+      # 127, or -1 from a bash whose interrupted wait -n below took the
+      # process's end: reaped already.
+      if [ "$status" != 0 ] && [ "$status" != 127 ] && [ "$status" != -1 ]; then
         echo "${names[$pid]} exited with status $status while stopping" >&2
         failed=1
       fi

@@ -79,7 +79,7 @@ func Open(ctx context.Context, url, schemaName string, migrations fs.FS, log *za
 	// closes one each time a query ends above that count and forks a new
 	// backend for the next, whose start costs PostgreSQL many times the
 	// query; on 2 cores that churn alone saturated the API's reads
-	// (docs/operations.md "PostgreSQL connections"). The minute lets the
+	// (docs/operations.md "Scaling"). The minute lets the
 	// connections of a burst go soon after it.
 	sqlDB.SetMaxOpenConns(maxConns)
 	sqlDB.SetMaxIdleConns(maxConns)
