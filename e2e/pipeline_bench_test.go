@@ -206,10 +206,7 @@ type pipelineBench struct {
 	pgLast    pgStats
 	pgLastAt  time.Time
 	pgLastSeq int64
-	// backlog counts what messaging has committed to its outbox and not
-	// yet handed over (outboxBacklog).
-	backlog func(context.Context) (int64, error)
-	seq     atomic.Int64 // the last message number used
+	seq       atomic.Int64 // the last message number used
 	// customers is -pipeline.customers, at least one per workspace.
 	customers int64
 
@@ -327,7 +324,6 @@ func newBenchOn(b *testing.B, s *suite, workspaces, customers int) *pipelineBenc
 	b.Cleanup(pool.Close)
 	pb.pool = pool
 	pb.statements = pb.hasStatements()
-	pb.backlog = pb.outboxBacklog(b)
 	pb.js = s.env.JetStream(b)
 	return pb
 }
@@ -919,7 +915,7 @@ func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
 			outbox, stream := int64(0), int64(0)
 			// The relays' own gauge is set after each pass only, and a
 			// pass under load does not end.
-			outbox, _ = pb.backlog(ctx)
+			outbox, _ = pb.outboxBacklog(ctx)
 			if err == nil {
 				if info, err := cons.Info(ctx); err == nil {
 					stream = int64(info.NumPending) + int64(info.NumAckPending)
@@ -940,27 +936,13 @@ func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
 	return w
 }
 
-// outboxBacklog returns what counts messaging's outbox backlog, rows
-// committed and not yet handed to the stream, for the outbox's schema in
-// the suite's database: with a published_at column (a relay that marks
-// the rows it published), the rows not marked; without it (rows deleted
-// once published: docs/architecture.md), every row.
-func (pb *pipelineBench) outboxBacklog(b *testing.B) func(context.Context) (int64, error) {
-	b.Helper()
-	var marked bool
-	if err := pb.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = 'messaging' AND table_name = 'outbox' AND column_name = 'published_at')`).Scan(&marked); err != nil {
-		b.Fatalf("read the outbox's columns: %v", err)
-	}
-	query := `SELECT count(*) FROM messaging.outbox`
-	if marked {
-		query += ` WHERE published_at IS NULL`
-	}
-	return func(ctx context.Context) (int64, error) {
-		var n int64
-		err := pb.pool.QueryRow(ctx, query).Scan(&n)
-		return n, err
-	}
+// outboxBacklog is messaging's outbox backlog: its rows, committed and
+// not yet handed to the stream (a row is deleted once its event is
+// published: docs/architecture.md).
+func (pb *pipelineBench) outboxBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	err := pb.pool.QueryRow(ctx, `SELECT count(*) FROM messaging.outbox`).Scan(&n)
+	return n, err
 }
 
 // end stops the sampling and reports the queues' peaks.

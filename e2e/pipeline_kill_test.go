@@ -61,7 +61,7 @@ func (pb *pipelineBench) killMessaging(parent *testing.B) func(*testing.B) {
 		var down time.Duration
 		pb.killRun(b, run, func() {
 			var err error
-			if backlog, err = pb.backlog(context.Background()); err != nil {
+			if backlog, err = pb.outboxBacklog(context.Background()); err != nil {
 				b.Fatalf("outbox backlog: %v", err)
 			}
 			start := time.Now()
