@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
@@ -13,6 +12,7 @@ import (
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/pkg/recent"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -135,54 +135,20 @@ const WorkspaceMaxAge = time.Second
 // their plans, each at most once every WorkspaceMaxAge.
 type Workspaces struct {
 	services *adminclient.Client
-	now      func() time.Time
-
-	mu    sync.Mutex
-	known map[string]knownWorkspace
+	known    *recent.Cache[string, app.Workspace]
 }
-
-// knownWorkspace is a workspace as the gateway answered it, and when.
-type knownWorkspace struct {
-	ws   app.Workspace
-	read time.Time
-}
-
-// forgetAbove bounds the workspaces kept before the outdated ones are
-// dropped: a busy instance reads a few hundred a second at most.
-const forgetAbove = 1024
 
 var _ app.Workspaces = (*Workspaces)(nil)
 
 // NewWorkspaces returns the workspaces, reached through services.
 func NewWorkspaces(services *adminclient.Client) *Workspaces {
-	return &Workspaces{services: services, now: time.Now, known: map[string]knownWorkspace{}}
+	return &Workspaces{services: services, known: recent.New[string, app.Workspace](WorkspaceMaxAge)}
 }
 
 // Workspace implements app.Workspaces. A workspace read less than
 // WorkspaceMaxAge ago is answered as it was read; an error is not kept.
 func (w *Workspaces) Workspace(ctx context.Context, workspaceID string) (app.Workspace, error) {
-	now := w.now()
-	w.mu.Lock()
-	k, ok := w.known[workspaceID]
-	w.mu.Unlock()
-	if ok && now.Sub(k.read) < WorkspaceMaxAge {
-		return k.ws, nil
-	}
-	ws, err := w.read(ctx, workspaceID)
-	if err != nil {
-		return app.Workspace{}, err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.known) >= forgetAbove {
-		for id, k := range w.known {
-			if now.Sub(k.read) >= WorkspaceMaxAge {
-				delete(w.known, id)
-			}
-		}
-	}
-	w.known[workspaceID] = knownWorkspace{ws: ws, read: now}
-	return ws, nil
+	return w.known.Get(workspaceID, func() (app.Workspace, error) { return w.read(ctx, workspaceID) })
 }
 
 // read asks the gateway for the workspace.

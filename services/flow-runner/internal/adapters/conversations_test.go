@@ -162,7 +162,7 @@ func TestWorkspacesReadOnceAMaxAge(t *testing.T) {
 	gateway := &countingWorkspaces{}
 	ws := NewWorkspaces(adminclient.New(gateway))
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	ws.now = func() time.Time { return now }
+	ws.known.Now = func() time.Time { return now }
 	used := func(id string) int64 {
 		t.Helper()
 		got, err := ws.Workspace(ctx, id)

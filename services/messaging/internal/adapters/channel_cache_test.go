@@ -45,7 +45,8 @@ func TestChannelCache(t *testing.T) {
 	store := &countingChannels{ch: channel.Channel{ID: "c1", Kind: channel.KindMessenger, ExternalID: "page-1", AIMode: channel.AIModeAuto}}
 	cache := NewChannelCache(store, time.Second)
 	now := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	cache.now = func() time.Time { return now }
+	cache.byID.Now = func() time.Time { return now }
+	cache.byExternal.Now = cache.byID.Now
 	recent := cache.Lookup()
 	read := func(want channel.AIMode, wantReads int) {
 		t.Helper()
