@@ -36,6 +36,12 @@ type Connections struct {
 	// customer events and its subjects (<prefix>.<workspace_id>.<event>).
 	EventsStream        string `env:"EVENTS_STREAM" envDefault:"EVENTS"`
 	EventsSubjectPrefix string `env:"EVENTS_SUBJECT_PREFIX" envDefault:"events"`
+	// EventsReplicas is how many servers of a NATS cluster hold every
+	// stream Parley creates (EVENTS and the streams named after it) and
+	// their durable consumers: 1 on a single server, 3 on a cluster so a
+	// server's loss loses nothing and stops nothing. Applied at every
+	// start, so changing it moves existing streams.
+	EventsReplicas int `env:"EVENTS_REPLICAS" envDefault:"1"`
 	// RPCSubjectPrefix starts the subjects of the gateway-to-service calls.
 	RPCSubjectPrefix string `env:"RPC_SUBJECT_PREFIX" envDefault:"parley.rpc"`
 
@@ -101,6 +107,9 @@ func (c Connections) Location() (*time.Location, error) {
 	return time.LoadLocation(c.DailyResetTZ)
 }
 
+// MaxStreamReplicas is the most replicas JetStream keeps of a stream.
+const MaxStreamReplicas = 5
+
 // Validate checks the shared settings. A service Config that embeds
 // Connections and adds its own Validate must call this one too.
 func (c Connections) Validate() error {
@@ -112,6 +121,9 @@ func (c Connections) Validate() error {
 	}
 	if err := c.Listening.Validate(); err != nil {
 		return err
+	}
+	if c.EventsReplicas < 1 || c.EventsReplicas > MaxStreamReplicas {
+		return fmt.Errorf("EVENTS_REPLICAS: %d is not between 1 and %d", c.EventsReplicas, MaxStreamReplicas)
 	}
 	for name, v := range map[string]string{"EVENTS_STREAM": c.EventsStream, "EVENTS_SUBJECT_PREFIX": c.EventsSubjectPrefix, "RPC_SUBJECT_PREFIX": c.RPCSubjectPrefix} {
 		if v == "" || strings.ContainsAny(v, " *>") {

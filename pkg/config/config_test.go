@@ -27,7 +27,7 @@ func TestLoadDefaultsAndOverrides(t *testing.T) {
 		t.Fatalf("cfg = %+v", cfg)
 	}
 	if cfg.EventsStream != "EVENTS" || cfg.NATSURL != "nats://127.0.0.1:4222" || cfg.DailyResetTZ != "Asia/Ulaanbaatar" ||
-		cfg.HTTPReadTimeout != 30*time.Second {
+		cfg.HTTPReadTimeout != 30*time.Second || cfg.EventsReplicas != 1 {
 		t.Fatalf("connection defaults = %+v", cfg.Connections)
 	}
 	masked := config.Masked(cfg)
@@ -45,6 +45,9 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"bad list", "TEST_DELAYS", "1s,later"},
 		{"bad zone", "DAILY_RESET_TZ", "Mars/Olympus"},
 		{"bad stream name", "EVENTS_STREAM", "EVENTS >"},
+		{"no replicas", "EVENTS_REPLICAS", "0"},
+		{"too many replicas", "EVENTS_REPLICAS", "6"},
+		{"replicas not a number", "EVENTS_REPLICAS", "three"},
 		{"bad read timeout", "HTTP_READ_TIMEOUT", "soon"},
 		{"no read timeout", "HTTP_READ_TIMEOUT", "0s"},
 		{"negative read timeout", "HTTP_READ_TIMEOUT", "-1s"},

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -140,10 +141,31 @@ const (
 	EventsDedupWindow = 10 * time.Minute
 )
 
-// EventsStream describes the stream of customer events.
+// EventsStream describes the stream of customer events, or one of the
+// streams named after it (ChatStream, the dispatcher's replay stream).
 type EventsStream struct {
 	Name          string // EVENTS_STREAM, "EVENTS" in production
 	SubjectPrefix string // EVENTS_SUBJECT_PREFIX, "events" in production
+	// Replicas is how many servers hold the stream (EVENTS_REPLICAS);
+	// 0 is 1.
+	Replicas int
+}
+
+// Events returns the events stream the connection settings name.
+func Events(conn config.Connections) EventsStream {
+	return EventsStream{Name: conn.EventsStream, SubjectPrefix: conn.EventsSubjectPrefix, Replicas: conn.EventsReplicas}
+}
+
+// Named returns a stream named after s, with s's replicas: suffix is
+// appended to its name in capitals and to its subject prefix in lower
+// case (EVENTS_CHAT, events_chat.>).
+func (s EventsStream) Named(suffix string) EventsStream {
+	return EventsStream{Name: s.Name + "_" + strings.ToUpper(suffix), SubjectPrefix: s.SubjectPrefix + "_" + suffix, Replicas: s.Replicas}
+}
+
+// NumReplicas is the stream's replica count as JetStream takes it.
+func (s EventsStream) NumReplicas() int {
+	return max(s.Replicas, 1)
 }
 
 // Subject is where an event of kind eventType for a workspace is published.
@@ -167,6 +189,7 @@ func (s EventsStream) Ensure(ctx context.Context, js jetstream.JetStream) (jetst
 		MaxAge:      EventsMaxAge,
 		Duplicates:  EventsDedupWindow,
 		Discard:     jetstream.DiscardOld,
+		Replicas:    s.NumReplicas(),
 	}
 	stream, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
@@ -181,7 +204,7 @@ func (s EventsStream) Ensure(ctx context.Context, js jetstream.JetStream) (jetst
 // the events stream, EVENTS_CHAT with subjects events_chat.<workspace_id>.
 // <conversation_id> in production, so each test's names stay its own.
 func ChatStream(events EventsStream) EventsStream {
-	return EventsStream{Name: events.Name + "_CHAT", SubjectPrefix: events.SubjectPrefix + "_chat"}
+	return events.Named("chat")
 }
 
 // ChatSubject is where a conversation's chat turns are published on s, a
@@ -203,6 +226,7 @@ func (s EventsStream) EnsureChat(ctx context.Context, js jetstream.JetStream) (j
 		MaxAge:      EventsMaxAge,
 		Duplicates:  EventsDedupWindow,
 		Discard:     jetstream.DiscardOld,
+		Replicas:    s.NumReplicas(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", s.Name, err)

@@ -180,7 +180,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		return service.Ports{}, fmt.Errorf("jetstream: %w", err)
 	}
 	chatTurns, err := events.Start(ctx, js, events.Config{
-		Stream:      natsx.ChatStream(natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}),
+		Stream:      natsx.ChatStream(natsx.Events(cfg.Connections)),
 		Durable:     cfg.ChatConsumer,
 		Concurrency: cfg.ChatConcurrency,
 		AckWait:     cfg.ChatAckWait,

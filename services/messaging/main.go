@@ -83,7 +83,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	if err != nil {
 		return service.Ports{}, fmt.Errorf("jetstream: %w", err)
 	}
-	stream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
+	stream := natsx.Events(cfg.Connections)
 	if _, err := stream.Ensure(ctx, js); err != nil {
 		return service.Ports{}, err
 	}

@@ -99,7 +99,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	}
 	// The replay stream exists before the admin route that fills it
 	// serves.
-	eventsStream := natsx.EventsStream{Name: cfg.EventsStream, SubjectPrefix: cfg.EventsSubjectPrefix}
+	eventsStream := natsx.Events(cfg.Connections)
 	replayStream := replaystream.Stream(eventsStream)
 	if err := replaystream.Ensure(ctx, js, replayStream); err != nil {
 		return service.Ports{}, err

@@ -36,7 +36,7 @@ const fetchBatch = 512
 // Stream returns the replay stream that goes with the events stream: its
 // name and subject prefix (Subject gives a request's subject).
 func Stream(events natsx.EventsStream) natsx.EventsStream {
-	return natsx.EventsStream{Name: events.Name + "_REPLAY", SubjectPrefix: events.SubjectPrefix + "_replay"}
+	return events.Named("replay")
 }
 
 // Ensure creates the replay stream or brings it to these settings: a work
@@ -52,6 +52,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s natsx.EventsStream) e
 		MaxAge:      natsx.EventsMaxAge,
 		Duplicates:  natsx.EventsDedupWindow,
 		Discard:     jetstream.DiscardOld,
+		Replicas:    s.NumReplicas(),
 	})
 	if err != nil {
 		return fmt.Errorf("ensure stream %s: %w", s.Name, err)
