@@ -1,0 +1,362 @@
+// Package natscluster runs a test's own JetStream cluster: n nats-server
+// processes (the machine's binary) clustered on loopback, each with its own
+// store, which the test may kill, restart, pause and resume while Parley
+// runs against them. The shared NATS server is never touched, so a test
+// that breaks its cluster disturbs no other test or checkout.
+//
+// The servers are real processes rather than servers embedded in the test
+// because what is tested is what an operator sees: a SIGKILL leaves the
+// store as a crashed server's, a SIGSTOP freezes a server that its peers
+// and clients still believe connected.
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
+)
+
+// startWithin bounds how long a cluster, or one restarted server, may take
+// to be ready on a loaded machine.
+const startWithin = 60 * time.Second
+
+// Cluster is a running cluster of nats-server processes.
+type Cluster struct {
+	t       testing.TB
+	binary  string
+	servers []*Server
+}
+
+// Server is one nats-server of a Cluster.
+type Server struct {
+	// Name is the server's name, as JetStream reports a stream's leader
+	// and replicas.
+	Name string
+	// URL is the server's client address.
+	URL string
+
+	cluster     *Cluster
+	config      string
+	monitorPort int
+	logPath     string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start runs n servers clustered with JetStream and waits until the cluster
+// has a JetStream leader and every server answers as healthy. Everything
+// is stopped and removed when t ends; when t has failed, the end of each
+// server's log is written to t first.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	binary, err := exec.LookPath("nats-server")
+	if err != nil {
+		binary = "/usr/sbin/nats-server"
+		if _, statErr := os.Stat(binary); statErr != nil {
+			t.Fatalf("natscluster: no nats-server binary on PATH or at %s: %v", binary, err)
+		}
+	}
+	dir := t.TempDir()
+	free := ports.Free(t, 3*n)
+	c := &Cluster{t: t, binary: binary}
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", free[3*i+1])
+	}
+	for i := range n {
+		s := &Server{
+			Name:        fmt.Sprintf("n%d", i+1),
+			URL:         fmt.Sprintf("nats://127.0.0.1:%d", free[3*i]),
+			cluster:     c,
+			monitorPort: free[3*i+2],
+		}
+		serverDir := filepath.Join(dir, s.Name)
+		if err := os.MkdirAll(serverDir, 0o755); err != nil {
+			t.Fatalf("natscluster: %v", err)
+		}
+		s.config = filepath.Join(serverDir, "nats.conf")
+		s.logPath = filepath.Join(serverDir, "nats.log")
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+  max_memory_store: 256MB
+  max_file_store: 2GB
+}
+cluster {
+  name: parley-test
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, s.Name, free[3*i], s.monitorPort, filepath.Join(serverDir, "store"), free[3*i+1], strings.Join(routes, ", "))
+		if err := os.WriteFile(s.config, []byte(conf), 0o644); err != nil {
+			t.Fatalf("natscluster: %v", err)
+		}
+		c.servers = append(c.servers, s)
+	}
+	t.Cleanup(c.stop)
+	for _, s := range c.servers {
+		s.launch(t)
+	}
+	for _, s := range c.servers {
+		s.waitHealthy(t)
+	}
+	c.waitJetStream(t)
+	return c
+}
+
+// URL lists every server's client address, comma-separated, as NATS_URL
+// takes it.
+func (c *Cluster) URL() string {
+	urls := make([]string, len(c.servers))
+	for i, s := range c.servers {
+		urls[i] = s.URL
+	}
+	return strings.Join(urls, ",")
+}
+
+// Servers returns the cluster's servers, in the order they were started.
+func (c *Cluster) Servers() []*Server { return c.servers }
+
+// Server returns the server called name, or nil.
+func (c *Cluster) Server(name string) *Server {
+	for _, s := range c.servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// StreamInfo reads a stream's state and placement through any server that
+// answers.
+func (c *Cluster) StreamInfo(ctx context.Context, stream string) (*jetstream.StreamInfo, error) {
+	nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	return st.Info(ctx)
+}
+
+// StreamLeader returns the server that leads stream, waiting until it has
+// a leader.
+func (c *Cluster) StreamLeader(t testing.TB, stream string) *Server {
+	t.Helper()
+	var leader *Server
+	wait.For(t, startWithin, "a leader of stream "+stream, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := c.StreamInfo(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return errors.New("no leader")
+		}
+		if leader = c.Server(info.Cluster.Leader); leader == nil {
+			return fmt.Errorf("leader %q is not one of the cluster's servers", info.Cluster.Leader)
+		}
+		return nil
+	})
+	return leader
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits until it
+// has exited.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGKILL)
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(startWithin):
+		t.Fatalf("natscluster: %s did not exit after SIGKILL", s.Name)
+	}
+}
+
+// Restart starts a killed server again, with its ports and store, and
+// waits until it is healthy.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.launch(t)
+	s.waitHealthy(t)
+}
+
+// Pause freezes the server (SIGSTOP): its connections stay open but it
+// answers nothing, as a server cut off from the network would look.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGSTOP)
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGCONT)
+}
+
+// Running reports whether the server's process is alive (paused counts).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		t.Fatalf("natscluster: %s is not running", s.Name)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("natscluster: signal %s: %v", s.Name, err)
+	}
+}
+
+func (s *Server) launch(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		select {
+		case <-s.done:
+		default:
+			t.Fatalf("natscluster: %s is already running", s.Name)
+		}
+	}
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("natscluster: %v", err)
+	}
+	cmd := exec.Command(s.cluster.binary, "-c", s.config)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("natscluster: start %s: %v", s.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+}
+
+// waitHealthy waits for the server's /healthz, which answers 200 once the
+// server has joined JetStream and caught up with the cluster.
+func (s *Server) waitHealthy(t testing.TB) {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.monitorPort)
+	client := &http.Client{Timeout: 2 * time.Second}
+	wait.For(t, startWithin, s.Name+" healthy", func() error {
+		if !s.Running() {
+			return fmt.Errorf("%s exited: %s", s.Name, s.logTail())
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("healthz %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// waitJetStream waits until a client can use JetStream through the
+// cluster, which needs an elected meta leader.
+func (c *Cluster) waitJetStream(t testing.TB) {
+	t.Helper()
+	wait.For(t, startWithin, "the cluster's JetStream", func() error {
+		nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = js.AccountInfo(ctx)
+		return err
+	})
+}
+
+func (c *Cluster) stop() {
+	for _, s := range c.servers {
+		s.mu.Lock()
+		cmd, done := s.cmd, s.done
+		s.mu.Unlock()
+		if cmd == nil {
+			continue
+		}
+		select {
+		case <-done:
+			continue
+		default:
+		}
+		// A paused server takes no signal but SIGKILL.
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	if c.t.Failed() {
+		for _, s := range c.servers {
+			c.t.Logf("natscluster: end of %s's log:\n%s", s.Name, s.logTail())
+		}
+	}
+}
+
+// logTail is the end of the server's log, for a failure's message.
+func (s *Server) logTail() string {
+	const keep = 4 << 10
+	data, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if len(data) > keep {
+		data = data[len(data)-keep:]
+	}
+	return string(data)
+}
