@@ -350,7 +350,7 @@ func (c *Cluster) stop() {
 
 // logTail is the end of the server's log, for a failure's message.
 func (s *Server) logTail() string {
-	const keep = 4 << 10
+	const keep = 8 << 10
 	data, err := os.ReadFile(s.logPath)
 	if err != nil {
 		return err.Error()

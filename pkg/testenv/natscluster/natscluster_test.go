@@ -19,7 +19,9 @@ import (
 func TestKilledLeaderLosesNothingOfAThreeReplicaStream(t *testing.T) {
 	t.Parallel()
 	c := natscluster.Start(t, 3)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	// Pinged every second, so a paused server is left within seconds.
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +38,8 @@ func TestKilledLeaderLosesNothingOfAThreeReplicaStream(t *testing.T) {
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			wait.For(t, time.Minute, fmt.Sprintf("message %d stored", i), func() error {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
 				_, err := js.Publish(ctx, "kit.x", []byte("m"), jetstream.WithMsgID(fmt.Sprint(i)))
 				return err
 			})
