@@ -85,9 +85,11 @@ func (e *Env) Connections() config.Connections {
 		RedisPrefix:         e.RedisPrefix,
 		EventsStream:        e.Stream.Name,
 		EventsSubjectPrefix: e.Stream.SubjectPrefix,
-		RPCSubjectPrefix:    e.RPCPrefix,
-		DailyResetTZ:        "Asia/Ulaanbaatar",
-		Listening:           config.Listening{HTTPReadTimeout: 30 * time.Second},
+		// One server: EVENTS_REPLICAS's default.
+		EventsReplicas:   1,
+		RPCSubjectPrefix: e.RPCPrefix,
+		DailyResetTZ:     "Asia/Ulaanbaatar",
+		Listening:        config.Listening{HTTPReadTimeout: 30 * time.Second},
 	}
 }
 
