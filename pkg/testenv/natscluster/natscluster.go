@@ -1,7 +1,8 @@
 // Package natscluster runs a test's own JetStream cluster: n nats-server
 // processes (the machine's binary) clustered on loopback, each with its own
 // store, which the test may kill, restart, pause and resume while Parley
-// runs against them. The shared NATS server is never touched, so a test
+// runs against them. The servers run natscluster's configuration, or a
+// deployment's own with only their addresses and stores moved (StartWith). The shared NATS server is never touched, so a test
 // that breaks its cluster disturbs no other test or checkout.
 //
 // The servers are real processes rather than servers embedded in the test
@@ -39,7 +40,24 @@ const startWithin = 60 * time.Second
 type Cluster struct {
 	t       testing.TB
 	binary  string
+	connect []nats.Option // Options.Connect
 	servers []*Server
+}
+
+// Options run the servers from a deployment's own configuration rather
+// than natscluster's (StartWith).
+type Options struct {
+	// ConfigFile is the configuration every server reads. Each server's
+	// name, addresses, routes, store and pid file follow it on the
+	// command line, where nats-server takes them over the file's.
+	ConfigFile string
+	// Args gives server i's arguments before those, as its deployment
+	// passes them (a Kubernetes pod's); of a flag given twice, the last
+	// counts.
+	Args func(i int) []string
+	// Connect is how the cluster's own clients (the wait for JetStream,
+	// StreamInfo) authenticate, when ConfigFile requires it.
+	Connect []nats.Option
 }
 
 // Server is one nats-server of a Cluster.
@@ -49,11 +67,13 @@ type Server struct {
 	Name string
 	// URL is the server's client address.
 	URL string
+	// Monitor is the server's monitoring address (http://127.0.0.1:<port>),
+	// where /healthz and /jsz are.
+	Monitor string
 
-	cluster     *Cluster
-	config      string
-	monitorPort int
-	logPath     string
+	cluster *Cluster
+	args    []string // what nats-server is started with
+	logPath string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -66,6 +86,12 @@ type Server struct {
 // server's log is written to t first.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, n, Options{})
+}
+
+// StartWith is Start with the servers run as opts says.
+func StartWith(t testing.TB, n int, opts Options) *Cluster {
+	t.Helper()
 	binary, err := exec.LookPath("nats-server")
 	if err != nil {
 		binary = "/usr/sbin/nats-server"
@@ -75,24 +101,36 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	dir := t.TempDir()
 	free := ports.Free(t, 3*n)
-	c := &Cluster{t: t, binary: binary}
+	c := &Cluster{t: t, binary: binary, connect: opts.Connect}
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", free[3*i+1])
 	}
 	for i := range n {
 		s := &Server{
-			Name:        fmt.Sprintf("n%d", i+1),
-			URL:         fmt.Sprintf("nats://127.0.0.1:%d", free[3*i]),
-			cluster:     c,
-			monitorPort: free[3*i+2],
+			Name:    fmt.Sprintf("n%d", i+1),
+			URL:     fmt.Sprintf("nats://127.0.0.1:%d", free[3*i]),
+			Monitor: fmt.Sprintf("http://127.0.0.1:%d", free[3*i+2]),
+			cluster: c,
 		}
 		serverDir := filepath.Join(dir, s.Name)
 		if err := os.MkdirAll(serverDir, 0o755); err != nil {
 			t.Fatalf("natscluster: %v", err)
 		}
-		s.config = filepath.Join(serverDir, "nats.conf")
 		s.logPath = filepath.Join(serverDir, "nats.log")
+		c.servers = append(c.servers, s)
+		if opts.ConfigFile != "" {
+			if opts.Args != nil {
+				s.args = opts.Args(i)
+			}
+			s.args = append(s.args, "-c", opts.ConfigFile, "-n", s.Name,
+				"-a", "127.0.0.1", "-p", fmt.Sprint(free[3*i]), "-m", fmt.Sprint(free[3*i+2]),
+				"-sd", filepath.Join(serverDir, "store"), "--pid", filepath.Join(serverDir, "nats.pid"),
+				"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", free[3*i+1]), "--routes", strings.Join(routes, ","))
+			continue
+		}
+		config := filepath.Join(serverDir, "nats.conf")
+		s.args = []string{"-c", config}
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
@@ -106,11 +144,10 @@ cluster {
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, s.Name, free[3*i], s.monitorPort, filepath.Join(serverDir, "store"), free[3*i+1], strings.Join(routes, ", "))
-		if err := os.WriteFile(s.config, []byte(conf), 0o644); err != nil {
+`, s.Name, free[3*i], free[3*i+2], filepath.Join(serverDir, "store"), free[3*i+1], strings.Join(routes, ", "))
+		if err := os.WriteFile(config, []byte(conf), 0o644); err != nil {
 			t.Fatalf("natscluster: %v", err)
 		}
-		c.servers = append(c.servers, s)
 	}
 	t.Cleanup(c.stop)
 	for _, s := range c.servers {
@@ -149,7 +186,7 @@ func (c *Cluster) Server(name string) *Server {
 // StreamInfo reads a stream's state and placement through any server that
 // answers.
 func (c *Cluster) StreamInfo(ctx context.Context, stream string) (*jetstream.StreamInfo, error) {
-	nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(c.URL(), append([]nats.Option{nats.Timeout(2 * time.Second), nats.MaxReconnects(-1)}, c.connect...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +303,7 @@ func (s *Server) launch(t testing.TB) {
 	if err != nil {
 		t.Fatalf("natscluster: %v", err)
 	}
-	cmd := exec.Command(s.cluster.binary, "-c", s.config)
+	cmd := exec.Command(s.cluster.binary, s.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -285,7 +322,7 @@ func (s *Server) launch(t testing.TB) {
 // server has joined JetStream and caught up with the cluster.
 func (s *Server) waitHealthy(t testing.TB) {
 	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.monitorPort)
+	url := s.Monitor + "/healthz"
 	client := &http.Client{Timeout: 2 * time.Second}
 	wait.For(t, startWithin, s.Name+" healthy", func() error {
 		if !s.Running() {
@@ -308,7 +345,7 @@ func (s *Server) waitHealthy(t testing.TB) {
 func (c *Cluster) waitJetStream(t testing.TB) {
 	t.Helper()
 	wait.For(t, startWithin, "the cluster's JetStream", func() error {
-		nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second))
+		nc, err := nats.Connect(c.URL(), append([]nats.Option{nats.Timeout(2 * time.Second)}, c.connect...)...)
 		if err != nil {
 			return err
 		}
