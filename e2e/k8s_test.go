@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -30,9 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 )
@@ -122,14 +116,15 @@ func (s k8sService) shutdownBound(t *testing.T) time.Duration {
 
 // rendered is one kustomization built and decoded into typed objects.
 type rendered struct {
-	namespaces  []corev1.Namespace
-	deployments []appsv1.Deployment
-	services    []corev1.Service
-	hpas        []autoscalingv2.HorizontalPodAutoscaler
-	pdbs        []policyv1.PodDisruptionBudget
-	configMaps  map[string]corev1.ConfigMap
-	secrets     map[string]corev1.Secret
-	jobs        []batchv1.Job
+	namespaces   []corev1.Namespace
+	deployments  []appsv1.Deployment
+	statefulSets []appsv1.StatefulSet
+	services     []corev1.Service
+	hpas         []autoscalingv2.HorizontalPodAutoscaler
+	pdbs         []policyv1.PodDisruptionBudget
+	configMaps   map[string]corev1.ConfigMap
+	secrets      map[string]corev1.Secret
+	jobs         []batchv1.Job
 }
 
 // kustomizing serializes kustomize builds: kyaml keeps its OpenAPI schema
@@ -162,6 +157,8 @@ func renderK8s(t *testing.T, dir string) rendered {
 			decodeErr = decodeInto(doc, &r.namespaces)
 		case "Deployment":
 			decodeErr = decodeInto(doc, &r.deployments)
+		case "StatefulSet":
+			decodeErr = decodeInto(doc, &r.statefulSets)
 		case "Service":
 			decodeErr = decodeInto(doc, &r.services)
 		case "HorizontalPodAutoscaler":
@@ -231,6 +228,33 @@ func (r rendered) minReplicas(d appsv1.Deployment) int32 {
 	return 1
 }
 
+// workload is what runs pods: a Deployment or a StatefulSet.
+type workload struct {
+	kind     string
+	meta     metav1.ObjectMeta
+	selector *metav1.LabelSelector
+	template corev1.PodTemplateSpec
+	replicas int32 // the fewest pods it runs
+}
+
+func (w workload) String() string { return w.kind + " " + w.meta.Name }
+
+// workloads lists every Deployment and StatefulSet of the rendering.
+func (r rendered) workloads() []workload {
+	var ws []workload
+	for _, d := range r.deployments {
+		ws = append(ws, workload{"Deployment", d.ObjectMeta, d.Spec.Selector, d.Spec.Template, r.minReplicas(d)})
+	}
+	for _, s := range r.statefulSets {
+		n := int32(1)
+		if s.Spec.Replicas != nil {
+			n = *s.Spec.Replicas
+		}
+		ws = append(ws, workload{"StatefulSet", s.ObjectMeta, s.Spec.Selector, s.Spec.Template, n})
+	}
+	return ws
+}
+
 func TestK8sBase(t *testing.T) {
 	t.Parallel()
 	r := renderK8s(t, "base")
@@ -295,84 +319,20 @@ func TestK8sLocalOverlay(t *testing.T) {
 			}
 		}
 	}
-	// PostgreSQL, Redis and NATS run in the overlay, under the names the
-	// local settings give.
-	for _, name := range []string{"postgres", "redis", "nats"} {
+	// PostgreSQL, Redis and a NATS cluster run in the overlay, under the
+	// names the local settings give.
+	for _, name := range []string{"postgres", "redis"} {
 		if r.deployment(name) == nil {
 			t.Errorf("local overlay has no %s Deployment", name)
 		}
 	}
+	checkLocalNATS(t, r)
 	for _, j := range r.jobs {
 		checkPodEnv(t, r, "Job "+j.Name, j.Spec.Template.Spec, "parleyctl")
 		checkNATSCreds(t, r, "Job "+j.Name, j.Spec.Template.Spec)
 	}
 	if len(r.jobs) != 1 || r.jobs[0].Spec.Template.Spec.Containers[0].Image != "parley-parleyctl:local" {
 		t.Errorf("local overlay should have the one parleyctl-demo Job with parley-parleyctl:local, got %d Jobs", len(r.jobs))
-	}
-}
-
-// TestK8sLocalNATSCredentials starts a NATS server from the local overlay's
-// nats.conf and connects to it as the services do (natsx.Connect, with
-// NATS_CREDS naming the overlay's credentials file), then uses JetStream:
-// the overlay's credentials really open its NATS.
-func TestK8sLocalNATSCredentials(t *testing.T) {
-	t.Parallel()
-	r := renderK8s(t, "overlays/local")
-	conf, ok := r.configMaps[generatedName(t, r.configMapNames(), "nats-local")].Data["nats.conf"]
-	if !ok {
-		t.Fatal("the local overlay's nats-local ConfigMap has no nats.conf")
-	}
-	creds, ok := r.secrets["parley-nats-creds"].Data["nats.creds"]
-	if !ok {
-		t.Fatal("the local overlay's parley-nats-creds has no nats.creds")
-	}
-	dir := t.TempDir()
-	confPath, credsPath := filepath.Join(dir, "nats.conf"), filepath.Join(dir, "nats.creds")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(credsPath, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := natsserver.ProcessConfigFile(confPath)
-	if err != nil {
-		t.Fatalf("nats.conf: %v", err)
-	}
-	// Any free port, no monitoring port, the store in the test's directory.
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir = filepath.Join(dir, "jetstream")
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := natsserver.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn := config.Connections{NATSURL: srv.ClientURL(), NATSSecurity: config.NATSSecurity{NATSCreds: credsPath}}
-	nc, err := natsx.Connect(ctx, conn, "k8s-test", zap.NewNop())
-	if err != nil {
-		t.Fatalf("connect with the overlay's credentials: %v", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
-		t.Fatalf("JetStream for the overlay's account: %v", err)
-	}
-
-	// Without them, the same NATS refuses the connection.
-	conn.NATSCreds = ""
-	if nc, err := natsx.Connect(ctx, conn, "k8s-test", zap.NewNop()); err == nil {
-		nc.Close()
-		t.Fatal("the overlay's NATS let a client in without credentials")
 	}
 }
 
@@ -417,16 +377,16 @@ func checkK8sRendering(t *testing.T, r rendered) {
 		}
 		checkServiceDeployment(t, r, s, *d)
 	}
-	for _, d := range r.deployments {
-		checkPodEnv(t, r, "Deployment "+d.Name, d.Spec.Template.Spec, d.Name)
-		for _, c := range d.Spec.Template.Spec.Containers {
+	for _, w := range r.workloads() {
+		checkPodEnv(t, r, w.String(), w.template.Spec, w.meta.Name)
+		for _, c := range w.template.Spec.Containers {
 			if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
-				t.Errorf("Deployment %s container %s: requests (cpu, memory) and a memory limit are all needed", d.Name, c.Name)
+				t.Errorf("%s container %s: requests (cpu, memory) and a memory limit are all needed", w, c.Name)
 			}
 		}
-		sel, err := metav1LabelSelector(d.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			t.Errorf("Deployment %s: its selector does not select its own pods (%v)", d.Name, err)
+		sel, err := metav1LabelSelector(w.selector)
+		if err != nil || !sel.Matches(labels.Set(w.template.Labels)) {
+			t.Errorf("%s: its selector does not select its own pods (%v)", w, err)
 		}
 	}
 	checkServices(t, r)
@@ -443,9 +403,9 @@ func checkLabelsAndNamespace(t *testing.T, r rendered) {
 		labels                map[string]string
 	}
 	var objects []object
-	for _, d := range r.deployments {
-		objects = append(objects, object{"Deployment", d.Name, d.Namespace, d.Labels},
-			object{"pod of Deployment", d.Name, d.Namespace, d.Spec.Template.Labels})
+	for _, w := range r.workloads() {
+		objects = append(objects, object{w.kind, w.meta.Name, w.meta.Namespace, w.meta.Labels},
+			object{"pod of " + w.kind, w.meta.Name, w.meta.Namespace, w.template.Labels})
 	}
 	for _, s := range r.services {
 		objects = append(objects, object{"Service", s.Name, s.Namespace, s.Labels})
@@ -580,34 +540,48 @@ func checkNATSCreds(t *testing.T, r rendered, what string, pod corev1.PodSpec) {
 		}
 	}
 	dir, file := path.Split(creds)
+	v := volumeAt(pod, c, dir)
+	switch {
+	case v == nil:
+		t.Errorf("%s: nothing is mounted at %s, where NATS_CREDS %s points", what, dir, creds)
+	case v.Secret == nil:
+		t.Errorf("%s: NATS_CREDS %s is mounted from volume %s, which is not a Secret", what, creds, v.Name)
+	default:
+		key := keyFor(v.Secret.Items, file)
+		s, ok := r.secrets[v.Secret.SecretName]
+		if !ok {
+			t.Errorf("%s: NATS_CREDS is mounted from Secret %s, which is not in the rendering", what, v.Secret.SecretName)
+		} else if len(s.Data[key]) == 0 {
+			t.Errorf("%s: Secret %s has no %s for NATS_CREDS %s", what, s.Name, key, creds)
+		}
+	}
+}
+
+// volumeAt returns the pod's volume that container c mounts at dir; nil if
+// none.
+func volumeAt(pod corev1.PodSpec, c corev1.Container, dir string) *corev1.Volume {
 	for _, m := range c.VolumeMounts {
 		if path.Clean(m.MountPath) != path.Clean(dir) {
 			continue
 		}
-		for _, v := range pod.Volumes {
-			if v.Name != m.Name {
-				continue
+		for i := range pod.Volumes {
+			if pod.Volumes[i].Name == m.Name {
+				return &pod.Volumes[i]
 			}
-			if v.Secret == nil {
-				t.Errorf("%s: NATS_CREDS %s is mounted from volume %s, which is not a Secret", what, creds, v.Name)
-				return
-			}
-			key := file
-			for _, item := range v.Secret.Items {
-				if item.Path == file {
-					key = item.Key
-				}
-			}
-			s, ok := r.secrets[v.Secret.SecretName]
-			if !ok {
-				t.Errorf("%s: NATS_CREDS is mounted from Secret %s, which is not in the rendering", what, v.Secret.SecretName)
-			} else if len(s.Data[key]) == 0 {
-				t.Errorf("%s: Secret %s has no %s for NATS_CREDS %s", what, s.Name, key, creds)
-			}
-			return
 		}
 	}
-	t.Errorf("%s: nothing is mounted at %s, where NATS_CREDS %s points", what, dir, creds)
+	return nil
+}
+
+// keyFor is the key of a ConfigMap or Secret volume that appears as file:
+// the one items maps to it, else file itself.
+func keyFor(items []corev1.KeyToPath, file string) string {
+	for _, item := range items {
+		if item.Path == file {
+			return item.Key
+		}
+	}
+	return file
 }
 
 // checkPodEnv: every variable taken from a ConfigMap or Secret names one in
@@ -722,28 +696,18 @@ func settingsRead(t *testing.T, program string) map[string]bool {
 	return reads
 }
 
-// checkServices: every Service selects the pods of a Deployment, on ports
-// their container declares.
+// checkServices: every Service selects the pods of a Deployment or a
+// StatefulSet, on ports their container declares.
 func checkServices(t *testing.T, r rendered) {
 	t.Helper()
 	for _, s := range r.services {
-		if len(s.Spec.Selector) == 0 {
-			t.Errorf("Service %s selects nothing", s.Name)
-			continue
-		}
-		var target *appsv1.Deployment
-		for i, d := range r.deployments {
-			if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
-				target = &r.deployments[i]
-			}
-		}
-		if target == nil {
-			t.Errorf("Service %s selects %v, which no Deployment's pods carry", s.Name, s.Spec.Selector)
+		target, ok := r.selected(t, s)
+		if !ok {
 			continue
 		}
 		for _, p := range s.Spec.Ports {
-			if !hasPort(target.Spec.Template.Spec.Containers[0], p.TargetPort) {
-				t.Errorf("Service %s port %s: target %s is not a port of Deployment %s", s.Name, p.Name, p.TargetPort.String(), target.Name)
+			if !hasPort(target.template.Spec.Containers[0], p.TargetPort) {
+				t.Errorf("Service %s port %s: target %s is not a port of %s", s.Name, p.Name, p.TargetPort.String(), target)
 			}
 		}
 	}
@@ -786,8 +750,8 @@ func checkHPAs(t *testing.T, r rendered) {
 	}
 }
 
-// checkPDBs: every budget selects an existing Deployment's pods, and every
-// Deployment that runs more than one pod has one.
+// checkPDBs: every budget selects an existing workload's pods, and every
+// workload that runs more than one pod has one.
 func checkPDBs(t *testing.T, r rendered) {
 	t.Helper()
 	covered := map[string]bool{}
@@ -798,23 +762,40 @@ func checkPDBs(t *testing.T, r rendered) {
 			continue
 		}
 		selects := false
-		for _, d := range r.deployments {
-			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-				covered[d.Name], selects = true, true
+		for _, w := range r.workloads() {
+			if sel.Matches(labels.Set(w.template.Labels)) {
+				covered[w.String()], selects = true, true
 			}
 		}
 		if !selects {
-			t.Errorf("PodDisruptionBudget %s selects no Deployment's pods", p.Name)
+			t.Errorf("PodDisruptionBudget %s selects no workload's pods", p.Name)
 		}
 	}
-	for _, d := range r.deployments {
-		if n := r.minReplicas(d); n > 1 && !covered[d.Name] {
-			t.Errorf("Deployment %s runs %d pods and has no PodDisruptionBudget", d.Name, n)
+	for _, w := range r.workloads() {
+		if w.replicas > 1 && !covered[w.String()] {
+			t.Errorf("%s runs %d pods and has no PodDisruptionBudget", w, w.replicas)
 		}
-		if n := r.minReplicas(d); n == 1 && covered[d.Name] {
-			t.Errorf("Deployment %s runs one pod under a PodDisruptionBudget, which would only block draining its node", d.Name)
+		if w.replicas == 1 && covered[w.String()] {
+			t.Errorf("%s runs one pod under a PodDisruptionBudget, which would only block draining its node", w)
 		}
 	}
+}
+
+// selected returns the workload whose pods Service s selects; t fails when
+// s selects nothing, or pods no workload runs.
+func (r rendered) selected(t *testing.T, s corev1.Service) (workload, bool) {
+	t.Helper()
+	if len(s.Spec.Selector) == 0 {
+		t.Errorf("Service %s selects nothing", s.Name)
+		return workload{}, false
+	}
+	for _, w := range r.workloads() {
+		if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(w.template.Labels)) {
+			return w, true
+		}
+	}
+	t.Errorf("Service %s selects %v, which no workload's pods carry", s.Name, s.Spec.Selector)
+	return workload{}, false
 }
 
 // checkLocalNodePort: in the local overlay, a service people reach from
