@@ -116,6 +116,16 @@ func TestComposeFileIsValid(t *testing.T) {
 	if cmd := strings.Join(nats.Command, " "); !strings.Contains(cmd, "--user") || !strings.Contains(cmd, "--pass") {
 		t.Errorf("nats runs without authentication: %q", cmd)
 	}
+	// One NATS server (the file says why), which holds one replica of a
+	// stream: a service asking for more would not start.
+	if cmd := strings.Join(nats.Command, " "); strings.Contains(cmd, "--routes") || strings.Contains(cmd, "--cluster") {
+		t.Errorf("nats is clustered in compose: %q", cmd)
+	}
+	for name, svc := range project.Services {
+		if v := svc.Environment["EVENTS_REPLICAS"]; v != nil && *v != "1" {
+			t.Errorf("%s: EVENTS_REPLICAS = %s on compose's one NATS server", name, *v)
+		}
+	}
 }
 
 // TestInsecureCookiesOnlyInCompose: nothing under deploy/ (the Kubernetes
