@@ -180,19 +180,9 @@ func checkLocalNATS(t *testing.T, r rendered) {
 	}
 
 	// Started once current with JetStream's leader (the whole /healthz),
-	// then ready while it serves with JetStream on, on the monitoring port.
-	for _, p := range []struct {
-		what  string
-		probe *corev1.Probe
-		path  string
-	}{{"startup", c.StartupProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/healthz?js-enabled-only=true"}, {"liveness", c.LivenessProbe, "/healthz?js-enabled-only=true"}} {
-		switch {
-		case p.probe == nil || p.probe.HTTPGet == nil:
-			t.Errorf("nats: no HTTP %s probe", p.what)
-		case p.probe.HTTPGet.Path != p.path || portNumber(c, p.probe.HTTPGet.Port) != int32(o.HTTPPort):
-			t.Errorf("nats: %s probe on %s port %s, want %s on the monitoring port", p.what, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), p.path)
-		}
-	}
+	// then ready and alive while it serves with JetStream on.
+	checkProbes(t, "nats", c, intstr.FromString("monitor"), probePaths{
+		startup: "/healthz", readiness: "/healthz?js-enabled-only=true", liveness: "/healthz?js-enabled-only=true"})
 
 	// Leaving, lame duck mode (its pid file names the process to signal),
 	// within the grace period.
@@ -331,20 +321,12 @@ func TestK8sLocalNATSCluster(t *testing.T) {
 		Args:       func(i int) []string { return podArgs(n.container, fmt.Sprintf("%s-%d", n.set.Name, i)) },
 		Connect:    []nats.Option{nats.UserCredentials(credsPath)},
 	})
+	// Started, every server is healthy: the pod's probes pass.
 	for _, s := range cluster.Servers() {
-		for _, probe := range []*corev1.Probe{n.container.StartupProbe, n.container.ReadinessProbe} {
-			u := s.Monitor + probe.HTTPGet.Path
-			wait.For(t, 30*time.Second, s.Name+" answers "+probe.HTTPGet.Path, func() error {
-				resp, err := http.Get(u)
-				if err != nil {
-					return err
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					return fmt.Errorf("status %d", resp.StatusCode)
-				}
-				return nil
-			})
+		for _, p := range []*corev1.Probe{n.container.StartupProbe, n.container.ReadinessProbe} {
+			if code := probe(s.Monitor + p.HTTPGet.Path); code != http.StatusOK {
+				t.Errorf("%s: %s answers %d, want 200", s.Name, p.HTTPGet.Path, code)
+			}
 		}
 	}
 
@@ -522,11 +504,4 @@ func envSetting(r rendered, c corev1.Container, name string) string {
 	return v
 }
 
-func (r rendered) service(name string) *corev1.Service {
-	for i := range r.services {
-		if r.services[i].Name == name {
-			return &r.services[i]
-		}
-	}
-	return nil
-}
+func (r rendered) service(name string) *corev1.Service { return byName(r.services, name) }

@@ -197,10 +197,16 @@ func decodeInto[T any](doc []byte, list *[]T) error {
 	return nil
 }
 
-func (r rendered) deployment(name string) *appsv1.Deployment {
-	for i := range r.deployments {
-		if r.deployments[i].Name == name {
-			return &r.deployments[i]
+func (r rendered) deployment(name string) *appsv1.Deployment { return byName(r.deployments, name) }
+
+// byName returns the object of list called name; nil if none.
+func byName[T any, P interface {
+	*T
+	GetName() string
+}](list []T, name string) *T {
+	for i := range list {
+		if P(&list[i]).GetName() == name {
+			return &list[i]
 		}
 	}
 	return nil
@@ -461,21 +467,8 @@ func checkServiceDeployment(t *testing.T, r rendered, s k8sService, d appsv1.Dep
 		t.Errorf("%s: %s = %q, want \":%d\" (the declared port, all interfaces)", s.name, s.addrVar, addr, s.port)
 	}
 
-	// Probes: alive on /healthz, ready on /readyz, on a declared port.
-	for _, p := range []struct {
-		what  string
-		probe *corev1.Probe
-		path  string
-	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}, {"startup", c.StartupProbe, "/healthz"}} {
-		switch {
-		case p.probe == nil || p.probe.HTTPGet == nil:
-			t.Errorf("%s: no HTTP %s probe", s.name, p.what)
-		case p.probe.HTTPGet.Path != p.path:
-			t.Errorf("%s: %s probe on %s, want %s", s.name, p.what, p.probe.HTTPGet.Path, p.path)
-		case !hasPort(c, p.probe.HTTPGet.Port):
-			t.Errorf("%s: %s probe on port %s, which the container does not declare", s.name, p.what, p.probe.HTTPGet.Port.String())
-		}
-	}
+	// Probes: alive on /healthz, ready on /readyz, on its http port.
+	checkProbes(t, s.name, c, intstr.FromString("http"), probePaths{startup: "/healthz", readiness: "/readyz", liveness: "/healthz"})
 
 	// Resources: requests, and limits above what the benchmarks measured.
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -522,6 +515,29 @@ func checkServiceDeployment(t *testing.T, r rendered, s k8sService, d appsv1.Dep
 	}
 
 	checkNATSCreds(t, r, s.name, pod)
+}
+
+// probePaths are the paths a container's HTTP probes must ask.
+type probePaths struct{ startup, readiness, liveness string }
+
+// checkProbes: c has an HTTP startup, readiness and liveness probe, each on
+// its path of want and on port, one that c declares.
+func checkProbes(t *testing.T, what string, c corev1.Container, port intstr.IntOrString, want probePaths) {
+	t.Helper()
+	for _, p := range []struct {
+		kind  string
+		probe *corev1.Probe
+		path  string
+	}{{"startup", c.StartupProbe, want.startup}, {"readiness", c.ReadinessProbe, want.readiness}, {"liveness", c.LivenessProbe, want.liveness}} {
+		switch {
+		case p.probe == nil || p.probe.HTTPGet == nil:
+			t.Errorf("%s: no HTTP %s probe", what, p.kind)
+		case p.probe.HTTPGet.Path != p.path:
+			t.Errorf("%s: %s probe on %s, want %s", what, p.kind, p.probe.HTTPGet.Path, p.path)
+		case portNumber(c, port) == 0 || portNumber(c, p.probe.HTTPGet.Port) != portNumber(c, port):
+			t.Errorf("%s: %s probe on port %s, want %s (a port the container declares)", what, p.kind, p.probe.HTTPGet.Port.String(), port.String())
+		}
+	}
 }
 
 // checkNATSCreds: NATS_CREDS names a file inside a mounted Secret that has
