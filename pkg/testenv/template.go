@@ -23,7 +23,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	schemas []schemaSet
+	schemas     []schemaSet
+	databaseURL string
+	redisURL    string
 }
 
 type schemaSet struct {
@@ -46,12 +48,32 @@ func Migrated(schema string, migrations fs.FS) Option {
 	return func(o *options) { o.schemas = append(o.schemas, schemaSet{schema, migrations}) }
 }
 
+// Servers makes New use the PostgreSQL server of databaseURL and the Redis
+// of redisURL instead of the shared ones of DATABASE_URL and REDIS_URL: a
+// test's own servers (pkg/testenv/localserver), which it may stop, kill or
+// flush. Either may be "" to keep the shared one. The test's database,
+// Migrated's template included, is made in that server as in the shared
+// one; NATS stays the shared server.
+func Servers(databaseURL, redisURL string) Option {
+	return func(o *options) { o.databaseURL, o.redisURL = databaseURL, redisURL }
+}
+
 // templateRecipe changes when the way templates are built changes, so an
 // older build under the same migrations is not reused.
 const templateRecipe = "testenv-template-v1"
 
-// templates holds, per template name, the one build of this process.
-var templates sync.Map // string -> *templateBuild
+// templates holds, per server and template name, the one build of this
+// process.
+var templates sync.Map // templateKey -> *templateBuild
+
+// templateKey names a template in one server: a test's own server
+// (Servers) has none of the shared server's templates. The server is told
+// by its system identifier, unique to each initdb, so that a later server
+// on a port an earlier one used is not taken for it.
+type templateKey struct {
+	server uint64
+	name   string
+}
 
 type templateBuild struct {
 	once sync.Once
@@ -91,12 +113,16 @@ func templateName(schemas []schemaSet) (string, error) {
 // whole. It accepts no connections: a session connected to a template
 // makes CREATE DATABASE ... TEMPLATE fail, and with none allowed there can
 // be none.
-func ensureTemplate(ctx context.Context, admin *url.URL, schemas []schemaSet) (string, error) {
+func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin *url.URL, schemas []schemaSet) (string, error) {
 	name, err := templateName(schemas)
 	if err != nil {
 		return "", err
 	}
-	v, _ := templates.LoadOrStore(name, &templateBuild{})
+	var server uint64
+	if err := conn.QueryRow(ctx, `SELECT system_identifier FROM pg_control_system()`).Scan(&server); err != nil {
+		return "", fmt.Errorf("identify the server at %s: %w", admin.Host, err)
+	}
+	v, _ := templates.LoadOrStore(templateKey{server, name}, &templateBuild{})
 	b := v.(*templateBuild)
 	b.once.Do(func() { b.err = buildTemplate(ctx, admin, name, schemas) })
 	return name, b.err

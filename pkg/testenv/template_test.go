@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/pkg/testenv/localserver"
 )
 
 // migrations is a schema's migrations with a marker unique to this test
@@ -137,5 +139,52 @@ func TestNewWithoutMigratedIsEmpty(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d tables, %v; want an empty database", n, err)
+	}
+}
+
+// Servers puts the test's database, and Migrated's template, in a
+// server of the test's own, and its Redis keys in a Redis of its own; the
+// same migrations on the shared server get that server's template, built
+// there too.
+func TestServersHoldTheTestsDatabaseAndTemplate(t *testing.T) {
+	t.Parallel()
+	pg := localserver.StartPostgres(t)
+	rd := localserver.StartRedis(t)
+	mig := migrations(fmt.Sprintf("%s %d", t.Name(), time.Now().UnixNano()))
+	name, err := templateName([]schemaSet{{"kit", mig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropTemplate(t, name) })
+
+	own := New(t, Servers(pg.URL, rd.URL), Migrated("kit", mig))
+	shared := New(t, Migrated("kit", mig))
+	for _, tc := range []struct {
+		env  *Env
+		host string
+	}{{own, fmt.Sprintf("127.0.0.1:%d", pg.Port)}, {shared, ""}} {
+		u, err := url.Parse(tc.env.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.host != "" && u.Host != tc.host {
+			t.Fatalf("database %s, want it on %s", tc.env.DatabaseURL, tc.host)
+		}
+		conn, err := pgx.Connect(context.Background(), tc.env.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = conn.QueryRow(context.Background(), `SELECT name FROM kit.items WHERE id = 1`).Scan(&got)
+		conn.Close(context.Background())
+		if err != nil || got != "seeded by a migration" {
+			t.Fatalf("%s holds %q, %v; want the migrated row", tc.env.DatabaseURL, got, err)
+		}
+	}
+	if own.RedisURL != rd.URL || shared.RedisURL == rd.URL {
+		t.Fatalf("Redis: own %s, shared %s; want %s for the own only", own.RedisURL, shared.RedisURL, rd.URL)
+	}
+	if err := own.Redis(t).Set(context.Background(), own.RedisPrefix+"k", "v", 0).Err(); err != nil {
+		t.Fatalf("the own Redis: %v", err)
 	}
 }

@@ -5,12 +5,14 @@
 //
 // The servers are found through DATABASE_URL, REDIS_URL and NATS_URL (the
 // defaults of docs/operations.md "Configuration"); scripts/deps.sh starts
-// them when stopped.
+// them when stopped. A test that breaks a server runs its own
+// (localserver) and points New at it with Servers.
 //
 // Its packages are the rest of the one test kit every module uses: wait
 // (poll until), ports (free loopback ports), receiver (a developer's
 // webhook endpoint and the signature check), telegramfake and metafake
-// (the platforms' APIs, speaking their real JSON).
+// (the platforms' APIs, speaking their real JSON), localserver (a test's
+// own Redis and PostgreSQL, to flush, kill and restart).
 package testenv
 
 import (
@@ -64,13 +66,19 @@ func New(t testing.TB, opts ...Option) *Env {
 	id := "t" + randomHex(6)
 	e := &Env{
 		ID:          id,
-		RedisURL:    getenv("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisURL:    o.redisURL,
 		RedisPrefix: "parleytest:" + id + ":",
 		NATSURL:     getenv("NATS_URL", nats.DefaultURL),
 		Stream:      natsx.EventsStream{Name: "EVENTS_" + strings.ToUpper(id), SubjectPrefix: id + ".events"},
 		RPCPrefix:   id + ".rpc",
 	}
-	base := getenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/parley?sslmode=disable")
+	if e.RedisURL == "" {
+		e.RedisURL = getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	}
+	base := o.databaseURL
+	if base == "" {
+		base = getenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/parley?sslmode=disable")
+	}
 	e.DatabaseURL = createDatabase(t, base, "parley_"+id, o.schemas)
 	t.Cleanup(func() { e.cleanRedis(t); e.cleanNATS(t) })
 	return e
@@ -185,7 +193,7 @@ func createDatabase(t testing.TB, base, name string, schemas []schemaSet) string
 	defer conn.Close(ctx)
 	create := `CREATE DATABASE "` + name + `"`
 	if len(schemas) > 0 {
-		tpl, err := ensureTemplate(ctx, &admin, schemas)
+		tpl, err := ensureTemplate(ctx, conn, &admin, schemas)
 		if err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
