@@ -510,19 +510,7 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	const body = `{"input": {"n": 3}}`
 	_, _, first := h.keyed(ws, id, "k", body)
 	ctx := context.Background()
-	rdb := h.env.Redis(t)
-	flush := func() {
-		keys, err := rdb.Keys(ctx, h.cfg.RedisPrefix+"*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(keys) > 0 {
-			if err := rdb.Del(ctx, keys...).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	flush()
+	h.forgetRedis()
 	status, hd, again := h.keyed(ws, id, "k", body)
 	if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "true" || !jsonEqual(t, first, again) {
 		t.Fatalf("after a Redis flush: %d %v %s", status, hd, again)
@@ -531,7 +519,7 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	wantError(t, status, b, http.StatusUnprocessableEntity, idempotency.CodeKeyReuse)
 
 	// Died between commit and Redis write: the key's claim is left running.
-	flush()
+	h.forgetRedis()
 	if res, err := h.keyStore().Begin(ctx, ws, "k", idempotency.Fingerprint(http.MethodPost, "/v1/flows/"+id+"/invoke", []byte(body))); err != nil || res.State != idempotency.Claimed {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
@@ -541,6 +529,69 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	}
 	if n := h.runCount(ws); n != 1 {
 		t.Fatalf("%d runs", n)
+	}
+}
+
+// Rule 8's one window: Redis loses the key while its first call still
+// runs, so a repeat runs the flow again. The first call's run ends first;
+// its receipt, stored first, answers the key from then on, from Redis as
+// from PostgreSQL, though the repeat held the key's claim when it ended.
+func TestKeyLostWhileRunningIsAnsweredByTheFirstReceipt(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	// Each call's run waits at a hold of its own: the flow is published
+	// again, with the second hold, before the repeat.
+	firstHold, repeatHold := newHold(t), newHold(t)
+	id := h.publish(ws, "", heldFlow(firstHold))
+	const body = `{"input": {}}`
+	first := make(chan []byte, 1)
+	go func() {
+		_, _, b := h.keyed(ws, id, "lost", body)
+		first <- b
+	}()
+	firstHold.wait(t, 1)
+	h.forgetRedis()
+	h.publish(ws, id, heldFlow(repeatHold))
+	repeat := make(chan []byte, 1)
+	go func() {
+		_, _, b := h.keyed(ws, id, "lost", body)
+		repeat <- b
+	}()
+	repeatHold.wait(t, 1)
+	firstHold.letGo()
+	firstAnswer := <-first
+	repeatHold.letGo()
+	repeatAnswer := <-repeat
+	if jsonEqual(t, firstAnswer, repeatAnswer) {
+		t.Fatalf("the repeat was answered %s, the first call's answer; want a run of its own", repeatAnswer)
+	}
+	if n := h.runCount(ws); n != 2 {
+		t.Fatalf("%d runs stored, want 2", n)
+	}
+	for _, when := range []string{"from Redis", "once Redis lost it again"} {
+		status, hd, again := h.keyed(ws, id, "lost", body)
+		if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "true" || !jsonEqual(t, firstAnswer, again) {
+			t.Fatalf("the key %s: %d %s; want the first call's answer replayed, %s", when, status, again, firstAnswer)
+		}
+		h.forgetRedis()
+	}
+}
+
+// forgetRedis deletes every key of the service's: Redis flushed, or
+// failed over to a replica that had none of them.
+func (h *harness) forgetRedis() {
+	h.t.Helper()
+	ctx := context.Background()
+	rdb := h.env.Redis(h.t)
+	keys, err := rdb.Keys(ctx, h.cfg.RedisPrefix+"*").Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		if err := rdb.Del(ctx, keys...).Err(); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 }
 

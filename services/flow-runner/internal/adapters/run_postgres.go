@@ -275,14 +275,17 @@ func (s *RunStore) Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRu
 	if err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
-	statement := insertRunStatement
-	if receipt != nil {
-		statement = insertRunWithReceiptStatement
-		args = append(args, s.receiptArgs(receipt)...)
+	if receipt == nil {
+		if _, err := pool.ExecContext(ctx, insertRunStatement, args...); err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		return nil
 	}
-	if _, err := pool.ExecContext(ctx, statement, args...); err != nil {
+	var stored int
+	if err := pool.QueryRowContext(ctx, insertRunWithReceiptStatement, append(args, s.receiptArgs(receipt)...)...).Scan(&stored); err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
+	receipt.Superseded = stored == 0
 	return nil
 }
 
@@ -435,8 +438,17 @@ var insertRunStatement = `WITH run AS (
 ` + insertNodeRuns(21)
 
 // insertRunWithReceiptStatement is insertRunStatement that also stores
-// the call's receipt ($31–$37, see insertReceipt).
-var insertRunWithReceiptStatement = insertRunWith(insertReceipt(31))
+// the call's receipt ($31–$37, see insertReceipt), and answers how many
+// receipts it stored: 0 when another call's answers the key.
+var insertRunWithReceiptStatement = `WITH run AS (
+	` + insertRun + `
+), receipt AS (
+` + insertReceipt(31) + `
+	RETURNING 1
+), node_runs AS (
+` + insertNodeRuns(21) + `
+)
+SELECT count(*) FROM receipt`
 
 // insertRunWith is insertRunStatement that also runs also, a data-modifying
 // statement whose parameters start at $31, in the same statement.
@@ -472,7 +484,8 @@ SELECT $1, n.* FROM unnest($%d::int[], $%d::text[], $%d::text[], $%d::timestampt
 // age in seconds (IDEMPOTENCY_TTL) after which a receipt has expired; the
 // age is on PostgreSQL's clock, like created_at. The key's
 // earlier receipt is replaced only when it expired (its key was free
-// again); a live one stays, since it answered the key first.
+// again); a live one stays, since it answered the key first, and then no
+// row is inserted or updated.
 func insertReceipt(first int) string {
 	p := func(i int) int { return first + i }
 	return fmt.Sprintf(`INSERT INTO `+Schema+`.idempotency_receipts AS r
@@ -695,9 +708,15 @@ func (s *RunStore) Continue(ctx context.Context, sessionID string, fn func(r *ru
 		if changes.Receipt == nil {
 			return nil
 		}
-		if _, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, insertReceipt(1), s.receiptArgs(changes.Receipt)...); err != nil {
+		res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, insertReceipt(1), s.receiptArgs(changes.Receipt)...)
+		if err != nil {
 			return fmt.Errorf("insert receipt: %w", err)
 		}
+		stored, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert receipt: %w", err)
+		}
+		changes.Receipt.Superseded = stored == 0
 		return nil
 	})
 }
@@ -723,9 +742,11 @@ func (s *RunStore) FinishStream(ctx context.Context, cut *run.Run, was run.Statu
 		if receipt == nil {
 			return nil
 		}
-		if err := tx.Exec(insertReceipt(1), s.receiptArgs(receipt)...).Error; err != nil {
-			return fmt.Errorf("insert receipt: %w", err)
+		res := tx.Exec(insertReceipt(1), s.receiptArgs(receipt)...)
+		if res.Error != nil {
+			return fmt.Errorf("insert receipt: %w", res.Error)
 		}
+		receipt.Superseded = res.RowsAffected == 0
 		return nil
 	})
 }

@@ -128,10 +128,38 @@ func TestReceiptsStoredWithTheirRuns(t *testing.T) {
 		t.Fatalf("continue's receipt = %+v, %v", got, err)
 	}
 
-	// A live receipt is never replaced: the key answered first.
+	if first.Superseded {
+		t.Fatal("the key's first receipt marked superseded")
+	}
+
+	// A live receipt is never replaced: the key answered first. The
+	// receipts that came later say so, whichever way they came.
 	again := newRun(run.StatusCompleted, "")
-	if err := runs.Create(ctx, again, nil, &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "other", Status: 200, Body: []byte(`{}`), RunID: again.ID}); err != nil {
+	late := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "other", Status: 200, Body: []byte(`{}`), RunID: again.ID}
+	if err := runs.Create(ctx, again, nil, late); err != nil {
 		t.Fatal(err)
+	}
+	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != waiting.ID || !late.Superseded {
+		t.Fatalf("live receipt replaced: %+v; the later one superseded %v", got, late.Superseded)
+	}
+	if _, err := runs.Get(ctx, ws, f.ID, again.ID); err != nil {
+		t.Fatalf("the run of a superseded receipt: %v; want it stored", err)
+	}
+	lateStream := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "other", Status: 200, Body: []byte(`{}`), RunID: again.ID}
+	if err := runs.FinishStream(ctx, nil, run.StatusCompleted, lateStream); err != nil || !lateStream.Superseded {
+		t.Fatalf("a stream's later receipt: %v, superseded %v", err, lateStream.Superseded)
+	}
+	resumed := newRun(run.StatusWaiting, uuid.NewString())
+	if err := runs.Create(ctx, resumed, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	lateContinue := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "other", Status: 200, RunID: resumed.ID}
+	err = runs.Continue(ctx, resumed.SessionID, func(r *run.Run) (catalog.Changes, error) {
+		r.Status = run.StatusCompleted
+		return catalog.Changes{Receipt: lateContinue}, nil
+	})
+	if err != nil || !lateContinue.Superseded {
+		t.Fatalf("a continue's later receipt: %v, superseded %v", err, lateContinue.Superseded)
 	}
 	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != waiting.ID {
 		t.Fatalf("live receipt replaced: %+v", got)
@@ -143,11 +171,12 @@ func TestReceiptsStoredWithTheirRuns(t *testing.T) {
 		return err == nil && got == nil
 	})
 	later := newRun(run.StatusCompleted, "")
-	if err := runs.Create(ctx, later, nil, &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "fp3", Status: 200, Body: []byte(`{}`), RunID: later.ID}); err != nil {
+	next := &catalog.Receipt{WorkspaceID: ws, KeyHash: "k1", Fingerprint: "fp3", Status: 200, Body: []byte(`{}`), RunID: later.ID}
+	if err := runs.Create(ctx, later, nil, next); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != later.ID || got.Fingerprint != "fp3" {
-		t.Fatalf("expired receipt not replaced: %+v", got)
+	if got, _ := runs.FindReceipt(ctx, ws, "k1"); got == nil || got.RunID != later.ID || got.Fingerprint != "fp3" || next.Superseded {
+		t.Fatalf("expired receipt not replaced: %+v; the new one superseded %v", got, next.Superseded)
 	}
 	wait.Until(t, 10*time.Second, "the continue's receipt to expire", func() bool {
 		got, err := runs.FindReceipt(ctx, ws, "k2")

@@ -95,7 +95,9 @@ type IdempotencyKeys interface {
 type KeyClaim interface {
 	// KeyHash stands for the key in the receipt stored with the run.
 	KeyHash() string
-	// Refused frees the key of a call refused before its run started.
+	// Refused frees the key of a call refused before its run started, or
+	// of one whose receipt was superseded by another call's: a repeat
+	// then finds that receipt.
 	Refused(ctx context.Context)
 	// Answered keeps the answer for the key's repeats. The receipt stored
 	// with the run answers them if this is lost.
@@ -289,7 +291,16 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 	if call.Stream {
 		out = a.endStream(ctx, call, out, rr)
 	}
-	if claim != nil {
+	switch {
+	case claim == nil:
+	case rr.superseded():
+		// Redis lost the key while this call ran, and a call of it that
+		// ran beside this one stored its receipt first
+		// (docs/flows.md "Idempotency"): that receipt answers the key, so
+		// the key is let go for a repeat to find it there, not answered
+		// with this run.
+		claim.Refused(ctx)
+	default:
 		claim.Answered(ctx, StoredAnswer{Status: answerStatus, Body: out.Answer, RunID: out.Run.ID})
 	}
 	return &InvokeAnswer{Outcome: out}, nil

@@ -140,6 +140,9 @@ type receiptRequest struct {
 	// its end reached the reader or the stream was cut (endStream): until
 	// then the call is not over, and a repeat is told it is in progress.
 	afterEnd bool
+	// last is the receipt last given to the store, which marks it
+	// Superseded when another call's answers the key.
+	last *catalog.Receipt
 }
 
 // receipt is the receipt of a call that ran, its answer rendered; nil
@@ -155,10 +158,17 @@ func (rr *receiptRequest) receipt(workspaceID string, out *Outcome) *catalog.Rec
 	if len(body) > rr.maxBody {
 		body = nil
 	}
-	return &catalog.Receipt{
+	rr.last = &catalog.Receipt{
 		WorkspaceID: workspaceID, KeyHash: rr.keyHash, Fingerprint: rr.fingerprint,
 		Status: answerStatus, Body: body, RunID: out.Run.ID,
 	}
+	return rr.last
+}
+
+// superseded says whether the store kept another call's receipt for the
+// key in place of this call's.
+func (rr *receiptRequest) superseded() bool {
+	return rr != nil && rr.last != nil && rr.last.Superseded
 }
 
 // Outcome is what one invoke or continue produced: the run after the call

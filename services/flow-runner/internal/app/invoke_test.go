@@ -50,6 +50,9 @@ type fakeRuns struct {
 	// decided.
 	finished []*catalog.Receipt
 	fail     error
+	// supersede marks every receipt superseded: another call's answers
+	// the key.
+	supersede bool
 }
 
 func (f *fakeRuns) Create(_ context.Context, r *run.Run, _ []run.NodeRun, receipt *catalog.Receipt) error {
@@ -57,6 +60,9 @@ func (f *fakeRuns) Create(_ context.Context, r *run.Run, _ []run.NodeRun, receip
 	defer f.mu.Unlock()
 	if f.fail != nil {
 		return f.fail
+	}
+	if receipt != nil {
+		receipt.Superseded = f.supersede
 	}
 	f.runs, f.receipts = append(f.runs, r), append(f.receipts, receipt)
 	return nil
@@ -76,6 +82,7 @@ func (f *fakeRuns) FinishStream(_ context.Context, cut *run.Run, was run.Status,
 		}
 	}
 	if receipt != nil {
+		receipt.Superseded = f.supersede
 		f.finished = append(f.finished, receipt)
 	}
 	return nil
@@ -506,6 +513,34 @@ func TestInvokeRunNotStored(t *testing.T) {
 	f.runs.fail = nil
 	if ans, err := f.invoke("echo", "k", nil); err != nil || ans.Outcome == nil {
 		t.Fatalf("the key is not free: %+v, %v", ans, err)
+	}
+	f.wantClean(t)
+}
+
+// A call whose receipt the store did not keep, another call's answering
+// the key (two ran beside each other once Redis lost the key), gets its
+// own run's answer but frees the key, streamed or not: a repeat finds the
+// receipt that was kept.
+func TestInvokeWhoseReceiptWasSuperseded(t *testing.T) {
+	t.Parallel()
+	f := newContractFixture(t, 4, 10)
+	f.runs.supersede = true
+	for _, c := range []InvokeCall{call("echo", "k", map[string]any{"s": "a"}), streamCall("echo", "k", map[string]any{"s": "a"}, nil)} {
+		ans, err := f.app.Invoke(context.Background(), c)
+		if err != nil || ans.Replay != nil || ans.Outcome.Run.Output["s"] != "a" {
+			t.Fatalf("stream %v: %+v, %v; want its run's answer", c.Stream, ans, err)
+		}
+		if kept := f.keys.answered("ws", "k"); kept != nil {
+			t.Fatalf("stream %v: the key keeps %+v; want it freed", c.Stream, kept)
+		}
+		if claim, _, err := f.keys.Claim(context.Background(), "ws", "k", "fp"); err != nil || claim == nil {
+			t.Fatalf("stream %v: the key after the call: %v; want it free", c.Stream, err)
+		} else {
+			claim.Refused(context.Background())
+		}
+	}
+	if len(f.runs.runs) != 2 {
+		t.Fatalf("%d runs stored, want both", len(f.runs.runs))
 	}
 	f.wantClean(t)
 }

@@ -177,6 +177,11 @@ type Receipt struct {
 	// Body is the JSON answer; nil when it was too large to replay.
 	Body  []byte
 	RunID string
+	// Superseded is set by the store that was asked to store the receipt
+	// and found the key answered by another call's, which it keeps: Redis
+	// lost the key while this call ran, and a repeat ran again beside it
+	// (docs/flows.md "Idempotency"). The first receipt stored answers.
+	Superseded bool
 }
 
 // Changes are what a continue adds to its run: the node runs, and the
@@ -189,7 +194,8 @@ type Changes struct {
 // RunStore keeps runs.
 type RunStore interface {
 	// Create stores a new API run, its node runs and, when not nil, the
-	// receipt of the call that ran it, together.
+	// receipt of the call that ran it, together (or marks the receipt
+	// Superseded). Continue and FinishStream store receipts the same way.
 	Create(ctx context.Context, r *run.Run, nodeRuns []run.NodeRun, receipt *Receipt) error
 	// Get returns an API run of the workspace and flow, or ErrRunNotFound.
 	Get(ctx context.Context, workspaceID, flowID, runID string) (*Trace, error)
