@@ -69,12 +69,18 @@ func (s *suite) developer(t testing.TB) (workspaceID, key string) {
 // API key of it.
 func (s *suite) workspaceWithKey(t testing.TB, prefix, modules string) (workspaceID, key string) {
 	t.Helper()
+	return s.workspaceWithRate(t, prefix, modules, 100_000)
+}
+
+// workspaceWithRate is workspaceWithKey with a per-minute limit of its own.
+func (s *suite) workspaceWithRate(t testing.TB, prefix, modules string, perMinute int) (workspaceID, key string) {
+	t.Helper()
 	var ws struct {
 		Workspace struct {
 			ID string `json:"id"`
 		} `json:"workspace"`
 	}
-	s.ctl(t, &ws, "workspace", "create", "--name", prefix+" "+uuid.NewString()[:8], "--modules", modules, "--rate-per-minute", "100000")
+	s.ctl(t, &ws, "workspace", "create", "--name", prefix+" "+uuid.NewString()[:8], "--modules", modules, "--rate-per-minute", strconv.Itoa(perMinute))
 	var k struct {
 		Key string `json:"key"`
 	}

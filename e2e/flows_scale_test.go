@@ -508,8 +508,9 @@ type heldTarget struct {
 	holding atomic.Int32  // requests held now
 
 	mu      sync.Mutex
-	release chan struct{} // closed by letGo; later requests wait on a new one
-	open    bool          // the test ended: nothing is held
+	release chan struct{}   // closed by letGo; later requests wait on a new one
+	held    []chan struct{} // each held request's own release, oldest first (letGoOldest)
+	open    bool            // the test ended: nothing is held
 }
 
 func newHeldTarget(t testing.TB) *heldTarget {
@@ -517,16 +518,22 @@ func newHeldTarget(t testing.TB) *heldTarget {
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.seen.Add(1)
 		h.holding.Add(1)
+		own := make(chan struct{})
 		h.mu.Lock()
 		release, open := h.release, h.open
+		h.held = append(h.held, own)
 		h.mu.Unlock()
 		h.arrived <- struct{}{}
 		if !open {
 			select {
 			case <-release:
+			case <-own:
 			case <-r.Context().Done():
 			}
 		}
+		h.mu.Lock()
+		h.held = slices.DeleteFunc(h.held, func(c chan struct{}) bool { return c == own })
+		h.mu.Unlock()
 		h.holding.Add(-1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok": true}`))
@@ -548,6 +555,18 @@ func (h *heldTarget) letGo() {
 		close(h.release)
 		h.release = make(chan struct{})
 	}
+}
+
+// letGoOldest releases the request held longest, and only it.
+func (h *heldTarget) letGoOldest(t testing.TB) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.held) == 0 {
+		t.Fatal("heldTarget: no request is held")
+	}
+	close(h.held[0])
+	h.held = h.held[1:]
 }
 
 // passThrough releases the requests held now and holds none from now on.

@@ -91,7 +91,15 @@ func startSuite(t testing.TB, extra ...string) *suite {
 // itself keep the shared ones.
 func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
 	t.Helper()
-	env := testenv.New(t)
+	return startSuiteEnv(t, nil, own, extra...)
+}
+
+// startSuiteEnv is startSuiteOwn in an environment made with envOpts
+// (testenv.Servers: the test's own PostgreSQL and Redis, which it may
+// break); parleyctl and the test use them too.
+func startSuiteEnv(t testing.TB, envOpts []testenv.Option, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
+	t.Helper()
+	env := testenv.New(t, envOpts...)
 	port := ports.Free(t, 4)
 	s := &suite{
 		env:           env,

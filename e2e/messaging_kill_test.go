@@ -72,10 +72,7 @@ func TestMessagingSurvivesSIGKILL(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w + 1; i <= updates; i += senders {
-				body := fmt.Sprintf(`{"update_id": %d, "message": {"message_id": %d, "date": %d,
-					"from": {"id": %d, "is_bot": false, "first_name": "Kay"},
-					"chat": {"id": %d, "first_name": "Kay", "type": "private"}, "text": "update %d"}}`,
-					i, i, time.Now().Unix(), 5000+w, 5000+w, i)
+				body := telegramMessage(i, int64(5000+w), "Kay", fmt.Sprintf("update %d", i))
 				for postTelegram(ingress, ch.Secret, body) != http.StatusOK {
 					retried.Add(1)
 					time.Sleep(20 * time.Millisecond)
@@ -147,13 +144,30 @@ func TestMessagingSurvivesSIGKILL(t *testing.T) {
 	t.Logf("%d updates delivered through a SIGKILL of messaging, %d deliveries repeated (same delivery id)", updates, repeats)
 }
 
+// telegramMessage is a Telegram update carrying a customer's text message
+// in a private chat, as Telegram posts it; the message's id is the
+// update's.
+func telegramMessage(updateID int, from int64, name, text string) string {
+	b, _ := json.Marshal(map[string]any{"update_id": updateID, "message": map[string]any{
+		"message_id": updateID, "date": time.Now().Unix(),
+		"from": map[string]any{"id": from, "is_bot": false, "first_name": name},
+		"chat": map[string]any{"id": from, "first_name": name, "type": "private"},
+		"text": text,
+	}})
+	return string(b)
+}
+
+// telegramClient posts updates as Telegram does, which gives up on an
+// answer after a while and sends the update again.
+var telegramClient = &http.Client{Timeout: 30 * time.Second}
+
 // postTelegram posts a Telegram update as Telegram does and returns the
-// status, 0 when there was no answer (the process is gone).
+// status, 0 when there was no answer (the process is gone, or silent).
 func postTelegram(url, secret, body string) int {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := telegramClient.Do(req)
 	if err != nil {
 		return 0
 	}

@@ -49,10 +49,7 @@ func TestDependencyOutagesAre503AtOnceAndHeal(t *testing.T) {
 	// answered 200, and ingress stores each update once.
 	updates := 0
 	write := func(id int) int {
-		body := fmt.Sprintf(`{"update_id": %d, "message": {"message_id": %d, "date": %d,
-			"from": {"id": 4242, "is_bot": false, "first_name": "Ada"},
-			"chat": {"id": 4242, "first_name": "Ada", "type": "private"}, "text": "message %d"}}`,
-			id, id, time.Now().Unix(), id)
+		body := telegramMessage(id, 4242, "Ada", fmt.Sprintf("message %d", id))
 		return postUpdateStatus(t, s.messagingURL+"/ingress/telegram/"+ch.ID, ch.Secret, body)
 	}
 	var conversation string
