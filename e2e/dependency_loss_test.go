@@ -81,6 +81,8 @@ func TestRedisAndPostgresLostUnderLoad(t *testing.T) {
 	load := startLossLoad(t, s)
 	ready := watchReadiness(t, s)
 	load.waitProgress(t, time.Now(), "the load under way")
+	steady := time.Now()
+	load.waitProgress(t, steady, "the load alone")
 
 	var faults []*fault
 	begin := func(name string, redis bool) *fault {
@@ -145,7 +147,7 @@ func TestRedisAndPostgresLostUnderLoad(t *testing.T) {
 			t.Errorf("%s exited during the test", name)
 		}
 	}
-	report(t, load, ready, faults)
+	report(t, load, ready, steady, faults)
 }
 
 const (
@@ -696,8 +698,9 @@ func (e *effectCounter) counts() map[string]int {
 }
 
 // report logs each fault's cost as the clients and the probes saw it, in
-// times from the fault's start.
-func report(t *testing.T, l *lossLoad, ready *readiness, faults []*fault) {
+// times from the fault's start, after the longest time without a delivery
+// under the load alone, from steady to the first fault.
+func report(t *testing.T, l *lossLoad, ready *readiness, steady time.Time, faults []*fault) {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	outage := func(all []answer, f *fault) string {
 		down, up, refused := pause(all, f.start, f.settled)
@@ -714,20 +717,25 @@ func report(t *testing.T, l *lossLoad, ready *readiness, faults []*fault) {
 		arrivals = append(arrivals, r.At)
 	}
 	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
-	for _, f := range faults {
-		// The longest time no delivery arrived, from the fault to when
-		// everything worked again.
+	// longestGap is the longest time no delivery arrived between from and
+	// to.
+	longestGap := func(from, to time.Time) time.Duration {
 		var gap time.Duration
-		last := f.start
+		last := from
 		for _, at := range arrivals {
-			if at.Before(f.start) {
+			if at.Before(from) {
 				continue
 			}
-			if at.After(f.settled) {
+			if at.After(to) {
 				break
 			}
 			gap, last = max(gap, at.Sub(last)), at
 		}
+		return gap
+	}
+	t.Logf("the load alone, for %s: longest time without a delivery: %s", ms(faults[0].start.Sub(steady)), ms(longestGap(steady, faults[0].start)))
+	for _, f := range faults {
+		gap := longestGap(f.start, f.settled)
 		var probes []string
 		for _, name := range []string{"gateway", "messaging", "webhook-dispatcher", "flow-runner"} {
 			if down, up, refused := pause(ready.of(name), f.start, f.settled); refused && !up.IsZero() {
