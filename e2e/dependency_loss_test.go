@@ -109,11 +109,9 @@ func TestRedisAndPostgresLostUnderLoad(t *testing.T) {
 				return fmt.Errorf("%s /readyz %d", name, st)
 			}
 		}
-		if _, _, refused := pause(load.invokes.answers(), f.start, time.Now()); !refused {
-			return errors.New("no invoke refused yet")
-		}
 		return nil
 	})
+	load.invokes.waitRefused(t, f, "an invoke refused without Redis")
 	rd.Start(t)
 	f.back = time.Now()
 	load.settle(t, ready, f)
@@ -130,12 +128,7 @@ func TestRedisAndPostgresLostUnderLoad(t *testing.T) {
 	// done.
 	f = begin("PostgreSQL SIGKILL, started again", false)
 	pg.Kill(t)
-	wait.For(t, lossWithin, "ingress to refuse without PostgreSQL", func() error {
-		if _, _, refused := pause(load.messages.answers(), f.start, time.Now()); !refused {
-			return errors.New("no message refused yet")
-		}
-		return nil
-	})
+	load.messages.waitRefused(t, f, "a message refused without PostgreSQL")
 	pg.Start(t)
 	f.back = time.Now()
 	load.settle(t, ready, f)
@@ -204,6 +197,15 @@ func (a *answers) answers() []answer {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.all)
+}
+
+// waitRefused waits until an answer since f began is not 200.
+func (a *answers) waitRefused(t *testing.T, f *fault, what string) {
+	t.Helper()
+	wait.Until(t, lossWithin, what, func() bool {
+		_, _, refused := pause(a.answers(), f.start, time.Now())
+		return refused
+	})
 }
 
 // pause finds, among all (in the order answered), the first answer
@@ -365,7 +367,7 @@ func (l *lossLoad) send(from int64) {
 	defer l.wg.Done()
 	for !l.stopped.Load() {
 		id := int(l.next.Add(1))
-		body := telegramMessage(id, from, "Lou", fmt.Sprintf("update %d", id))
+		body := telegramMessage(id, from, "Lou", updateText(id))
 		deadline := time.Now().Add(lossRetryFor)
 		for {
 			sent := time.Now()
@@ -389,6 +391,9 @@ func (l *lossLoad) send(from int64) {
 		time.Sleep(lossPace)
 	}
 }
+
+// updateText is the text of the load's message id.
+func updateText(id int) string { return fmt.Sprintf("update %d", id) }
 
 // invoke calls the flow with a new key each round until it is answered
 // 200; then sends the same call again, and the call of a key from
@@ -560,38 +565,25 @@ func (l *lossLoad) check(t *testing.T, faults []*fault) {
 	l.mu.Lock()
 	accepted := len(l.accepted)
 	l.mu.Unlock()
-	var ids map[int]string
+	var ids map[string]string
 	var repeats int
 	l.rcv.Await(t, fmt.Sprintf("the %d accepted messages delivered", accepted), func(got []receiver.Request) bool {
-		ids, repeats = map[int]string{}, 0
-		for _, r := range got {
-			var ev customerEvent
-			if err := json.Unmarshal(r.Body, &ev); err != nil {
-				t.Fatalf("delivery %s: %v", r.Delivery(), err)
-			}
-			text, _ := ev.Data.Message["text"].(string)
-			id, err := strconv.Atoi(strings.TrimPrefix(text, "update "))
-			if err != nil {
-				t.Fatalf("delivery %s: text %q is no message of the load", r.Delivery(), text)
-			}
-			if prev, ok := ids[id]; ok {
-				if prev != r.Delivery() {
-					t.Fatalf("update %d delivered under two ids, %s and %s: stored twice", id, prev, r.Delivery())
-				}
-				repeats++
-				continue
-			}
-			ids[id] = r.Delivery()
+		var err error
+		if ids, repeats, err = deliveriesByText(got); err != nil {
+			t.Fatal(err)
 		}
 		return len(ids) >= accepted
 	})
 	l.mu.Lock()
 	for id := range l.accepted {
-		if _, ok := ids[id]; !ok {
+		if _, ok := ids[updateText(id)]; !ok {
 			t.Errorf("update %d was accepted and never delivered", id)
 		}
 	}
 	l.mu.Unlock()
+	if len(ids) != accepted {
+		t.Errorf("%d messages delivered, %d accepted", len(ids), accepted)
+	}
 	t.Logf("messages: %d accepted, every one delivered; %d deliveries came again under their id (at least once)", accepted, repeats)
 
 	// Each key's flow ran once, or once more for each of its tries

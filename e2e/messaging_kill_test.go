@@ -100,30 +100,15 @@ func TestMessagingSurvivesSIGKILL(t *testing.T) {
 	t.Logf("every update accepted; %d posts were retried around the kill", retried.Load())
 
 	// Every update once by delivery id; repeats of an id are allowed.
-	deliveryOf := map[string]string{} // update's text -> delivery id
-	got := rcv.Await(t, fmt.Sprintf("%d updates delivered", updates), func(got []receiver.Request) bool {
-		seen := map[string]bool{}
-		for _, r := range got {
-			seen[r.Delivery()] = true
+	var deliveryOf map[string]string
+	var repeats int
+	rcv.Await(t, fmt.Sprintf("%d updates delivered", updates), func(got []receiver.Request) bool {
+		var err error
+		if deliveryOf, repeats, err = deliveriesByText(got); err != nil {
+			t.Fatal(err)
 		}
-		return len(seen) >= updates
+		return len(deliveryOf) >= updates
 	})
-	repeats := 0
-	for _, r := range got {
-		var ev customerEvent
-		if err := json.Unmarshal(r.Body, &ev); err != nil {
-			t.Fatalf("delivery %s: %v", r.Delivery(), err)
-		}
-		text, _ := ev.Data.Message["text"].(string)
-		if id, ok := deliveryOf[text]; ok {
-			if id != r.Delivery() {
-				t.Errorf("%q delivered under two ids, %s and %s: an update stored twice", text, id, r.Delivery())
-			}
-			repeats++
-			continue
-		}
-		deliveryOf[text] = r.Delivery()
-	}
 	if len(deliveryOf) != updates {
 		t.Fatalf("%d distinct updates delivered, want %d", len(deliveryOf), updates)
 	}
@@ -155,6 +140,31 @@ func telegramMessage(updateID int, from int64, name, text string) string {
 		"text": text,
 	}})
 	return string(b)
+}
+
+// deliveriesByText files the deliveries of customers' messages by the
+// message's text: the delivery id each text came under, and how many
+// deliveries came again under theirs (at least once, as docs/webhooks.md
+// "Answering a delivery" allows). A text under two ids is an error: its
+// message was stored twice.
+func deliveriesByText(got []receiver.Request) (ids map[string]string, repeats int, err error) {
+	ids = map[string]string{}
+	for _, r := range got {
+		var ev customerEvent
+		if err := json.Unmarshal(r.Body, &ev); err != nil {
+			return nil, 0, fmt.Errorf("delivery %s: %w", r.Delivery(), err)
+		}
+		text, _ := ev.Data.Message["text"].(string)
+		if id, ok := ids[text]; ok {
+			if id != r.Delivery() {
+				return nil, 0, fmt.Errorf("%q delivered under two ids, %s and %s: its message stored twice", text, id, r.Delivery())
+			}
+			repeats++
+			continue
+		}
+		ids[text] = r.Delivery()
+	}
+	return ids, repeats, nil
 }
 
 // telegramClient posts updates as Telegram does, which gives up on an

@@ -222,21 +222,38 @@ func createDatabase(t testing.TB, base, name string, schemas []schemaSet) string
 	return own.String()
 }
 
+// ForgetRedis deletes every key of the test's prefix, as a flush of
+// Redis, or a failover to a replica that had none of them, loses them all.
+func (e *Env) ForgetRedis(t testing.TB) {
+	t.Helper()
+	if err := e.deleteRedisKeys(); err != nil {
+		t.Fatalf("testenv: forget redis keys: %v", err)
+	}
+}
+
 func (e *Env) cleanRedis(t testing.TB) {
+	if err := e.deleteRedisKeys(); err != nil {
+		t.Logf("testenv: clean redis: %v", err)
+	}
+}
+
+// deleteRedisKeys deletes every key of the test's prefix; a Redis that
+// cannot be reached has none left to delete.
+func (e *Env) deleteRedisKeys() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client, err := redisx.Open(ctx, e.RedisURL)
 	if err != nil {
-		return
+		return nil
 	}
 	defer client.Close()
 	iter := client.Scan(ctx, 0, e.RedisPrefix+"*", 500).Iterator()
 	for iter.Next(ctx) {
-		client.Del(ctx, iter.Val())
+		if err := client.Del(ctx, iter.Val()).Err(); err != nil {
+			return err
+		}
 	}
-	if err := iter.Err(); err != nil {
-		t.Logf("testenv: clean redis: %v", err)
-	}
+	return iter.Err()
 }
 
 func (e *Env) cleanNATS(t testing.TB) {

@@ -84,6 +84,17 @@ func (h *harness) keyed(ws, flowID, key, body string) (int, http.Header, []byte)
 	return h.call(ws, full, http.MethodPost, "/v1/flows/"+flowID+"/invoke", body, map[string]string{idempotency.Header: key})
 }
 
+// keyedLater is keyed on a goroutine of its own, for a call that is held
+// while the test goes on: its answer's body comes on the channel.
+func (h *harness) keyedLater(ws, flowID, key, body string) <-chan []byte {
+	answer := make(chan []byte, 1)
+	go func() {
+		_, _, b := h.keyed(ws, flowID, key, body)
+		answer <- b
+	}()
+	return answer
+}
+
 // runCount is how many runs the workspace has stored.
 func (h *harness) runCount(ws string) int {
 	h.t.Helper()
@@ -219,11 +230,7 @@ func TestRepeatWhileRunning(t *testing.T) {
 	held := newHold(t)
 	ws := uuid.NewString()
 	id := h.publish(ws, "", heldFlow(held))
-	first := make(chan []byte, 1)
-	go func() {
-		_, _, b := h.keyed(ws, id, "slow", `{"input": {}}`)
-		first <- b
-	}()
+	first := h.keyedLater(ws, id, "slow", `{"input": {}}`)
 	held.wait(t, 1)
 	status, _, body := h.keyed(ws, id, "slow", `{"input": {}}`)
 	wantError(t, status, body, http.StatusConflict, idempotency.CodeInProgress)
@@ -510,7 +517,7 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	const body = `{"input": {"n": 3}}`
 	_, _, first := h.keyed(ws, id, "k", body)
 	ctx := context.Background()
-	h.forgetRedis()
+	h.env.ForgetRedis(t)
 	status, hd, again := h.keyed(ws, id, "k", body)
 	if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "true" || !jsonEqual(t, first, again) {
 		t.Fatalf("after a Redis flush: %d %v %s", status, hd, again)
@@ -519,7 +526,7 @@ func TestCommittedRunNeverReruns(t *testing.T) {
 	wantError(t, status, b, http.StatusUnprocessableEntity, idempotency.CodeKeyReuse)
 
 	// Died between commit and Redis write: the key's claim is left running.
-	h.forgetRedis()
+	h.env.ForgetRedis(t)
 	if res, err := h.keyStore().Begin(ctx, ws, "k", idempotency.Fingerprint(http.MethodPost, "/v1/flows/"+id+"/invoke", []byte(body))); err != nil || res.State != idempotency.Claimed {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
@@ -545,19 +552,11 @@ func TestKeyLostWhileRunningIsAnsweredByTheFirstReceipt(t *testing.T) {
 	firstHold, repeatHold := newHold(t), newHold(t)
 	id := h.publish(ws, "", heldFlow(firstHold))
 	const body = `{"input": {}}`
-	first := make(chan []byte, 1)
-	go func() {
-		_, _, b := h.keyed(ws, id, "lost", body)
-		first <- b
-	}()
+	first := h.keyedLater(ws, id, "lost", body)
 	firstHold.wait(t, 1)
-	h.forgetRedis()
+	h.env.ForgetRedis(t)
 	h.publish(ws, id, heldFlow(repeatHold))
-	repeat := make(chan []byte, 1)
-	go func() {
-		_, _, b := h.keyed(ws, id, "lost", body)
-		repeat <- b
-	}()
+	repeat := h.keyedLater(ws, id, "lost", body)
 	repeatHold.wait(t, 1)
 	firstHold.letGo()
 	firstAnswer := <-first
@@ -574,24 +573,7 @@ func TestKeyLostWhileRunningIsAnsweredByTheFirstReceipt(t *testing.T) {
 		if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "true" || !jsonEqual(t, firstAnswer, again) {
 			t.Fatalf("the key %s: %d %s; want the first call's answer replayed, %s", when, status, again, firstAnswer)
 		}
-		h.forgetRedis()
-	}
-}
-
-// forgetRedis deletes every key of the service's: Redis flushed, or
-// failed over to a replica that had none of them.
-func (h *harness) forgetRedis() {
-	h.t.Helper()
-	ctx := context.Background()
-	rdb := h.env.Redis(h.t)
-	keys, err := rdb.Keys(ctx, h.cfg.RedisPrefix+"*").Result()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if len(keys) > 0 {
-		if err := rdb.Del(ctx, keys...).Err(); err != nil {
-			h.t.Fatal(err)
-		}
+		h.env.ForgetRedis(t)
 	}
 }
 

@@ -81,23 +81,6 @@ func (h *harness) mustKeyed(ws, path, key, body string) answer {
 	return a
 }
 
-// flushKeys deletes every Redis key of the test, as a flush or a failover
-// would lose them.
-func (h *harness) flushKeys() {
-	h.t.Helper()
-	ctx := context.Background()
-	rdb := h.env.Redis(h.t)
-	keys, err := rdb.Keys(ctx, h.cfg.RedisPrefix+"*").Result()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if len(keys) > 0 {
-		if err := rdb.Del(ctx, keys...).Err(); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-}
-
 // sendTarget is a fresh conversation or comment a route sends to.
 type sendTarget struct {
 	path string
@@ -453,13 +436,13 @@ func TestSendReceiptAnswersWhatRedisLost(t *testing.T) {
 			t.Fatalf("%d receipts", n)
 		}
 
-		h.flushKeys()
+		h.env.ForgetRedis(t)
 		wantReplay(t, h.mustKeyed(ws, tg.path, "durable", body), first, "after a Redis flush")
-		h.flushKeys()
+		h.env.ForgetRedis(t)
 		wantCode(t, h.mustKeyed(ws, tg.path, "durable", tg.body("Other")), http.StatusUnprocessableEntity, idempotency.CodeKeyReuse, "another body after a flush")
 
 		// Died between the commit and the Redis write.
-		h.flushKeys()
+		h.env.ForgetRedis(t)
 		keys := idempotency.New(h.env.Redis(t), redisx.Keys{Prefix: h.cfg.RedisPrefix}, httpport.SendKeyScope, idempotency.Options{})
 		fp := idempotency.Fingerprint(http.MethodPost, tg.path, []byte(body))
 		if res, err := keys.Begin(context.Background(), ws, "durable", fp); err != nil || res.State != idempotency.Claimed {
@@ -595,7 +578,7 @@ func TestSendThatReachedTheCustomerKeepsItsAnswer(t *testing.T) {
 			t.Fatalf("%s: %d platform calls, want 2", tc.name, sends()-before)
 		}
 		wantReplay(t, h.mustKeyed(ws, tc.path, tc.name, tc.body), first, tc.name+", repeated")
-		h.flushKeys()
+		h.env.ForgetRedis(t)
 		wantReplay(t, h.mustKeyed(ws, tc.path, tc.name, tc.body), first, tc.name+", repeated after a Redis flush")
 		if sends() != before+2 {
 			t.Fatalf("%s: the repeats sent %d more", tc.name, sends()-before-2)

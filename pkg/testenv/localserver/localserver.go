@@ -15,6 +15,7 @@ package localserver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // within bounds how long a server may take to start, stop or come back on
@@ -84,6 +87,21 @@ func (p *process) start(t testing.TB) {
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
+}
+
+// startReady runs the process and waits until ready, which is given a
+// bounded context, says it serves; it fails t if the process exits first.
+func (p *process) startReady(t testing.TB, ready func(ctx context.Context) error) {
+	t.Helper()
+	p.start(t)
+	wait.For(t, within, p.name+" ready", func() error {
+		if !p.running() {
+			t.Fatalf("localserver: %s exited during start:\n%s", p.name, p.logTail())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return ready(ctx)
+	})
 }
 
 // running reports whether the process is alive.

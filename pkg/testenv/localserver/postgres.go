@@ -10,12 +10,10 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parleyhq/parley/pkg/testenv/ports"
-	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // pgBin is where Debian puts PostgreSQL 15's server binaries, which are not
@@ -121,13 +119,7 @@ func (p *Postgres) Kill(t testing.TB) {
 // it accepts connections.
 func (p *Postgres) Start(t testing.TB) {
 	t.Helper()
-	p.proc.start(t)
-	wait.For(t, within, p.proc.name+" accepting connections", func() error {
-		if !p.proc.running() {
-			t.Fatalf("localserver: %s exited during start:\n%s", p.proc.name, p.proc.logTail())
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	p.proc.startReady(t, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, p.URL)
 		if err != nil {
 			return err

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/parleyhq/parley/pkg/testenv/ports"
-	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // Redis is a test's own redis-server, which keeps nothing on disk: a
@@ -80,17 +79,9 @@ func (r *Redis) Kill(t testing.TB) {
 // it answers PING.
 func (r *Redis) Start(t testing.TB) {
 	t.Helper()
-	r.proc.start(t)
 	client := r.client()
 	defer client.Close()
-	wait.For(t, within, r.proc.name+" answering", func() error {
-		if !r.proc.running() {
-			t.Fatalf("localserver: %s exited during start:\n%s", r.proc.name, r.proc.logTail())
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return client.Ping(ctx).Err()
-	})
+	r.proc.startReady(t, func(ctx context.Context) error { return client.Ping(ctx).Err() })
 }
 
 // Restart is Kill, then Start: the server comes back empty on its port.
