@@ -190,9 +190,10 @@ func (s EventsStream) WorkspaceSubjects(workspaceID string) string {
 	return s.SubjectPrefix + "." + workspaceID + ".>"
 }
 
-// Ensure creates the stream, or brings an existing one to these settings.
+// Ensure creates the stream, or brings an existing one to these settings,
+// and waits until it is placed on its servers (see ensureStream).
 func (s EventsStream) Ensure(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
-	cfg := jetstream.StreamConfig{
+	return ensureStream(ctx, js, jetstream.StreamConfig{
 		Name:        s.Name,
 		Description: "Parley customer events, delivered to webhooks",
 		Subjects:    []string{s.SubjectPrefix + ".>"},
@@ -202,12 +203,25 @@ func (s EventsStream) Ensure(ctx context.Context, js jetstream.JetStream) (jetst
 		Duplicates:  EventsDedupWindow,
 		Discard:     jetstream.DiscardOld,
 		Replicas:    s.NumReplicas(),
-	}
-	stream, err := js.CreateOrUpdateStream(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", s.Name, err)
-	}
-	return stream, nil
+	})
+}
+
+// EnsureWorkQueue creates s as a work queue (a message is removed once
+// acked), with the events stream's age and duplicate window, or brings an
+// existing one to these settings, as Ensure does: the chat stream
+// (EnsureChat) and the dispatcher's replay stream.
+func (s EventsStream) EnsureWorkQueue(ctx context.Context, js jetstream.JetStream, description string) (jetstream.Stream, error) {
+	return ensureStream(ctx, js, jetstream.StreamConfig{
+		Name:        s.Name,
+		Description: description,
+		Subjects:    []string{s.SubjectPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		MaxAge:      EventsMaxAge,
+		Duplicates:  EventsDedupWindow,
+		Discard:     jetstream.DiscardOld,
+		Replicas:    s.NumReplicas(),
+	})
 }
 
 // ChatStream is the stream of chat turns (events.v1.ChatTurn): the
@@ -226,24 +240,9 @@ func (s EventsStream) ChatSubject(workspaceID, conversationID string) string {
 }
 
 // EnsureChat creates s, a ChatStream, or brings it to these settings: a
-// work queue (a turn is removed once the flow-runner has answered it),
-// with the events stream's age and duplicate window.
+// work queue (a turn is removed once the flow-runner has answered it).
 func (s EventsStream) EnsureChat(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        s.Name,
-		Description: "Parley chat turns, answered by the built-in AI",
-		Subjects:    []string{s.SubjectPrefix + ".>"},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		MaxAge:      EventsMaxAge,
-		Duplicates:  EventsDedupWindow,
-		Discard:     jetstream.DiscardOld,
-		Replicas:    s.NumReplicas(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", s.Name, err)
-	}
-	return stream, nil
+	return s.EnsureWorkQueue(ctx, js, "Parley chat turns, answered by the built-in AI")
 }
 
 // Ready reports whether the connection is usable, for readiness probes.

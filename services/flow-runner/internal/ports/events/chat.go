@@ -58,18 +58,16 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config, a Answerer, 
 	if _, err := cfg.Stream.EnsureChat(ctx, js); err != nil {
 		return nil, err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream.Name, jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
+	// A turn is handed out again until it is answered: it waits for its
+	// turn as long as it must.
+	cons, err := cfg.Stream.EnsureDurable(ctx, js, natsx.Durable{
+		Name:          cfg.Durable,
 		Description:   "flow-runner: the built-in AI answers customer messages",
-		FilterSubject: cfg.Stream.SubjectPrefix + ".>",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1, // a turn waits for its turn as long as it must
 		MaxAckPending: 4096,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chat consumer %s: %w", cfg.Durable, err)
+		return nil, err
 	}
 	h := handler{a: a, ackWait: cfg.AckWait}
 	return natsx.Consume(cons, cfg.Concurrency, h.handle, log)

@@ -41,23 +41,10 @@ func Stream(events natsx.EventsStream) natsx.EventsStream {
 
 // Ensure creates the replay stream or brings it to these settings: a work
 // queue (a request is removed once acked), kept no longer than the events
-// it replays, with the events stream's duplicate window.
+// it replays, with the events stream's duplicate window and replicas.
 func Ensure(ctx context.Context, js jetstream.JetStream, s natsx.EventsStream) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        s.Name,
-		Description: "Parley replay requests, delivered to webhooks again",
-		Subjects:    []string{s.SubjectPrefix + ".>"},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		MaxAge:      natsx.EventsMaxAge,
-		Duplicates:  natsx.EventsDedupWindow,
-		Discard:     jetstream.DiscardOld,
-		Replicas:    s.NumReplicas(),
-	})
-	if err != nil {
-		return fmt.Errorf("ensure stream %s: %w", s.Name, err)
-	}
-	return nil
+	_, err := s.EnsureWorkQueue(ctx, js, "Parley replay requests, delivered to webhooks again")
+	return err
 }
 
 // Source reads the events stream.
@@ -87,6 +74,14 @@ func (s *Source) LastSeq(ctx context.Context) (uint64, error) {
 // at q.From when continuing), removed when the scan ends. The consumer's
 // pending count says when the matching events are all read, so the scan
 // never waits for events that are not there.
+//
+// The consumer has one replica whatever EVENTS_REPLICAS says (nats-server
+// places an ephemeral consumer on one server): it lives for one scan,
+// seconds, and its state is where the scan has read to, which the scan
+// holds too. Should its server go, or the stream's replicas change under
+// it (which removes it), the scan fails and the replay call answers an
+// error, to be made again. Replicating it would have three servers keep,
+// for seconds, what the scan already knows.
 func (s *Source) Events(ctx context.Context, q replay.Scan) iter.Seq2[replay.Event, error] {
 	return func(yield func(replay.Event, error) bool) {
 		filter := s.stream.WorkspaceSubjects(q.WorkspaceID)

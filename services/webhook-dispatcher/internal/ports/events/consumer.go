@@ -68,21 +68,14 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, l
 	if _, err := cfg.Stream.Ensure(ctx, js); err != nil {
 		return nil, err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream.Name, jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
+	cons, err := cfg.Stream.EnsureDurable(ctx, js, natsx.Durable{
+		Name:          cfg.Durable,
 		Description:   "webhook dispatcher: delivers customer events to webhooks",
-		FilterSubject: cfg.Stream.SubjectPrefix + ".>",
-		// A consumer created on a stream that already holds events
-		// delivers them too: nothing published before the first
-		// dispatcher started is lost.
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1, // transient failures retry until the stream's age limit
 		MaxAckPending: MaxAckPending,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
+		return nil, err
 	}
 	return natsx.Consume(cons, cfg.InHand, newEvents(cfg.Stream.SubjectPrefix, cfg.Fresh, h, log).handle, log)
 }

@@ -28,18 +28,14 @@ func (f HandlerFunc) DeliverEvent(ctx context.Context, ev *eventsv1.Event, _ boo
 // request is acked once its outcome is stored, and anything transient
 // (a delivery under way elsewhere included) comes back after a delay.
 func StartReplay(ctx context.Context, js jetstream.JetStream, cfg Config, h Handler, log *zap.Logger) (*natsx.Consumer, error) {
-	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream.Name, jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
+	cons, err := cfg.Stream.EnsureDurable(ctx, js, natsx.Durable{
+		Name:          cfg.Durable,
 		Description:   "webhook dispatcher: delivers replayed events to webhooks",
-		FilterSubject: cfg.Stream.SubjectPrefix + ".>",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1,
 		MaxAckPending: MaxAckPending,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, cfg.Stream.Name, err)
+		return nil, err
 	}
 	log = log.With(zap.String("queue", "replay"))
 	return natsx.Consume(cons, cfg.InHand, newEvents(cfg.Stream.SubjectPrefix, 0, h, log).handle, log)
