@@ -96,9 +96,18 @@ type Check struct {
 	Check func(ctx context.Context) error
 }
 
+// Shown is something /readyz shows operators beside its checks, under
+// Name, without judging it: Show's value, as JSON. Show must not wait on a
+// dependency (a probe has a second or so); it returns what was read last.
+type Shown struct {
+	Name string
+	Show func() any
+}
+
 // MountProbes adds /healthz (the process is alive), /readyz (every check
-// passes) and /metrics (Prometheus, from reg) to e.
-func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks ...Check) {
+// passes; each of shown is added to the answer) and /metrics (Prometheus,
+// from reg) to e.
+func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks []Check, shown ...Shown) {
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -119,7 +128,11 @@ func MountProbes(e *echo.Echo, reg prometheus.Gatherer, checks ...Check) {
 		if !ready {
 			status = http.StatusServiceUnavailable
 		}
-		return c.JSON(status, map[string]any{"ready": ready, "checks": result})
+		answer := map[string]any{"ready": ready, "checks": result}
+		for _, sh := range shown {
+			answer[sh.Name] = sh.Show()
+		}
+		return c.JSON(status, answer)
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
@@ -72,6 +73,7 @@ type App struct {
 	conn    config.Connections
 	log     *zap.Logger
 	checks  []httpx.Check
+	shown   []httpx.Shown
 	rpc     *rpc.Server // nil until Serve starts one
 	steps   []step      // OnStop and Go, run latest first
 	closes  []step      // the connections, in the order they close
@@ -212,6 +214,35 @@ func (a *App) Go(what string, run func(ctx context.Context)) {
 	})
 }
 
+// PlacementsEvery is how often a service reads again where the streams
+// and consumers it shows (ShowJetStream) are.
+const PlacementsEvery = 10 * time.Second
+
+// ShowJetStream logs where each of the streams and durable consumers the
+// service ensured at start lives (of names them: natsx.Placement's Stream
+// and Consumer), with its replicas, leader and the servers that hold it,
+// and shows them on /readyz under "jetstream" from then on. They are read
+// again every PlacementsEvery in the background, so a probe never waits on
+// JetStream, and they never make the service unready: a stream electing a
+// leader for a few seconds must not take every instance out of its
+// Service at once, and what a service cannot publish meanwhile waits in
+// its outbox or in the stream.
+func (a *App) ShowJetStream(ctx context.Context, js jetstream.JetStream, of ...natsx.Placement) {
+	placements := natsx.NewPlacements(ctx, js, of...)
+	for _, p := range placements.Last() {
+		switch {
+		case p.Error != "":
+			a.log.Warn("jetstream placement not read", zap.String("stream", p.Stream), zap.String("consumer", p.Consumer), zap.String("error", p.Error))
+		case p.Consumer != "":
+			a.log.Info("consumer ensured", p.Fields()...)
+		default:
+			a.log.Info("stream ensured", p.Fields()...)
+		}
+	}
+	a.shown = append(a.shown, httpx.Shown{Name: "jetstream", Show: func() any { return placements.Last() }})
+	a.Go("jetstream placements", func(ctx context.Context) { placements.Run(ctx, PlacementsEvery) })
+}
+
 // Ports are what a service serves, as its wiring built them.
 type Ports struct {
 	// Public is served on the service's own address, beside /healthz,
@@ -248,7 +279,7 @@ func (a *App) Serve(ctx context.Context, addr string, p Ports) error {
 	if public == nil {
 		public = httpx.NewEcho(a.log)
 	}
-	httpx.MountProbes(public, a.Metrics, a.checks...)
+	httpx.MountProbes(public, a.Metrics, a.checks, a.shown...)
 	if err := a.serveEndpoints(p.Endpoints); err != nil {
 		a.Close()
 		return err

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -20,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/pkg/db"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/pkg/testenv"
@@ -233,5 +236,79 @@ func TestServeRefusesEndpointsWithoutNATS(t *testing.T) {
 	}
 	if !logged(logs, "redis closed") || !logged(logs, "stopped") {
 		t.Fatalf("no orderly shutdown after the refusal: %q", messages(logs))
+	}
+}
+
+// ShowJetStream logs where each stream and consumer is at start, and
+// /readyz shows it from then on without judging it: a stream that cannot
+// be read is shown with its error, and the service is still ready.
+func TestShowJetStream(t *testing.T) {
+	t.Parallel()
+	app, env, logs := open(t)
+	ctx := context.Background()
+	js, err := jetstream.New(app.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Stream.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Stream.EnsureDurable(ctx, js, natsx.Durable{Name: "shown", AckWait: time.Minute, MaxAckPending: 10}); err != nil {
+		t.Fatal(err)
+	}
+	missing := env.Stream.Named("missing").Name
+	app.ShowJetStream(ctx, js, natsx.Placement{Stream: env.Stream.Name}, natsx.Placement{Stream: env.Stream.Name, Consumer: "shown"},
+		natsx.Placement{Stream: missing})
+
+	server := app.NATS.ConnectedServerName()
+	for _, what := range []string{"stream ensured", "consumer ensured"} {
+		entries := logs.FilterMessage(what).AllUntimed()
+		if len(entries) != 1 {
+			t.Fatalf("%d lines %q, want 1", len(entries), what)
+		}
+		fields := entries[0].ContextMap()
+		if fields["stream"] != env.Stream.Name || fields["replicas"] != int64(1) || fields["leader"] != server ||
+			!slices.Equal(fields["current"].([]any), []any{server}) {
+			t.Errorf("%s logged %v; want the stream, 1 replica, %s leading and current", what, fields, server)
+		}
+	}
+	if logs.FilterMessage("stream ensured").FilterField(zap.String("stream", missing)).Len() != 0 {
+		t.Errorf("a stream that could not be read was logged as ensured")
+	}
+
+	addr := ports.FreeAddr(t)
+	serveCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(serveCtx, addr, service.Ports{}) }()
+	var ready struct {
+		Ready     bool              `json:"ready"`
+		JetStream []natsx.Placement `json:"jetstream"`
+	}
+	wait.For(t, 10*time.Second, "ready", func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(&ready)
+	})
+	if !ready.Ready || len(ready.JetStream) != 3 {
+		t.Fatalf("/readyz %+v; want ready, with three placements", ready)
+	}
+	stream, cons, gone := ready.JetStream[0], ready.JetStream[1], ready.JetStream[2]
+	if stream.Stream != env.Stream.Name || stream.Replicas != 1 || stream.Leader != server || stream.Error != "" ||
+		cons.Consumer != "shown" || cons.Replicas != 1 || cons.Leader != server {
+		t.Errorf("/readyz shows %+v and %+v", stream, cons)
+	}
+	if gone.Stream != missing || !strings.Contains(gone.Error, "not found") {
+		t.Errorf("/readyz shows the missing stream as %+v", gone)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -179,8 +179,9 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	if err != nil {
 		return service.Ports{}, fmt.Errorf("jetstream: %w", err)
 	}
+	chatStream := natsx.ChatStream(natsx.Events(cfg.Connections))
 	chatTurns, err := events.Start(ctx, js, events.Config{
-		Stream:      natsx.ChatStream(natsx.Events(cfg.Connections)),
+		Stream:      chatStream,
 		Durable:     cfg.ChatConsumer,
 		Concurrency: cfg.ChatConcurrency,
 		AckWait:     cfg.ChatAckWait,
@@ -189,6 +190,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		return service.Ports{}, err
 	}
 	svc.OnStop("chat turns", chatTurns.Stop)
+	svc.ShowJetStream(ctx, js, natsx.Placement{Stream: chatStream.Name}, natsx.Placement{Stream: chatStream.Name, Consumer: cfg.ChatConsumer})
 	svc.Go("chat runs' delays", func(ctx context.Context) { uc.WakeChatRuns(ctx, cfg.ChatWakeInterval) })
 
 	svc.Go("idempotency receipt retention", func(ctx context.Context) { uc.RunReceiptRetention(ctx, receiptRetentionEvery) })

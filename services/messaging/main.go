@@ -91,6 +91,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	if _, err := chat.EnsureChat(ctx, js); err != nil {
 		return service.Ports{}, err
 	}
+	svc.ShowJetStream(ctx, js, natsx.Placement{Stream: stream.Name}, natsx.Placement{Stream: chat.Name})
 	// Private replies count into the page's daily cap shared with every
 	// other private-reply producer (pkg/dailycap), in DAILY_RESET_TZ days.
 	resetZone, err := cfg.Location()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
@@ -37,12 +38,18 @@ func TestRunServesAndStops(t *testing.T) {
 	bg.WaitReady(base, 15*time.Second)
 	ctx := context.Background()
 	var ready struct {
-		Ready  bool
-		Checks map[string]string
+		Ready     bool
+		Checks    map[string]string
+		JetStream []natsx.Placement
 	}
 	getJSON(t, base+"/readyz", &ready)
 	if !ready.Ready || ready.Checks["postgres"] != "ok" || ready.Checks["nats"] != "ok" {
 		t.Fatalf("readyz = %+v", ready)
+	}
+	// It shows where the streams it ensured are.
+	if js := ready.JetStream; len(js) != 2 || js[0].Stream != env.Stream.Name || js[1].Stream != natsx.ChatStream(env.Stream).Name ||
+		js[0].Replicas != 1 || js[0].Leader == "" || js[1].Replicas != 1 {
+		t.Fatalf("readyz shows the streams as %+v", js)
 	}
 	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: %v", err)

@@ -181,6 +181,9 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	svc.OnStop("event consumers", consumer.Stop, replayConsumer.Stop)
 
 	log.Info("consuming", zap.String("consumer", cfg.Consumer))
+	svc.ShowJetStream(ctx, js,
+		natsx.Placement{Stream: eventsStream.Name}, natsx.Placement{Stream: eventsStream.Name, Consumer: cfg.Consumer},
+		natsx.Placement{Stream: replayStream.Name}, natsx.Placement{Stream: replayStream.Name, Consumer: cfg.Consumer})
 	svc.Go("delivery log retention", func(ctx context.Context) { uc.RunRetention(ctx, retentionEvery) })
 	svc.Go("metrics sampler", func(ctx context.Context) { sampler.Run(ctx, cfg.MetricsInterval) })
 	return service.Ports{Endpoints: []service.Endpoint{
