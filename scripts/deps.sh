@@ -81,8 +81,16 @@ ensure_redis() {
 }
 
 ensure_nats() {
-  read -r host port < <(host_port "${NATS_URL:-nats://127.0.0.1:4222}" 4222)
-  reachable "$host" "$port" && return 0
+  # NATS_URL may list a cluster's servers, comma-separated: one that
+  # answers will do, as it does for the services. Only a single local
+  # server is started.
+  local urls url host port
+  IFS=, read -ra urls <<<"${NATS_URL:-nats://127.0.0.1:4222}"
+  for url in "${urls[@]}"; do
+    read -r host port < <(host_port "${url// /}" 4222)
+    reachable "$host" "$port" && return 0
+  done
+  [ "${#urls[@]}" -eq 1 ] || { log "none of the NATS servers of NATS_URL answers"; return 1; }
   is_local "$host" || { log "NATS at $host:$port does not answer"; return 1; }
   command -v nats-server >/dev/null || apt_install nats-server
   log "starting NATS with JetStream"

@@ -198,8 +198,8 @@ func envNames(t reflect.Type, out map[string]string) {
 }
 
 // Masked returns the settings as env name → value for logging. Fields tagged
-// secret:"true" are replaced by "***"; secret:"url" keeps the URL but hides
-// its password.
+// secret:"true" are replaced by "***"; secret:"url" keeps the URLs but hides
+// their secrets (RedactURL).
 func Masked(cfg any) map[string]string {
 	out := map[string]string{}
 	mask(reflect.ValueOf(cfg), out)
@@ -231,19 +231,39 @@ func mask(v reflect.Value, out map[string]string) {
 				val = "***"
 			}
 		case "url":
-			val = redactURL(val)
+			val = RedactURL(val)
 		}
 		out[name] = val
 	}
 }
 
-func redactURL(raw string) string {
+// RedactURL hides the secrets of raw, one URL or several comma-separated
+// (NATS_URL lists a cluster's servers): the password of each, and the
+// user of a NATS URL without one, which is a token (nats://TOKEN@host).
+// What does not parse is hidden whole.
+func RedactURL(raw string) string {
+	urls := strings.Split(raw, ",")
+	for i, one := range urls {
+		urls[i] = redactOne(strings.TrimSpace(one))
+	}
+	return strings.Join(urls, ",")
+}
+
+func redactOne(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "***"
 	}
+	if u.User == nil {
+		return raw
+	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "***")
+	} else if natsSchemes[u.Scheme] {
+		u.User = url.User("***")
 	}
 	return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
 }
+
+// natsSchemes are the schemes of NATS URLs, whose lone user is a token.
+var natsSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}

@@ -66,3 +66,44 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactURL: NATS_URL lists a cluster's servers; the password (or the
+// token a NATS URL gives as its user) of every one is hidden, and the rest
+// is kept to tell the servers apart.
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, give, want string
+	}{
+		{"one", "nats://parley:s3cret@n1:4222", "nats://parley:***@n1:4222"},
+		{"a list", "nats://parley:s3cret@n1:4222,nats://parley:s3cret2@n2:4222, tls://parley:s3cret3@n3:4222",
+			"nats://parley:***@n1:4222,nats://parley:***@n2:4222,tls://parley:***@n3:4222"},
+		{"tokens", "nats://s3cret-token@n1:4222,nats://s3cret-token@n2:4222", "nats://***@n1:4222,nats://***@n2:4222"},
+		{"no credentials", "nats://n1:4222,nats://n2:4222", "nats://n1:4222,nats://n2:4222"},
+		{"one of three unparsable", "nats://parley:s3cret@n1:4222,nats://parley:s3cret@[n2,nats://n3:4222",
+			"nats://parley:***@n1:4222,***,nats://n3:4222"},
+		{"a user is no secret elsewhere", "postgres://parley@db:5432/parley", "postgres://parley@db:5432/parley"},
+	}
+	for _, tt := range tests {
+		got := config.RedactURL(tt.give)
+		if got != tt.want {
+			t.Errorf("%s: redacted as %q, want %q", tt.name, got, tt.want)
+		}
+		if strings.Contains(got, "s3cret") {
+			t.Errorf("%s: a secret shows: %q", tt.name, got)
+		}
+	}
+}
+
+// TestMaskedRedactsEveryURLOfAList: the start-up log shows a list of NATS
+// servers with every password hidden.
+func TestMaskedRedactsEveryURLOfAList(t *testing.T) {
+	t.Setenv("NATS_URL", "nats://parley:s3cret@n1:4222,nats://parley:s3cret2@n2:4222")
+	cfg, err := config.Load[testConfig]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := config.Masked(cfg)["NATS_URL"], "nats://parley:***@n1:4222,nats://parley:***@n2:4222"; got != want {
+		t.Errorf("NATS_URL masked as %q, want %q", got, want)
+	}
+}

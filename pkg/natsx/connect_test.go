@@ -3,6 +3,7 @@ package natsx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,10 +12,14 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/natsx"
+	"github.com/parleyhq/parley/pkg/testenv/natscluster"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 // authServer starts a nats-server on port that admits only user/password,
@@ -164,5 +169,86 @@ func TestRequestWhileDisconnectedFailsAtOnce(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("request while disconnected took %v", waited)
+	}
+}
+
+// TestConnectTakesAList: NATS_URL may list several servers; a list whose
+// first server is down connects to another.
+func TestConnectTakesAList(t *testing.T) {
+	t.Parallel()
+	srv := authServer(t, ports.Free(t, 1)[0], "", "", "")
+	down := "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0])
+	// The client tries the servers in a random order: each run of a few
+	// meets the dead one first at least once, almost surely.
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		nc, err := natsx.Connect(ctx, config.Connections{NATSURL: down + "," + srv.ClientURL()}, "test", zap.NewNop())
+		cancel()
+		if err != nil {
+			t.Fatalf("connect to a list whose first server is down: %v", err)
+		}
+		if got := nc.ConnectedUrl(); got != srv.ClientURL() {
+			t.Errorf("connected to %s, want %s", got, srv.ClientURL())
+		}
+		nc.Close()
+	}
+}
+
+// TestWaitingForNATSRedactsEveryURL: the log of a service waiting for its
+// NATS servers names them all, with no password.
+func TestWaitingForNATSRedactsEveryURL(t *testing.T) {
+	t.Parallel()
+	free := ports.Free(t, 2)
+	list := fmt.Sprintf("nats://parley:s3cret-1@127.0.0.1:%d,nats://parley:s3cret-2@127.0.0.1:%d", free[0], free[1])
+	core, logs := observer.New(zapcore.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := natsx.Connect(ctx, config.Connections{NATSURL: list}, "test", zap.New(core)); err == nil {
+		t.Fatal("connected to servers that are not there")
+	}
+	waiting := logs.FilterMessage("waiting for nats").AllUntimed()
+	if len(waiting) == 0 {
+		t.Fatal(`no "waiting for nats" logged`)
+	}
+	want := fmt.Sprintf("nats://parley:***@127.0.0.1:%d,nats://parley:***@127.0.0.1:%d", free[0], free[1])
+	if got := waiting[0].ContextMap()["url"]; got != want {
+		t.Fatalf("logged url %q, want %q", got, want)
+	}
+}
+
+// TestConnectionLeavesAPausedServer: a server that stops answering without
+// closing its connections (SIGSTOP: a frozen process, a cut network) is
+// left for another of the cluster's within about ten seconds (three pings
+// two seconds apart go unanswered, then the reconnect).
+func TestConnectionLeavesAPausedServer(t *testing.T) {
+	t.Parallel()
+	c := natscluster.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, err := natsx.Connect(ctx, config.Connections{NATSURL: c.URL()}, "test", zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	frozen := c.Server(nc.ConnectedServerName())
+	if frozen == nil {
+		t.Fatalf("connected to %q, none of the cluster's servers", nc.ConnectedServerName())
+	}
+	frozen.Pause(t)
+	defer frozen.Resume(t)
+	start := time.Now()
+	wait.For(t, 15*time.Second, "the connection on another server", func() error {
+		if name := nc.ConnectedServerName(); !nc.IsConnected() || name == frozen.Name {
+			return fmt.Errorf("on %q, connected %v", name, nc.IsConnected())
+		}
+		return nil
+	})
+	moved := time.Since(start)
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		t.Fatalf("flush on %s: %v", nc.ConnectedServerName(), err)
+	}
+	t.Logf("left the paused %s for %s after %v", frozen.Name, nc.ConnectedServerName(), moved.Round(100*time.Millisecond))
+	if moved > 12*time.Second {
+		t.Fatalf("left the paused server after %v, want about ten seconds at most", moved)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -46,7 +45,7 @@ func Connect(ctx context.Context, conn config.Connections, name string, log *zap
 			return nil, fmt.Errorf("reach nats: %w", err)
 		}
 		if time.Since(lastLogged) >= 10*time.Second {
-			log.Warn("waiting for nats", zap.String("url", redact(conn.NATSURL)), zap.Error(err))
+			log.Warn("waiting for nats", zap.String("url", config.RedactURL(conn.NATSURL)), zap.Error(err))
 			lastLogged = time.Now()
 		}
 		select {
@@ -87,7 +86,9 @@ func options(conn config.Connections, name string, log *zap.Logger) ([]nats.Opti
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
-			log.Info("nats reconnected", zap.String("url", c.ConnectedUrlRedacted()))
+			// Not ConnectedUrlRedacted: it shows a token given as the
+			// URL's user.
+			log.Info("nats reconnected", zap.String("url", config.RedactURL(c.ConnectedUrl())))
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
@@ -126,14 +127,6 @@ func retryable(err error) bool {
 	// Op "remote error").
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "dial"
-}
-
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
 }
 
 // Unavailable reports whether err means NATS could not be reached at all
