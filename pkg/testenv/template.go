@@ -26,6 +26,7 @@ type options struct {
 	schemas     []schemaSet
 	databaseURL string
 	redisURL    string
+	natsURL     string
 }
 
 type schemaSet struct {
@@ -53,9 +54,17 @@ func Migrated(schema string, migrations fs.FS) Option {
 // test's own servers (pkg/testenv/localserver), which it may stop, kill or
 // flush. Either may be "" to keep the shared one. The test's database,
 // Migrated's template included, is made in that server as in the shared
-// one; NATS stays the shared server.
+// one; NATS stays the shared server (see NATS).
 func Servers(databaseURL, redisURL string) Option {
 	return func(o *options) { o.databaseURL, o.redisURL = databaseURL, redisURL }
+}
+
+// NATS makes the test's NATS the servers at url (comma-separated, as
+// NATS_URL takes them: a natscluster's URL) instead of the shared server,
+// for a test that breaks its own. The test's streams are removed from
+// them when it ends, so they must outlive the Env: start them first.
+func NATS(url string) Option {
+	return func(o *options) { o.natsURL = url }
 }
 
 // templateRecipe changes when the way templates are built changes, so an

@@ -68,12 +68,15 @@ func New(t testing.TB, opts ...Option) *Env {
 		ID:          id,
 		RedisURL:    o.redisURL,
 		RedisPrefix: "parleytest:" + id + ":",
-		NATSURL:     getenv("NATS_URL", nats.DefaultURL),
+		NATSURL:     o.natsURL,
 		Stream:      natsx.EventsStream{Name: "EVENTS_" + strings.ToUpper(id), SubjectPrefix: id + ".events"},
 		RPCPrefix:   id + ".rpc",
 	}
 	if e.RedisURL == "" {
 		e.RedisURL = getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	}
+	if e.NATSURL == "" {
+		e.NATSURL = getenv("NATS_URL", nats.DefaultURL)
 	}
 	base := o.databaseURL
 	if base == "" {
