@@ -96,7 +96,8 @@ func startSuiteOwn(t testing.TB, own func(service string, env *testenv.Env) []st
 
 // startSuiteEnv is startSuiteOwn in an environment made with envOpts
 // (testenv.Servers: the test's own PostgreSQL and Redis, which it may
-// break); parleyctl and the test use them too.
+// break; testenv.NATS: its own NATS cluster); parleyctl and the test use
+// them too.
 func startSuiteEnv(t testing.TB, envOpts []testenv.Option, own func(service string, env *testenv.Env) []string, extra ...string) *suite {
 	t.Helper()
 	env := testenv.New(t, envOpts...)
