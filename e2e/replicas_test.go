@@ -101,7 +101,7 @@ func TestEventsReplicasRaisedOnARunningSystem(t *testing.T) {
 		load.flowing(t, 50)
 	}
 	sent := load.stop()
-	t.Logf("%d messages accepted, %d posts retried (while messaging was replaced)", len(sent), load.retried.Load())
+	t.Logf("%d messages accepted, %d posts retried", len(sent), load.retried.Load())
 
 	placedOn(3)
 	for _, name := range []string{"messaging", "webhook-dispatcher", "flow-runner"} {

@@ -1,7 +1,10 @@
 // Package natsx connects to NATS, sets up the JetStream stream of customer
 // events (docs/architecture.md "Customer events: the outbox and the EVENTS
-// stream"), and runs the pull consumers that read it
-// (Consume: bounded work, permanent and transient failures, graceful stop).
+// stream") and the streams named after it with their durable consumers,
+// each on EVENTS_REPLICAS servers (EnsureDurable: the consumers follow
+// their stream), says where they are (Placement), and runs the pull
+// consumers that read them (Consume: bounded work, permanent and transient
+// failures, graceful stop).
 package natsx
 
 import (
