@@ -120,37 +120,24 @@ func TestEventsReplicasRaisedOnARunningSystem(t *testing.T) {
 		}
 	}
 
-	// Every message once by delivery id; repeats of an id are allowed,
-	// and counted.
-	got := rcv.Await(t, fmt.Sprintf("%d messages delivered", len(sent)), func(got []receiver.Request) bool {
-		seen := map[string]bool{}
-		for _, r := range receiver.OfEvent(got, "message.received") {
-			seen[r.Delivery()] = true
+	// Every message once by delivery id, signed; repeats of an id are
+	// allowed, and counted.
+	var deliveryOf map[string]string
+	var repeats int
+	got := rcv.Await(t, fmt.Sprintf("the %d accepted messages delivered", len(sent)), func(got []receiver.Request) bool {
+		var err error
+		if deliveryOf, repeats, err = deliveriesByText(receiver.OfEvent(got, "message.received")); err != nil {
+			t.Fatal(err)
 		}
-		return len(seen) >= len(sent)
+		return len(deliveryOf) >= len(sent)
 	})
-	deliveryOf := map[string]string{} // message text -> delivery id
-	repeats := 0
-	for _, r := range receiver.OfEvent(got, "message.received") {
+	for _, r := range got {
 		if err := r.Verify(secret, r.At); err != nil {
 			t.Fatalf("delivery %s: %v", r.Delivery(), err)
 		}
-		var ev customerEvent
-		if err := json.Unmarshal(r.Body, &ev); err != nil {
-			t.Fatalf("delivery %s: %v", r.Delivery(), err)
-		}
-		text, _ := ev.Data.Message["text"].(string)
-		if id, ok := deliveryOf[text]; ok {
-			if id != r.Delivery() {
-				t.Errorf("%q delivered under two ids, %s and %s: a message stored twice", text, id, r.Delivery())
-			}
-			repeats++
-			continue
-		}
-		deliveryOf[text] = r.Delivery()
 	}
 	for _, i := range sent {
-		if _, ok := deliveryOf[fmt.Sprintf("update %d", i)]; !ok {
+		if _, ok := deliveryOf[updateText(i)]; !ok {
 			t.Errorf("update %d accepted and never delivered", i)
 		}
 	}
@@ -162,7 +149,7 @@ func TestEventsReplicasRaisedOnARunningSystem(t *testing.T) {
 
 // ingressLoad is a steady flow of customer messages to one Telegram
 // channel's ingress, from a few customers at once: update n says
-// "update n". Each is posted until it is answered 200, as Telegram
+// updateText(n). Each is posted until it is answered 200, as Telegram
 // retries, to whichever ingress address is current.
 type ingressLoad struct {
 	secret   string
@@ -174,7 +161,7 @@ type ingressLoad struct {
 	wg       sync.WaitGroup
 
 	mu   sync.Mutex
-	took []int64 // the updates accepted
+	took []int // the updates accepted
 }
 
 // giveUpAfter bounds the posting of one update once the flow is stopped,
@@ -196,11 +183,8 @@ func (l *ingressLoad) to(url string) { l.url.Store(&url) }
 
 func (l *ingressLoad) send(w int) {
 	for !l.stopped() {
-		i := l.next.Add(1)
-		body := fmt.Sprintf(`{"update_id": %d, "message": {"message_id": %d, "date": %d,
-			"from": {"id": %d, "is_bot": false, "first_name": "Ren"},
-			"chat": {"id": %d, "first_name": "Ren", "type": "private"}, "text": "update %d"}}`,
-			i, i, time.Now().Unix(), 7000+w, 7000+w, i)
+		i := int(l.next.Add(1))
+		body := telegramMessage(i, int64(7000+w), "Ren", updateText(i))
 		start := time.Now()
 		for postTelegram(*l.url.Load(), l.secret, body) != http.StatusOK {
 			if l.stopped() && time.Since(start) > giveUpAfter {
@@ -235,7 +219,7 @@ func (l *ingressLoad) stopped() bool {
 
 // stop ends the flow once each sender's message in hand is accepted, and
 // returns the updates accepted.
-func (l *ingressLoad) stop() []int64 {
+func (l *ingressLoad) stop() []int {
 	if !l.stopped() {
 		close(l.done)
 	}

@@ -13,9 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/zap"
 
-	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/natscluster"
@@ -37,16 +35,9 @@ func TestReplicasFollowTheSetting(t *testing.T) {
 	c := natscluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	nc, err := natsx.Connect(ctx, config.Connections{NATSURL: c.URL()}, "replicas-test", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := natsx.EventsStream{Name: "EVENTS", SubjectPrefix: "events", Replicas: 1}
+	env := testenv.New(t, testenv.NATS(c.URL()))
+	js := env.JetStream(t)
+	events := env.Stream
 	durable := natsx.Durable{Name: "test", AckWait: time.Minute, MaxAckPending: 1000}
 	type ensured struct {
 		stream natsx.EventsStream

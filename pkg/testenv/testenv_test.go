@@ -30,15 +30,7 @@ func TestNATS(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	nc, err := nats.Connect(list)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := New(t, NATS(list)).JetStream(t)
 	if _, err := js.Stream(context.Background(), stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("stream %s after the test: %v, want it removed", stream, err)
 	}
