@@ -18,14 +18,20 @@ const Interval = 10 * time.Millisecond
 // allowed and check's last error) if it has not by the end of within.
 func For(t testing.TB, within time.Duration, what string, check func() error) {
 	t.Helper()
+	if err := Poll(within, check); err != nil {
+		t.Fatalf("%s: not within %s: %v", what, within, err)
+	}
+}
+
+// Poll calls check until it returns nil, and returns check's last error if
+// it has not by the end of within: For for a test that expects the wait
+// may be in vain and says what that means itself.
+func Poll(within time.Duration, check func() error) error {
 	deadline := time.Now().Add(within)
 	for {
 		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(Interval)
 	}

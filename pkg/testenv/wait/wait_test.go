@@ -2,6 +2,7 @@ package wait
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,5 +85,21 @@ func TestForFailsWithWhatItWaitedForAndTheLastError(t *testing.T) {
 		if !strings.Contains(r.msg, want) {
 			t.Errorf("failure %q does not mention %q", r.msg, want)
 		}
+	}
+}
+
+func TestPollReturnsTheLastErrorAfterWithin(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	calls := 0
+	err := Poll(50*time.Millisecond, func() error { calls++; return fmt.Errorf("still %d", calls) })
+	if time.Since(start) < 50*time.Millisecond {
+		t.Errorf("gave up after %s, before the deadline", time.Since(start))
+	}
+	if err == nil || err.Error() != fmt.Sprintf("still %d", calls) {
+		t.Errorf("Poll = %v after %d calls, want the last call's error", err, calls)
+	}
+	if err := Poll(time.Minute, func() error { return nil }); err != nil {
+		t.Errorf("Poll of a check that passes = %v", err)
 	}
 }
