@@ -1,18 +1,28 @@
 // Package natscluster runs a test's own JetStream cluster: n nats-server
-// processes (the machine's binary) clustered on loopback, each with its own
-// store, which the test may kill, restart, pause and resume while Parley
-// runs against them. The servers run natscluster's configuration, or a
-// deployment's own with only their addresses and stores moved (StartWith). The shared NATS server is never touched, so a test
-// that breaks its cluster disturbs no other test or checkout.
+// processes clustered on loopback, each with its own store, which the test
+// may kill, restart, pause and resume while Parley runs against them. The
+// servers run natscluster's configuration, or a deployment's own with only
+// their addresses and stores moved (StartWith). The shared NATS server is
+// never touched, so a test that breaks its cluster disturbs no other test
+// or checkout.
 //
 // The servers are real processes rather than servers embedded in the test
 // because what is tested is what an operator sees: a SIGKILL leaves the
 // store as a crashed server's, a SIGSTOP freezes a server that its peers
 // and clients still believe connected.
+//
+// The binary is not the machine's: it is built from the nats-server
+// version the modules pin (github.com/nats-io/nats-server/v2 in go.mod, the
+// 2.9 line that Compose and Kubernetes run), once per machine and version,
+// and kept in the user's cache directory. Debian's 2.9.10 does not leave a
+// frozen peer while messages flow to it (nats-server issue 4014, fixed in
+// 2.9.16): requests routed to the subscriptions of the clients that were
+// on it are lost for as long as it is frozen.
 package natscluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,12 +102,9 @@ func Start(t testing.TB, n int) *Cluster {
 // StartWith is Start with the servers run as opts says.
 func StartWith(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
-	binary, err := exec.LookPath("nats-server")
+	binary, err := serverBinary()
 	if err != nil {
-		binary = "/usr/sbin/nats-server"
-		if _, statErr := os.Stat(binary); statErr != nil {
-			t.Fatalf("natscluster: no nats-server binary on PATH or at %s: %v", binary, err)
-		}
+		t.Fatalf("natscluster: %v", err)
 	}
 	dir := t.TempDir()
 	free := ports.Free(t, 3*n)
@@ -131,9 +138,16 @@ func StartWith(t testing.TB, n int, opts Options) *Cluster {
 		}
 		config := filepath.Join(serverDir, "nats.conf")
 		s.args = []string{"-c", config}
+		// ping_interval and ping_max: a peer that stops answering (frozen,
+		// cut off) is left after 6-8 s, as Parley's clients leave a server
+		// (natsx.Connect), rather than after the default 4 minutes or more,
+		// during which its peers still route requests to the subscriptions
+		// of the clients that were on it, and those requests are lost.
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
+ping_interval: "2s"
+ping_max: 3
 jetstream {
   store_dir: %q
   max_memory_store: 256MB
@@ -158,6 +172,53 @@ cluster {
 	}
 	c.waitJetStream(t)
 	return c
+}
+
+// serverModule is the Go module whose main package is nats-server.
+const serverModule = "github.com/nats-io/nats-server/v2"
+
+// built is this process's answer of serverBinary.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// serverBinary returns the nats-server built from the version of
+// serverModule the modules pin, building it the first time a machine asks
+// for that version. A build goes under a name of its own and is renamed
+// when whole, so processes building at once never run a part of one.
+func serverBinary() (string, error) {
+	built.once.Do(func() {
+		built.path, built.err = buildServer()
+	})
+	return built.path, built.err
+}
+
+func buildServer() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", serverModule).Output()
+	version := strings.TrimSpace(string(out))
+	if err != nil || version == "" {
+		return "", fmt.Errorf("the %s version go.mod pins: %v %s", serverModule, err, out)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "parley", "natscluster")
+	path := filepath.Join(dir, "nats-server-"+version)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	part := fmt.Sprintf("%s.%d.part", path, os.Getpid())
+	if out, err := exec.Command("go", "build", "-o", part, serverModule).CombinedOutput(); err != nil {
+		_ = os.Remove(part)
+		return "", fmt.Errorf("build nats-server %s: %v\n%s", version, err, out)
+	}
+	return path, os.Rename(part, path)
 }
 
 // URL lists every server's client address, comma-separated, as NATS_URL
@@ -274,6 +335,50 @@ func (s *Server) Running() bool {
 	default:
 		return true
 	}
+}
+
+// Clients returns the names of the client connections the server has
+// (nats.Name: each Parley service names its own), read from its
+// monitoring endpoint: for a test that waits until the services have left
+// a server it paused for the others.
+func (s *Server) Clients() ([]string, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("%s/connz?limit=%d", s.Monitor, maxClients))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s /connz: %s", s.Name, resp.Status)
+	}
+	var connz struct {
+		Connections []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&connz); err != nil {
+		return nil, fmt.Errorf("%s /connz: %w", s.Name, err)
+	}
+	names := make([]string, len(connz.Connections))
+	for i, c := range connz.Connections {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
+// maxClients bounds the connections Clients lists: far more than a test
+// opens.
+const maxClients = 1024
+
+// Pid is the server's process id while it runs (paused counts), else 0:
+// for a benchmark that counts the CPU time the servers use.
+func (s *Server) Pid() int {
+	if !s.Running() {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
 }
 
 func (s *Server) signal(t testing.TB, sig syscall.Signal) {

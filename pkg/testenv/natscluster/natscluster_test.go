@@ -3,12 +3,14 @@ package natscluster_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/natscluster"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
@@ -81,4 +83,49 @@ func TestKilledLeaderLosesNothingOfAThreeReplicaStream(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestEnvOnTheCluster: testenv.New with NATS(c.URL()) puts the test's
+// streams on the cluster, and each server lists the connections it has by
+// name, and its pid.
+func TestEnvOnTheCluster(t *testing.T) {
+	t.Parallel()
+	c := natscluster.Start(t, 3)
+	env := testenv.New(t, testenv.NATS(c.URL()))
+	if env.NATSURL != c.URL() || !slices.Contains(env.Environ(), "NATS_URL="+c.URL()) {
+		t.Fatalf("NATSURL %q, environment %v; want the cluster's %q", env.NATSURL, env.Environ(), c.URL())
+	}
+	nc := env.NATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := env.Stream
+	stream.Replicas = 3
+	if _, err := stream.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.StreamInfo(ctx, stream.Name)
+	if err != nil || info.Config.Replicas != 3 {
+		t.Fatalf("stream %s on the cluster: %+v, %v", stream.Name, info, err)
+	}
+	on := c.Server(nc.ConnectedServerName())
+	if on == nil {
+		t.Fatalf("connected to %q, none of the cluster's", nc.ConnectedServerName())
+	}
+	names, err := on.Clients()
+	if err != nil || !slices.Contains(names, "test-"+env.ID) {
+		t.Fatalf("%s's clients %v, %v; want test-%s among them", on.Name, names, err, env.ID)
+	}
+	for _, s := range c.Servers() {
+		if s.Pid() == 0 {
+			t.Errorf("%s: pid 0 while it runs", s.Name)
+		}
+	}
+	on.Kill(t)
+	if on.Pid() != 0 {
+		t.Errorf("%s: pid %d once killed", on.Name, on.Pid())
+	}
 }
