@@ -279,7 +279,7 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 // newWebhookBench is the ingress-to-webhook path on suite s, which must
 // allow private webhook targets: workspaces workspaces made by
 // addWorkspace, their messages from customers customers, not yet warmed.
-func newWebhookBench(b *testing.B, s *suite, workspaces, customers int) *pipelineBench {
+func newWebhookBench(b testing.TB, s *suite, workspaces, customers int) *pipelineBench {
 	b.Helper()
 	pb := newBenchOn(b, s, workspaces, customers)
 	pb.dispatchers = []*proc{s.procs["webhook-dispatcher"]}
@@ -294,7 +294,7 @@ func newWebhookBench(b *testing.B, s *suite, workspaces, customers int) *pipelin
 // newBenchOn is a bench of messages posted to the Telegram ingress of
 // suite s, for workspaces workspaces (none made yet) and their customers
 // customers; what receives the messages is the caller's to set up.
-func newBenchOn(b *testing.B, s *suite, workspaces, customers int) *pipelineBench {
+func newBenchOn(b testing.TB, s *suite, workspaces, customers int) *pipelineBench {
 	b.Helper()
 	pb := &pipelineBench{
 		s:         s,
@@ -332,7 +332,7 @@ func newBenchOn(b *testing.B, s *suite, workspaces, customers int) *pipelineBenc
 // a workspace with the developer API and a key, a Telegram channel in
 // external mode (parleyctl), and a webhook at the receiver (PUT
 // /v1/webhook), whose secret the receiver checks its requests with.
-func (pb *pipelineBench) addWorkspace(b *testing.B, i int) pipelineWorkspace {
+func (pb *pipelineBench) addWorkspace(b testing.TB, i int) pipelineWorkspace {
 	b.Helper()
 	s := pb.s
 	w := pipelineWorkspace{}
@@ -353,7 +353,7 @@ func (pb *pipelineBench) addWorkspace(b *testing.B, i int) pipelineWorkspace {
 
 // putWebhook saves url as the webhook of key's workspace and returns its
 // signing secret.
-func (pb *pipelineBench) putWebhook(b *testing.B, key, url string) string {
+func (pb *pipelineBench) putWebhook(b testing.TB, key, url string) string {
 	b.Helper()
 	status, _, out := pb.s.api(b, key, http.MethodPut, "/v1/webhook", map[string]string{"url": url})
 	if secret, _ := out["secret"].(string); status == http.StatusOK && secret != "" {
@@ -364,7 +364,7 @@ func (pb *pipelineBench) putWebhook(b *testing.B, key, url string) string {
 }
 
 // warm sends three messages per workspace and waits for them.
-func (pb *pipelineBench) warm(b *testing.B) {
+func (pb *pipelineBench) warm(b testing.TB) {
 	b.Helper()
 	run := pb.newRun(3*len(pb.spaces), nil)
 	if err := pb.sendClosed(run, *pipelineSenders); err != nil {
@@ -516,21 +516,45 @@ func (pb *pipelineBench) sendPaced(run *pipelineRun, rate int) error {
 	return openLoop(run.start, run.n, rate, func(i int) error { return pb.send(run, i) })
 }
 
+// sendPacedUntil is sendPaced from run.start, which the caller sets,
+// that sends nothing more once stop is closed, for a load that lasts as
+// long as a test needs it: the run is then cut to the messages sent (the
+// others are not counted).
+func (pb *pipelineBench) sendPacedUntil(run *pipelineRun, rate int, stop <-chan struct{}) error {
+	sent, err := openLoopUntil(run.start, run.n, rate, stop, func(i int) error { return pb.send(run, i) })
+	pb.rcv.cut(run, sent)
+	return err
+}
+
 // openLoop calls op(i) for i in [0, n) at start + i/rate, each in a
 // goroutine of its own, whether or not the earlier calls have returned (so
 // a slow answer delays no later request: what is measured is the load a
 // rate of users makes). It starts no new call after the first error, waits
 // for those under way, and returns that error.
 func openLoop(start time.Time, n, rate int, op func(i int) error) error {
+	_, err := openLoopUntil(start, n, rate, nil, op)
+	return err
+}
+
+// openLoopUntil is openLoop that starts no new call either once stop (nil:
+// never) is closed; it returns how many calls it started.
+func openLoopUntil(start time.Time, n, rate int, stop <-chan struct{}, op func(i int) error) (int, error) {
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
+	started := 0
 	for i := range n {
 		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
-			time.Sleep(d)
+			timer := time.NewTimer(d)
+			select {
+			case <-timer.C:
+			case <-stop:
+				timer.Stop()
+			}
 		}
-		if failed.Load() != nil {
+		if failed.Load() != nil || closed(stop) {
 			break
 		}
+		started++
 		wg.Go(func() {
 			if err := op(i); err != nil {
 				failed.CompareAndSwap(nil, &err)
@@ -539,9 +563,19 @@ func openLoop(start time.Time, n, rate int, op func(i int) error) error {
 	}
 	wg.Wait()
 	if err := failed.Load(); err != nil {
-		return *err
+		return started, *err
 	}
-	return nil
+	return started, nil
+}
+
+// closed reports whether ch is closed; a nil ch never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // settle waits until every counted message of the run has reached the

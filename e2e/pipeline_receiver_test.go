@@ -39,7 +39,7 @@ type pipelineReceiver struct {
 	gate receiver.Gate
 }
 
-func newPipelineReceiver(b *testing.B, workspaces int) *pipelineReceiver {
+func newPipelineReceiver(b testing.TB, workspaces int) *pipelineReceiver {
 	r := &pipelineReceiver{workspaces: make([]string, workspaces), secrets: make([]string, workspaces), seen: map[string]int64{}}
 	srv := httptest.NewServer(r)
 	b.Cleanup(srv.Close)
@@ -145,6 +145,23 @@ func (r *pipelineReceiver) arrivedLocked(id string, at time.Time, n int64) {
 	}
 }
 
+// cut ends run after its first sent messages: the rest, never sent, are
+// not counted, and the run is whole once the sent ones have arrived.
+func (r *pipelineReceiver) cut(run *pipelineRun, sent int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	whole := run.done == run.want
+	for i := sent; i < run.n; i++ {
+		if run.counted[i] {
+			run.counted[i] = false
+			run.want--
+		}
+	}
+	if !whole && run.done == run.want {
+		close(run.all)
+	}
+}
+
 func (r *pipelineReceiver) add(run *pipelineRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -178,10 +195,15 @@ func (r *pipelineReceiver) err() error {
 // missing counts the run's counted messages not received yet, and names
 // one of them.
 func (r *pipelineReceiver) missing(run *pipelineRun) (int, int64) {
+	return r.missingBefore(run, run.n)
+}
+
+// missingBefore is missing among the run's first to messages.
+func (r *pipelineReceiver) missingBefore(run *pipelineRun, to int) (int, int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, example := 0, int64(-1)
-	for i, id := range run.ids {
+	for i, id := range run.ids[:min(to, run.n)] {
 		if run.counted[i] && id == "" {
 			n++
 			if example < 0 {
@@ -241,7 +263,7 @@ type hangingEndpoint struct {
 	release chan struct{}
 }
 
-func newHangingEndpoint(b *testing.B) *hangingEndpoint {
+func newHangingEndpoint(b testing.TB) *hangingEndpoint {
 	h := &hangingEndpoint{release: make(chan struct{})}
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)
