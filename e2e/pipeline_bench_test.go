@@ -95,6 +95,11 @@ import (
 //     updates committed and not yet handed to the stream), then the
 //     dispatcher (with deliveries posted and their outcomes not yet
 //     written), is killed with SIGKILL and started again (killRun);
+//   - cluster3/pipeline-max and cluster3/pipeline-kill/stream-leader:
+//     pipeline-max and a kill line again, on a NATS cluster of three
+//     servers of their own with three replicas of every stream, and the
+//     ratios to the one-server figures (pipeline_cluster_test.go;
+//     -pipeline.cluster);
 //   - pipeline-noisy: the paced run again, one instance each, with
 //     -pipeline.hanging of the workspaces' webhooks saved to an endpoint
 //     (a server of its own, as another host would be) that accepts the
@@ -148,6 +153,7 @@ var (
 	pipelineBaselineTime = flag.Duration("pipeline.baseline-time", 5*time.Second, "how long each bare baseline's throughput is measured")
 	pipelineSettle       = flag.Duration("pipeline.settle", 5*time.Minute, "how long a run waits, after its last message is accepted, for every delivery")
 	pipelineTrace        = flag.Bool("pipeline.trace", false, "print, every second of each run, the messages accepted, queued in the outbox and in the stream, and delivered")
+	pipelineCluster      = flag.Int("pipeline.cluster", 3, "nats-servers of the cluster the cluster lines run on, with as many replicas of every stream; 0 leaves those lines out")
 )
 
 // pipelineSample is how many operations the bare baselines time one at a
@@ -170,7 +176,7 @@ func BenchmarkPipeline(b *testing.B) {
 	pb.seedHistory(b)
 	b.Run(fmt.Sprintf("gateway-reads-%d/bare-forwarded", *readsRate), pb.gatewayReads("/v1/channels"))
 	b.Run(fmt.Sprintf("gateway-reads-%d/conversations", *readsRate), pb.gatewayReads("/v1/conversations?limit=50"))
-	b.Run("pipeline-max/instances=1", func(b *testing.B) { pb.maxRate = pb.maxOf(b, *pipelineMessages) })
+	b.Run("pipeline-max/instances=1", func(b *testing.B) { pb.maxRate, pb.maxCPU = pb.maxOf(b, *pipelineMessages) })
 	b.Run(pb.pacedName(), pb.paced)
 	extras := pb.scaleOut(b, *pipelineInstances)
 	b.Run(fmt.Sprintf("pipeline-max/instances=%d", *pipelineInstances), pb.max)
@@ -179,6 +185,9 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run(fmt.Sprintf("gateway-reads-%d/conversations-after-bursts", *readsRate), pb.gatewayReads("/v1/conversations?limit=50"))
 	b.Run("pipeline-kill/messaging", pb.killMessaging(b))
 	b.Run("pipeline-kill/dispatcher", pb.killDispatcher(b))
+	if *pipelineCluster > 0 {
+		b.Run(fmt.Sprintf("cluster%d", *pipelineCluster), pb.onCluster)
+	}
 	b.Run("pipeline-noisy", pb.noisy)
 
 	fmt.Printf("loadavg-end: %s\n", loadAverage())
@@ -214,6 +223,7 @@ type pipelineBench struct {
 	// zero when not run (filtered out).
 	floorHTTP, floorPGJS pipelineBare
 	maxRate              float64 // pipeline-max/instances=1's messages/s
+	maxCPU               float64 // and its total-cpu-ms
 	quiet                pipelineResult
 	rssIdle              map[string]float64
 	// dispatchers, messagings and runners (flow-runners) are the
@@ -226,6 +236,10 @@ type pipelineBench struct {
 	// gone is the CPU time of processes killed so far (the kill lines),
 	// which their restarted successors' counters do not hold.
 	gone cpuTimes
+	// natsCPU is the CPU seconds the NATS servers the suite uses have
+	// used so far: every nats-server on this machine (serverCPU), or a
+	// cluster's own (the cluster lines).
+	natsCPU func() float64
 
 	// queue is the stream and durable consumer whose backlog the runs
 	// sample (stream-peak): the dispatchers' by default.
@@ -250,17 +264,17 @@ type pipelineWorkspace struct {
 func newPipelineBench(b *testing.B) *pipelineBench {
 	b.Helper()
 	nws := *pipelineWorkspaces
-	if nws < 1 || *pipelineCustomers < nws || *pipelineSenders < 1 || *pipelineRate < 0 || *pipelineInstances < 1 || *readsRate < 1 {
-		b.Fatalf("-pipeline.workspaces %d, -pipeline.customers %d, -pipeline.senders %d, -pipeline.rate %d, -pipeline.instances %d, -pipeline.reads-rate %d: want workspaces >= 1, customers >= workspaces, rate >= 0, the others >= 1",
-			nws, *pipelineCustomers, *pipelineSenders, *pipelineRate, *pipelineInstances, *readsRate)
+	if nws < 1 || *pipelineCustomers < nws || *pipelineSenders < 1 || *pipelineRate < 0 || *pipelineInstances < 1 || *readsRate < 1 || *pipelineCluster < 0 {
+		b.Fatalf("-pipeline.workspaces %d, -pipeline.customers %d, -pipeline.senders %d, -pipeline.rate %d, -pipeline.instances %d, -pipeline.reads-rate %d, -pipeline.cluster %d: want workspaces >= 1, customers >= workspaces, rate and cluster >= 0, the others >= 1",
+			nws, *pipelineCustomers, *pipelineSenders, *pipelineRate, *pipelineInstances, *readsRate, *pipelineCluster)
 	}
 	fmt.Printf("loadavg-start: %s\n", loadAverage())
 	paced := "half of pipeline-max's rate"
 	if *pipelineRate > 0 {
 		paced = fmt.Sprintf("%d/s", *pipelineRate)
 	}
-	fmt.Printf("pipeline-setup: %d workspaces, %d customers, %d senders, pipeline-max %d messages, paced %d messages at %s, kill lines %d messages each, %d instances, %.0f %% of webhooks hanging in pipeline-noisy, reads at %d/s\n",
-		nws, *pipelineCustomers, *pipelineSenders, *pipelineMessages, *pipelinePaced, paced, *pipelineKillMessages, *pipelineInstances, 100**pipelineHanging, *readsRate)
+	fmt.Printf("pipeline-setup: %d workspaces, %d customers, %d senders, pipeline-max %d messages, paced %d messages at %s, kill lines %d messages each, %d instances, %.0f %% of webhooks hanging in pipeline-noisy, reads at %d/s, cluster lines on %d nats-servers\n",
+		nws, *pipelineCustomers, *pipelineSenders, *pipelineMessages, *pipelinePaced, paced, *pipelineKillMessages, *pipelineInstances, 100**pipelineHanging, *readsRate, *pipelineCluster)
 	fmt.Println("pipeline-env: WEBHOOK_ALLOW_PRIVATE_TARGETS=true, TELEGRAM_API_BASE=<a local fake Bot API>; every other setting at its default (Telegram ingress has no rate or abuse limit to raise)")
 
 	_, botAPI := telegramfake.Start(b)
@@ -308,6 +322,7 @@ func newBenchOn(b testing.TB, s *suite, workspaces, customers int) *pipelineBenc
 		},
 		messagings: []*proc{s.procs["messaging"]},
 		confirm:    func(*pipelineRun) error { return nil },
+		natsCPU:    func() float64 { return serverCPU("nats-server") },
 	}
 	pb.rcv = newPipelineReceiver(b, workspaces)
 	pb.hang = newHangingEndpoint(b)
@@ -658,6 +673,8 @@ type pipelineResult struct {
 	p50, p99               float64       // ms, accepted to received
 	ingressP50, ingressP99 float64       // ms, POST to 2xx
 	early                  int           // received before their 2xx was read (counted as 0 ms)
+	longest                time.Duration // the longest from accepted to received
+	cpuMS                  float64       // total-cpu-ms: CPU time a message, every side's
 }
 
 // result computes the run's figures over its counted messages.
@@ -676,6 +693,7 @@ func (pb *pipelineBench) result(run *pipelineRun) pipelineResult {
 			d = 0
 		}
 		lat = append(lat, d)
+		res.longest = max(res.longest, d)
 		ingress = append(ingress, run.accepted[i].Sub(run.sent[i]))
 		res.deliveredIn = max(res.deliveredIn, received[i].Sub(run.start))
 		res.sendIn = max(res.sendIn, run.accepted[i].Sub(run.start))
@@ -701,7 +719,7 @@ func (c cpuTimes) total() float64 {
 // included.
 func (pb *pipelineBench) cpu() cpuTimes {
 	c := pb.gone
-	c.postgres, c.nats = serverCPU("postgres"), serverCPU("nats-server")
+	c.postgres, c.nats = serverCPU("postgres"), c.nats+pb.natsCPU()
 	if p := pb.s.procs["gateway"]; p != nil {
 		c.gateway = metric(p.addr, processCPU)
 	}
@@ -723,8 +741,8 @@ func (pb *pipelineBench) cpu() cpuTimes {
 
 // reportCPU reports the CPU time per message (or request: messages is
 // their count) of each side between before and now, and of them all
-// (total-cpu-ms).
-func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) {
+// (total-cpu-ms), which it returns.
+func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) float64 {
 	after := pb.cpu()
 	per := func(d float64) float64 { return 1000 * d / float64(messages) }
 	b.ReportMetric(per(after.gateway-before.gateway), "gateway-cpu-ms")
@@ -739,6 +757,7 @@ func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) 
 	b.ReportMetric(per(after.postgres-before.postgres), "postgres-cpu-ms")
 	b.ReportMetric(per(after.nats-before.nats), "nats-cpu-ms")
 	b.ReportMetric(per(after.total()-before.total()), "total-cpu-ms")
+	return per(after.total() - before.total())
 }
 
 // serverCPU is the CPU seconds used so far by the processes named comm on
@@ -748,30 +767,41 @@ func (pb *pipelineBench) reportCPU(b *testing.B, before cpuTimes, messages int) 
 // server runs elsewhere.
 func serverCPU(comm string) float64 {
 	dirs, _ := os.ReadDir("/proc")
-	ticks := 0.0
+	total := 0.0
 	for _, d := range dirs {
 		if d.Name()[0] < '0' || d.Name()[0] > '9' {
 			continue
 		}
-		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after it.
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open < 0 || end < open || string(raw[open+1:end]) != comm {
-			continue
-		}
-		// utime, stime, and cutime, cstime: the postmaster's reaped
-		// children, so that a backend's CPU still counts once it exits.
-		if f := strings.Fields(string(raw[end+1:])); len(f) > 14 {
-			for _, v := range f[11:15] {
-				t, _ := strconv.ParseFloat(v, 64)
-				ticks += t
-			}
+		if name, seconds := procCPU(d.Name()); name == comm {
+			total += seconds
 		}
 	}
-	return ticks / 100
+	return total
+}
+
+// procCPU is the command name of process pid and the CPU seconds it and
+// its exited children have used so far, from /proc/<pid>/stat; "" when it
+// is gone.
+func procCPU(pid string) (comm string, seconds float64) {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "", 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so split after it.
+	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if open < 0 || end < open {
+		return "", 0
+	}
+	// utime, stime, and cutime, cstime: the postmaster's reaped
+	// children, so that a backend's CPU still counts once it exits.
+	ticks := 0.0
+	if f := strings.Fields(string(raw[end+1:])); len(f) > 14 {
+		for _, v := range f[11:15] {
+			t, _ := strconv.ParseFloat(v, 64)
+			ticks += t
+		}
+	}
+	return string(raw[open+1 : end]), ticks / 100
 }
 
 // measure runs send over run and settles it, sampling meanwhile, and
@@ -793,9 +823,10 @@ func (pb *pipelineBench) measure(b *testing.B, run *pipelineRun, send func(*pipe
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	pb.reportCPU(b, cpu, run.n)
+	cpuMS := pb.reportCPU(b, cpu, run.n)
 	watch.end(b)
 	res := pb.result(run)
+	res.cpuMS = cpuMS
 	b.ReportMetric(float64(res.messages), "messages")
 	b.ReportMetric(res.p50, "p50-ms")
 	b.ReportMetric(res.p99, "p99-ms")
@@ -810,16 +841,17 @@ func (pb *pipelineBench) measure(b *testing.B, run *pipelineRun, send func(*pipe
 // max is pipeline-max: -pipeline.messages messages from closed-loop
 // senders, as fast as the pipeline takes them.
 func (pb *pipelineBench) max(b *testing.B) {
-	pb.maxOf(b, *pipelineMessages)
+	_, _ = pb.maxOf(b, *pipelineMessages)
 }
 
 // maxOf is a throughput run of n messages from -pipeline.senders
-// closed-loop senders; it returns the messages received per second.
-func (pb *pipelineBench) maxOf(b *testing.B, n int) float64 {
+// closed-loop senders; it returns the messages received per second and
+// the CPU time a message (total-cpu-ms).
+func (pb *pipelineBench) maxOf(b *testing.B, n int) (rate, cpuMS float64) {
 	res, _ := pb.measure(b, pb.newRun(n, nil), func(run *pipelineRun) error {
 		return pb.sendClosed(run, *pipelineSenders)
 	})
-	rate := float64(res.messages) / res.deliveredIn.Seconds()
+	rate = float64(res.messages) / res.deliveredIn.Seconds()
 	b.ReportMetric(float64(res.deliveredIn.Nanoseconds())/float64(res.messages), "ns/op")
 	b.ReportMetric(rate, "messages/s")
 	b.ReportMetric(float64(res.messages)/res.sendIn.Seconds(), "ingress/s")
@@ -829,7 +861,7 @@ func (pb *pipelineBench) maxOf(b *testing.B, n int) float64 {
 	if pb.floorPGJS.rate > 0 {
 		b.ReportMetric(rate/pb.floorPGJS.rate, "ratio-to-bare-pg-js")
 	}
-	return rate
+	return rate, res.cpuMS
 }
 
 // pacedRate is the paced runs' messages per second: -pipeline.rate, or

@@ -108,11 +108,11 @@ func (pb *pipelineBench) killDispatcher(parent *testing.B) func(*testing.B) {
 
 // killRun sends run at the paced rate, calls kill at a random moment
 // between a fifth and three fifths of its schedule, settles it as every
-// run (measure), reports the duplicates, and waits until the dispatchers'
-// consumer has nothing pending.
-func (pb *pipelineBench) killRun(b *testing.B, run *pipelineRun, kill func()) {
+// run (measure), reports the duplicates, waits until the dispatchers'
+// consumer has nothing pending, and returns the run's result.
+func (pb *pipelineBench) killRun(b *testing.B, run *pipelineRun, kill func()) pipelineResult {
 	rate := pb.pacedRate()
-	pb.measure(b, run, func(run *pipelineRun) error {
+	res, _ := pb.measure(b, run, func(run *pipelineRun) error {
 		sent := make(chan error, 1)
 		go func() { sent <- pb.sendPaced(run, rate) }()
 		schedule := time.Duration(run.n) * time.Second / time.Duration(rate)
@@ -133,6 +133,7 @@ func (pb *pipelineBench) killRun(b *testing.B, run *pipelineRun, kill func()) {
 	if err := pb.drained(*pipelineSettle); err != nil {
 		b.Fatal(err)
 	}
+	return res
 }
 
 // killed SIGKILLs p and returns the CPU seconds it had used, which its
