@@ -236,6 +236,9 @@ type pipelineBench struct {
 	// gone is the CPU time of processes killed so far (the kill lines),
 	// which their restarted successors' counters do not hold.
 	gone cpuTimes
+	// atLeastOnce lets a delivery of any run come again (pipelineRun's),
+	// for a test that breaks NATS under all of them.
+	atLeastOnce bool
 	// natsCPU is the CPU seconds the NATS servers the suite uses have
 	// used so far: every nats-server on this machine (serverCPU), or a
 	// cluster's own (the cluster lines).
@@ -477,7 +480,7 @@ func (pb *pipelineBench) newRun(n int, healthy func(ws int) bool) *pipelineRun {
 		first: first, n: n, counted: make([]bool, n),
 		sent: make([]time.Time, n), accepted: make([]time.Time, n),
 		received: make([]time.Time, n), ids: make([]string, n),
-		all: make(chan struct{}),
+		all: make(chan struct{}), atLeastOnce: pb.atLeastOnce,
 	}
 	for i := range n {
 		r.counted[i] = healthy == nil || healthy(pb.workspaceOf(first+int64(i)))

@@ -95,6 +95,17 @@ func (r *pipelineReceiver) duplicates(run *pipelineRun) int {
 	return run.dups
 }
 
+// allDuplicates is how many deliveries of any run came again.
+func (r *pipelineReceiver) allDuplicates() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, run := range r.runs {
+		n += run.dups
+	}
+	return n
+}
+
 // record files delivery got of message n, received by workspace ws.
 func (r *pipelineReceiver) record(got receiver.Request, ws int, n int64) {
 	r.mu.Lock()
@@ -195,16 +206,17 @@ func (r *pipelineReceiver) err() error {
 // missing counts the run's counted messages not received yet, and names
 // one of them.
 func (r *pipelineReceiver) missing(run *pipelineRun) (int, int64) {
-	return r.missingBefore(run, run.n)
+	return r.missingIn(run, 0, run.n)
 }
 
-// missingBefore is missing among the run's first to messages.
-func (r *pipelineReceiver) missingBefore(run *pipelineRun, to int) (int, int64) {
+// missingIn is missing among the run's messages from (its index) to
+// before to.
+func (r *pipelineReceiver) missingIn(run *pipelineRun, from, to int) (int, int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, example := 0, int64(-1)
-	for i, id := range run.ids[:min(to, run.n)] {
-		if run.counted[i] && id == "" {
+	for i := from; i < min(to, run.n); i++ {
+		if run.counted[i] && run.ids[i] == "" {
 			n++
 			if example < 0 {
 				example = run.first + int64(i)
