@@ -160,7 +160,7 @@ func startClusterParley(t *testing.T, replicas int) *clusterParley {
 	t.Helper()
 	cluster := natscluster.Start(t, 3)
 	_, botAPI := telegramfake.Start(t)
-	s := startSuiteOn(t, testenv.New(t, testenv.NATS(cluster.URL())), nil,
+	s := startSuiteEnv(t, []testenv.Option{testenv.NATS(cluster.URL())}, nil,
 		fmt.Sprintf("EVENTS_REPLICAS=%d", replicas),
 		"TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true",
 		// Out of the way: the invokes are to tell whether rpc gets

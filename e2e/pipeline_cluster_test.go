@@ -34,7 +34,7 @@ func (pb *pipelineBench) onCluster(b *testing.B) {
 	n := *pipelineCluster
 	cluster := natscluster.Start(b, n)
 	_, botAPI := telegramfake.Start(b)
-	s := startSuiteOn(b, testenv.New(b, testenv.NATS(cluster.URL())), nil, fmt.Sprintf("EVENTS_REPLICAS=%d", n),
+	s := startSuiteEnv(b, []testenv.Option{testenv.NATS(cluster.URL())}, nil, fmt.Sprintf("EVENTS_REPLICAS=%d", n),
 		"TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	pc := newWebhookBench(b, s, len(pb.spaces), int(pb.customers))
 	pc.natsCPU = func() float64 {

@@ -66,6 +66,10 @@ func TestKilledLeaderLosesNothingOfAThreeReplicaStream(t *testing.T) {
 	paused.Resume(t)
 
 	wait.For(t, time.Minute, "every replica current with 300 messages", func() error {
+		// Each read bounded: one the cluster drops while a resumed
+		// server catches up is asked again, not waited on to the end.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		info, err := c.StreamInfo(ctx, "KIT")
 		if err != nil {
 			return err
