@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+
+	"github.com/parleyhq/parley/pkg/testenv/proc"
 )
 
 // pgBin is where Debian puts PostgreSQL 15's server binaries, which are not
@@ -33,7 +35,7 @@ type Postgres struct {
 	// testenv.Servers.
 	URL  string
 	Port int
-	proc *process
+	proc *proc.Process
 }
 
 // StartPostgres creates a cluster and starts its server on a free loopback
@@ -72,10 +74,10 @@ func StartPostgres(t testing.TB) *Postgres {
 		URL:  fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
 		Port: port,
 	}
-	p.proc = &process{
-		name:    fmt.Sprintf("postgres 127.0.0.1:%d", port),
-		logPath: filepath.Join(dir, "postgres.log"),
-		command: func() *exec.Cmd {
+	p.proc = &proc.Process{
+		Name:    fmt.Sprintf("postgres 127.0.0.1:%d", port),
+		LogPath: filepath.Join(dir, "postgres.log"),
+		Command: func() *exec.Cmd {
 			cmd := exec.Command(server, "-D", data, "-p", strconv.Itoa(port), "-k", dir,
 				"-c", "listen_addresses=127.0.0.1",
 				"-c", "fsync=off", "-c", "full_page_writes=off",
@@ -88,12 +90,12 @@ func StartPostgres(t testing.TB) *Postgres {
 		// backends, each in a session of its own, outlive a killed
 		// postmaster for a moment, holding the shared memory a new one
 		// needs.
-		others: func() []int { return workingIn(data) },
+		Others: func() []int { return proc.WorkingIn(data) },
 	}
 	// A fast shutdown (SIGINT) at the end: it rolls back what runs and
 	// does not wait for the clients, which the test has closed or is
 	// about to.
-	p.proc.cleanup(t, syscall.SIGINT, dir)
+	p.proc.Cleanup(t, syscall.SIGINT, dir)
 	p.Start(t)
 	return p
 }
@@ -103,7 +105,7 @@ func StartPostgres(t testing.TB) *Postgres {
 // it again on its port, as an operator's restart or a minor upgrade does.
 func (p *Postgres) Restart(t testing.TB) {
 	t.Helper()
-	p.proc.stop(t, syscall.SIGINT)
+	p.proc.Stop(t, syscall.SIGINT)
 	p.Start(t)
 }
 
@@ -112,14 +114,14 @@ func (p *Postgres) Restart(t testing.TB) {
 // back through crash recovery.
 func (p *Postgres) Kill(t testing.TB) {
 	t.Helper()
-	p.proc.stop(t, syscall.SIGKILL)
+	p.proc.Stop(t, syscall.SIGKILL)
 }
 
 // Start starts the server (again, after Kill) on its port and waits until
 // it accepts connections.
 func (p *Postgres) Start(t testing.TB) {
 	t.Helper()
-	p.proc.startReady(t, func(ctx context.Context) error {
+	p.proc.StartReady(t, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, p.URL)
 		if err != nil {
 			return err
@@ -130,7 +132,7 @@ func (p *Postgres) Start(t testing.TB) {
 }
 
 // Running reports whether the server's postmaster is alive.
-func (p *Postgres) Running() bool { return p.proc.running() }
+func (p *Postgres) Running() bool { return p.proc.Running() }
 
 // serverUser is the user the server runs as: nil (the test's own) unless
 // the test runs as root, then postgres.

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+
+	"github.com/parleyhq/parley/pkg/testenv/proc"
 )
 
 // Redis is a test's own redis-server, which keeps nothing on disk: a
@@ -22,7 +24,7 @@ type Redis struct {
 	// URL is redis://127.0.0.1:<port>/0, for REDIS_URL.
 	URL  string
 	Addr string
-	proc *process
+	proc *proc.Process
 }
 
 // StartRedis starts a redis-server on a free loopback port and waits until
@@ -39,10 +41,10 @@ func StartRedis(t testing.TB) *Redis {
 		URL:  fmt.Sprintf("redis://127.0.0.1:%d/0", port),
 		Addr: fmt.Sprintf("127.0.0.1:%d", port),
 	}
-	r.proc = &process{
-		name:    "redis-server " + r.Addr,
-		logPath: dir + "/redis.log",
-		command: func() *exec.Cmd {
+	r.proc = &proc.Process{
+		Name:    "redis-server " + r.Addr,
+		LogPath: dir + "/redis.log",
+		Command: func() *exec.Cmd {
 			cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 				"--save", "", "--appendonly", "no", "--dir", dir)
 			cmd.Dir = dir
@@ -50,7 +52,7 @@ func StartRedis(t testing.TB) *Redis {
 		},
 	}
 	// Nothing to keep: SIGKILL is as good an end as any.
-	r.proc.cleanup(t, syscall.SIGKILL, dir)
+	r.proc.Cleanup(t, syscall.SIGKILL, dir)
 	r.Start(t)
 	return r
 }
@@ -72,7 +74,7 @@ func (r *Redis) Flush(t testing.TB) {
 // has exited. What it held is gone.
 func (r *Redis) Kill(t testing.TB) {
 	t.Helper()
-	r.proc.stop(t, syscall.SIGKILL)
+	r.proc.Stop(t, syscall.SIGKILL)
 }
 
 // Start starts the server (again, after Kill) on its port and waits until
@@ -81,7 +83,7 @@ func (r *Redis) Start(t testing.TB) {
 	t.Helper()
 	client := r.client()
 	defer client.Close()
-	r.proc.startReady(t, func(ctx context.Context) error { return client.Ping(ctx).Err() })
+	r.proc.StartReady(t, func(ctx context.Context) error { return client.Ping(ctx).Err() })
 }
 
 // Restart is Kill, then Start: the server comes back empty on its port.
@@ -92,7 +94,7 @@ func (r *Redis) Restart(t testing.TB) {
 }
 
 // Running reports whether the server's process is alive.
-func (r *Redis) Running() bool { return r.proc.running() }
+func (r *Redis) Running() bool { return r.proc.Running() }
 
 func (r *Redis) client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 2 * time.Second, MaxRetries: -1})

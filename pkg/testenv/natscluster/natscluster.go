@@ -39,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/proc"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
@@ -83,11 +84,7 @@ type Server struct {
 
 	cluster *Cluster
 	args    []string // what nats-server is started with
-	logPath string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc    *proc.Process
 }
 
 // Start runs n servers clustered with JetStream and waits until the cluster
@@ -124,7 +121,11 @@ func StartWith(t testing.TB, n int, opts Options) *Cluster {
 		if err := os.MkdirAll(serverDir, 0o755); err != nil {
 			t.Fatalf("natscluster: %v", err)
 		}
-		s.logPath = filepath.Join(serverDir, "nats.log")
+		s.proc = &proc.Process{
+			Name:    s.Name,
+			LogPath: filepath.Join(serverDir, "nats.log"),
+			Command: func() *exec.Cmd { return exec.Command(binary, s.args...) },
+		}
 		c.servers = append(c.servers, s)
 		if opts.ConfigFile != "" {
 			if opts.Args != nil {
@@ -165,7 +166,7 @@ cluster {
 	}
 	t.Cleanup(c.stop)
 	for _, s := range c.servers {
-		s.launch(t)
+		s.proc.Start(t)
 	}
 	for _, s := range c.servers {
 		s.waitHealthy(t)
@@ -290,22 +291,14 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) *Server {
 // has exited.
 func (s *Server) Kill(t testing.TB) {
 	t.Helper()
-	s.signal(t, syscall.SIGKILL)
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	select {
-	case <-done:
-	case <-time.After(startWithin):
-		t.Fatalf("natscluster: %s did not exit after SIGKILL", s.Name)
-	}
+	s.proc.Stop(t, syscall.SIGKILL)
 }
 
 // Restart starts a killed server again, with its ports and store, and
 // waits until it is healthy.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.launch(t)
+	s.proc.Start(t)
 	s.waitHealthy(t)
 }
 
@@ -313,29 +306,17 @@ func (s *Server) Restart(t testing.TB) {
 // answers nothing, as a server cut off from the network would look.
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
-	s.signal(t, syscall.SIGSTOP)
+	s.proc.Signal(t, syscall.SIGSTOP)
 }
 
 // Resume lets a paused server go on (SIGCONT).
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
-	s.signal(t, syscall.SIGCONT)
+	s.proc.Signal(t, syscall.SIGCONT)
 }
 
 // Running reports whether the server's process is alive (paused counts).
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done == nil {
-		return false
-	}
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
+func (s *Server) Running() bool { return s.proc.Running() }
 
 // Clients returns the names of the client connections the server has
 // (nats.Name: each Parley service names its own), read from its
@@ -376,51 +357,7 @@ func (s *Server) Pid() int {
 	if !s.Running() {
 		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
-}
-
-func (s *Server) signal(t testing.TB, sig syscall.Signal) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil || s.cmd.Process == nil {
-		t.Fatalf("natscluster: %s is not running", s.Name)
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("natscluster: signal %s: %v", s.Name, err)
-	}
-}
-
-func (s *Server) launch(t testing.TB) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		select {
-		case <-s.done:
-		default:
-			t.Fatalf("natscluster: %s is already running", s.Name)
-		}
-	}
-	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatalf("natscluster: %v", err)
-	}
-	cmd := exec.Command(s.cluster.binary, s.args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		t.Fatalf("natscluster: start %s: %v", s.Name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
+	return s.proc.Pid()
 }
 
 // waitHealthy waits for the server's /healthz, which answers 200 once the
@@ -431,7 +368,7 @@ func (s *Server) waitHealthy(t testing.TB) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	wait.For(t, startWithin, s.Name+" healthy", func() error {
 		if !s.Running() {
-			return fmt.Errorf("%s exited: %s", s.Name, s.logTail())
+			return fmt.Errorf("%s exited: %s", s.Name, s.proc.LogTail())
 		}
 		resp, err := client.Get(url)
 		if err != nil {
@@ -468,37 +405,14 @@ func (c *Cluster) waitJetStream(t testing.TB) {
 
 func (c *Cluster) stop() {
 	for _, s := range c.servers {
-		s.mu.Lock()
-		cmd, done := s.cmd, s.done
-		s.mu.Unlock()
-		if cmd == nil {
-			continue
-		}
-		select {
-		case <-done:
-			continue
-		default:
-		}
 		// A paused server takes no signal but SIGKILL.
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
+		if err := s.proc.StopErr(syscall.SIGKILL); err != nil {
+			c.t.Logf("natscluster: %v", err)
+		}
 	}
 	if c.t.Failed() {
 		for _, s := range c.servers {
-			c.t.Logf("natscluster: end of %s's log:\n%s", s.Name, s.logTail())
+			c.t.Logf("natscluster: end of %s's log:\n%s", s.Name, s.proc.LogTail())
 		}
 	}
-}
-
-// logTail is the end of the server's log, for a failure's message.
-func (s *Server) logTail() string {
-	const keep = 8 << 10
-	data, err := os.ReadFile(s.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > keep {
-		data = data[len(data)-keep:]
-	}
-	return string(data)
 }
