@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/natscluster"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
@@ -89,39 +88,30 @@ func TestKilledLeaderLosesNothingOfAThreeReplicaStream(t *testing.T) {
 	})
 }
 
-// TestEnvOnTheCluster: testenv.New with NATS(c.URL()) puts the test's
-// streams on the cluster, and each server lists the connections it has by
-// name, and its pid.
-func TestEnvOnTheCluster(t *testing.T) {
+// TestServersTellTheirClientsVersionAndPid: each server lists the client
+// connections it has by name, runs a nats-server that leaves a frozen
+// peer while messages flow to it (2.9.16 or later), and has a pid while it
+// runs and none once killed.
+func TestServersTellTheirClientsVersionAndPid(t *testing.T) {
 	t.Parallel()
 	c := natscluster.Start(t, 3)
-	env := testenv.New(t, testenv.NATS(c.URL()))
-	if env.NATSURL != c.URL() || !slices.Contains(env.Environ(), "NATS_URL="+c.URL()) {
-		t.Fatalf("NATSURL %q, environment %v; want the cluster's %q", env.NATSURL, env.Environ(), c.URL())
-	}
-	nc := env.NATS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	js, err := jetstream.New(nc)
+	nc, err := nats.Connect(c.URL(), nats.Name("kit-client"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := env.Stream
-	stream.Replicas = 3
-	if _, err := stream.Ensure(ctx, js); err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.StreamInfo(ctx, stream.Name)
-	if err != nil || info.Config.Replicas != 3 {
-		t.Fatalf("stream %s on the cluster: %+v, %v", stream.Name, info, err)
-	}
+	defer nc.Close()
 	on := c.Server(nc.ConnectedServerName())
 	if on == nil {
 		t.Fatalf("connected to %q, none of the cluster's", nc.ConnectedServerName())
 	}
 	names, err := on.Clients()
-	if err != nil || !slices.Contains(names, "test-"+env.ID) {
-		t.Fatalf("%s's clients %v, %v; want test-%s among them", on.Name, names, err, env.ID)
+	if err != nil || !slices.Contains(names, "kit-client") {
+		t.Fatalf("%s's clients %v, %v; want kit-client among them", on.Name, names, err)
+	}
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(nc.ConnectedServerVersion(), "%d.%d.%d", &major, &minor, &patch); err != nil ||
+		major != 2 || minor < 9 || minor == 9 && patch < 16 {
+		t.Errorf("nats-server %s (%v), want 2.9.16 or a later 2.x", nc.ConnectedServerVersion(), err)
 	}
 	for _, s := range c.Servers() {
 		if s.Pid() == 0 {
