@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,8 +79,17 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		evs[i] = messageReceived(ws, i)
 		want[evs[i].GetId()] = true
 	}
+	// Both instances are frozen while the events are published: on a
+	// loaded machine publishing takes seconds, and two instances that
+	// deliver as the events come had delivered all 10,000 before the
+	// first kill. Frozen, they start with the whole backlog waiting.
+	a := s.procs["webhook-dispatcher"]
+	a.signal(t, syscall.SIGSTOP)
+	b.signal(t, syscall.SIGSTOP)
 	s.publishEvents(t, evs...)
-	t.Logf("published %d events in %s", events, time.Since(started).Round(time.Millisecond))
+	a.signal(t, syscall.SIGCONT)
+	b.signal(t, syscall.SIGCONT)
+	t.Logf("published %d events by %s", events, time.Since(started).Round(time.Millisecond))
 
 	// until polls cond (every 20 ms) until it holds, failing the test with
 	// cond's account of where things stand if the budget runs out first.

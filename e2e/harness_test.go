@@ -232,6 +232,14 @@ func (p *proc) kill(t testing.TB) {
 	}
 }
 
+// signal sends sig to p (SIGSTOP freezes it, SIGCONT thaws it).
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%v to %s: %v", sig, p.name, err)
+	}
+}
+
 // restart starts p's service again, once p has exited (kill), on p's
 // address with p's environment, waits until it is ready, and returns it
 // (which the caller puts in p's place: s.procs is not changed). It is
