@@ -1,0 +1,3 @@
+module github.com/parleyhq/parley/sdk/go
+
+go 1.23
