@@ -1,0 +1,323 @@
+package parley
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Me returns the workspace the API key belongs to, its plan, channels and
+// rate limit.
+func (c *Client) Me(ctx context.Context) (*Me, error) {
+	var out Me
+	if err := c.call(ctx, http.MethodGet, "/me", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Channels returns every channel of the workspace.
+func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
+	var out struct {
+		Channels []Channel `json:"channels"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/channels", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Channels, nil
+}
+
+// ConversationsParams selects a page of conversations; every field is
+// optional.
+type ConversationsParams struct {
+	// Platform keeps only conversations on this platform.
+	Platform Platform
+	// Before keeps only conversations whose last message is strictly
+	// before it; a page's NextBefore is the next page's Before.
+	Before time.Time
+	// Limit is how many a page holds at most (1–100; 0 means the server's
+	// default, 50).
+	Limit int
+}
+
+// ListConversations returns one page of the workspace's conversations, the
+// one with the most recent message first. Conversations walks every page.
+func (c *Client) ListConversations(ctx context.Context, p ConversationsParams) (*ConversationPage, error) {
+	q := url.Values{}
+	if p.Platform != "" {
+		q.Set("platform", string(p.Platform))
+	}
+	page(q, p.Before, p.Limit)
+	var out ConversationPage
+	if err := c.call(ctx, http.MethodGet, withQuery("/conversations", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// MessagesParams selects a page of a conversation's messages; every field
+// is optional.
+type MessagesParams struct {
+	// Before keeps only messages stamped strictly before it.
+	Before time.Time
+	// Limit is how many a page holds at most (1–100; 0 means 50).
+	Limit int
+}
+
+// ListMessages returns one page of a conversation's messages, newest
+// first. Messages walks every page.
+func (c *Client) ListMessages(ctx context.Context, conversationID string, p MessagesParams) (*MessagePage, error) {
+	if err := checkID("conversation id", conversationID); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	page(q, p.Before, p.Limit)
+	var out MessagePage
+	path := withQuery("/conversations/"+pathEscape(conversationID)+"/messages", q)
+	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SendMessage sends a text, with quick replies or buttons, to the
+// conversation's customer and returns the stored message. It carries an
+// Idempotency-Key (generated unless WithIdempotencyKey gives one), so its
+// retries send the message once.
+func (c *Client) SendMessage(ctx context.Context, req SendMessageRequest, opts ...CallOption) (*Message, error) {
+	var out struct {
+		Message Message `json:"message"`
+	}
+	if err := c.keyedCall(ctx, "/messages", req, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out.Message, nil
+}
+
+// SendImage sends an image, then the optional text as its own message. It
+// carries an Idempotency-Key as SendMessage does.
+func (c *Client) SendImage(ctx context.Context, req SendImageRequest, opts ...CallOption) (*SendImageResult, error) {
+	var out SendImageResult
+	if err := c.keyedCall(ctx, "/image", req, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SendCarousel sends a carousel of 1–10 cards and returns the stored
+// message. It carries an Idempotency-Key as SendMessage does.
+func (c *Client) SendCarousel(ctx context.Context, req SendCarouselRequest, opts ...CallOption) (*Message, error) {
+	var out struct {
+		Message Message `json:"message"`
+	}
+	if err := c.keyedCall(ctx, "/carousel", req, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out.Message, nil
+}
+
+// SendTyping shows the customer that a reply is being written. It takes no
+// Idempotency-Key (a repeat is harmless) and so is not retried after a
+// lost connection.
+func (c *Client) SendTyping(ctx context.Context, conversationID string) error {
+	return c.call(ctx, http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}, nil)
+}
+
+// Comment returns a comment (by its id on the platform) and its reply
+// status.
+func (c *Client) Comment(ctx context.Context, commentID string) (*Comment, error) {
+	if err := checkID("comment id", commentID); err != nil {
+		return nil, err
+	}
+	var out struct {
+		Comment Comment `json:"comment"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/comments/"+pathEscape(commentID), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Comment, nil
+}
+
+// ReplyToComment posts a public reply under the comment. It carries an
+// Idempotency-Key as SendMessage does.
+func (c *Client) ReplyToComment(ctx context.Context, commentID, text string, opts ...CallOption) (*CommentReply, error) {
+	if err := checkID("comment id", commentID); err != nil {
+		return nil, err
+	}
+	var out CommentReply
+	path := "/comments/" + pathEscape(commentID) + "/reply"
+	if err := c.keyedCall(ctx, path, CommentReplyRequest{Text: text}, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PrivateReply sends the commenter a direct message (one per comment,
+// within 7 days of it). It carries an Idempotency-Key as SendMessage does.
+func (c *Client) PrivateReply(ctx context.Context, commentID, text string, opts ...CallOption) (*PrivateReply, error) {
+	if err := checkID("comment id", commentID); err != nil {
+		return nil, err
+	}
+	var out PrivateReply
+	path := "/comments/" + pathEscape(commentID) + "/private-reply"
+	if err := c.keyedCall(ctx, path, CommentReplyRequest{Text: text}, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SaveWebhook saves the URL events are POSTed to, makes the webhook
+// active and returns it with a new signing secret, shown only here.
+func (c *Client) SaveWebhook(ctx context.Context, url string) (*SavedWebhook, error) {
+	var out SavedWebhook
+	if err := c.call(ctx, http.MethodPut, "/webhook", SaveWebhookRequest{URL: url}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Webhook returns the saved webhook (never its secret).
+func (c *Client) Webhook(ctx context.Context) (*Webhook, error) {
+	var out struct {
+		Webhook Webhook `json:"webhook"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/webhook", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Webhook, nil
+}
+
+// DeleteWebhook removes the webhook; events are no longer sent.
+func (c *Client) DeleteWebhook(ctx context.Context) error {
+	return c.call(ctx, http.MethodDelete, "/webhook", nil, nil)
+}
+
+// TestWebhook sends one test event to the webhook and returns its
+// delivery once the receiver answered (or the attempt timed out, 10 s).
+// It is never retried after a lost connection: each call sends an event.
+func (c *Client) TestWebhook(ctx context.Context) (*Delivery, error) {
+	var out struct {
+		Delivery Delivery `json:"delivery"`
+	}
+	if err := c.call(ctx, http.MethodPost, "/webhook/test", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Delivery, nil
+}
+
+// DeliveriesParams selects a page of the delivery log; every field is
+// optional.
+type DeliveriesParams struct {
+	// Status keeps only deliveries in this status.
+	Status DeliveryStatus
+	// Event keeps only deliveries of this event kind.
+	Event EventKind
+	// Before keeps only deliveries created strictly before it.
+	Before time.Time
+	// Limit is how many a page holds at most (1–100; 0 means 50).
+	Limit int
+}
+
+// ListDeliveries returns one page of the delivery log (14 days), newest
+// first. Deliveries walks every page.
+func (c *Client) ListDeliveries(ctx context.Context, p DeliveriesParams) (*DeliveryPage, error) {
+	q := url.Values{}
+	if p.Status != "" {
+		q.Set("status", string(p.Status))
+	}
+	if p.Event != "" {
+		q.Set("event", string(p.Event))
+	}
+	page(q, p.Before, p.Limit)
+	var out DeliveryPage
+	if err := c.call(ctx, http.MethodGet, withQuery("/webhook/deliveries", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Flows returns the workspace's active flows that have an api trigger,
+// the latest updated first.
+func (c *Client) Flows(ctx context.Context) ([]Flow, error) {
+	var out struct {
+		Flows []Flow `json:"flows"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/flows", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Flows, nil
+}
+
+// Invoke runs the flow's published version with input (a value that
+// encodes as a JSON object; nil sends {}) and returns the run's outcome.
+// A run that failed is a result with Status RunFailed and its Error, not
+// an error. It carries an Idempotency-Key as SendMessage does, so its
+// retries run the flow once.
+func (c *Client) Invoke(ctx context.Context, flowID string, input any, opts ...CallOption) (*InvokeResult, error) {
+	return c.invoke(ctx, flowID, invokeBody(input, ""), opts)
+}
+
+// Continue continues the waiting run of sessionID with text, the answer to
+// its question. It carries an Idempotency-Key as SendMessage does.
+func (c *Client) Continue(ctx context.Context, flowID, sessionID, text string, opts ...CallOption) (*InvokeResult, error) {
+	if err := checkID("session id", sessionID); err != nil {
+		return nil, err
+	}
+	return c.invoke(ctx, flowID, invokeBody(map[string]any{"text": text}, sessionID), opts)
+}
+
+func (c *Client) invoke(ctx context.Context, flowID string, body InvokeRequest, opts []CallOption) (*InvokeResult, error) {
+	if err := checkID("flow id", flowID); err != nil {
+		return nil, err
+	}
+	var out InvokeResult
+	if err := c.keyedCall(ctx, invokePath(flowID), body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func invokeBody(input any, sessionID string) InvokeRequest {
+	if input == nil {
+		input = map[string]any{}
+	}
+	return InvokeRequest{Input: input, SessionID: sessionID}
+}
+
+func invokePath(flowID string) string { return "/flows/" + pathEscape(flowID) + "/invoke" }
+
+// Run returns a run's trace: the run and every node run with its input,
+// output and timing.
+func (c *Client) Run(ctx context.Context, flowID, runID string) (*RunTrace, error) {
+	if err := checkID("flow id", flowID); err != nil {
+		return nil, err
+	}
+	if err := checkID("run id", runID); err != nil {
+		return nil, err
+	}
+	var out RunTrace
+	path := "/flows/" + pathEscape(flowID) + "/runs/" + pathEscape(runID)
+	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// page sets the paging parameters that are set.
+func page(q url.Values, before time.Time, limit int) {
+	if !before.IsZero() {
+		q.Set("before", before.UTC().Format(time.RFC3339Nano))
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+}
+
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}

@@ -1,0 +1,318 @@
+package parley
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is this client's version, sent in the default User-Agent.
+const Version = "0.1.0"
+
+// DefaultBaseURL is the gateway of a Parley started on this machine
+// (`make run`); pass your deployment's address with WithBaseURL.
+const DefaultBaseURL = "http://127.0.0.1:8080"
+
+// Client calls Parley's Developer API with one API key. It is safe for
+// concurrent use; make one and share it.
+type Client struct {
+	apiKey    string
+	base      string // the server root followed by /v1, no trailing slash
+	hc        *http.Client
+	retry     RetryPolicy
+	userAgent string
+	// wait sleeps d or until ctx is done; tests replace it.
+	wait func(ctx context.Context, d time.Duration) error
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithBaseURL sets the server's root, such as "https://parley.example.com";
+// the client adds /v1. The default is DefaultBaseURL.
+func WithBaseURL(u string) Option {
+	return func(c *Client) { c.base = strings.TrimRight(u, "/") + "/v1" }
+}
+
+// WithHTTPClient sets the http.Client the calls go through (its transport,
+// proxy and TLS settings). Leave its Timeout at 0 to stream: a call's
+// deadline is its context's. The default is http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.hc = hc }
+}
+
+// WithRetry sets how calls are retried (see RetryPolicy).
+func WithRetry(p RetryPolicy) Option {
+	return func(c *Client) { c.retry = p }
+}
+
+// WithUserAgent sets the User-Agent header; the default is
+// "parley-go/<Version>".
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.userAgent = ua }
+}
+
+// New returns a client that authenticates with apiKey (a "pk_…" key).
+func New(apiKey string, opts ...Option) *Client {
+	c := &Client{
+		apiKey:    apiKey,
+		hc:        http.DefaultClient,
+		userAgent: "parley-go/" + Version,
+		wait:      sleep,
+	}
+	WithBaseURL(DefaultBaseURL)(c)
+	for _, o := range opts {
+		o(c)
+	}
+	c.retry = c.retry.withDefaults()
+	return c
+}
+
+// CallOption configures one call that takes an Idempotency-Key.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	idempotencyKey string
+}
+
+// WithIdempotencyKey sends key as the call's Idempotency-Key (at most 128
+// printable ASCII characters) instead of a generated one. Use it to repeat
+// a call across restarts of your program: the same key with the same
+// request answers the first response again and does nothing again.
+func WithIdempotencyKey(key string) CallOption {
+	return func(cc *callConfig) { cc.idempotencyKey = key }
+}
+
+// newIdempotencyKey returns 32 random lowercase hex digits.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+	return hex.EncodeToString(b[:])
+}
+
+// request is one call, the same on each attempt.
+type request struct {
+	method string
+	path   string // under /v1, with its query
+	body   []byte // nil for none; the same bytes on every attempt
+	// key is the Idempotency-Key; "" for calls that take none.
+	key    string
+	stream bool // Accept: text/event-stream
+}
+
+func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) (*request, error) {
+	r := &request{method: method, path: path}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("parley: encode the %s %s body: %w", method, path, err)
+		}
+		r.body = b
+	}
+	if keyed {
+		var cc callConfig
+		for _, o := range opts {
+			o(&cc)
+		}
+		r.key = cc.idempotencyKey
+		if r.key == "" {
+			r.key = newIdempotencyKey()
+		}
+	}
+	return r, nil
+}
+
+// send makes the call, retrying as the policy allows, and returns the
+// first answer that is a success (2xx, body unread) or an error.
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.attempt(ctx, r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if !r.safeToRepeat() || attempt >= c.retry.MaxAttempts {
+				return nil, err
+			}
+			if werr := c.wait(ctx, c.retry.backoff(attempt)); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		if resp.StatusCode < 300 {
+			return resp, nil
+		}
+		apiErr := readError(resp)
+		if attempt >= c.retry.MaxAttempts {
+			return nil, apiErr
+		}
+		d, retry := c.retry.delay(apiErr, attempt)
+		if !retry {
+			return nil, apiErr
+		}
+		if werr := c.wait(ctx, d); werr != nil {
+			return nil, werr
+		}
+	}
+}
+
+// safeToRepeat reports whether a request whose answer never came may be
+// sent again: reads, puts and deletes, and anything with an
+// Idempotency-Key, which the server answers once.
+func (r *request) safeToRepeat() bool {
+	switch r.method {
+	case http.MethodGet, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return r.key != ""
+}
+
+func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
+	if err != nil {
+		return nil, fmt.Errorf("parley: %s %s: %w", r.method, r.path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	req.Header.Set("User-Agent", c.userAgent)
+	if r.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("parley: %s %s: %w", r.method, r.path, err)
+	}
+	return resp, nil
+}
+
+// errorSnippet is how much of a non-JSON error body Error.Message keeps.
+const errorSnippet = 256
+
+// readError reads an error answer into an *Error and closes its body.
+func readError(resp *http.Response) *Error {
+	defer resp.Body.Close()
+	e := &Error{
+		Status:     resp.StatusCode,
+		RequestID:  resp.Header.Get("X-Request-Id"),
+		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RunID     string `json:"run_id"`
+		MessageID string `json:"message_id"`
+		CommentID string `json:"comment_id"`
+	}
+	if isJSON(resp.Header.Get("Content-Type")) && json.Unmarshal(raw, &body) == nil && body.Code != "" {
+		e.Code, e.Message = body.Code, body.Message
+		e.RunID, e.MessageID, e.CommentID = body.RunID, body.MessageID, body.CommentID
+		return e
+	}
+	s := strings.TrimSpace(string(raw))
+	if len(s) > errorSnippet {
+		s = s[:errorSnippet]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	e.Message = "an answer that is not the API's JSON error"
+	if s != "" {
+		e.Message += ": " + s
+	}
+	return e
+}
+
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date; 0 when
+// absent or unreadable.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// do makes a JSON call and decodes a success's body into out (unless nil).
+func (c *Client) do(ctx context.Context, r *request, out any) error {
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("parley: %s %s: decode the answer: %w", r.method, r.path, err)
+	}
+	return nil
+}
+
+// call builds a request and does it.
+func (c *Client) call(ctx context.Context, method, path string, body, out any) error {
+	r, err := c.newRequest(method, path, body, false, nil)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, r, out)
+}
+
+// keyedCall builds a request with an Idempotency-Key and does it.
+func (c *Client) keyedCall(ctx context.Context, path string, body, out any, opts []CallOption) error {
+	r, err := c.newRequest(http.MethodPost, path, body, true, opts)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, r, out)
+}
+
+func pathEscape(s string) string { return url.PathEscape(s) }
+
+// checkID refuses an empty path id before a request is made: it would
+// name another route.
+func checkID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("parley: the %s is empty", what)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package parley
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// Conversations returns every conversation from p on, page after page (each
+// page one request, made as the loop reaches it), until the last page or
+// the loop's break. An error ends the sequence after it is yielded.
+//
+//	for conv, err := range c.Conversations(ctx, parley.ConversationsParams{}) {
+//		if err != nil { return err }
+//		…
+//	}
+func (c *Client) Conversations(ctx context.Context, p ConversationsParams) iter.Seq2[Conversation, error] {
+	return pages(func(before time.Time) ([]Conversation, *time.Time, error) {
+		p.Before = before
+		pg, err := c.ListConversations(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pg.Conversations, pg.NextBefore, nil
+	}, p.Before)
+}
+
+// Messages returns every message of a conversation from p on, newest
+// first, page after page, as Conversations does.
+func (c *Client) Messages(ctx context.Context, conversationID string, p MessagesParams) iter.Seq2[Message, error] {
+	return pages(func(before time.Time) ([]Message, *time.Time, error) {
+		p.Before = before
+		pg, err := c.ListMessages(ctx, conversationID, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pg.Messages, pg.NextBefore, nil
+	}, p.Before)
+}
+
+// Deliveries returns every delivery of the log from p on, newest first,
+// page after page, as Conversations does.
+func (c *Client) Deliveries(ctx context.Context, p DeliveriesParams) iter.Seq2[Delivery, error] {
+	return pages(func(before time.Time) ([]Delivery, *time.Time, error) {
+		p.Before = before
+		pg, err := c.ListDeliveries(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pg.Deliveries, pg.NextBefore, nil
+	}, p.Before)
+}
+
+// pages yields the rows of each page, following next_before until it is
+// null.
+func pages[T any](fetch func(before time.Time) ([]T, *time.Time, error), before time.Time) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for {
+			rows, next, err := fetch(before)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, row := range rows {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			// A next page that does not go back in time would repeat this one.
+			if next == nil || (!before.IsZero() && !next.Before(before)) {
+				return
+			}
+			before = *next
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package parley
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// RunEvent is one event of a streamed run: *RunStart, *NodeStart,
+// *RunMessage, *NodeEnd or *RunEnd. Switch on its type:
+//
+//	switch ev := ev.(type) {
+//	case *parley.RunMessage:
+//		fmt.Println(ev.Text)
+//	case *parley.RunEnd:
+//		fmt.Println(ev.Status)
+//	}
+type RunEvent interface {
+	// Event returns the event's name on the stream ("run_start",
+	// "node_start", "message", "node_end" or "end").
+	Event() string
+}
+
+// RunStart is the first event: the run started.
+type RunStart struct {
+	// RunID is the run; Client.Run reads its trace.
+	RunID string `json:"run_id"`
+}
+
+// NodeStart is a node starting. A node stopped by the run budget gets a
+// NodeStart at once followed by a NodeEnd with its Error; it did not run.
+type NodeStart struct {
+	NodeID string `json:"node_id"`
+	// Type is the node's type ("start", "question", "llm", …).
+	Type string `json:"type"`
+}
+
+// RunMessage is a message the flow "sent" (never sent to a customer), as
+// InvokeResult.Messages holds them.
+type RunMessage struct {
+	FlowMessage
+}
+
+// NodeEnd is a node ending; pair it with its NodeStart by NodeID.
+type NodeEnd struct {
+	NodeID string `json:"node_id"`
+	Type   string `json:"type"`
+	// MS is the node's duration in milliseconds.
+	MS     int `json:"ms"`
+	Tokens int `json:"tokens"`
+	// Error is empty when the node succeeded; set on a node stopped by the
+	// run budget.
+	Error string `json:"error,omitempty"`
+}
+
+// RunEnd is the last event: the call's outcome, as InvokeResult without
+// RunID and Messages (those came as events).
+type RunEnd struct {
+	Status RunStatus `json:"status"`
+	// SessionID is set only while the run waits.
+	SessionID string         `json:"session_id,omitempty"`
+	Output    map[string]any `json:"output"`
+	Usage     Usage          `json:"usage"`
+	// Error is set only when the run failed.
+	Error *RunError `json:"error,omitempty"`
+}
+
+// Event returns "run_start".
+func (*RunStart) Event() string { return "run_start" }
+
+// Event returns "node_start".
+func (*NodeStart) Event() string { return "node_start" }
+
+// Event returns "message".
+func (*RunMessage) Event() string { return "message" }
+
+// Event returns "node_end".
+func (*NodeEnd) Event() string { return "node_end" }
+
+// Event returns "end".
+func (*RunEnd) Event() string { return "end" }
+
+// newEvent returns an empty event of the named kind; nil for a name this
+// client does not know.
+func newEvent(name string) RunEvent {
+	switch name {
+	case "run_start":
+		return new(RunStart)
+	case "node_start":
+		return new(NodeStart)
+	case "message":
+		return new(RunMessage)
+	case "node_end":
+		return new(NodeEnd)
+	case "end":
+		return new(RunEnd)
+	}
+	return nil
+}
+
+// InvokeStream runs the flow as Invoke does and yields the run's events as
+// they happen: RunStart, then for each node NodeStart, its RunMessages and
+// NodeEnd, then RunEnd, after which the sequence ends. The request is made
+// when the loop starts.
+//
+// An error before the run starts (a refusal, a lost connection) is
+// yielded once as Invoke would return it, after the same retries. A
+// stream that stops before RunEnd yields an error matching
+// ErrStreamDropped: the run is stored failed, so call again with a new
+// Idempotency-Key. Breaking out of the loop closes the connection at once,
+// which stops the run (it is stored failed).
+//
+// A call repeated with the Idempotency-Key of a finished one is answered
+// with the stored JSON result, not a stream: InvokeStream then yields it
+// as RunStart, one RunMessage per message and RunEnd (no node events).
+func (c *Client) InvokeStream(ctx context.Context, flowID string, input any, opts ...CallOption) iter.Seq2[RunEvent, error] {
+	return c.stream(ctx, flowID, invokeBody(input, ""), opts)
+}
+
+// ContinueStream continues the waiting run of sessionID with text, as
+// Continue does, and yields its events as InvokeStream does.
+func (c *Client) ContinueStream(ctx context.Context, flowID, sessionID, text string, opts ...CallOption) iter.Seq2[RunEvent, error] {
+	if err := checkID("session id", sessionID); err != nil {
+		return failed(err)
+	}
+	return c.stream(ctx, flowID, invokeBody(map[string]any{"text": text}, sessionID), opts)
+}
+
+func failed(err error) iter.Seq2[RunEvent, error] {
+	return func(yield func(RunEvent, error) bool) { yield(nil, err) }
+}
+
+func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, opts []CallOption) iter.Seq2[RunEvent, error] {
+	if err := checkID("flow id", flowID); err != nil {
+		return failed(err)
+	}
+	body.Stream = true
+	r, err := c.newRequest(http.MethodPost, invokePath(flowID), body, true, opts)
+	if err != nil {
+		return failed(err)
+	}
+	r.stream = true
+	return func(yield func(RunEvent, error) bool) {
+		resp, err := c.send(ctx, r)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer resp.Body.Close()
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if mt == "text/event-stream" {
+			readEvents(ctx, resp.Body, yield)
+			return
+		}
+		// A replay: the stored JSON answer of the first call with this key.
+		var res InvokeResult
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+			yield(nil, fmt.Errorf("parley: POST %s: decode the answer: %w", r.path, err))
+			return
+		}
+		replayEvents(&res, yield)
+	}
+}
+
+// replayEvents yields a stored InvokeResult as the events a stream would
+// have carried, the node events aside.
+func replayEvents(res *InvokeResult, yield func(RunEvent, error) bool) {
+	if !yield(&RunStart{RunID: res.RunID}, nil) {
+		return
+	}
+	for _, m := range res.Messages {
+		if !yield(&RunMessage{FlowMessage: m}, nil) {
+			return
+		}
+	}
+	yield(&RunEnd{Status: res.Status, SessionID: res.SessionID, Output: res.Output, Usage: res.Usage, Error: res.Error}, nil)
+}
+
+// readEvents parses Server-Sent Events from body and yields each known
+// event until the end event, the caller's break or the stream's loss.
+// Comment lines (": ping") are skipped, as are events of names this
+// client does not know; several data lines of one event join with "\n".
+func readEvents(ctx context.Context, body io.Reader, yield func(RunEvent, error) bool) {
+	br := bufio.NewReader(body)
+	var name string
+	var data strings.Builder
+	var hasData bool
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			// A last line without its newline is not a whole event either.
+			yield(nil, dropped(ctx, err))
+			return
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		switch {
+		case line == "":
+			if !hasData {
+				name = ""
+				continue
+			}
+			ev := newEvent(name)
+			if name == "" {
+				ev = newEvent("message")
+			}
+			payload := data.String()
+			name, hasData = "", false
+			data.Reset()
+			if ev == nil {
+				continue
+			}
+			if err := json.Unmarshal([]byte(payload), ev); err != nil {
+				yield(nil, fmt.Errorf("parley: the %s event's data is not what it should be: %w", ev.Event(), err))
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+			if _, end := ev.(*RunEnd); end {
+				return
+			}
+		case strings.HasPrefix(line, ":"):
+			// A comment, such as the server's ": ping".
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				name = value
+			case "data":
+				if hasData {
+					data.WriteByte('\n')
+				}
+				data.WriteString(value)
+				hasData = true
+			}
+		}
+	}
+}
+
+// dropped is the error of a stream lost before its end event.
+func dropped(ctx context.Context, cause error) error {
+	if ctx.Err() != nil {
+		cause = ctx.Err()
+	}
+	if errors.Is(cause, io.EOF) {
+		return ErrStreamDropped
+	}
+	return fmt.Errorf("%w: %w", ErrStreamDropped, cause)
+}
