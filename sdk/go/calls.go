@@ -2,11 +2,30 @@ package parley
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 )
+
+// OpenAPIDocument returns the API's OpenAPI 3.1 document as JSON, the
+// contract this client is checked against. It needs no API key (none is
+// sent) and counts against no rate limit.
+func (c *Client) OpenAPIDocument(ctx context.Context) ([]byte, error) {
+	r := &request{method: http.MethodGet, path: "/openapi.json", public: true}
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parley: GET /openapi.json: %w", err)
+	}
+	return b, nil
+}
 
 // Me returns the workspace the API key belongs to, its plan, channels and
 // rate limit.

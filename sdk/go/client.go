@@ -108,6 +108,7 @@ type request struct {
 	// key is the Idempotency-Key; "" for calls that take none.
 	key    string
 	stream bool // Accept: text/event-stream
+	public bool // no Authorization: a route that takes no key
 }
 
 func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) (*request, error) {
@@ -186,7 +187,9 @@ func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error
 	if err != nil {
 		return nil, fmt.Errorf("parley: %s %s: %w", r.method, r.path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	if !r.public {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
 	req.Header.Set("User-Agent", c.userAgent)
 	if r.stream {
 		req.Header.Set("Accept", "text/event-stream")

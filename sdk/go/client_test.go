@@ -508,3 +508,17 @@ func TestPages(t *testing.T) {
 		t.Errorf("%d errors yielded", errs)
 	}
 }
+
+func TestOpenAPIDocumentSendsNoKey(t *testing.T) {
+	t.Parallel()
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, map[string]any{"openapi": "3.1.0"})
+	})
+	b, err := c.OpenAPIDocument(context.Background())
+	if err != nil || !strings.Contains(string(b), `"3.1.0"`) {
+		t.Fatalf("%s %v", b, err)
+	}
+	if h := rec.all()[0]; h.path != "/v1/openapi.json" || h.header.Get("Authorization") != "" {
+		t.Errorf("request %s with Authorization %q", h.path, h.header.Get("Authorization"))
+	}
+}
