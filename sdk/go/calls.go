@@ -2,7 +2,6 @@ package parley
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,32 +19,22 @@ func (c *Client) OpenAPIDocument(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parley: GET /openapi.json: %w", err)
-	}
-	return b, nil
+	return io.ReadAll(resp.Body) // in memory already (send reads it whole)
 }
 
 // Me returns the workspace the API key belongs to, its plan, channels and
 // rate limit.
 func (c *Client) Me(ctx context.Context) (*Me, error) {
-	var out Me
-	if err := c.call(ctx, http.MethodGet, "/me", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[Me](ctx, c, c.plain(http.MethodGet, "/me", nil), "")
 }
 
 // Channels returns every channel of the workspace.
 func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
-	var out struct {
-		Channels []Channel `json:"channels"`
-	}
-	if err := c.call(ctx, http.MethodGet, "/channels", nil, &out); err != nil {
+	out, err := fetch[[]Channel](ctx, c, c.plain(http.MethodGet, "/channels", nil), "channels")
+	if err != nil {
 		return nil, err
 	}
-	return out.Channels, nil
+	return *out, nil
 }
 
 // ConversationsParams selects a page of conversations; every field is
@@ -69,11 +58,7 @@ func (c *Client) ListConversations(ctx context.Context, p ConversationsParams) (
 		q.Set("platform", string(p.Platform))
 	}
 	page(q, p.Before, p.Limit)
-	var out ConversationPage
-	if err := c.call(ctx, http.MethodGet, withQuery("/conversations", q), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[ConversationPage](ctx, c, c.plain(http.MethodGet, withQuery("/conversations", q), nil), "")
 }
 
 // MessagesParams selects a page of a conversation's messages; every field
@@ -93,12 +78,8 @@ func (c *Client) ListMessages(ctx context.Context, conversationID string, p Mess
 	}
 	q := url.Values{}
 	page(q, p.Before, p.Limit)
-	var out MessagePage
 	path := withQuery("/conversations/"+pathEscape(conversationID)+"/messages", q)
-	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[MessagePage](ctx, c, c.plain(http.MethodGet, path, nil), "")
 }
 
 // SendMessage sends a text, with quick replies or buttons, to the
@@ -106,42 +87,26 @@ func (c *Client) ListMessages(ctx context.Context, conversationID string, p Mess
 // Idempotency-Key (generated unless WithIdempotencyKey gives one), so its
 // retries send the message once.
 func (c *Client) SendMessage(ctx context.Context, req SendMessageRequest, opts ...CallOption) (*Message, error) {
-	var out struct {
-		Message Message `json:"message"`
-	}
-	if err := c.keyedCall(ctx, "/messages", req, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out.Message, nil
+	return fetch[Message](ctx, c, c.keyed("/messages", req, opts), "message")
 }
 
 // SendImage sends an image, then the optional text as its own message. It
 // carries an Idempotency-Key as SendMessage does.
 func (c *Client) SendImage(ctx context.Context, req SendImageRequest, opts ...CallOption) (*SendImageResult, error) {
-	var out SendImageResult
-	if err := c.keyedCall(ctx, "/image", req, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[SendImageResult](ctx, c, c.keyed("/image", req, opts), "")
 }
 
 // SendCarousel sends a carousel of 1–10 cards and returns the stored
 // message. It carries an Idempotency-Key as SendMessage does.
 func (c *Client) SendCarousel(ctx context.Context, req SendCarouselRequest, opts ...CallOption) (*Message, error) {
-	var out struct {
-		Message Message `json:"message"`
-	}
-	if err := c.keyedCall(ctx, "/carousel", req, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out.Message, nil
+	return fetch[Message](ctx, c, c.keyed("/carousel", req, opts), "message")
 }
 
 // SendTyping shows the customer that a reply is being written. It takes no
 // Idempotency-Key (a repeat is harmless) and so is not retried after a
 // lost connection.
 func (c *Client) SendTyping(ctx context.Context, conversationID string) error {
-	return c.call(ctx, http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}, nil)
+	return c.do(ctx, c.plain(http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}), nil)
 }
 
 // Comment returns a comment (by its id on the platform) and its reply
@@ -150,13 +115,7 @@ func (c *Client) Comment(ctx context.Context, commentID string) (*Comment, error
 	if err := checkID("comment id", commentID); err != nil {
 		return nil, err
 	}
-	var out struct {
-		Comment Comment `json:"comment"`
-	}
-	if err := c.call(ctx, http.MethodGet, "/comments/"+pathEscape(commentID), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Comment, nil
+	return fetch[Comment](ctx, c, c.plain(http.MethodGet, "/comments/"+pathEscape(commentID), nil), "comment")
 }
 
 // ReplyToComment posts a public reply under the comment. It carries an
@@ -165,12 +124,8 @@ func (c *Client) ReplyToComment(ctx context.Context, commentID, text string, opt
 	if err := checkID("comment id", commentID); err != nil {
 		return nil, err
 	}
-	var out CommentReply
 	path := "/comments/" + pathEscape(commentID) + "/reply"
-	if err := c.keyedCall(ctx, path, CommentReplyRequest{Text: text}, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[CommentReply](ctx, c, c.keyed(path, CommentReplyRequest{Text: text}, opts), "")
 }
 
 // PrivateReply sends the commenter a direct message (one per comment,
@@ -179,51 +134,31 @@ func (c *Client) PrivateReply(ctx context.Context, commentID, text string, opts 
 	if err := checkID("comment id", commentID); err != nil {
 		return nil, err
 	}
-	var out PrivateReply
 	path := "/comments/" + pathEscape(commentID) + "/private-reply"
-	if err := c.keyedCall(ctx, path, CommentReplyRequest{Text: text}, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[PrivateReply](ctx, c, c.keyed(path, CommentReplyRequest{Text: text}, opts), "")
 }
 
 // SaveWebhook saves the URL events are POSTed to, makes the webhook
 // active and returns it with a new signing secret, shown only here.
 func (c *Client) SaveWebhook(ctx context.Context, url string) (*SavedWebhook, error) {
-	var out SavedWebhook
-	if err := c.call(ctx, http.MethodPut, "/webhook", SaveWebhookRequest{URL: url}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[SavedWebhook](ctx, c, c.plain(http.MethodPut, "/webhook", SaveWebhookRequest{URL: url}), "")
 }
 
 // Webhook returns the saved webhook (never its secret).
 func (c *Client) Webhook(ctx context.Context) (*Webhook, error) {
-	var out struct {
-		Webhook Webhook `json:"webhook"`
-	}
-	if err := c.call(ctx, http.MethodGet, "/webhook", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Webhook, nil
+	return fetch[Webhook](ctx, c, c.plain(http.MethodGet, "/webhook", nil), "webhook")
 }
 
 // DeleteWebhook removes the webhook; events are no longer sent.
 func (c *Client) DeleteWebhook(ctx context.Context) error {
-	return c.call(ctx, http.MethodDelete, "/webhook", nil, nil)
+	return c.do(ctx, c.plain(http.MethodDelete, "/webhook", nil), nil)
 }
 
 // TestWebhook sends one test event to the webhook and returns its
 // delivery once the receiver answered (or the attempt timed out, 10 s).
 // It is never retried after a lost connection: each call sends an event.
 func (c *Client) TestWebhook(ctx context.Context) (*Delivery, error) {
-	var out struct {
-		Delivery Delivery `json:"delivery"`
-	}
-	if err := c.call(ctx, http.MethodPost, "/webhook/test", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Delivery, nil
+	return fetch[Delivery](ctx, c, c.plain(http.MethodPost, "/webhook/test", nil), "delivery")
 }
 
 // DeliveriesParams selects a page of the delivery log; every field is
@@ -250,23 +185,17 @@ func (c *Client) ListDeliveries(ctx context.Context, p DeliveriesParams) (*Deliv
 		q.Set("event", string(p.Event))
 	}
 	page(q, p.Before, p.Limit)
-	var out DeliveryPage
-	if err := c.call(ctx, http.MethodGet, withQuery("/webhook/deliveries", q), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[DeliveryPage](ctx, c, c.plain(http.MethodGet, withQuery("/webhook/deliveries", q), nil), "")
 }
 
 // Flows returns the workspace's active flows that have an api trigger,
 // the latest updated first.
 func (c *Client) Flows(ctx context.Context) ([]Flow, error) {
-	var out struct {
-		Flows []Flow `json:"flows"`
-	}
-	if err := c.call(ctx, http.MethodGet, "/flows", nil, &out); err != nil {
+	out, err := fetch[[]Flow](ctx, c, c.plain(http.MethodGet, "/flows", nil), "flows")
+	if err != nil {
 		return nil, err
 	}
-	return out.Flows, nil
+	return *out, nil
 }
 
 // Invoke runs the flow's published version with input (a value that
@@ -291,11 +220,7 @@ func (c *Client) invoke(ctx context.Context, flowID string, body InvokeRequest, 
 	if err := checkID("flow id", flowID); err != nil {
 		return nil, err
 	}
-	var out InvokeResult
-	if err := c.keyedCall(ctx, invokePath(flowID), body, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[InvokeResult](ctx, c, c.keyed(invokePath(flowID), body, opts), "")
 }
 
 func invokeBody(input any, sessionID string) InvokeRequest {
@@ -316,12 +241,8 @@ func (c *Client) Run(ctx context.Context, flowID, runID string) (*RunTrace, erro
 	if err := checkID("run id", runID); err != nil {
 		return nil, err
 	}
-	var out RunTrace
 	path := "/flows/" + pathEscape(flowID) + "/runs/" + pathEscape(runID)
-	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[RunTrace](ctx, c, c.plain(http.MethodGet, path, nil), "")
 }
 
 // page sets the paging parameters that are set.

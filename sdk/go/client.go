@@ -107,16 +107,17 @@ type request struct {
 	body   []byte // nil for none; the same bytes on every attempt
 	// key is the Idempotency-Key; "" for calls that take none.
 	key    string
-	stream bool // Accept: text/event-stream
-	public bool // no Authorization: a route that takes no key
+	stream bool  // Accept: text/event-stream
+	public bool  // no Authorization: a route that takes no key
+	err    error // why the request could not be built
 }
 
-func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) (*request, error) {
+func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) *request {
 	r := &request{method: method, path: path}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, fmt.Errorf("parley: encode the %s %s body: %w", method, path, err)
+			r.err = fmt.Errorf("parley: encode the %s %s body: %w", method, path, err)
 		}
 		r.body = b
 	}
@@ -130,14 +131,21 @@ func (c *Client) newRequest(method, path string, body any, keyed bool, opts []Ca
 			r.key = newIdempotencyKey()
 		}
 	}
-	return r, nil
+	return r
 }
 
 // send makes the call, retrying as the policy allows, and returns the
 // first answer that is a success (2xx, body unread) or an error.
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
+		if err == nil && resp.StatusCode < 300 && !r.stream {
+			// A success read whole here: one cut short is as a lost answer.
+			err = readWhole(resp)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -165,6 +173,18 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return nil, werr
 		}
 	}
+}
+
+// readWhole reads resp's body into memory, so that a connection lost
+// while it arrives can be retried like one lost before it.
+func readWhole(resp *http.Response) error {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("parley: read the answer: %w", err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
 }
 
 // safeToRepeat reports whether a request whose answer never came may be
@@ -291,22 +311,38 @@ func (c *Client) do(ctx context.Context, r *request, out any) error {
 	return nil
 }
 
-// call builds a request and does it.
-func (c *Client) call(ctx context.Context, method, path string, body, out any) error {
-	r, err := c.newRequest(method, path, body, false, nil)
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, r, out)
+// plain builds a call that takes no Idempotency-Key.
+func (c *Client) plain(method, path string, body any) *request {
+	return c.newRequest(method, path, body, false, nil)
 }
 
-// keyedCall builds a request with an Idempotency-Key and does it.
-func (c *Client) keyedCall(ctx context.Context, path string, body, out any, opts []CallOption) error {
-	r, err := c.newRequest(http.MethodPost, path, body, true, opts)
-	if err != nil {
-		return err
+// keyed builds a POST that carries an Idempotency-Key.
+func (c *Client) keyed(path string, body any, opts []CallOption) *request {
+	return c.newRequest(http.MethodPost, path, body, true, opts)
+}
+
+// fetch makes the call r and decodes its answer, or the answer's property
+// key unless key is "", into a T.
+func fetch[T any](ctx context.Context, c *Client, r *request, key string) (*T, error) {
+	var out T
+	if key == "" {
+		if err := c.do(ctx, r, &out); err != nil {
+			return nil, err
+		}
+		return &out, nil
 	}
-	return c.do(ctx, r, out)
+	var body map[string]json.RawMessage
+	if err := c.do(ctx, r, &body); err != nil {
+		return nil, err
+	}
+	raw, ok := body[key]
+	if !ok {
+		return nil, fmt.Errorf("parley: %s %s: the answer has no %q", r.method, r.path, key)
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("parley: %s %s: decode the answer's %q: %w", r.method, r.path, key, err)
+	}
+	return &out, nil
 }
 
 func pathEscape(s string) string { return url.PathEscape(s) }

@@ -522,3 +522,24 @@ func TestOpenAPIDocumentSendsNoKey(t *testing.T) {
 		t.Errorf("request %s with Authorization %q", h.path, h.header.Get("Authorization"))
 	}
 }
+
+func TestAnswerCutShortIsRetriedForAKeyedCall(t *testing.T) {
+	t.Parallel()
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.Header().Set("Content-Length", "500")
+			w.WriteHeader(201)
+			io.WriteString(w, `{"message":`)
+			w.(http.Flusher).Flush()
+			hangUp(t, w)
+			return
+		}
+		writeJSON(w, 201, sentMessage)
+	})
+	if _, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := rec.all(); len(hits) != 2 || hits[0].header.Get("Idempotency-Key") != hits[1].header.Get("Idempotency-Key") {
+		t.Errorf("attempts %+v", hits)
+	}
+}

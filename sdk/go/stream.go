@@ -9,7 +9,6 @@ import (
 	"io"
 	"iter"
 	"mime"
-	"net/http"
 	"strings"
 )
 
@@ -142,10 +141,7 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 		return failed(err)
 	}
 	body.Stream = true
-	r, err := c.newRequest(http.MethodPost, invokePath(flowID), body, true, opts)
-	if err != nil {
-		return failed(err)
-	}
+	r := c.keyed(invokePath(flowID), body, opts)
 	r.stream = true
 	return func(yield func(RunEvent, error) bool) {
 		resp, err := c.send(ctx, r)
