@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The golden vector in testdata was computed outside Go (Python's hmac), so
+// a change to what is signed (order, separator, encoding) fails here.
+func TestSignGoldenVector(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/signature.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Secret    string `json:"secret"`
+		Timestamp int64  `json:"timestamp"`
+		Body      string `json:"body"`
+		Signature string `json:"signature"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := Sign(v.Secret, v.Timestamp, []byte(v.Body)); got != v.Signature {
+		t.Fatalf("Sign = %s, want %s", got, v.Signature)
+	}
+	h := http.Header{}
+	h.Set(HeaderTimestamp, strconv.FormatInt(v.Timestamp, 10))
+	h.Set(HeaderSignature, v.Signature)
+	if err := VerifyAt(v.Secret, h, []byte(v.Body), time.Unix(v.Timestamp, 0)); err != nil {
+		t.Fatalf("VerifyAt refused the golden delivery: %v", err)
+	}
+}
+
+func TestVerifyAt(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_test"
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"id":"d1","event":"test","created_at":"2026-11-22T00:00:00.000Z","data":{}}`)
+	at := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+	signed := func(ts string) string { return sign(secret, ts, body) }
+	fresh := at(0)
+
+	tests := []struct {
+		name    string
+		ts, sig string // "-" leaves the header out
+		body    []byte
+		want    error
+	}{
+		{"now", fresh, signed(fresh), body, nil},
+		{"300 s ago", at(-300 * time.Second), signed(at(-300 * time.Second)), body, nil},
+		{"300 s ahead", at(300 * time.Second), signed(at(300 * time.Second)), body, nil},
+		{"301 s ago", at(-301 * time.Second), signed(at(-301 * time.Second)), body, ErrTimestamp},
+		{"301 s ahead", at(301 * time.Second), signed(at(301 * time.Second)), body, ErrTimestamp},
+		{"a year ahead", at(365 * 24 * time.Hour), signed(at(365 * 24 * time.Hour)), body, ErrTimestamp},
+		{"far future", "9223372036854775807", signed("9223372036854775807"), body, ErrTimestamp},
+		{"not a number", "yesterday", signed("yesterday"), body, ErrTimestamp},
+		{"negative", "-1", signed("-1"), body, ErrTimestamp},
+		{"wrong secret", fresh, sign("whsec_other", fresh, body), body, ErrSignature},
+		{"tampered body", fresh, signed(fresh), append([]byte(" "), body...), ErrSignature},
+		{"signature of another timestamp", fresh, signed(at(-1 * time.Second)), body, ErrSignature},
+		{"upper-case hex", fresh, "sha256=" + strings.ToUpper(strings.TrimPrefix(signed(fresh), "sha256=")), body, ErrSignature},
+		{"no prefix", fresh, strings.TrimPrefix(signed(fresh), "sha256="), body, ErrSignature},
+		{"no timestamp", "-", signed(fresh), body, ErrMissingHeader},
+		{"no signature", fresh, "-", body, ErrMissingHeader},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			if tt.ts != "-" {
+				h.Set(HeaderTimestamp, tt.ts)
+			}
+			if tt.sig != "-" {
+				h.Set(HeaderSignature, tt.sig)
+			}
+			err := VerifyAt(secret, h, tt.body, now)
+			if tt.want == nil && err != nil {
+				t.Fatalf("VerifyAt = %v, want nil", err)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("VerifyAt = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// Verify checks against the machine's clock.
+func TestVerifyNow(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{}`)
+	h := http.Header{}
+	ts := time.Now().Unix()
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(HeaderSignature, Sign("whsec_k", ts, body))
+	if err := Verify("whsec_k", h, body); err != nil {
+		t.Fatalf("Verify = %v", err)
+	}
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts-3600, 10))
+	h.Set(HeaderSignature, Sign("whsec_k", ts-3600, body))
+	if err := Verify("whsec_k", h, body); !errors.Is(err, ErrTimestamp) {
+		t.Fatalf("Verify of an hour-old delivery = %v, want ErrTimestamp", err)
+	}
+}
+
+func FuzzVerifyAt(f *testing.F) {
+	now := time.Unix(1_800_000_000, 0)
+	f.Add("1800000000", "sha256=00", []byte(`{}`))
+	f.Add("", "", []byte(nil))
+	f.Add("+1800000000", sign("k", "+1800000000", []byte("x")), []byte("x"))
+	f.Fuzz(func(t *testing.T, ts, sig string, body []byte) {
+		h := http.Header{}
+		h.Set(HeaderTimestamp, ts)
+		h.Set(HeaderSignature, sig)
+		err := VerifyAt("k", h, body, now)
+		if err == nil && sig != sign("k", ts, body) {
+			t.Fatalf("accepted %q for %q at %q", sig, body, ts)
+		}
+	})
+}
