@@ -8,6 +8,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/nats-io/nats-server/v2 v2.9.25
 	github.com/parleyhq/parley/pkg v0.0.0
+	github.com/parleyhq/parley/sdk/go v0.0.0
 	google.golang.org/protobuf v1.36.12
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -112,3 +113,5 @@ require (
 )
 
 replace github.com/parleyhq/parley/pkg => ../pkg
+
+replace github.com/parleyhq/parley/sdk/go => ../sdk/go

@@ -38,6 +38,7 @@ require (
 	github.com/nats-io/jwt/v2 v2.5.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/parleyhq/parley/sdk/go v0.0.0 // indirect
 	github.com/pressly/goose/v3 v3.29.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
@@ -59,3 +60,5 @@ require (
 )
 
 replace github.com/parleyhq/parley/pkg => ../../pkg
+
+replace github.com/parleyhq/parley/sdk/go => ../../sdk/go

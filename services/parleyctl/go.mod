@@ -21,6 +21,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/parleyhq/parley/sdk/go v0.0.0 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
@@ -34,3 +35,5 @@ require (
 )
 
 replace github.com/parleyhq/parley/pkg => ../../pkg
+
+replace github.com/parleyhq/parley/sdk/go => ../../sdk/go

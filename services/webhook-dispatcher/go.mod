@@ -7,6 +7,7 @@ require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/parleyhq/parley/pkg v0.0.0
+	github.com/parleyhq/parley/sdk/go v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/net v0.61.0
@@ -56,3 +57,5 @@ require (
 )
 
 replace github.com/parleyhq/parley/pkg => ../../pkg
+
+replace github.com/parleyhq/parley/sdk/go => ../../sdk/go

@@ -1,8 +1,8 @@
 // Package receiver is a developer's webhook endpoint for tests: an HTTP
 // server on loopback that records every request exactly as it arrived (for
-// Verify, the one signature check of docs/webhooks.md "Verifying a
-// delivery"), answers as the
-// test says, and lets the test wait for what it expects and hold answers
+// Request.Verify, the signature check of docs/webhooks.md "Verifying a
+// delivery" that the Go client's webhook package implements), answers as
+// the test says, and lets the test wait for what it expects and hold answers
 // to keep deliveries in flight.
 package receiver
 
@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/sdk/go/webhook"
 )
 
 // Path is the path of URL: receivers are rarely at a server's root, so a
@@ -46,9 +48,12 @@ func (r Request) Event() string { return r.Header.Get("X-Service-Event") }
 // Delivery is the request's X-Service-Delivery.
 func (r Request) Delivery() string { return r.Header.Get("X-Service-Delivery") }
 
-// Verify checks the request's signature with secret, as of now.
+// Verify checks the request's signature and timestamp with secret, as of
+// now, with the Go client's webhook.VerifyAt: what the tests accept is what
+// a developer's receiver accepts. Its errors wrap webhook.ErrTimestamp,
+// webhook.ErrSignature or webhook.ErrMissingHeader.
 func (r Request) Verify(secret string, now time.Time) error {
-	return Verify(secret, r.Header, r.Body, now)
+	return webhook.VerifyAt(secret, r.Header, r.Body, now)
 }
 
 // Respond answers the n-th request (counted from 1).

@@ -37,6 +37,12 @@ func TestSignGoldenVector(t *testing.T) {
 	if err := VerifyAt(v.Secret, h, []byte(v.Body), time.Unix(v.Timestamp, 0)); err != nil {
 		t.Fatalf("VerifyAt refused the golden delivery: %v", err)
 	}
+	// HMAC-SHA256("whsec_test", "1800000000.{}"), computed with openssl
+	// dgst -sha256 -hmac whsec_test.
+	const want = "sha256=482e6337ac5272392d375c6fdc4d52a7e615dc2facedab0ffe155ddfd6a56e66"
+	if got := Sign("whsec_test", 1_800_000_000, []byte("{}")); got != want {
+		t.Fatalf("Sign = %q, want %q", got, want)
+	}
 }
 
 func TestVerifyAt(t *testing.T) {
