@@ -21,15 +21,8 @@ import (
 
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/safehttp"
+	"github.com/parleyhq/parley/sdk/go/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
-)
-
-// Header names of a delivery (docs/webhooks.md "Headers").
-const (
-	HeaderEvent     = "X-Service-Event"
-	HeaderDelivery  = "X-Service-Delivery"
-	HeaderTimestamp = "X-Service-Timestamp"
-	HeaderSignature = "X-Service-Signature"
 )
 
 // Bounds on what a receiver can make the dispatcher read (the response
@@ -114,10 +107,12 @@ func (s *Sender) Send(ctx context.Context, r delivery.Request) delivery.Result {
 	ts := s.clock().Unix()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.userAgent)
-	req.Header.Set(HeaderEvent, r.Event)
-	req.Header.Set(HeaderDelivery, r.DeliveryID)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, delivery.Sign(r.Secret, ts, r.Body))
+	// The headers and signature of docs/webhooks.md "Headers", made by the
+	// Go client's webhook package: what it verifies is what is sent.
+	req.Header.Set(webhook.HeaderEvent, r.Event)
+	req.Header.Set(webhook.HeaderDelivery, r.DeliveryID)
+	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(webhook.HeaderSignature, webhook.Sign(r.Secret, ts, r.Body))
 
 	resp, err := s.client.Do(req)
 	if err != nil {

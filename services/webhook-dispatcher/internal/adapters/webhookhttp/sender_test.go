@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/sdk/go/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
@@ -63,13 +64,13 @@ func TestSenderRequest(t *testing.T) {
 		t.Fatalf("Send = %+v", res)
 	}
 	want := map[string]string{
-		"Content-Type":    "application/json",
-		"User-Agent":      "Parley-Webhooks/9.9.9",
-		HeaderEvent:       "test",
-		HeaderDelivery:    "d1",
-		HeaderTimestamp:   strconv.FormatInt(at.Unix(), 10),
-		HeaderSignature:   delivery.Sign("whsec_k", at.Unix(), payload),
-		"Accept-Encoding": "",
+		"Content-Type":          "application/json",
+		"User-Agent":            "Parley-Webhooks/9.9.9",
+		webhook.HeaderEvent:     "test",
+		webhook.HeaderDelivery:  "d1",
+		webhook.HeaderTimestamp: strconv.FormatInt(at.Unix(), 10),
+		webhook.HeaderSignature: webhook.Sign("whsec_k", at.Unix(), payload),
+		"Accept-Encoding":       "",
 	}
 	for k, v := range want {
 		if g := got.Header.Get(k); g != v {

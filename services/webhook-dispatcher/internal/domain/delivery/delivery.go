@@ -1,7 +1,8 @@
 // Package delivery is one event sent (or not) to a workspace's webhook: the
 // exact body, every attempt, and the outcome the delivery log shows
 // (docs/webhooks.md "Retries", "The delivery log"). It also holds the
-// signature rule and the ports to the receiver and to storage.
+// ports to the receiver and to storage; the signature is the Go client's
+// (sdk/go/webhook.Sign).
 package delivery
 
 import (
@@ -10,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	sdkwebhook "github.com/parleyhq/parley/sdk/go/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -32,12 +34,13 @@ var Statuses = []Status{StatusPending, StatusDelivered, StatusFailed, StatusSkip
 // Final reports whether the delivery has its outcome.
 func (s Status) Final() bool { return s != StatusPending }
 
-// Event kinds the dispatcher sends.
+// Event kinds the dispatcher sends: the kinds the Go client's webhook
+// package decodes.
 const (
-	EventMessageReceived  = "message.received"
-	EventPostbackReceived = "postback.received"
-	EventCommentReceived  = "comment.received"
-	EventTest             = "test"
+	EventMessageReceived  = string(sdkwebhook.KindMessageReceived)
+	EventPostbackReceived = string(sdkwebhook.KindPostbackReceived)
+	EventCommentReceived  = string(sdkwebhook.KindCommentReceived)
+	EventTest             = string(sdkwebhook.KindTest)
 )
 
 // Events lists every event kind, for validating filters.

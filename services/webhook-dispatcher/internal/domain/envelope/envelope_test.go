@@ -1,8 +1,11 @@
 package envelope
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/sdk/go/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
@@ -181,5 +185,48 @@ func TestCreatedAtReadsARenderedEnvelope(t *testing.T) {
 		if _, err := CreatedAt([]byte(bad)); err == nil {
 			t.Errorf("CreatedAt(%s) = nil error", bad)
 		}
+	}
+}
+
+// Every rendered envelope decodes with the Go client's webhook.Parse into
+// the type of its kind, and no field the dispatcher renders is one that
+// type lacks.
+func TestGoldenEnvelopesDecodeWithTheClient(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		golden string
+		kind   webhook.Kind
+	}{
+		{"message_received.json", webhook.KindMessageReceived},
+		{"message_received_no_attachment.json", webhook.KindMessageReceived},
+		{"postback_received.json", webhook.KindPostbackReceived},
+		{"comment_received.json", webhook.KindCommentReceived},
+		{"test.json", webhook.KindTest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			t.Parallel()
+			body, err := os.ReadFile("testdata/" + tt.golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := webhook.Parse(body)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if ev.Kind != tt.kind || ev.ID == "" || ev.CreatedAt.IsZero() {
+				t.Fatalf("Parse = %+v, want a %s event", ev, tt.kind)
+			}
+			var env struct{ Data json.RawMessage }
+			if err := json.Unmarshal(body, &env); err != nil {
+				t.Fatal(err)
+			}
+			strict := json.NewDecoder(bytes.NewReader(env.Data))
+			strict.DisallowUnknownFields()
+			into := reflect.New(reflect.TypeOf(ev.Data).Elem()).Interface()
+			if err := strict.Decode(into); err != nil {
+				t.Fatalf("data has a field %T lacks: %v", ev.Data, err)
+			}
+		})
 	}
 }
