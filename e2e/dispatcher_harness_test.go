@@ -279,7 +279,8 @@ func (s *suite) deliveryLog(t *testing.T, workspaceID string) map[string]logRow 
 }
 
 // checkHook verifies a request the way docs/webhooks.md "Verifying a
-// delivery" tells receivers to (receiver.Verify), the timestamp checked
+// delivery" tells receivers to (Request.Verify, the Go client's
+// webhook.VerifyAt), the timestamp checked
 // against when it arrived; and
 // the envelope's id is X-Service-Delivery.
 func checkHook(h receiver.Request, secret string) error {

@@ -365,7 +365,8 @@ type customerEvent struct {
 }
 
 // verifySignature checks X-Service-Signature the way docs/webhooks.md
-// "Verifying a delivery" tells receivers to (receiver.Verify).
+// "Verifying a delivery" tells receivers to (Request.Verify, the Go
+// client's webhook.VerifyAt).
 func verifySignature(t *testing.T, req receiver.Request, secret string) {
 	t.Helper()
 	if err := req.Verify(secret, time.Now()); err != nil {
