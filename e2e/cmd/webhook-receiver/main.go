@@ -16,7 +16,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
@@ -28,12 +27,7 @@ import (
 // envelope.
 func newReceiver(secret string, out io.Writer, opts ...webhook.Option) http.Handler {
 	return webhook.NewHandler(secret, webhook.NewMemoryStore(0, 0), func(_ context.Context, ev *webhook.Event) error {
-		envelope, err := json.Marshal(struct {
-			ID        string    `json:"id"`
-			Event     string    `json:"event"`
-			CreatedAt time.Time `json:"created_at"`
-			Data      any       `json:"data"`
-		}{ev.ID, string(ev.Kind), ev.CreatedAt, ev.Data})
+		envelope, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}

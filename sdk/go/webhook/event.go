@@ -25,21 +25,22 @@ const (
 	KindTest Kind = "test"
 )
 
-// Event is a delivery's body, the envelope {id, event, created_at, data}.
+// Event is a delivery's body, the envelope {id, event, created_at, data};
+// json.Marshal writes it back in that shape.
 type Event struct {
 	// ID is the delivery's id, the same as X-Service-Delivery: one event
 	// keeps it over every attempt and replay.
-	ID string
+	ID string `json:"id"`
 	// Kind says what Data is.
-	Kind Kind
+	Kind Kind `json:"event"`
 	// CreatedAt is when the event happened, to order events that arrive
 	// out of order.
-	CreatedAt time.Time
+	CreatedAt time.Time `json:"created_at"`
 	// Data is *MessageReceived, *PostbackReceived, *CommentReceived or
 	// *Test, as Kind says. For a kind this package does not know (one
 	// added to Parley after it), Data is the data's raw JSON, a
 	// json.RawMessage, so a receiver built today keeps working.
-	Data any
+	Data any `json:"data"`
 }
 
 // Channel is the channel an event arrived on.

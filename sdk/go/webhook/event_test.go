@@ -95,6 +95,14 @@ func TestParse(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Parse =\n%#v\nwant\n%#v", got, tt.want)
 			}
+			// An Event marshals back into an envelope that parses the same.
+			again, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back, err := Parse(again); err != nil || !reflect.DeepEqual(back, tt.want) {
+				t.Fatalf("Parse(json.Marshal(event)) = %#v, %v; want the event", back, err)
+			}
 		})
 	}
 }
