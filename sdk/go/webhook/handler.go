@@ -119,19 +119,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if err := h.handle(r.Context(), ev); err != nil {
-		// Released with a context of its own: the request's may be why
-		// handle failed.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		if h.store.Release(ctx, ev.ID) != nil {
-			refuse(w, http.StatusInternalServerError, "event not handled; delivery store unavailable")
-			return
-		}
+	if err := h.call(r.Context(), ev); err != nil {
 		refuse(w, http.StatusInternalServerError, "event not handled")
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// call runs handle; when it fails, or panics, the claim is released so
+// that the next attempt of the delivery is handled.
+func (h *handler) call(ctx context.Context, ev *Event) (err error) {
+	handled := false
+	defer func() {
+		if handled && err == nil {
+			return
+		}
+		// A context of its own: the request's may be why handle failed.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if rerr := h.store.Release(rctx, ev.ID); rerr != nil && err != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	err = h.handle(ctx, ev)
+	handled = true
+	return err
 }
 
 // refuse answers code with why as a one-line text body: Parley keeps the

@@ -273,3 +273,29 @@ func TestHandlerConcurrentDeliveries(t *testing.T) {
 		}
 	}
 }
+
+// A handle that panics releases its claim too (net/http recovers the
+// panic and drops the connection): the next attempt is handled.
+func TestHandlerPanicIsRetried(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	calls := 0
+	h := NewHandler(testSecret, NewMemoryStore(0, 0), func(context.Context, *Event) error {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return nil
+	}, WithClock(func() time.Time { return now }))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach net/http")
+			}
+		}()
+		serve(h, delivery(t, "/", testSecret, now, "d1", testBody("d1")))
+	}()
+	if code, body := serve(h, delivery(t, "/", testSecret, now, "d1", testBody("d1"))); code != http.StatusOK || calls != 2 {
+		t.Fatalf("after a panic: %d %q, %d calls; want 200, 2", code, body, calls)
+	}
+}
