@@ -5,24 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	parley "github.com/parleyhq/parley/sdk/go"
 )
 
-// Kind is an event's kind: the envelope's event and X-Service-Event.
-type Kind string
+// Kind is an event's kind: the envelope's event and X-Service-Event. It
+// is the client's parley.EventKind, the kind the delivery log shows.
+type Kind = parley.EventKind
 
 // The kinds of event Parley delivers (pkg/openapi/openapi.yaml, webhooks).
 const (
 	// KindMessageReceived: a customer sent a message; Data is
 	// *MessageReceived.
-	KindMessageReceived Kind = "message.received"
+	KindMessageReceived = parley.EventMessageReceived
 	// KindPostbackReceived: a customer tapped a postback button; Data is
 	// *PostbackReceived.
-	KindPostbackReceived Kind = "postback.received"
+	KindPostbackReceived = parley.EventPostbackReceived
 	// KindCommentReceived: someone commented on a page's post; Data is
 	// *CommentReceived.
-	KindCommentReceived Kind = "comment.received"
+	KindCommentReceived = parley.EventCommentReceived
 	// KindTest: the test event of POST /v1/webhook/test; Data is *Test.
-	KindTest Kind = "test"
+	KindTest = parley.EventTest
 )
 
 // Event is a delivery's body, the envelope {id, event, created_at, data};
@@ -45,21 +48,10 @@ type Event struct {
 
 // Channel is the channel an event arrived on.
 type Channel struct {
-	// Kind is the channel's platform: messenger, instagram, telegram or
-	// webchat.
-	Kind       string `json:"kind"`
+	Kind parley.Platform `json:"kind"`
+	// ExternalID is the channel's id on the platform (a page id, a bot's
+	// user name, …).
 	ExternalID string `json:"external_id"`
-}
-
-// Contact is the customer who wrote.
-type Contact struct {
-	ID string `json:"id"`
-	// SenderID is the customer's id on the platform.
-	SenderID string `json:"sender_id"`
-	// Name is empty when the platform did not say.
-	Name string `json:"name"`
-	// ProfilePic is a URL, or empty.
-	ProfilePic string `json:"profile_pic"`
 }
 
 // Message is the customer's message.
@@ -91,13 +83,14 @@ type Attachment struct {
 // as one event per attachment; a tapped quick reply is a message whose text
 // is the reply chosen.
 type MessageReceived struct {
-	WorkspaceID    string `json:"workspace_id"`
-	ConversationID string `json:"conversation_id"`
-	// Platform is messenger, instagram, telegram or webchat.
-	Platform string  `json:"platform"`
-	Channel  Channel `json:"channel"`
-	Contact  Contact `json:"contact"`
-	Message  Message `json:"message"`
+	WorkspaceID    string          `json:"workspace_id"`
+	ConversationID string          `json:"conversation_id"`
+	Platform       parley.Platform `json:"platform"`
+	Channel        Channel         `json:"channel"`
+	// Contact is the customer who wrote, as GET /v1/conversations shows
+	// them.
+	Contact parley.Contact `json:"contact"`
+	Message Message        `json:"message"`
 }
 
 // PostbackReceived is the data of KindPostbackReceived: a message event
@@ -121,28 +114,22 @@ type Postback struct {
 type CommentReceived struct {
 	WorkspaceID string `json:"workspace_id"`
 	// Platform is messenger (a Facebook page) or instagram.
-	Platform string  `json:"platform"`
-	Channel  Channel `json:"channel"`
-	Comment  Comment `json:"comment"`
+	Platform parley.Platform `json:"platform"`
+	Channel  Channel         `json:"channel"`
+	Comment  Comment         `json:"comment"`
 }
 
 // Comment is a comment on a post.
 type Comment struct {
 	// ID is the comment's id on the platform: the {id} of the client's
 	// comment calls (/v1/comments/{id}).
-	ID     string        `json:"id"`
-	PostID string        `json:"post_id"`
-	Text   string        `json:"text"`
-	From   CommentAuthor `json:"from"`
+	ID     string               `json:"id"`
+	PostID string               `json:"post_id"`
+	Text   string               `json:"text"`
+	From   parley.CommentAuthor `json:"from"`
 	// ReceivedAt is the platform's time of the comment, nil when it gave
 	// none.
 	ReceivedAt *time.Time `json:"received_at"`
-}
-
-// CommentAuthor is who wrote a comment.
-type CommentAuthor struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
 }
 
 // Test is the data of KindTest.

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	parley "github.com/parleyhq/parley/sdk/go"
 )
 
 func at(s string) time.Time {
@@ -34,7 +36,7 @@ func TestParse(t *testing.T) {
 			want: &Event{ID: "0b5d3c86-6f0e-4d4a-9a47-1f2b7b9c0a11", Kind: KindMessageReceived, CreatedAt: at("2026-11-22T10:00:00.123Z"), Data: &MessageReceived{
 				WorkspaceID: "7c9e6679-7425-40de-944b-e07fc1f90ae7", ConversationID: "0192f3a4-0000-7000-8000-000000000001", Platform: "telegram",
 				Channel: channelTG,
-				Contact: Contact{ID: "0192f3a4-0000-7000-8000-0000000000c1", SenderID: "123456789", Name: "Ana", ProfilePic: "https://cdn.example.com/ana.jpg"},
+				Contact: parley.Contact{ID: "0192f3a4-0000-7000-8000-0000000000c1", SenderID: "123456789", Name: "Ana", ProfilePic: "https://cdn.example.com/ana.jpg"},
 				Message: Message{ID: "0192f3a4-0000-7000-8000-0000000000a1", Text: "Is the blue one in stock?", Type: "image", ExternalID: "42",
 					CreatedAt: ptr(at("2026-11-22T09:59:59.500Z")), Attachment: &Attachment{URL: "https://cdn.example.com/photo.jpg", Type: "image"}},
 			}},
@@ -44,7 +46,7 @@ func TestParse(t *testing.T) {
 			give: `{"id":"d2","event":"message.received","created_at":"2026-11-22T10:00:00.000Z","data":{"workspace_id":"w","conversation_id":"c","platform":"telegram","channel":{"kind":"telegram","external_id":"parley_demo_bot"},"contact":{"id":"k","sender_id":"1","name":"","profile_pic":""},"message":{"id":"m","text":"hi","type":"text","external_id":"43","created_at":null}}}`,
 			want: &Event{ID: "d2", Kind: KindMessageReceived, CreatedAt: at("2026-11-22T10:00:00Z"), Data: &MessageReceived{
 				WorkspaceID: "w", ConversationID: "c", Platform: "telegram", Channel: channelTG,
-				Contact: Contact{ID: "k", SenderID: "1"},
+				Contact: parley.Contact{ID: "k", SenderID: "1"},
 				Message: Message{ID: "m", Text: "hi", Type: "text", ExternalID: "43"},
 			}},
 		},
@@ -55,7 +57,7 @@ func TestParse(t *testing.T) {
 				MessageReceived: MessageReceived{
 					WorkspaceID: "7c9e6679-7425-40de-944b-e07fc1f90ae7", ConversationID: "0192f3a4-0000-7000-8000-000000000002", Platform: "messenger",
 					Channel: Channel{Kind: "messenger", ExternalID: "1029384756"},
-					Contact: Contact{ID: "0192f3a4-0000-7000-8000-0000000000c2", SenderID: "psid-77", Name: "Bo", ProfilePic: "https://cdn.example.com/bo.jpg"},
+					Contact: parley.Contact{ID: "0192f3a4-0000-7000-8000-0000000000c2", SenderID: "psid-77", Name: "Bo", ProfilePic: "https://cdn.example.com/bo.jpg"},
 					Message: Message{ID: "0192f3a4-0000-7000-8000-0000000000a3", Text: "Buy now", Type: "postback", ExternalID: "mid.77", CreatedAt: ptr(at("2026-11-22T10:00:01Z"))},
 				},
 				Postback: Postback{Payload: "BUY_SKU_42", ReceivedAt: ptr(at("2026-11-22T10:00:01Z"))},
@@ -68,7 +70,7 @@ func TestParse(t *testing.T) {
 				WorkspaceID: "7c9e6679-7425-40de-944b-e07fc1f90ae7", Platform: "instagram",
 				Channel: Channel{Kind: "instagram", ExternalID: "17841400000000000"},
 				Comment: Comment{ID: "17900000000000001", PostID: "17800000000000009", Text: "price?",
-					From: CommentAuthor{ID: "17840000000000005", Name: "carla"}, ReceivedAt: ptr(at("2026-11-22T10:00:02Z"))},
+					From: parley.CommentAuthor{ID: "17840000000000005", Name: "carla"}, ReceivedAt: ptr(at("2026-11-22T10:00:02Z"))},
 			}},
 		},
 		{
