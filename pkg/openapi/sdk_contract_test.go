@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	parley "github.com/parleyhq/parley/sdk/go"
+	"github.com/parleyhq/parley/sdk/go/webhook"
 )
 
 // The contract between this document and the Go client (sdk/go): every
@@ -73,10 +74,22 @@ var sdkRunEvents = map[string]parley.RunEvent{
 	"end":        &parley.RunEnd{},
 }
 
-// sdkWebhookEvents maps each webhook event (the document's webhooks) to
-// the Go type of its body, the envelope, in sdk/go/webhook. The webhook
-// package adds its rows; once any row is here, every event needs one.
-var sdkWebhookEvents = map[string]any{}
+// sdkWebhookEvent is how the client's webhook package (sdk/go/webhook)
+// decodes one webhook event: the body is a webhook.Event whose Kind is
+// kind and whose Data is a pointer to data's type.
+type sdkWebhookEvent struct {
+	kind webhook.Kind
+	data any
+}
+
+// sdkWebhookEvents maps each webhook event (the document's webhooks, by
+// name and operationId) to the client's decoding of it.
+var sdkWebhookEvents = map[string]sdkWebhookEvent{
+	"message.received":  {webhook.KindMessageReceived, webhook.MessageReceived{}},   // onMessageReceived
+	"postback.received": {webhook.KindPostbackReceived, webhook.PostbackReceived{}}, // onPostbackReceived
+	"comment.received":  {webhook.KindCommentReceived, webhook.CommentReceived{}},   // onCommentReceived
+	"test":              {webhook.KindTest, webhook.Test{}},                         // onTestEvent
+}
 
 // sdkErrorFields maps every property of an error body to its
 // *parley.Error field.
@@ -111,6 +124,10 @@ func TestSDKContractBites(t *testing.T) {
 	delete(doc.Components.Schemas["RunEvent"].Value.OneOf[0].Value.Properties["data"].Value.Properties, "run_id")
 	code := doc.Components.Responses["InvalidRequest"].Value.Content.Get("application/json").Schema.Value.AllOf[1].Value.Properties["code"].Value
 	code.Enum = append(code.Enum, "brand_new_code")
+	comment := doc.Components.Schemas["CommentReceivedEnvelope"].Value.Properties["data"].Value.Properties["comment"].Value
+	comment.Properties["author"] = comment.Properties["from"]
+	delete(comment.Properties, "from")
+	doc.Webhooks["reaction.received"] = doc.Webhooks["test"]
 	doc.Paths.Set("/brand-new", &openapi3.PathItem{Get: &openapi3.Operation{OperationID: "getBrandNew", Responses: openapi3.NewResponses()}})
 
 	problems := strings.Join(sdkProblems(doc), "\n")
@@ -122,6 +139,9 @@ func TestSDKContractBites(t *testing.T) {
 		"run event run_start: run_id: a field (RunID) the document does not have",
 		"error code brand_new_code: no sentinel in the client",
 		"getBrandNew (GET /brand-new): no row in sdkOperations",
+		"webhook event comment.received: data.comment.author: no field",
+		"webhook event comment.received: data.comment.from: a field (From) the document does not have",
+		"webhook event reaction.received: no row in sdkWebhookEvents",
 	} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("the check misses %q; it reports:\n%s", want, problems)
@@ -238,21 +258,32 @@ func sdkProblems(doc *openapi3.T) []string {
 		}
 	}
 
-	// Webhook events, once the webhook package added its rows.
-	if len(sdkWebhookEvents) > 0 {
-		for name, item := range doc.Webhooks {
-			typ, ok := sdkWebhookEvents[name]
-			if !ok {
-				report("webhook event %s: no row in sdkWebhookEvents", name)
-				continue
-			}
-			body := item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
-			sdkCompare("webhook event "+name+": ", body, reflect.TypeOf(typ), false, report)
+	// Webhook events, both ways: the envelope is a webhook.Event, its data
+	// the type webhook.Parse gives for its kind.
+	for name, item := range doc.Webhooks {
+		row, ok := sdkWebhookEvents[name]
+		if !ok {
+			report("webhook event %s: no row in sdkWebhookEvents", name)
+			continue
 		}
-		for name := range sdkWebhookEvents {
-			if _, ok := doc.Webhooks[name]; !ok {
-				report("sdkWebhookEvents has %s, which the document does not", name)
-			}
+		where := "webhook event " + name + ": "
+		body := item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+		sdkCompare(where, body, reflect.TypeFor[webhook.Event](), false, report)
+		props := sdkProperties(body)
+		if event := props["event"]; event == nil || fmt.Sprint(event.Const) != string(row.kind) {
+			report("%sevent: the document's const is not the client's kind %s", where, row.kind)
+		}
+		if data := props["data"]; data != nil {
+			sdkCompare(where+"data", data, reflect.TypeOf(row.data), false, report)
+		}
+		ev, err := webhook.Parse([]byte(`{"id":"d","event":"` + string(row.kind) + `","created_at":"2026-11-22T10:00:00.000Z","data":{}}`))
+		if want := reflect.PointerTo(reflect.TypeOf(row.data)); err != nil || reflect.TypeOf(ev.Data) != want {
+			report("%swebhook.Parse does not decode its data into %s", where, want)
+		}
+	}
+	for name := range sdkWebhookEvents {
+		if _, ok := doc.Webhooks[name]; !ok {
+			report("sdkWebhookEvents has %s, which the document does not", name)
 		}
 	}
 	sort.Strings(out)
