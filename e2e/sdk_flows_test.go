@@ -64,7 +64,8 @@ func waitRunStatus(t *testing.T, c *parley.Client, flowID, runID string, status 
 // stored failed, as is the run of a stream it stops reading.
 func TestClientFlows(t *testing.T) {
 	t.Parallel()
-	s := startSuite(t)
+	// The held flow's http node calls the test on 127.0.0.1.
+	s := startSuite(t, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
 	ws, key := s.flowDeveloper(t)
 	target := newHeldTarget(t)
 	greeting := s.publishFlow(t, ws, greetingFlow)
@@ -263,8 +264,9 @@ func TestClientFlows(t *testing.T) {
 	})
 
 	t.Run("a stream abandoned", func(t *testing.T) {
-		// The caller stops reading at the greeting: the client hangs up,
-		// and the run, held at the http node until then, is stored failed.
+		// The caller stops reading as the run enters the http node, where
+		// it would be held as long as the test likes: the client hangs up,
+		// and the run stops there and is stored failed.
 		var runID string
 		for ev, err := range c.InvokeStream(ctx, held, map[string]any{"name": "Cy"}) {
 			if err != nil {
@@ -273,14 +275,15 @@ func TestClientFlows(t *testing.T) {
 			if start, ok := ev.(*parley.RunStart); ok {
 				runID = start.RunID
 			}
-			if _, ok := ev.(*parley.RunMessage); ok {
+			if node, ok := ev.(*parley.NodeStart); ok && node.NodeID == "call" {
 				break
 			}
 		}
 		trace := waitRunStatus(t, c, held, runID, "failed")
-		if trace.Run.Error == nil {
+		if trace.Run.Error == nil || trace.Run.CurrentNodeID != "call" {
 			t.Fatalf("the abandoned stream's run: %+v", trace.Run)
 		}
 		wait.Until(t, 10*time.Second, "no request held at the http node", func() bool { return target.holding.Load() == 0 })
+		t.Logf("abandoned at node_start call: run %s stored failed (%s)", runID, trace.Run.Error.Message)
 	})
 }
