@@ -1,14 +1,12 @@
 package docscheck
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/testenv/lines"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
@@ -227,81 +226,32 @@ func testEnvelope(t *testing.T, now time.Time) sample {
 
 // runningExample is an example receiver started by the test.
 type runningExample struct {
-	url    string
-	lines  chan string
-	stderr string // the file the process's stderr goes to
+	*lines.Program
+	url string
 }
 
-// errors returns what the example wrote on stderr so far.
-func (rx *runningExample) errors() string {
-	b, _ := os.ReadFile(rx.stderr)
-	return string(b)
-}
-
-// startExample runs argv in dir with PORT=0, reads the address it prints,
-// and stops the whole process group (go run's child too) at cleanup.
+// startExample runs argv in dir with PORT=0 and reads the address it
+// prints.
 func startExample(t *testing.T, dir string, argv []string) *runningExample {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PARLEY_WEBHOOK_SECRET="+exampleSecret, "PORT=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	rx := &runningExample{Program: lines.Start(t, cmd)}
+	line := rx.Next(t, startTimeout)
+	addr, found := strings.CutPrefix(line, "listening on ")
+	if !found {
+		t.Fatalf("%v did not say where it listens: %q; stderr: %s", argv, line, rx.Stderr())
 	}
-	rx := &runningExample{lines: make(chan string, 64), stderr: filepath.Join(t.TempDir(), "stderr")}
-	stderr, err := os.Create(rx.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close() // the process has its own copy
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %v: %v", argv, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			rx.lines <- sc.Text()
-		}
-		close(rx.lines)
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
-
-	select {
-	case line, ok := <-rx.lines:
-		addr, found := strings.CutPrefix(line, "listening on ")
-		if !ok || !found {
-			t.Fatalf("%v did not say where it listens: %q; stderr: %s", argv, line, rx.errors())
-		}
-		rx.url = "http://" + addr + "/parley"
-	case <-time.After(startTimeout):
-		t.Fatalf("%v did not start within %s; stderr: %s", argv, startTimeout, rx.errors())
-	}
+	rx.url = "http://" + addr + "/parley"
 	return rx
 }
 
-// expectAccepted waits for the example's line want.
+// expectAccepted wants the example's next line to be want.
 func (rx *runningExample) expectAccepted(t *testing.T, want string) {
 	t.Helper()
-	select {
-	case line, ok := <-rx.lines:
-		if !ok {
-			t.Fatalf("the example exited; stderr: %s", rx.errors())
-		}
-		if line != want {
-			t.Fatalf("the example printed\n%s\nwant\n%s", line, want)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the example printed nothing; want\n%s\nstderr: %s", want, rx.errors())
+	if line := rx.Next(t, 30*time.Second); line != want {
+		t.Fatalf("the example printed\n%s\nwant\n%s", line, want)
 	}
 }
 
