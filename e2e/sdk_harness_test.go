@@ -80,8 +80,13 @@ func (x *exchanges) next(status int) <-chan struct{} {
 func (x *exchanges) to(method, path string) []exchange {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return exchangesTo(x.list, method, path)
+}
+
+// exchangesTo returns the exchanges of list to method and path.
+func exchangesTo(list []exchange, method, path string) []exchange {
 	var out []exchange
-	for _, e := range x.list {
+	for _, e := range list {
 		if e.method == method && e.path == path {
 			out = append(out, e)
 		}
@@ -167,13 +172,7 @@ func (f *gatewayFront) cutStreams() int {
 func (f *gatewayFront) forwarded(method, path string) []exchange {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []exchange
-	for _, e := range f.received {
-		if e.method == method && e.path == path {
-			out = append(out, e)
-		}
-	}
-	return out
+	return exchangesTo(f.received, method, path)
 }
 
 func (f *gatewayFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {

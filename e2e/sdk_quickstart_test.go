@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/testenv/lines"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/telegramfake"
 )
@@ -27,71 +26,27 @@ const quickstartFlow = `{
   ]
 }`
 
-// program is a Go program of docs/examples started with go run, its
-// output read a line at a time.
-type program struct {
-	lines  chan string
-	stderr *lockedBuffer
-}
-
 // runExample runs `go run ./<dir> args...` in docs/examples with env added
-// to the test's environment, and stops it (go run's child too) when t
-// ends.
-func runExample(t *testing.T, dir string, env []string, args ...string) *program {
+// to the test's environment, until t ends.
+func runExample(t *testing.T, dir string, env []string, args ...string) *lines.Program {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"run", "./" + dir}, args...)...)
 	cmd.Dir = filepath.Join("..", "docs", "examples")
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &program{lines: make(chan string, 256), stderr: &lockedBuffer{}}
-	cmd.Stderr = p.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("go run ./%s: %v", dir, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			t.Logf("--- go run ./%s stderr ---\n%s", dir, p.stderr.String())
-		}
-	})
-	return p
+	return lines.Start(t, cmd)
 }
 
-// expect reads the program's next line, which must match pattern, and
-// returns the pattern's groups. The first line comes once go run has
-// compiled the program, which takes a while on a loaded machine.
-func (p *program) expect(t *testing.T, pattern string) []string {
+// expectLine reads p's next line, which must match pattern, and returns
+// the pattern's groups. The first line comes once go run has compiled the
+// program, which takes a while on a loaded machine.
+func expectLine(t *testing.T, p *lines.Program, pattern string) []string {
 	t.Helper()
-	re := regexp.MustCompile(pattern)
-	select {
-	case line, ok := <-p.lines:
-		if !ok {
-			t.Fatalf("the program exited before a line matching %s; stderr:\n%s", pattern, p.stderr.String())
-		}
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("the program printed\n%s\nwant a line matching\n%s", line, pattern)
-		}
-		return m[1:]
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("no line matching %s within 3 minutes; stderr:\n%s", pattern, p.stderr.String())
-		return nil
+	line := p.Next(t, 3*time.Minute)
+	m := regexp.MustCompile(pattern).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("the program printed\n%s\nwant a line matching\n%s", line, pattern)
 	}
+	return m[1:]
 }
 
 // TestQuickstartExample runs docs/examples/quickstart, a program that
@@ -120,7 +75,7 @@ func TestQuickstartExample(t *testing.T) {
 
 	// The reply: one sendMessage to Ada's chat, stored as the newest
 	// message under the id the program printed.
-	sent := p.expect(t, `^sent message (\S+) \((\S+) on the platform\)$`)
+	sent := expectLine(t, p, `^sent message (\S+) \((\S+) on the platform\)$`)
 	sends := 0
 	for _, c := range bot.Calls() {
 		if c.Method == "sendMessage" && c.Params["text"] == reply && c.Params["chat_id"] == float64(4242) {
@@ -137,14 +92,14 @@ func TestQuickstartExample(t *testing.T) {
 	}
 
 	// The invoke, then the stream: two runs, each stored as it printed.
-	invoked := p.expect(t, `^run (\S+): completed$`)[0]
-	p.expect(t, `^  says "Hi Ada, how can we help\?"$`)
-	streamed := p.expect(t, `^stream: run (\S+) started$`)[0]
-	p.expect(t, `^stream: node start \(start\)$`)
-	p.expect(t, `^stream: node hi \(send_message\)$`)
-	p.expect(t, `^stream: says "Hi Ada, how can we help\?"$`)
-	p.expect(t, `^stream: node done \(end\)$`)
-	p.expect(t, `^stream: completed$`)
+	invoked := expectLine(t, p, `^run (\S+): completed$`)[0]
+	expectLine(t, p, `^  says "Hi Ada, how can we help\?"$`)
+	streamed := expectLine(t, p, `^stream: run (\S+) started$`)[0]
+	expectLine(t, p, `^stream: node start \(start\)$`)
+	expectLine(t, p, `^stream: node hi \(send_message\)$`)
+	expectLine(t, p, `^stream: says "Hi Ada, how can we help\?"$`)
+	expectLine(t, p, `^stream: node done \(end\)$`)
+	expectLine(t, p, `^stream: completed$`)
 	if n := s.runsStored(t, flowID); n != 2 || invoked == streamed {
 		t.Fatalf("%d runs stored, printed %s and %s; want two runs", n, invoked, streamed)
 	}
@@ -157,13 +112,13 @@ func TestQuickstartExample(t *testing.T) {
 
 	// The webhook: the customer's next message, then the test event, each
 	// verified and printed once.
-	p.expect(t, `^listening on `+regexp.QuoteMeta(listen)+`$`)
+	expectLine(t, p, `^listening on `+regexp.QuoteMeta(listen)+`$`)
 	postUpdate(t, ingress, ch.Secret, telegramMessage(2, 4242, "Ada", "Thanks!"))
-	p.expect(t, `^message\.received in `+conv+`: Ada wrote "Thanks!"$`)
+	expectLine(t, p, `^message\.received in `+conv+`: Ada wrote "Thanks!"$`)
 	status, _, out := s.api(t, key, http.MethodPost, "/v1/webhook/test", nil)
 	d, _ := out["delivery"].(map[string]any)
 	if status != http.StatusOK || d["status"] != "delivered" || d["response_status"] != float64(http.StatusOK) {
 		t.Fatalf("POST /v1/webhook/test = %d %v", status, out)
 	}
-	p.expect(t, `^test `+regexp.QuoteMeta(fmt.Sprint(d["id"]))+`$`)
+	expectLine(t, p, `^test `+regexp.QuoteMeta(fmt.Sprint(d["id"]))+`$`)
 }
