@@ -169,15 +169,19 @@ func TestClientFlows(t *testing.T) {
 			t.Fatalf("the fifth run after the four: %+v %v", r.res, r.err)
 		}
 		tries := rx.to(http.MethodPost, invokePath(quick))
-		if rx.count(http.StatusTooManyRequests) < 1 || tries[len(tries)-1].status != http.StatusOK {
+		if rx.count(http.StatusTooManyRequests) < 1 || tries[0].status != http.StatusTooManyRequests || tries[len(tries)-1].status != http.StatusOK {
 			t.Fatalf("tries %+v; want 429s, then 200", tries)
+		}
+		if w := waited(tries[0], tries[1]); w < time.Second {
+			t.Fatalf("the client tried again %s after a 429 with Retry-After: 1", w)
 		}
 		for range flowConcurrency {
 			if err := <-heldDone; err != nil {
 				t.Fatal(err)
 			}
 		}
-		t.Logf("429: %d tries, %d answered 429, done %s after the first", len(tries), rx.count(http.StatusTooManyRequests), time.Since(start).Round(time.Millisecond))
+		t.Logf("429: %d tries, %d answered 429, waited %s after the first, done %s after the call", len(tries), rx.count(http.StatusTooManyRequests),
+			waited(tries[0], tries[1]).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	})
 
 	t.Run("a stream read to its end", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	parley "github.com/parleyhq/parley/sdk/go"
 )
@@ -37,7 +38,13 @@ type exchange struct {
 	replayed  bool // Idempotent-Replayed: true
 	requestID string
 	err       error
+	// sent is when the request went, answered when its answer (or error)
+	// came.
+	sent, answered time.Time
 }
+
+// waited is how long the client waited between a's answer and b.
+func waited(a, b exchange) time.Duration { return b.sent.Sub(a.answered) }
 
 // exchanges records every request of a client and its answer: the
 // retries a test wants to count, and the statuses it waits for.
@@ -50,8 +57,9 @@ type exchanges struct {
 }
 
 func (x *exchanges) RoundTrip(req *http.Request) (*http.Response, error) {
+	sent := time.Now()
 	resp, err := x.base.RoundTrip(req)
-	e := exchange{method: req.Method, path: req.URL.Path, idempotencyKey: req.Header.Get(idempotencyKeyHeader), err: err}
+	e := exchange{method: req.Method, path: req.URL.Path, idempotencyKey: req.Header.Get(idempotencyKeyHeader), err: err, sent: sent, answered: time.Now()}
 	if resp != nil {
 		e.status = resp.StatusCode
 		e.replayed = resp.Header.Get(replayedHeader) == "true"

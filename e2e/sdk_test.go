@@ -482,8 +482,13 @@ func TestClientAgainstTelegram(t *testing.T) {
 		}
 		tries := rx.to(http.MethodPost, "/v1/messages")
 		last := tries[len(tries)-1]
-		if rx.count(http.StatusServiceUnavailable) < 1 || last.status != http.StatusCreated {
+		if rx.count(http.StatusServiceUnavailable) < 1 || tries[0].status != http.StatusServiceUnavailable || last.status != http.StatusCreated {
 			t.Fatalf("tries %+v; want 503s, then 201", tries)
+		}
+		for i := 1; i < len(tries); i++ {
+			if w := waited(tries[i-1], tries[i]); w < time.Second {
+				t.Fatalf("try %d came %s after a 503 with Retry-After: 1", i+1, w)
+			}
 		}
 		for _, try := range tries {
 			if try.idempotencyKey != tries[0].idempotencyKey {
@@ -499,7 +504,8 @@ func TestClientAgainstTelegram(t *testing.T) {
 		if sends != 1 {
 			t.Fatalf("Telegram received %d sends, want 1", sends)
 		}
-		t.Logf("messaging down: %d tries, %d answered 503, sent %s after the restart began", len(tries), rx.count(http.StatusServiceUnavailable), time.Since(restarted).Round(time.Millisecond))
+		t.Logf("messaging down: %d tries, %d answered 503, waited %s after the first, sent %s after the restart began", len(tries), rx.count(http.StatusServiceUnavailable),
+			waited(tries[0], tries[1]).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 	})
 
 	t.Run("delete the webhook", func(t *testing.T) {
