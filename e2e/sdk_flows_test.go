@@ -146,27 +146,14 @@ func TestClientFlows(t *testing.T) {
 		// places are free.
 		rc, rx := s.sdkClient(t, key)
 		limited := rx.next(http.StatusTooManyRequests)
-		type result struct {
-			res *parley.InvokeResult
-			err error
-		}
-		done := make(chan result, 1)
 		start := time.Now()
-		go func() {
-			res, err := rc.Invoke(ctx, quick, map[string]any{})
-			done <- result{res, err}
-		}()
-		select {
-		case <-limited:
-		case r := <-done:
-			t.Fatalf("the fifth run ended (%+v) without a 429", r)
-		case <-time.After(30 * time.Second):
-			t.Fatal("no 429 within 30 s")
-		}
+		done := callRefused(t, "a fifth run", limited, func() (*parley.InvokeResult, error) {
+			return rc.Invoke(ctx, quick, map[string]any{})
+		})
 		target.letGo()
-		r := <-done
-		if r.err != nil || r.res.Status != "completed" {
-			t.Fatalf("the fifth run after the four: %+v %v", r.res, r.err)
+		res, err := awaitOutcome(t, "the fifth run", done)
+		if err != nil || res.Status != "completed" {
+			t.Fatalf("the fifth run after the four: %+v %v", res, err)
 		}
 		tries := rx.to(http.MethodPost, invokePath(quick))
 		if rx.count(http.StatusTooManyRequests) < 1 || tries[0].status != http.StatusTooManyRequests || tries[len(tries)-1].status != http.StatusOK {

@@ -247,3 +247,43 @@ func (f *gatewayFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// outcome is what a call returned.
+type outcome[T any] struct {
+	val T
+	err error
+}
+
+// callRefused starts call on a goroutine of its own and returns once
+// refused is closed (exchanges.next of the refusal's status), which must
+// happen before the call ends and within 30 s; the call's outcome comes
+// on the channel returned, for awaitOutcome.
+func callRefused[T any](t *testing.T, what string, refused <-chan struct{}, call func() (T, error)) <-chan outcome[T] {
+	t.Helper()
+	done := make(chan outcome[T], 1)
+	go func() {
+		v, err := call()
+		done <- outcome[T]{v, err}
+	}()
+	select {
+	case <-refused:
+	case r := <-done:
+		t.Fatalf("%s ended (%+v, %v) before it was refused", what, r.val, r.err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s was not refused within 30 s", what)
+	}
+	return done
+}
+
+// awaitOutcome waits a minute at most for a call's outcome.
+func awaitOutcome[T any](t *testing.T, what string, done <-chan outcome[T]) (T, error) {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r.val, r.err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not end within a minute", what)
+	}
+	var zero T
+	return zero, nil
+}
