@@ -65,6 +65,8 @@ lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, G
 	@cd proto && $(TOOLS)/buf lint
 	@# The Dockerfiles build each service on its own module; so must we.
 	@for s in $(SERVICES) parleyctl; do (cd services/$$s && GOWORK=off go build -o /dev/null .) || exit 1; done
+	@# The Go client is installed alone: it must build with the standard library only.
+	@cd sdk/go && GOWORK=off go build ./...
 	@echo "lint: clean"
 
 proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go ## regenerate pkg/gen from proto/
