@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/pkg/openapi"
 	"github.com/parleyhq/parley/pkg/testenv/metafake"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	parley "github.com/parleyhq/parley/sdk/go"
@@ -156,6 +158,16 @@ func TestClientAgainstTelegram(t *testing.T) {
 	sh := newTgShop(t)
 	ctx := sdkContext(t)
 	c, x := sh.s.sdkClient(t, sh.key)
+
+	// The document the gateway serves, which needs no key, is the one
+	// checked in.
+	doc, err := c.OpenAPIDocument(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, openapi.JSON()) {
+		t.Fatalf("OpenAPIDocument: %d bytes, not the %d of pkg/openapi's JSON()", len(doc), len(openapi.JSON()))
+	}
 
 	// Me and Channels: the workspace and the channel parleyctl made.
 	me, err := c.Me(ctx)
