@@ -104,7 +104,7 @@ func (c *Client) SendCarousel(ctx context.Context, req SendCarouselRequest, opts
 
 // SendTyping shows the customer that a reply is being written. It takes no
 // Idempotency-Key (a repeat is harmless) and so is not retried after a
-// lost connection.
+// lost connection or a 503.
 func (c *Client) SendTyping(ctx context.Context, conversationID string) error {
 	return c.do(ctx, c.plain(http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}), nil)
 }
@@ -156,7 +156,8 @@ func (c *Client) DeleteWebhook(ctx context.Context) error {
 
 // TestWebhook sends one test event to the webhook and returns its
 // delivery once the receiver answered (or the attempt timed out, 10 s).
-// It is never retried after a lost connection: each call sends an event.
+// It is never retried after a lost connection or a 503: each call sends
+// an event.
 func (c *Client) TestWebhook(ctx context.Context) (*Delivery, error) {
 	return fetch[Delivery](ctx, c, c.plain(http.MethodPost, "/webhook/test", nil), "delivery")
 }

@@ -166,7 +166,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return nil, apiErr
 		}
 		d, retry := c.retry.delay(apiErr, attempt)
-		if !retry {
+		// A 503 may come after the call reached its service (one that did
+		// not answer in time): only a call safe to repeat is repeated.
+		if !retry || (apiErr.Status == http.StatusServiceUnavailable && !r.safeToRepeat()) {
 			return nil, apiErr
 		}
 		if werr := c.wait(ctx, d); werr != nil {

@@ -309,6 +309,16 @@ func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
 	}
 }
 
+// unkeyedPosts are the calls that are neither reads, puts nor deletes and
+// carry no Idempotency-Key: each repeat acts again.
+var unkeyedPosts = []struct {
+	name string
+	call func(c *Client) error
+}{
+	{"POST /webhook/test", func(c *Client) error { _, err := c.TestWebhook(context.Background()); return err }},
+	{"POST /typing", func(c *Client) error { return c.SendTyping(context.Background(), "c1") }},
+}
+
 func TestConnectionErrors(t *testing.T) {
 	t.Parallel()
 	hangUpFirst := func(t *testing.T, ok func(w http.ResponseWriter)) func(w http.ResponseWriter, r *http.Request, n int) {
@@ -347,14 +357,8 @@ func TestConnectionErrors(t *testing.T) {
 			t.Errorf("%d attempts, want 2", n)
 		}
 	})
-	for _, tt := range []struct {
-		name string
-		call func(c *Client) error
-	}{
-		{"POST /webhook/test is not retried", func(c *Client) error { _, err := c.TestWebhook(context.Background()); return err }},
-		{"POST /typing is not retried", func(c *Client) error { return c.SendTyping(context.Background(), "c1") }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range unkeyedPosts {
+		t.Run(tt.name+" is not retried", func(t *testing.T) {
 			t.Parallel()
 			c, rec, _ := server(t, hangUpFirst(t, func(w http.ResponseWriter) { writeJSON(w, 200, map[string]any{"ok": true}) }))
 			err := tt.call(c)
@@ -541,5 +545,33 @@ func TestAnswerCutShortIsRetriedForAKeyedCall(t *testing.T) {
 	}
 	if hits := rec.all(); len(hits) != 2 || hits[0].header.Get("Idempotency-Key") != hits[1].header.Get("Idempotency-Key") {
 		t.Errorf("attempts %+v", hits)
+	}
+}
+
+// A 503 may come after the call reached its service (the gateway answers
+// 503 when a service "did not answer in time"): a call without a key that
+// is not a read, put or delete acts again when repeated, so it is not.
+func TestServiceUnavailableIsNotRetriedWithoutAKey(t *testing.T) {
+	t.Parallel()
+	for _, tt := range unkeyedPosts {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, rec, waits := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 1 {
+					apiError(w, 503, "service_unavailable", "1")
+					return
+				}
+				writeJSON(w, 200, map[string]any{"ok": true, "delivery": map[string]any{"id": "d1"}})
+			})
+			if err := tt.call(c); !errors.Is(err, ErrServiceUnavailable) {
+				t.Errorf("error %v, want service_unavailable", err)
+			}
+			if n := len(rec.all()); n != 1 {
+				t.Errorf("%d attempts, want 1", n)
+			}
+			if len(*waits) != 0 {
+				t.Errorf("waits %v, want none", *waits)
+			}
+		})
 	}
 }

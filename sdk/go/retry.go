@@ -11,8 +11,11 @@ import (
 //   - the answer is 429 with Retry-After (rate_limited,
 //     concurrency_limited): after Retry-After, plus jitter. A 429 without
 //     it (daily_invoke_cap, the private-reply caps) is final.
-//   - the answer is 503: after Retry-After, or a short exponential backoff
-//     when it has none, plus jitter.
+//   - the answer is 503 and the request is safe to repeat (as below): after
+//     Retry-After, or a short exponential backoff when it has none, plus
+//     jitter. A 503 may come after the call reached its service (one that
+//     did not answer in time), so TestWebhook and SendTyping are not
+//     repeated.
 //   - the answer is 409 idempotency_in_progress (an earlier attempt of the
 //     same call still runs): after a short backoff.
 //   - no answer came (a refused or reset connection) and the request is
