@@ -575,3 +575,37 @@ func TestServiceUnavailableIsNotRetriedWithoutAKey(t *testing.T) {
 		})
 	}
 }
+
+// An iterator walks every page each time it is ranged over, not from where
+// an earlier loop stopped.
+func TestPagesIteratorIsReusable(t *testing.T) {
+	t.Parallel()
+	t1 := "2026-11-22T10:00:00.123456Z"
+	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		conv := func(id string) map[string]any {
+			return map[string]any{"id": id, "platform": "telegram", "channel_id": "ch", "contact": map[string]any{"id": "k"},
+				"last_message_at": t1, "created_at": t1}
+		}
+		switch r.URL.Query().Get("before") {
+		case "":
+			writeJSON(w, 200, map[string]any{"conversations": []any{conv("a")}, "next_before": t1})
+		case t1:
+			writeJSON(w, 200, map[string]any{"conversations": []any{conv("b")}, "next_before": nil})
+		default:
+			apiError(w, 400, "invalid_request", "")
+		}
+	})
+	seq := c.Conversations(context.Background(), ConversationsParams{})
+	for range 2 {
+		var ids []string
+		for conv, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, conv.ID)
+		}
+		if want := []string{"a", "b"}; !slices.Equal(ids, want) {
+			t.Errorf("conversations %v, want %v", ids, want)
+		}
+	}
+}

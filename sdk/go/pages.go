@@ -53,8 +53,10 @@ func (c *Client) Deliveries(ctx context.Context, p DeliveriesParams) iter.Seq2[D
 
 // pages yields the rows of each page, following next_before until it is
 // null.
-func pages[T any](fetch func(before time.Time) ([]T, *time.Time, error), before time.Time) iter.Seq2[T, error] {
+func pages[T any](fetch func(before time.Time) ([]T, *time.Time, error), first time.Time) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
+		// Each loop over the sequence starts at the first page.
+		before := first
 		for {
 			rows, next, err := fetch(before)
 			if err != nil {
