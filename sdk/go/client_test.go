@@ -609,3 +609,37 @@ func TestPagesIteratorIsReusable(t *testing.T) {
 		}
 	}
 }
+
+// One iterator may be ranged over by several goroutines at once (run with
+// -race).
+func TestPagesIteratorConcurrentLoops(t *testing.T) {
+	t.Parallel()
+	t1 := "2026-11-22T10:00:00.123456Z"
+	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		next := any(t1)
+		if r.URL.Query().Get("before") != "" {
+			next = nil
+		}
+		writeJSON(w, 200, map[string]any{"deliveries": []any{map[string]any{"id": "d"}}, "next_before": next})
+	})
+	seq := c.Deliveries(context.Background(), DeliveriesParams{Limit: 1})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for _, err := range seq {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n++
+			}
+			if n != 2 {
+				t.Errorf("%d deliveries, want 2", n)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -16,6 +16,7 @@ import (
 //	}
 func (c *Client) Conversations(ctx context.Context, p ConversationsParams) iter.Seq2[Conversation, error] {
 	return pages(func(before time.Time) ([]Conversation, *time.Time, error) {
+		p := p // each loop its own, as loops may run at once
 		p.Before = before
 		pg, err := c.ListConversations(ctx, p)
 		if err != nil {
@@ -29,6 +30,7 @@ func (c *Client) Conversations(ctx context.Context, p ConversationsParams) iter.
 // first, page after page, as Conversations does.
 func (c *Client) Messages(ctx context.Context, conversationID string, p MessagesParams) iter.Seq2[Message, error] {
 	return pages(func(before time.Time) ([]Message, *time.Time, error) {
+		p := p // each loop its own, as loops may run at once
 		p.Before = before
 		pg, err := c.ListMessages(ctx, conversationID, p)
 		if err != nil {
@@ -42,6 +44,7 @@ func (c *Client) Messages(ctx context.Context, conversationID string, p Messages
 // page after page, as Conversations does.
 func (c *Client) Deliveries(ctx context.Context, p DeliveriesParams) iter.Seq2[Delivery, error] {
 	return pages(func(before time.Time) ([]Delivery, *time.Time, error) {
+		p := p // each loop its own, as loops may run at once
 		p.Before = before
 		pg, err := c.ListDeliveries(ctx, p)
 		if err != nil {
