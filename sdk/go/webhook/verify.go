@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -86,11 +87,11 @@ func Verify(secret string, header http.Header, body []byte) error {
 // Deduplicating by X-Service-Delivery is the caller's part (NewHandler
 // does it).
 func VerifyAt(secret string, header http.Header, body []byte, now time.Time) error {
-	ts := header.Get(HeaderTimestamp)
+	ts := headerValue(header, HeaderTimestamp)
 	if ts == "" {
 		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderTimestamp)
 	}
-	got := header.Get(HeaderSignature)
+	got := headerValue(header, HeaderSignature)
 	if got == "" {
 		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderSignature)
 	}
@@ -107,4 +108,19 @@ func VerifyAt(secret string, header http.Header, body []byte, now time.Time) err
 		return fmt.Errorf("%w: %s", ErrSignature, HeaderSignature)
 	}
 	return nil
+}
+
+// headerValue is header's first value of name, whatever the case of the
+// map's key: net/http's maps hold canonical keys, but one built by hand or
+// by another framework may not.
+func headerValue(header http.Header, name string) string {
+	if v := header.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range header {
+		if len(vs) > 0 && strings.EqualFold(k, name) {
+			return vs[0]
+		}
+	}
+	return ""
 }

@@ -131,3 +131,26 @@ func FuzzVerifyAt(f *testing.F) {
 		}
 	})
 }
+
+// Header names are case-insensitive: a header map built by hand or by
+// another framework (lower-case keys, as HTTP/2 and many gateways give
+// them) verifies as net/http's does.
+func TestVerifyHeaderNamesAnyCase(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_test"
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{}`)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	for _, h := range []http.Header{
+		{"x-service-timestamp": {ts}, "x-service-signature": {sign(secret, ts, body)}},
+		{"X-SERVICE-TIMESTAMP": {ts}, "X-Service-signature": {sign(secret, ts, body)}},
+	} {
+		if err := VerifyAt(secret, h, body, now); err != nil {
+			t.Errorf("VerifyAt(%v) = %v, want nil", h, err)
+		}
+	}
+	h := http.Header{"x-service-timestamp": {ts}, "x-service-signature": {sign("whsec_other", ts, body)}}
+	if err := VerifyAt(secret, h, body, now); !errors.Is(err, ErrSignature) {
+		t.Errorf("a wrong signature under a lower-case name: %v, want ErrSignature", err)
+	}
+}
