@@ -53,8 +53,10 @@ func WithClock(now func() time.Time) Option { return func(h *handler) { h.now = 
 //   - claims the delivery's id in store: a delivery claimed before is
 //     answered 200 without calling handle;
 //   - calls handle with the request's context: 200 if it returns nil; 500
-//     if it returns an error (or panics), the claim released so that
-//     Parley's next attempt is handled again.
+//     if it returns an error, the claim released so that Parley's next
+//     attempt is handled again. A panic releases the claim too and goes on
+//     to net/http, which drops the connection (no answer, a failed attempt
+//     for Parley).
 //
 // A 500's body says only that the event was not handled (Parley's delivery
 // log keeps the start of it): handle should log its own errors, and a
