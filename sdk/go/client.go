@@ -347,7 +347,14 @@ func fetch[T any](ctx context.Context, c *Client, r *request, key string) (*T, e
 	return &out, nil
 }
 
-func pathEscape(s string) string { return url.PathEscape(s) }
+// pathEscape makes s one path segment. "." and ".." are escaped too: a
+// server or proxy that cleans the path would otherwise route elsewhere.
+func pathEscape(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}
 
 // checkID refuses an empty path id before a request is made: it would
 // name another route.

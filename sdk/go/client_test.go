@@ -643,3 +643,27 @@ func TestPagesIteratorConcurrentLoops(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An id is one path segment whatever it holds: "." and ".." are escaped,
+// or a server or proxy that cleans the path would route the call
+// elsewhere (/v1/comments/.. is /v1/).
+func TestPathIDsAreOneSegment(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var uris []string
+	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		uris = append(uris, r.RequestURI)
+		mu.Unlock()
+		apiError(w, 404, "comment_not_found", "")
+	})
+	for _, id := range []string{"..", ".", "a/b", "a?b#c", "a b"} {
+		_, _ = c.Comment(context.Background(), id)
+	}
+	want := []string{"/v1/comments/%2E%2E", "/v1/comments/%2E", "/v1/comments/a%2Fb", "/v1/comments/a%3Fb%23c", "/v1/comments/a%20b"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(uris, want) {
+		t.Errorf("paths %q, want %q", uris, want)
+	}
+}
