@@ -2,6 +2,7 @@ package parley
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -149,9 +150,16 @@ func (c *Client) Webhook(ctx context.Context) (*Webhook, error) {
 	return fetch[Webhook](ctx, c, c.plain(http.MethodGet, "/webhook", nil), "webhook")
 }
 
-// DeleteWebhook removes the webhook; events are no longer sent.
+// DeleteWebhook removes the webhook; events are no longer sent. A retry
+// answered webhook_not_found after an attempt whose answer was lost is a
+// success: that attempt removed it.
 func (c *Client) DeleteWebhook(ctx context.Context) error {
-	return c.do(ctx, c.plain(http.MethodDelete, "/webhook", nil), nil)
+	r := c.plain(http.MethodDelete, "/webhook", nil)
+	err := c.do(ctx, r, nil)
+	if r.mayHaveActed && errors.Is(err, ErrWebhookNotFound) {
+		return nil
+	}
+	return err
 }
 
 // TestWebhook sends one test event to the webhook and returns its

@@ -110,6 +110,9 @@ type request struct {
 	stream bool  // Accept: text/event-stream
 	public bool  // no Authorization: a route that takes no key
 	err    error // why the request could not be built
+	// mayHaveActed is set once an attempt may have reached the server and
+	// acted without its answer coming back (a lost or cut answer, a 503).
+	mayHaveActed bool
 }
 
 func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) *request {
@@ -147,6 +150,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			err = readWhole(resp)
 		}
 		if err != nil {
+			r.mayHaveActed = true
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -162,6 +166,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, nil
 		}
 		apiErr := readError(resp)
+		if apiErr.Status == http.StatusServiceUnavailable {
+			r.mayHaveActed = true
+		}
 		if attempt >= c.retry.MaxAttempts {
 			return nil, apiErr
 		}

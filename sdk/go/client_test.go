@@ -667,3 +667,30 @@ func TestPathIDsAreOneSegment(t *testing.T) {
 		t.Errorf("paths %q, want %q", uris, want)
 	}
 }
+
+// A delete whose answer was lost is retried; the retry's 404 says the
+// webhook is gone, which is what was asked.
+func TestDeleteWebhookRetriedAfterALostAnswer(t *testing.T) {
+	t.Parallel()
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			hangUp(t, w) // deleted, the answer lost
+			return
+		}
+		apiError(w, 404, "webhook_not_found", "")
+	})
+	if err := c.DeleteWebhook(context.Background()); err != nil {
+		t.Errorf("error %v, want nil: the first attempt may have deleted it", err)
+	}
+	if n := len(rec.all()); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+
+	// Without a lost answer, a 404 is the caller's to know.
+	c, _, _ = server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		apiError(w, 404, "webhook_not_found", "")
+	})
+	if err := c.DeleteWebhook(context.Background()); !errors.Is(err, ErrWebhookNotFound) {
+		t.Errorf("error %v, want webhook_not_found", err)
+	}
+}

@@ -141,10 +141,11 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 		return failed(err)
 	}
 	body.Stream = true
-	r := c.keyed(invokePath(flowID), body, opts)
-	r.stream = true
+	call := c.keyed(invokePath(flowID), body, opts)
+	call.stream = true
 	return func(yield func(RunEvent, error) bool) {
-		resp, err := c.send(ctx, r)
+		r := *call // each loop its own: send records its attempts in it
+		resp, err := c.send(ctx, &r)
 		if err != nil {
 			yield(nil, err)
 			return
