@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -138,15 +139,18 @@ func (c *Client) newRequest(method, path string, body any, keyed bool, opts []Ca
 }
 
 // send makes the call, retrying as the policy allows, and returns the
-// first answer that is a success (2xx, body unread) or an error.
+// first answer that is a success (2xx; its body in memory unless it is an
+// event stream) or an error.
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
-		if err == nil && resp.StatusCode < 300 && !r.stream {
+		if err == nil && resp.StatusCode < 300 && !(r.stream && isEventStream(resp)) {
 			// A success read whole here: one cut short is as a lost answer.
+			// An event stream is read as it comes (a stream's replay is
+			// JSON, read whole).
 			err = readWhole(resp)
 		}
 		if err != nil {
@@ -275,6 +279,11 @@ func readError(resp *http.Response) *Error {
 		e.Message += ": " + s
 	}
 	return e
+}
+
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
 }
 
 func isJSON(contentType string) bool {

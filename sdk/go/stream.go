@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"mime"
 	"strings"
 )
 
@@ -151,8 +150,7 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 			return
 		}
 		defer resp.Body.Close()
-		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if mt == "text/event-stream" {
+		if isEventStream(resp) {
 			readEvents(ctx, resp.Body, yield)
 			return
 		}

@@ -219,3 +219,33 @@ func FuzzReadEvents(f *testing.F) {
 		})
 	})
 }
+
+// A replay (JSON, not a stream) cut short is retried with the same key, as
+// any keyed answer cut short is: nothing has been yielded yet.
+func TestStreamReplayCutShortIsRetried(t *testing.T) {
+	t.Parallel()
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "500")
+			w.WriteHeader(200)
+			io.WriteString(w, `{"status":"completed","run_id":`)
+			w.(http.Flusher).Flush()
+			hangUp(t, w)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"status": "completed", "run_id": "r1", "output": map[string]any{}, "messages": []any{},
+			"usage": map[string]any{"tokens": 0, "cost_usd": 0, "billable_units": 0}})
+	})
+	evs, errs := collect(t, c.InvokeStream(context.Background(), "f1", nil, WithIdempotencyKey("again")))
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(evs) != 2 || evs[0].(*RunStart).RunID != "r1" || evs[1].(*RunEnd).Status != RunCompleted {
+		t.Errorf("events %v", evs)
+	}
+	hits := rec.all()
+	if len(hits) != 2 || hits[1].header.Get("Idempotency-Key") != "again" || hits[0].body != hits[1].body {
+		t.Errorf("attempts %+v", hits)
+	}
+}
