@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -576,36 +578,41 @@ func TestServiceUnavailableIsNotRetriedWithoutAKey(t *testing.T) {
 	}
 }
 
+// twoDeliveryPages is a client of a server whose delivery log is two pages
+// of one delivery each.
+func twoDeliveryPages(t *testing.T) *Client {
+	t1 := "2026-11-22T10:00:00.123456Z"
+	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		next := any(t1)
+		if r.URL.Query().Get("before") != "" {
+			next = nil
+		}
+		writeJSON(w, 200, map[string]any{"deliveries": []any{map[string]any{"id": "d" + strconv.Itoa(n)}}, "next_before": next})
+	})
+	return c
+}
+
+// countAll ranges over seq and returns how many deliveries it yielded.
+func countAll(t *testing.T, seq iter.Seq2[Delivery, error]) int {
+	n := 0
+	for _, err := range seq {
+		if err != nil {
+			t.Error(err)
+			return n
+		}
+		n++
+	}
+	return n
+}
+
 // An iterator walks every page each time it is ranged over, not from where
 // an earlier loop stopped.
 func TestPagesIteratorIsReusable(t *testing.T) {
 	t.Parallel()
-	t1 := "2026-11-22T10:00:00.123456Z"
-	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		conv := func(id string) map[string]any {
-			return map[string]any{"id": id, "platform": "telegram", "channel_id": "ch", "contact": map[string]any{"id": "k"},
-				"last_message_at": t1, "created_at": t1}
-		}
-		switch r.URL.Query().Get("before") {
-		case "":
-			writeJSON(w, 200, map[string]any{"conversations": []any{conv("a")}, "next_before": t1})
-		case t1:
-			writeJSON(w, 200, map[string]any{"conversations": []any{conv("b")}, "next_before": nil})
-		default:
-			apiError(w, 400, "invalid_request", "")
-		}
-	})
-	seq := c.Conversations(context.Background(), ConversationsParams{})
-	for range 2 {
-		var ids []string
-		for conv, err := range seq {
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, conv.ID)
-		}
-		if want := []string{"a", "b"}; !slices.Equal(ids, want) {
-			t.Errorf("conversations %v, want %v", ids, want)
+	seq := twoDeliveryPages(t).Deliveries(context.Background(), DeliveriesParams{})
+	for i := range 2 {
+		if n := countAll(t, seq); n != 2 {
+			t.Errorf("loop %d: %d deliveries, want 2", i+1, n)
 		}
 	}
 }
@@ -614,29 +621,13 @@ func TestPagesIteratorIsReusable(t *testing.T) {
 // -race).
 func TestPagesIteratorConcurrentLoops(t *testing.T) {
 	t.Parallel()
-	t1 := "2026-11-22T10:00:00.123456Z"
-	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		next := any(t1)
-		if r.URL.Query().Get("before") != "" {
-			next = nil
-		}
-		writeJSON(w, 200, map[string]any{"deliveries": []any{map[string]any{"id": "d"}}, "next_before": next})
-	})
-	seq := c.Deliveries(context.Background(), DeliveriesParams{Limit: 1})
+	seq := twoDeliveryPages(t).Deliveries(context.Background(), DeliveriesParams{Limit: 1})
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := 0
-			for _, err := range seq {
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				n++
-			}
-			if n != 2 {
+			if n := countAll(t, seq); n != 2 {
 				t.Errorf("%d deliveries, want 2", n)
 			}
 		}()
