@@ -159,6 +159,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 				return nil, ctx.Err()
 			}
 			if !r.safeToRepeat() || attempt >= c.retry.MaxAttempts {
+				if r.key != "" {
+					return nil, &keyedError{key: r.key, err: err}
+				}
 				return nil, err
 			}
 			if werr := c.wait(ctx, c.retry.backoff(attempt)); werr != nil {
@@ -170,6 +173,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, nil
 		}
 		apiErr := readError(resp)
+		apiErr.IdempotencyKey = r.key
 		if apiErr.Status == http.StatusServiceUnavailable {
 			r.mayHaveActed = true
 		}

@@ -398,8 +398,8 @@ func TestErrorDecoding(t *testing.T) {
 	if !errors.As(err, &perr) {
 		t.Fatalf("error %T %v, want *Error", err, err)
 	}
-	want := Error{Status: 409, Code: "idempotency_response_unavailable", Message: "not kept", RequestID: "req-1", RunID: "r9"}
-	if *perr != want {
+	want := Error{Status: 409, Code: "idempotency_response_unavailable", Message: "not kept", RequestID: "req-1", RunID: "r9", IdempotencyKey: perr.IdempotencyKey}
+	if *perr != want || perr.IdempotencyKey == "" {
 		t.Errorf("error %+v, want %+v", *perr, want)
 	}
 	if !errors.Is(err, ErrIdempotencyResponseUnavailable) || errors.Is(err, ErrIdempotencyInProgress) {
@@ -684,4 +684,51 @@ func TestDeleteWebhookRetriedAfterALostAnswer(t *testing.T) {
 	if err := c.DeleteWebhook(context.Background()); !errors.Is(err, ErrWebhookNotFound) {
 		t.Errorf("error %v, want webhook_not_found", err)
 	}
+}
+
+// TestIdempotencyKeyOfAFailedCall: when a keyed call's retries run out,
+// its error names the key it sent on every attempt, so that the caller can
+// repeat the call later as the same call; an unkeyed call's error names
+// none.
+func TestIdempotencyKeyOfAFailedCall(t *testing.T) {
+	t.Parallel()
+	t.Run("still in progress", func(t *testing.T) {
+		t.Parallel()
+		c, rec, _ := server(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			apiError(w, http.StatusConflict, "idempotency_in_progress", "")
+		}, WithRetry(RetryPolicy{MaxAttempts: 2}))
+		_, err := c.Invoke(context.Background(), "f1", map[string]any{})
+		if !errors.Is(err, ErrIdempotencyInProgress) {
+			t.Fatalf("error %v, want idempotency_in_progress", err)
+		}
+		hits := rec.all()
+		if len(hits) != 2 {
+			t.Fatalf("%d attempts, want 2", len(hits))
+		}
+		if key := IdempotencyKeyOf(err); key == "" || key != hits[1].header.Get("Idempotency-Key") {
+			t.Errorf("IdempotencyKeyOf = %q, the attempts sent %q", key, hits[1].header.Get("Idempotency-Key"))
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		t.Parallel()
+		c, rec, _ := server(t, func(w http.ResponseWriter, _ *http.Request, _ int) { hangUp(t, w) },
+			WithRetry(RetryPolicy{MaxAttempts: 2}))
+		_, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("order-1001-reply"))
+		var perr *Error
+		if err == nil || errors.As(err, &perr) {
+			t.Fatalf("error %v, want the connection's", err)
+		}
+		if key := IdempotencyKeyOf(err); key != "order-1001-reply" || len(rec.all()) != 2 {
+			t.Errorf("IdempotencyKeyOf = %q after %d attempts, want the caller's key after 2", key, len(rec.all()))
+		}
+	})
+	t.Run("a call without a key", func(t *testing.T) {
+		t.Parallel()
+		c, _, _ := server(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			apiError(w, http.StatusNotFound, "webhook_not_found", "")
+		})
+		if _, err := c.Webhook(context.Background()); !errors.Is(err, ErrWebhookNotFound) || IdempotencyKeyOf(err) != "" {
+			t.Errorf("error %v with key %q, want webhook_not_found without one", err, IdempotencyKeyOf(err))
+		}
+	})
 }

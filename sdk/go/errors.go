@@ -32,6 +32,10 @@ type Error struct {
 	// a 409 idempotency_response_unavailable: RunID on an invoke,
 	// MessageID on a message send, CommentID on a comment reply.
 	RunID, MessageID, CommentID string
+	// IdempotencyKey is the key the call sent (the caller's, or the one
+	// the client generated), on the calls that take one; "" on others.
+	// IdempotencyKeyOf reads it from any error of such a call.
+	IdempotencyKey string
 }
 
 // Error returns the code, the status, the message and the request id.
@@ -144,8 +148,38 @@ var (
 
 // ErrStreamDropped is yielded by InvokeStream and ContinueStream when the
 // event stream ends before its end event (the connection was reset or
-// closed). The run is then stored failed; to run the flow again, call
-// again with a new Idempotency-Key (the old key replays the failed run's
-// answer).
+// closed). The server then stops the run and stores it failed, unless the
+// connection was lost after the run ended: Client.Run with the RunStart's
+// RunID tells. To run the flow again, call again with a new
+// Idempotency-Key (the old key replays the stored answer).
 var ErrStreamDropped = errors.New("parley: the event stream ended before its end event; " +
-	"the run is stored failed: retry with a new Idempotency-Key")
+	"the run is stored failed (Run with its run id tells): retry with a new Idempotency-Key")
+
+// keyedError is a failure of a call that carried an Idempotency-Key and
+// got no answer of the API's (a lost connection, a body cut short), with
+// that key.
+type keyedError struct {
+	key string
+	err error
+}
+
+func (e *keyedError) Error() string { return e.err.Error() }
+func (e *keyedError) Unwrap() error { return e.err }
+
+// IdempotencyKeyOf returns the Idempotency-Key of the call that failed
+// with err, or "" when the call took none. When the client's retries run
+// out on a send or an invoke (still idempotency_in_progress, or no answer
+// at all), the first attempt may have acted: repeat the call later with
+// WithIdempotencyKey(IdempotencyKeyOf(err)), and the server answers it
+// once, replaying the first answer if there was one.
+func IdempotencyKeyOf(err error) string {
+	var ke *keyedError
+	if errors.As(err, &ke) {
+		return ke.key
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.IdempotencyKey
+	}
+	return ""
+}
