@@ -67,17 +67,19 @@ func serve(ctx context.Context, cfg gwconfig.Config, log *zap.Logger, s seams) e
 // connections.
 func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error) {
 	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
+	keys := redisx.Keys{Prefix: cfg.RedisPrefix}
 	accounts := app.New(app.Deps{
 		Workspaces:           adapters.NewWorkspaceStore(svc.DB),
 		Keys:                 adapters.NewKeyStore(svc.DB),
 		Channels:             adapters.NewMessagingChannels(client),
+		Changes:              adapters.NewChangeToken(svc.Redis, keys),
 		DefaultRatePerMinute: cfg.RatePerMinute,
 		Clock:                s.clock,
 	})
 	return service.Ports{
 		Public: httpport.NewPublic(httpport.PublicDeps{
 			App:                   accounts,
-			Limiter:               ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute),
+			Limiter:               ratelimit.New(svc.Redis, keys, time.Minute),
 			RPC:                   client,
 			MaxPayload:            svc.NATS.MaxPayload(),
 			AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,

@@ -4,7 +4,9 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"time"
 
@@ -18,6 +20,9 @@ type App struct {
 	workspaces account.WorkspaceStore
 	keys       account.KeyStore
 	channels   account.ChannelDirectory
+	changes    account.ChangeToken
+	// credentials are the credentials of recent requests' keys.
+	credentials *credentials
 	// defaultRate is RATE_LIMIT_PER_MINUTE, for workspaces without their own.
 	defaultRate int
 	now         func() time.Time
@@ -31,6 +36,10 @@ type Deps struct {
 	Keys       account.KeyStore
 	// Channels lists a workspace's channels for GET /v1/me.
 	Channels account.ChannelDirectory
+	// Changes is the accounts change token shared by every instance:
+	// each change to a key or workspace rotates it before it is answered,
+	// and credentials read under an earlier token are read again.
+	Changes account.ChangeToken
 	// DefaultRatePerMinute is RATE_LIMIT_PER_MINUTE: the limit of a
 	// workspace without its own.
 	DefaultRatePerMinute int
@@ -44,6 +53,8 @@ func New(d Deps) *App {
 		workspaces:  d.Workspaces,
 		keys:        d.Keys,
 		channels:    d.Channels,
+		changes:     d.Changes,
+		credentials: newCredentials(),
 		defaultRate: d.DefaultRatePerMinute,
 		now:         d.Clock,
 		random:      rand.Reader,
@@ -57,6 +68,17 @@ func New(d Deps) *App {
 		a.now = func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 	}
 	return a
+}
+
+// announce rotates the change token after a change is stored and before
+// it is answered, so that no instance authenticates with what it had read
+// before. The change is stored whether or not that works; an error asks
+// the caller to repeat the call, which announces it then.
+func (a *App) announce(ctx context.Context) error {
+	if err := a.changes.Rotate(ctx); err != nil {
+		return fmt.Errorf("%w: %w", account.ErrChangesUnavailable, err)
+	}
+	return nil
 }
 
 // DefaultRatePerMinute is the limit of workspaces without their own.

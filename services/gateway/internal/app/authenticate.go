@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
@@ -11,7 +12,9 @@ import (
 // header values and raw query string, and checks that its plan includes the
 // Developer API. In order: a key-like query parameter, a missing or
 // malformed header, an unknown or revoked key, whatever its shape (all
-// 401), a plan without developer_api (403).
+// 401), a plan without developer_api (403). An active key's credential is
+// read from the store and then reused for up to credentialTTL while the
+// accounts change token stays the same.
 func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery string) (account.Workspace, error) {
 	if err := account.CheckQuery(rawQuery); err != nil {
 		return account.Workspace{}, err
@@ -24,22 +27,39 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 		// Nothing of that shape is ever stored: no query to find out.
 		return account.Workspace{}, account.ErrUnknownKey
 	}
-	// Keys cascade with their workspaces: a key without one is as good
-	// as unknown (ErrAPIKeyNotFound covers that race with a deletion).
-	// The read also records the key's last use, at most once a
-	// LastUsedResolution, so the operators' key list shows it.
-	k, w, err := a.keys.FindCredential(ctx, account.HashKey(key), a.now())
-	if errors.Is(err, account.ErrAPIKeyNotFound) {
-		return account.Workspace{}, account.ErrUnknownKey
-	}
+	hash := account.HashKey(key)
+	// The token is read before the credential: a change committed after
+	// this read rotates it, so what the fetch below saw is never used
+	// after that change has been answered.
+	token, err := a.changes.Current(ctx)
 	if err != nil {
-		return account.Workspace{}, err
+		return account.Workspace{}, fmt.Errorf("%w: %w", account.ErrChangesUnavailable, err)
 	}
-	if !k.Matches(key) || !k.Active() {
+	now := a.now()
+	c, ok := a.credentials.get(hash, token, now)
+	if !ok {
+		// Keys cascade with their workspaces: a key without one is as
+		// good as unknown (ErrAPIKeyNotFound covers that race with a
+		// deletion). The read also records the key's last use, at most
+		// once a LastUsedResolution, so the operators' key list shows it.
+		k, w, err := a.keys.FindCredential(ctx, hash, now)
+		if errors.Is(err, account.ErrAPIKeyNotFound) {
+			return account.Workspace{}, account.ErrUnknownKey
+		}
+		if err != nil {
+			return account.Workspace{}, err
+		}
+		c = credential{key: k, workspace: w, token: token, fetchedAt: now}
+		if k.Active() {
+			// Unknown and revoked keys are read every time, as before.
+			a.credentials.put(hash, c)
+		}
+	}
+	if !c.key.Matches(key) || !c.key.Active() {
 		return account.Workspace{}, account.ErrUnknownKey
 	}
-	if err := w.RequireModule(account.ModuleDeveloperAPI); err != nil {
+	if err := c.workspace.RequireModule(account.ModuleDeveloperAPI); err != nil {
 		return account.Workspace{}, err
 	}
-	return w, nil
+	return c.workspace, nil
 }

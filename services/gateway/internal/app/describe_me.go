@@ -14,8 +14,14 @@ type Me struct {
 }
 
 // DescribeMe gathers the workspace's own view: its plan, its channels (from
-// messaging) and its effective per-minute limit.
+// messaging) and its effective per-minute limit. The workspace is read
+// again rather than taken from its credential, which may have been cached
+// before AI units were used (UseAIUnits does not rotate the change token).
 func (a *App) DescribeMe(ctx context.Context, w account.Workspace) (Me, error) {
+	w, err := a.workspaces.Get(ctx, w.ID)
+	if err != nil {
+		return Me{}, err
+	}
 	chans, err := a.channels.Channels(ctx, w.ID)
 	if err != nil {
 		return Me{}, err

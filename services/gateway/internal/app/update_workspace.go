@@ -8,7 +8,11 @@ import (
 
 // UpdateWorkspace changes a workspace's plan modules, AI limit or rate.
 func (a *App) UpdateWorkspace(ctx context.Context, id string, c account.Changes) (account.Workspace, error) {
-	return a.workspaces.Update(ctx, id, func(w *account.Workspace) error {
+	w, err := a.workspaces.Update(ctx, id, func(w *account.Workspace) error {
 		return w.Apply(c, a.now())
 	})
+	if err != nil {
+		return account.Workspace{}, err
+	}
+	return w, a.announce(ctx)
 }

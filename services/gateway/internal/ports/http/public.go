@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -200,6 +201,13 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 			WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
 	}
 	w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
+	if errors.Is(err, account.ErrChangesUnavailable) {
+		// As with the limiter: without Redis no cached credential can be
+		// trusted, so the request is refused rather than let through.
+		p.log.Warn("accounts change token unavailable", zap.Error(err),
+			zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		return account.Workspace{}, errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "credential check unavailable; try again shortly")
+	}
 	if err != nil {
 		herr := toHTTP(err)
 		if e, ok := errs.As(herr); ok && e.Status == http.StatusUnauthorized {
