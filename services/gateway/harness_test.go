@@ -33,6 +33,7 @@ const defaultRate = 120
 // listener, the admin API on the rpc "admin" endpoint.
 type harness struct {
 	env    *testenv.Env
+	cfg    gwconfig.Config
 	url    string
 	gdb    *gorm.DB
 	client *rpc.Client
@@ -56,11 +57,30 @@ func newHarness(t *testing.T, mutate ...func(*gwconfig.Config)) *harness {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	return &harness{env: env, cfg: cfg, url: startGateway(t, env, cfg), gdb: env.DB(t, adapters.Schema, migrations.FS), client: rpc.NewClient(env.NATS(t), env.RPCPrefix)}
+}
+
+// startGateway serves a gateway with cfg on env and returns its public
+// URL once it answers.
+func startGateway(t *testing.T, env *testenv.Env, cfg gwconfig.Config) string {
+	t.Helper()
 	bg := testenv.Serve(t, "gateway", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{}) })
 	url := "http://" + cfg.Addr
 	// Ready once the listener answers: the rpc endpoints are served by then.
 	bg.WaitReady(url, 20*time.Second)
-	return &harness{env: env, url: url, gdb: env.DB(t, adapters.Schema, migrations.FS), client: rpc.NewClient(env.NATS(t), env.RPCPrefix)}
+	return url
+}
+
+// another starts a second gateway instance on h's database, Redis and
+// NATS, with h's configuration on its own address. Admin calls reach
+// either instance (the rpc endpoint is a queue group).
+func (h *harness) another(t *testing.T) *harness {
+	t.Helper()
+	cfg := h.cfg
+	cfg.Addr = ports.FreeAddr(t)
+	other := *h
+	other.cfg, other.url = cfg, startGateway(t, h.env, cfg)
+	return &other
 }
 
 // authFailuresPerMinute sets AUTH_FAILURES_PER_MINUTE.

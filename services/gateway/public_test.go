@@ -120,6 +120,53 @@ func TestPlanWithoutDeveloperAPIIs403(t *testing.T) {
 	}
 }
 
+// Every instance keeps the credentials of the keys it saw; a revocation, a
+// plan change or a feature switched through the admin endpoint (answered
+// by either instance) applies on both at their next request.
+func TestChangesApplyOnEveryInstanceAtOnce(t *testing.T) {
+	t.Parallel()
+	a := newHarness(t)
+	b := a.another(t)
+	msg := a.fakeService(t, rpc.ServiceMessaging, echoBack)
+	instances := map[string]*harness{"A": a, "B": b}
+	id, kept := a.workspace(t, map[string]any{"name": "Acme", "modules": []string{"developer_api", "flows"}})
+	revokedID, revoked := a.newKey(t, id)
+	// each calls /v1/channels with key on both instances and checks the
+	// status; the first call of a key reads it, the second is cached.
+	each := func(t *testing.T, key string, status int, code string) {
+		t.Helper()
+		for name, h := range instances {
+			r := h.call(t, http.MethodGet, "/v1/channels", key, nil, nil)
+			if code != "" {
+				r.expectError(t, status, code)
+			} else if r.status != status {
+				t.Fatalf("instance %s: %d %s, want %d", name, r.status, r.body, status)
+			}
+		}
+	}
+	each(t, revoked, http.StatusOK, "")
+	each(t, revoked, http.StatusOK, "")
+	each(t, kept, http.StatusOK, "")
+	each(t, kept, http.StatusOK, "")
+
+	a.mustAdmin(t, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+revokedID, nil)
+	each(t, revoked, http.StatusUnauthorized, "unauthorized")
+	each(t, kept, http.StatusOK, "")
+
+	a.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, map[string]any{"modules": []string{"flows"}})
+	each(t, kept, http.StatusForbidden, "module_inactive")
+	a.mustAdmin(t, http.StatusOK, http.MethodPatch, "/admin/workspaces/"+id, map[string]any{"modules": []string{"developer_api", "flows"}})
+	each(t, kept, http.StatusOK, "")
+
+	a.mustAdmin(t, http.StatusOK, http.MethodPut, "/admin/workspaces/"+id+"/features/flows_api", map[string]any{"on": false})
+	for name, h := range instances {
+		h.call(t, http.MethodGet, "/v1/channels", kept, nil, nil)
+		if got := msg.last(t); got.features != nil {
+			t.Fatalf("instance %s forwarded features %v after flows_api was switched off", name, got.features)
+		}
+	}
+}
+
 func TestRateLimitPerWorkspace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
