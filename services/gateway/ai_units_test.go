@@ -58,6 +58,12 @@ func TestAIUnits(t *testing.T) {
 	if out := h.mustAdmin(t, http.StatusOK, http.MethodPost, path, map[string]any{"units": -1000}); out["ai_used"] != 0.0 {
 		t.Fatalf("give back past 0 = %v", out)
 	}
+	// The key's credential was read (and kept) by the first /v1/me; the
+	// count is still today's.
+	me = h.call(t, http.MethodGet, "/v1/me", key, nil, nil).json(t)
+	if plan := me["plan"].(map[string]any); plan["ai_used"] != 0.0 {
+		t.Fatalf("/v1/me plan after the give-back %v", plan)
+	}
 
 	for _, body := range []map[string]any{{}, {"units": 0}, {"units": 1001}, {"units": -1001}, {"units": 1.5}, {"units": "1"}} {
 		if status, out := h.admin(t, http.MethodPost, path, body); status != http.StatusBadRequest || out["code"] != "invalid_request" {
