@@ -46,17 +46,25 @@ func (s *stores) List(context.Context, string) ([]account.Workspace, error) {
 }
 
 func (s *stores) Update(_ context.Context, id string, change func(*account.Workspace) error) (account.Workspace, error) {
+	return update(s, s.workspaces, id, change, account.ErrWorkspaceNotFound)
+}
+
+// update is both stores' Update: change edits a copy of m[id], kept when
+// it returns nil.
+func update[T any](s *stores, m map[string]T, id string, change func(*T) error, notFound error) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w, ok := s.workspaces[id]
+	v, ok := m[id]
 	if !ok {
-		return account.Workspace{}, account.ErrWorkspaceNotFound
+		var zero T
+		return zero, notFound
 	}
-	if err := change(&w); err != nil {
-		return account.Workspace{}, err
+	if err := change(&v); err != nil {
+		var zero T
+		return zero, err
 	}
-	s.workspaces[id] = w
-	return w, nil
+	m[id] = v
+	return v, nil
 }
 
 func (s *stores) UseAIUnits(context.Context, string, int64) (account.Plan, error) {
@@ -96,17 +104,7 @@ func (s keyStore) ListByWorkspace(context.Context, string) ([]account.APIKey, er
 }
 
 func (s keyStore) Update(_ context.Context, id string, change func(*account.APIKey) error) (account.APIKey, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.keys[id]
-	if !ok {
-		return account.APIKey{}, account.ErrAPIKeyNotFound
-	}
-	if err := change(&k); err != nil {
-		return account.APIKey{}, err
-	}
-	s.keys[id] = k
-	return k, nil
+	return update(s.stores, s.keys, id, change, account.ErrAPIKeyNotFound)
 }
 
 func (s *stores) findCount() int {
