@@ -7,6 +7,7 @@ import (
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
+	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
 // The token holds until a rotation; one lost from Redis comes back as a new
@@ -19,9 +20,7 @@ func TestChangeToken(t *testing.T) {
 	keys := redisx.Keys{Prefix: env.RedisPrefix}
 	a, b := adapters.NewChangeToken(client, keys), adapters.NewChangeToken(env.Redis(t), keys)
 	ctx := context.Background()
-	current := func(name string, tok interface {
-		Current(context.Context) (string, error)
-	}) string {
+	current := func(name string, tok account.ChangeToken) string {
 		t.Helper()
 		v, err := tok.Current(ctx)
 		if err != nil || v == "" {
