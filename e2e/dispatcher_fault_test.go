@@ -59,6 +59,11 @@ func TestDispatcherSurvivesSIGKILL(t *testing.T) {
 		// Every event goes to one webhook here: let it have the whole
 		// instance, so the kill finds the slots full.
 		"DISPATCHER_WEBHOOK_CONCURRENCY=" + strconv.Itoa(concurrency),
+		// A killed instance's events stay unacknowledged until the ack
+		// wait, and the consumer hands out at most 8,192 across all
+		// instances: with the default 4,096 in hand, the first dead B
+		// and A together held them all and the restarted B got none.
+		"DISPATCHER_IN_HAND=512",
 	}
 	s := startSuite(t, tuning...) // its dispatcher is instance A
 	// Each answer takes 10 ms, as a receiver doing some work would: the two
