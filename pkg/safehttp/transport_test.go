@@ -1,6 +1,7 @@
 package safehttp
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -104,12 +105,18 @@ func TestHTTPClientNeitherFollowsNorDecompresses(t *testing.T) {
 		http.Redirect(w, r, "/target", http.StatusFound)
 	})
 	mux.HandleFunc("/target", func(http.ResponseWriter, *http.Request) { followed.Store(true) })
+	// A megabyte of zeros, compressed before the server starts: a client
+	// that decompressed would read sixteen times the bound below, and the
+	// answer is ready at once however loaded the machine (compressing ten
+	// megabytes in the handler under -race outlasted the request's timeout).
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	_, _ = zw.Write(make([]byte, 1<<20))
+	_ = zw.Close()
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
 		sawAcceptEncoding.Store(r.Header.Get("Accept-Encoding") != "")
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		_, _ = zw.Write([]byte(strings.Repeat("0", 10<<20)))
-		_ = zw.Close()
+		_, _ = w.Write(bomb.Bytes())
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
