@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -24,7 +25,15 @@ func ScanRows(ctx context.Context, q *gorm.DB, scan func(pgx.Rows) error) error 
 	if stmt.Error != nil {
 		return stmt.Error
 	}
-	sqlDB, err := q.DB()
+	return QueryRows(ctx, q, stmt.SQL.String(), stmt.Vars, scan)
+}
+
+// QueryRows is ScanRows for a statement written by hand (SQL): the
+// hottest reads skip gorm's building of the statement too, which costs as
+// much again as a page's rows. gdb gives the pool; it must not be a
+// transaction's.
+func QueryRows(ctx context.Context, gdb *gorm.DB, sql string, args []any, scan func(pgx.Rows) error) error {
+	sqlDB, err := gdb.DB()
 	if err != nil {
 		return fmt.Errorf("pool of the query: %w", err)
 	}
@@ -38,7 +47,7 @@ func ScanRows(ctx context.Context, q *gorm.DB, scan func(pgx.Rows) error) error 
 		if !ok {
 			return errors.New("the pool's connections are not pgx's")
 		}
-		rows, err := c.Conn().Query(ctx, stmt.SQL.String(), stmt.Vars...)
+		rows, err := c.Conn().Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -50,4 +59,22 @@ func ScanRows(ctx context.Context, q *gorm.DB, scan func(pgx.Rows) error) error 
 		}
 		return rows.Err()
 	})
+}
+
+// AppendUUID appends u in its canonical text form (lower-case hex,
+// 8-4-4-4-12), as PostgreSQL writes a uuid: a hot read scans uuid columns
+// into pgtype.UUID and formats them where it wants, instead of a string
+// allocated for each by pgx.
+func AppendUUID(dst []byte, u [16]byte) []byte {
+	var buf [36]byte
+	hex.Encode(buf[0:8], u[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], u[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], u[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], u[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:], u[10:])
+	return append(dst, buf[:]...)
 }

@@ -55,3 +55,12 @@ func TestScanRowsRunsTheQueryGormBuilds(t *testing.T) {
 		t.Fatal("a query of a missing table succeeded")
 	}
 }
+
+// AppendUUID writes a uuid as PostgreSQL does.
+func TestAppendUUID(t *testing.T) {
+	t.Parallel()
+	u := [16]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}
+	if got := string(db.AppendUUID([]byte("id="), u)); got != "id=01234567-89ab-cdef-fedc-ba9876543210" {
+		t.Fatalf("AppendUUID = %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -112,29 +113,6 @@ func (r conversationRow) toDomain() conversation.Conversation {
 		c.LastCustomerMessageAt = utc(*r.LastCustomerMessageAt)
 	}
 	return c
-}
-
-// fields are where Scan puts conversationColumns, in their order; the
-// tags go to tags as their JSON (setTags decodes them).
-func (r *conversationRow) fields(tags *[]byte) []any {
-	return []any{
-		&r.ID, &r.WorkspaceID, &r.ChannelID, &r.Platform, &r.ReplyTo, &r.LastMessageAt,
-		&r.LastCustomerMessageAt, &r.CreatedAt, &r.ContactID, &r.SenderID, &r.Name, &r.ProfilePic,
-		&r.HandedOver, &r.HandoverReason, &r.Unanswered, tags, &r.Assignee, &r.Turns,
-	}
-}
-
-// setTags decodes the tags column; most conversations have none, which
-// needs no JSON decoder.
-func (r *conversationRow) setTags(raw []byte) error {
-	if string(raw) == "[]" {
-		r.Tags = []string{}
-		return nil
-	}
-	if err := json.Unmarshal(raw, &r.Tags); err != nil {
-		return fmt.Errorf("decode tags of conversation %s: %w", r.ID, err)
-	}
-	return nil
 }
 
 // conversationChatColumns are the conversation's chat state.
@@ -251,28 +229,27 @@ func (s *ConversationStore) conversations(ctx context.Context) *gorm.DB {
 }
 
 // ListConversations returns a page of the workspace's conversations.
+//
+// The API's busiest read: its statement is written by hand
+// (listConversationsSQL) and its rows scanned by pgx (conversationScanner),
+// not built and read by gorm, whose statement building, reflection and
+// per-column strings made a page cost several times its query.
 func (s *ConversationStore) ListConversations(ctx context.Context, q conversation.ConversationQuery) ([]conversation.Conversation, error) {
 	if !validID(q.WorkspaceID) {
 		return nil, nil
 	}
-	tx := s.conversations(ctx).Where("v.workspace_id = ?", q.WorkspaceID)
-	if q.Platform != "" {
-		tx = tx.Where("v.platform = ?", string(q.Platform))
-	}
-	tx = inboxFilter(tx, q.Inbox).Scopes(db.NewestFirst("v.last_message_at", "v.id", q.Before, q.At, q.Limit))
-	// The API's busiest read: its rows are scanned by pgx, not gorm
-	// (db.ScanRows), which made a page cost several times its query.
 	out := make([]conversation.Conversation, 0, q.Limit)
-	err := db.ScanRows(ctx, tx, func(rows pgx.Rows) error {
-		var r conversationRow
-		var tags []byte
-		if err := rows.Scan(r.fields(&tags)...); err != nil {
+	stmt, ok := listConversationsSQL(q)
+	if !ok {
+		return out, nil
+	}
+	var sc conversationScanner
+	err := db.QueryRows(ctx, s.db, stmt.String(), stmt.Args(), func(rows pgx.Rows) error {
+		c, err := sc.scan(rows)
+		if err != nil {
 			return err
 		}
-		if err := r.setTags(tags); err != nil {
-			return err
-		}
-		out = append(out, r.toDomain())
+		out = append(out, c)
 		return nil
 	})
 	if err != nil {
@@ -281,27 +258,131 @@ func (s *ConversationStore) ListConversations(ctx context.Context, q conversatio
 	return out, nil
 }
 
-// inboxFilter narrows a conversations query as f says.
-func inboxFilter(tx *gorm.DB, f conversation.InboxFilter) *gorm.DB {
+// listConversationsSQL is the statement of the page q asks for: the
+// workspace's conversations joined with their contacts, narrowed by the
+// platform and the inbox's filters, newest first (db.SQL.NewestFirst).
+// It is not ok when no conversation can match: a channel that is no uuid.
+func listConversationsSQL(q conversation.ConversationQuery) (*db.SQL, bool) {
+	f := q.Inbox
+	if f.ChannelID != "" && !validID(f.ChannelID) {
+		return nil, false
+	}
+	s := db.NewSQL(`SELECT `+conversationColumns+`
+	FROM messaging.conversations AS v JOIN messaging.contacts AS c ON c.id = v.contact_id
+	WHERE v.workspace_id = `, 1024).Arg(q.WorkspaceID)
+	if q.Platform != "" {
+		s.Write(" AND v.platform = ").Arg(string(q.Platform))
+	}
 	if f.ChannelID != "" {
-		if !validID(f.ChannelID) {
-			return tx.Where("false")
-		}
-		tx = tx.Where("v.channel_id = ?", f.ChannelID)
+		s.Write(" AND v.channel_id = ").Arg(f.ChannelID)
 	}
 	if f.Unanswered {
-		tx = tx.Where("v.unanswered <> ''")
+		s.Write(" AND v.unanswered <> ''")
 	}
 	if f.HandedOver {
-		tx = tx.Where("v.handed_over")
+		s.Write(" AND v.handed_over")
 	}
 	if f.SuggestionWaiting {
-		tx = tx.Where("EXISTS (SELECT 1 FROM messaging.suggestions AS s WHERE s.conversation_id = v.id)")
+		s.Write(" AND EXISTS (SELECT 1 FROM messaging.suggestions AS s WHERE s.conversation_id = v.id)")
 	}
 	if f.Assignee != "" {
-		tx = tx.Where("lower(v.assignee) = lower(?)", f.Assignee)
+		s.Write(" AND lower(v.assignee) = lower(").Arg(f.Assignee).Write(")")
 	}
-	return tx
+	return s.NewestFirst("v.last_message_at", "v.id", q.Before, q.At, q.Limit), true
+}
+
+// conversationScanner reads rows of conversationColumns with few
+// allocations, reusing its variables from row to row: the uuids are
+// scanned as bytes and the text columns as pgx's own buffer, then a row's
+// ids and texts are copied into one string its fields share; the
+// workspace and channel, the same on most rows of a page, are formatted
+// once each, and the platform is one of channel.Kinds.
+type conversationScanner struct {
+	id, workspaceID, channelID, contactID pgtype.UUID
+
+	platform, replyTo, senderID, name, profilePic, handoverReason, unanswered, tags, assignee pgtype.DriverBytes
+
+	lastMessageAt, createdAt time.Time
+	lastCustomerMessageAt    pgtype.Timestamptz
+	handedOver               bool
+	turns                    int64
+
+	dest []any  // where Scan puts conversationColumns, in their order
+	text []byte // a row's ids and texts before they become its string
+
+	// The last workspace and channel formatted.
+	workspace, channel   [16]byte
+	workspaceS, channelS string
+}
+
+func (sc *conversationScanner) scan(rows pgx.Rows) (conversation.Conversation, error) {
+	if sc.dest == nil {
+		sc.dest = []any{
+			&sc.id, &sc.workspaceID, &sc.channelID, &sc.platform, &sc.replyTo, &sc.lastMessageAt,
+			&sc.lastCustomerMessageAt, &sc.createdAt, &sc.contactID, &sc.senderID, &sc.name, &sc.profilePic,
+			&sc.handedOver, &sc.handoverReason, &sc.unanswered, &sc.tags, &sc.assignee, &sc.turns,
+		}
+	}
+	if err := rows.Scan(sc.dest...); err != nil {
+		return conversation.Conversation{}, err
+	}
+	if sc.workspaceS == "" || sc.workspace != sc.workspaceID.Bytes {
+		sc.workspace, sc.workspaceS = sc.workspaceID.Bytes, string(db.AppendUUID(nil, sc.workspaceID.Bytes))
+	}
+	if sc.channelS == "" || sc.channel != sc.channelID.Bytes {
+		sc.channel, sc.channelS = sc.channelID.Bytes, string(db.AppendUUID(nil, sc.channelID.Bytes))
+	}
+	// One string for the row's own texts, cut at these ends.
+	t := db.AppendUUID(sc.text[:0], sc.id.Bytes)
+	t = db.AppendUUID(t, sc.contactID.Bytes)
+	var ends [9]int
+	ends[0], ends[1] = 36, 72
+	for i, b := range [...][]byte{sc.replyTo, sc.senderID, sc.name, sc.profilePic, sc.handoverReason, sc.unanswered, sc.assignee} {
+		t = append(t, b...)
+		ends[i+2] = len(t)
+	}
+	sc.text = t
+	all := string(t)
+	field := func(i int) string {
+		if i == 0 {
+			return all[:ends[0]]
+		}
+		return all[ends[i-1]:ends[i]]
+	}
+	c := conversation.Conversation{
+		ID: field(0), WorkspaceID: sc.workspaceS, ChannelID: sc.channelS, Platform: platformOf(sc.platform),
+		ReplyTo: field(2), LastMessageAt: utc(sc.lastMessageAt), CreatedAt: utc(sc.createdAt),
+		Contact: conversation.Contact{
+			ID: field(1), WorkspaceID: sc.workspaceS, ChannelID: sc.channelS,
+			SenderID: field(3), Name: field(4), ProfilePic: field(5),
+		},
+		Chat: conversation.Chat{
+			HandedOver: sc.handedOver, HandoverReason: field(6), Unanswered: field(7), Assignee: field(8),
+			Tags: []string{}, Turns: sc.turns,
+		},
+	}
+	if sc.lastCustomerMessageAt.Valid {
+		c.LastCustomerMessageAt = utc(sc.lastCustomerMessageAt.Time)
+	}
+	// Most conversations have no tags, which needs no JSON decoder.
+	if string(sc.tags) != "[]" {
+		if err := json.Unmarshal(sc.tags, &c.Chat.Tags); err != nil {
+			return conversation.Conversation{}, fmt.Errorf("decode tags of conversation %s: %w", c.ID, err)
+		}
+		c.Chat.Tags = nonNil(c.Chat.Tags)
+	}
+	return c, nil
+}
+
+// platformOf is the channel kind named b, without a string of its own
+// for the kinds there are.
+func platformOf(b []byte) channel.Kind {
+	for _, k := range channel.Kinds {
+		if string(k) == string(b) {
+			return k
+		}
+	}
+	return channel.Kind(b)
 }
 
 // LastMessages returns the newest message of each conversation.
