@@ -295,8 +295,9 @@ func listConversationsSQL(q conversation.ConversationQuery) (*db.SQL, bool) {
 // allocations, reusing its variables from row to row: the uuids are
 // scanned as bytes and the text columns as pgx's own buffer, then a row's
 // ids and texts are copied into one string its fields share; the
-// workspace and channel, the same on most rows of a page, are formatted
-// once each, and the platform is one of channel.Kinds.
+// workspace and the channels, the same on many rows of a page, are
+// formatted once each (uuidStrings), and the platform is one of
+// channel.Kinds.
 type conversationScanner struct {
 	id, workspaceID, channelID, contactID pgtype.UUID
 
@@ -310,9 +311,28 @@ type conversationScanner struct {
 	dest []any  // where Scan puts conversationColumns, in their order
 	text []byte // a row's ids and texts before they become its string
 
-	// The last workspace and channel formatted.
-	workspace, channel   [16]byte
-	workspaceS, channelS string
+	// The workspaces and channels formatted so far.
+	known uuidStrings
+}
+
+// uuidStrings formats a few uuids that come again and again once each.
+type uuidStrings struct {
+	ids     [8][16]byte
+	strings [8]string
+	n       int
+}
+
+// of is u's text, formatted anew only when it is not among the last few.
+func (k *uuidStrings) of(u [16]byte) string {
+	for i := range min(k.n, len(k.ids)) {
+		if k.ids[i] == u {
+			return k.strings[i]
+		}
+	}
+	i := k.n % len(k.ids)
+	k.ids[i], k.strings[i] = u, string(db.AppendUUID(nil, u))
+	k.n++
+	return k.strings[i]
 }
 
 func (sc *conversationScanner) scan(rows pgx.Rows) (conversation.Conversation, error) {
@@ -326,12 +346,7 @@ func (sc *conversationScanner) scan(rows pgx.Rows) (conversation.Conversation, e
 	if err := rows.Scan(sc.dest...); err != nil {
 		return conversation.Conversation{}, err
 	}
-	if sc.workspaceS == "" || sc.workspace != sc.workspaceID.Bytes {
-		sc.workspace, sc.workspaceS = sc.workspaceID.Bytes, string(db.AppendUUID(nil, sc.workspaceID.Bytes))
-	}
-	if sc.channelS == "" || sc.channel != sc.channelID.Bytes {
-		sc.channel, sc.channelS = sc.channelID.Bytes, string(db.AppendUUID(nil, sc.channelID.Bytes))
-	}
+	workspaceID, channelID := sc.known.of(sc.workspaceID.Bytes), sc.known.of(sc.channelID.Bytes)
 	// One string for the row's own texts, cut at these ends.
 	t := db.AppendUUID(sc.text[:0], sc.id.Bytes)
 	t = db.AppendUUID(t, sc.contactID.Bytes)
@@ -350,10 +365,10 @@ func (sc *conversationScanner) scan(rows pgx.Rows) (conversation.Conversation, e
 		return all[ends[i-1]:ends[i]]
 	}
 	c := conversation.Conversation{
-		ID: field(0), WorkspaceID: sc.workspaceS, ChannelID: sc.channelS, Platform: platformOf(sc.platform),
+		ID: field(0), WorkspaceID: workspaceID, ChannelID: channelID, Platform: platformOf(sc.platform),
 		ReplyTo: field(2), LastMessageAt: utc(sc.lastMessageAt), CreatedAt: utc(sc.createdAt),
 		Contact: conversation.Contact{
-			ID: field(1), WorkspaceID: sc.workspaceS, ChannelID: sc.channelS,
+			ID: field(1), WorkspaceID: workspaceID, ChannelID: channelID,
 			SenderID: field(3), Name: field(4), ProfilePic: field(5),
 		},
 		Chat: conversation.Chat{
@@ -366,10 +381,12 @@ func (sc *conversationScanner) scan(rows pgx.Rows) (conversation.Conversation, e
 	}
 	// Most conversations have no tags, which needs no JSON decoder.
 	if string(sc.tags) != "[]" {
-		if err := json.Unmarshal(sc.tags, &c.Chat.Tags); err != nil {
+		// Into a variable of its own: c's address would move c to the heap.
+		var tags []string
+		if err := json.Unmarshal(sc.tags, &tags); err != nil {
 			return conversation.Conversation{}, fmt.Errorf("decode tags of conversation %s: %w", c.ID, err)
 		}
-		c.Chat.Tags = nonNil(c.Chat.Tags)
+		c.Chat.Tags = nonNil(tags)
 	}
 	return c, nil
 }
