@@ -1,12 +1,14 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
@@ -40,4 +42,35 @@ func BenchmarkForwardedRequest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkForwardedPage is BenchmarkForwardedRequest for a page of the
+// API's size (17 KB, GET /v1/conversations at limit 50), one call at a
+// time: the server's recorder and reply encoding copy every byte of it.
+func BenchmarkForwardedPage(b *testing.B) {
+	env := testenv.New(b)
+	log := env.Logger(b)
+	e := httpx.NewEcho(log)
+	page := append(bytes.Repeat([]byte(`{"id":"0123456789abcdef0123456789abcdef"},`), 17*1024/42), '\n')
+	e.GET("/v1/conversations", func(c echo.Context) error {
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, page)
+	})
+	srv, err := rpc.NewServer(env.NATS(b), env.RPCPrefix, "benchpage", "1.0.0", log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
+		b.Fatal(err)
+	}
+	client := rpc.NewClient(env.NATS(b), env.RPCPrefix)
+	req := &rpcv1.Request{Method: http.MethodGet, Path: "/v1/conversations", RawQuery: "limit=50", WorkspaceId: "ws"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := client.Do(ctx, "benchpage", rpc.EndpointAPI, req)
+		if err != nil || resp.GetStatus() != http.StatusOK || len(resp.GetBody()) != len(page) {
+			b.Fatalf("%v: status %d, %d bytes", err, resp.GetStatus(), len(resp.GetBody()))
+		}
+	}
 }

@@ -234,6 +234,7 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 		req.Header.Set("X-Request-Id", in.GetRequestId())
 	}
 	rec := newRecorder()
+	defer rec.release()
 	if accept := msg.Headers().Get(HeaderAcceptStream); accept != "" && msg.Reply() != "" {
 		rec.stream = s.newStream(ctx, msg.Reply(), in.GetRequestId(), cancelStream, acknowledges(accept))
 	}
@@ -242,13 +243,34 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 		rec.stream.finish(rec.body.Bytes())
 		return
 	}
-	out, err := proto.Marshal(rec.response())
-	if err != nil {
+	out := replyBuffers.Get().(*[]byte)
+	defer putReplyBuffer(out)
+	if *out, err = (proto.MarshalOptions{}).MarshalAppend((*out)[:0], rec.response()); err != nil {
 		s.log.Error("encode rpc response", zap.Error(err))
 		_ = msg.Error("500", "encode response", nil)
 		return
 	}
-	s.reply(msg, out, in.GetRequestId())
+	s.reply(msg, *out, in.GetRequestId())
+}
+
+// replyBuffers hold the replies encoded from the bodies handlers write
+// (in bodyBuffers) between requests: NATS copies a reply as it sends it,
+// so once sent both are free, and a page of the API (tens of KB) would
+// otherwise allocate its size twice a request, which the garbage collector
+// then spends as much again on.
+var (
+	replyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+	bodyBuffers  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
+
+// maxPooledBuffer is the largest buffer kept for a next request: the odd
+// reply of megabytes is let go rather than held by the pool.
+const maxPooledBuffer = 256 << 10
+
+func putReplyBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledBuffer {
+		replyBuffers.Put(b)
+	}
 }
 
 // StopWait is how long Stop waits for the requests in flight: StopGrace, or
@@ -299,13 +321,25 @@ func (s *Server) Stop() error {
 type recorder struct {
 	header http.Header
 	status int
-	body   bytes.Buffer // written since the last flush of a stream
+	body   *bytes.Buffer // written since the last flush of a stream; from bodyBuffers
 	// stream sends the response as it is flushed; nil when the caller
 	// does not take streams.
 	stream *stream
 }
 
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+func newRecorder() *recorder {
+	return &recorder{header: http.Header{}, body: bodyBuffers.Get().(*bytes.Buffer)}
+}
+
+// release gives the body's buffer back once the response is sent: as with
+// an http.Server, a handler must not write after it returned.
+func (r *recorder) release() {
+	if r.body.Cap() <= maxPooledBuffer {
+		r.body.Reset()
+		bodyBuffers.Put(r.body)
+	}
+	r.body = nil
+}
 
 func (r *recorder) Header() http.Header { return r.header }
 
