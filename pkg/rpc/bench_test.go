@@ -17,19 +17,9 @@ import (
 // BenchmarkForwardedRequest measures the gateway-to-service hop: a JSON
 // request through NATS request/reply into an echo handler and back.
 func BenchmarkForwardedRequest(b *testing.B) {
-	env := testenv.New(b)
-	log := env.Logger(b)
-	e := httpx.NewEcho(log)
-	e.GET("/v1/ping", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) })
-	srv, err := rpc.NewServer(env.NATS(b), env.RPCPrefix, "benchsvc", "1.0.0", log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		b.Fatal(err)
-	}
-	client := rpc.NewClient(env.NATS(b), env.RPCPrefix)
+	client := serveEcho(b, "benchsvc", func(e *echo.Echo) {
+		e.GET("/v1/ping", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) })
+	})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -48,22 +38,12 @@ func BenchmarkForwardedRequest(b *testing.B) {
 // API's size (17 KB, GET /v1/conversations at limit 50), one call at a
 // time: the server's recorder and reply encoding copy every byte of it.
 func BenchmarkForwardedPage(b *testing.B) {
-	env := testenv.New(b)
-	log := env.Logger(b)
-	e := httpx.NewEcho(log)
 	page := append(bytes.Repeat([]byte(`{"id":"0123456789abcdef0123456789abcdef"},`), 17*1024/42), '\n')
-	e.GET("/v1/conversations", func(c echo.Context) error {
-		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, page)
+	client := serveEcho(b, "benchpage", func(e *echo.Echo) {
+		e.GET("/v1/conversations", func(c echo.Context) error {
+			return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, page)
+		})
 	})
-	srv, err := rpc.NewServer(env.NATS(b), env.RPCPrefix, "benchpage", "1.0.0", log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		b.Fatal(err)
-	}
-	client := rpc.NewClient(env.NATS(b), env.RPCPrefix)
 	req := &rpcv1.Request{Method: http.MethodGet, Path: "/v1/conversations", RawQuery: "limit=50", WorkspaceId: "ws"}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -73,4 +53,22 @@ func BenchmarkForwardedPage(b *testing.B) {
 			b.Fatalf("%v: status %d, %d bytes", err, resp.GetStatus(), len(resp.GetBody()))
 		}
 	}
+}
+
+// serveEcho serves the routes route adds as service's api endpoint and
+// returns a client of it.
+func serveEcho(b *testing.B, service string, route func(*echo.Echo)) *rpc.Client {
+	env := testenv.New(b)
+	log := env.Logger(b)
+	e := httpx.NewEcho(log)
+	route(e)
+	srv, err := rpc.NewServer(env.NATS(b), env.RPCPrefix, service, "1.0.0", log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
+		b.Fatal(err)
+	}
+	return rpc.NewClient(env.NATS(b), env.RPCPrefix)
 }
