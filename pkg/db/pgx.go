@@ -29,9 +29,9 @@ func ScanRows(ctx context.Context, q *gorm.DB, scan func(pgx.Rows) error) error 
 }
 
 // QueryRows is ScanRows for a statement written by hand (SQL): the
-// hottest reads skip gorm's building of the statement too, which costs as
-// much again as a page's rows. gdb gives the pool; it must not be a
-// transaction's.
+// hottest reads skip gorm's building of the statement too, a dry run of
+// its clauses through reflection on every call. gdb gives the pool; it
+// must not be a transaction's.
 func QueryRows(ctx context.Context, gdb *gorm.DB, sql string, args []any, scan func(pgx.Rows) error) error {
 	sqlDB, err := gdb.DB()
 	if err != nil {
