@@ -47,16 +47,22 @@ const (
 	HeaderRetryAfter = "Retry-After"
 )
 
-// allowScript counts one request in every key of KEYS, whose limits are
-// ARGV[2..], unless one of them already reached its limit (then nothing is
-// counted anywhere, so counts stay the number of requests served). ARGV[1]
-// is the window in milliseconds. It returns {allowed (0/1), index of the
-// key reported, its count, milliseconds left in its window}: the key that
-// refused, or the one with the least left. One script, so the checks and
-// the increments are atomic across instances.
-var allowScript = redis.NewScript(`
-local window = tonumber(ARGV[1])
-local function ttlOf(key)
+// luaWindow is the fixed window in Lua, shared by the limiter's scripts so
+// that each of them keeps the same rules:
+//
+//   - peek(key) reads key's count and the milliseconds left in its window,
+//     without counting: {count, ttl} (ttl -2 when there is no window);
+//   - allowAll(keys, limits, window) counts one request in every key of
+//     keys, whose limits are limits, unless one of them already reached its
+//     limit (then nothing is counted anywhere, so counts stay the number of
+//     requests served). window is in milliseconds. It returns {allowed
+//     (0/1), index of the key reported, its count, milliseconds left in its
+//     window}: the key that refused, or the one with the least left.
+//
+// Each script is one call, so its checks and increments are atomic across
+// instances.
+const luaWindow = `
+local function ttlOf(key, window)
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then
     -- first request of a window (or a key that somehow lost its expiry)
@@ -65,28 +71,55 @@ local function ttlOf(key)
   end
   return ttl
 end
-for i = 1, #KEYS do
-  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if count >= tonumber(ARGV[i + 1]) then
-    return {0, i, count, ttlOf(KEYS[i])}
-  end
+local function peek(key)
+  return {tonumber(redis.call('GET', key) or '0'), redis.call('PTTL', key)}
 end
-local best, bestLeft, bestCount, bestTTL = 1, nil, 0, 0
-for i = 1, #KEYS do
-  local count = redis.call('INCR', KEYS[i])
-  local ttl = ttlOf(KEYS[i])
-  local left = tonumber(ARGV[i + 1]) - count
-  if bestLeft == nil or left < bestLeft then
-    best, bestLeft, bestCount, bestTTL = i, left, count, ttl
+local function allowAll(keys, limits, window)
+  for i = 1, #keys do
+    local count = tonumber(redis.call('GET', keys[i]) or '0')
+    if count >= limits[i] then
+      return {0, i, count, ttlOf(keys[i], window)}
+    end
   end
+  local best, bestLeft, bestCount, bestTTL = 1, nil, 0, 0
+  for i = 1, #keys do
+    local count = redis.call('INCR', keys[i])
+    local ttl = ttlOf(keys[i], window)
+    local left = limits[i] - count
+    if bestLeft == nil or left < bestLeft then
+      best, bestLeft, bestCount, bestTTL = i, left, count, ttl
+    end
+  end
+  return {1, best, bestCount, bestTTL}
 end
-return {1, best, bestCount, bestTTL}
+`
+
+// allowScript is allowAll over KEYS: ARGV[1] is the window in
+// milliseconds, ARGV[2..] the keys' limits.
+var allowScript = redis.NewScript(luaWindow + `
+local limits = {}
+for i = 1, #KEYS do
+  limits[i] = tonumber(ARGV[i + 1])
+end
+return allowAll(KEYS, limits, tonumber(ARGV[1]))
 `)
 
-// peekScript reads KEYS[1]'s count and the milliseconds left in its
-// window, without counting: {count, ttl} (ttl -2 when there is no window).
-var peekScript = redis.NewScript(`
-return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
+// peekScript is peek of KEYS[1].
+var peekScript = redis.NewScript(luaWindow + `
+return peek(KEYS[1])
+`)
+
+// allowIfScript peeks the guard KEYS[1] (limit ARGV[2]); only when it has
+// room and the string key KEYS[2] holds ARGV[3] does it count one request in
+// KEYS[3] (limit ARGV[4], window ARGV[1] ms). It returns {the guard's count,
+// its ttl, held (0/1)} and, when held, allowAll's four values after them.
+var allowIfScript = redis.NewScript(luaWindow + `
+local guard = peek(KEYS[1])
+if guard[1] >= tonumber(ARGV[2]) or redis.call('GET', KEYS[2]) ~= ARGV[3] then
+  return {guard[1], guard[2], 0}
+end
+local r = allowAll({KEYS[3]}, {tonumber(ARGV[4])}, tonumber(ARGV[1]))
+return {guard[1], guard[2], 1, r[1], r[2], r[3], r[4]}
 `)
 
 // Limiter limits requests per bucket within a fixed window.
@@ -152,6 +185,12 @@ func (l *Limiter) AllowAll(ctx context.Context, buckets ...Bucket) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("rate limit for %s: %w", buckets[0].Name, err)
 	}
+	return allowResult(buckets, vals)
+}
+
+// allowResult reads allowAll's reply {allowed, index, count, ttl} for
+// buckets.
+func allowResult(buckets []Bucket, vals []int64) (Result, error) {
 	if len(vals) != 4 || vals[1] < 1 || int(vals[1]) > len(buckets) {
 		return Result{}, fmt.Errorf("rate limit for %s: unexpected reply %v", buckets[0].Name, vals)
 	}
@@ -180,17 +219,73 @@ func (l *Limiter) Peek(ctx context.Context, bucket string, limit int) (Result, e
 	if len(vals) != 2 {
 		return Result{}, fmt.Errorf("rate limit for %s: unexpected reply %v", bucket, vals)
 	}
+	return l.peekResult(Bucket{Name: bucket, Limit: limit}, vals[0], vals[1]), nil
+}
+
+// peekResult is what peek's reply, count and ttl, says of b.
+func (l *Limiter) peekResult(b Bucket, count, ttl int64) Result {
 	reset := l.window
-	if vals[1] >= 0 {
-		reset = time.Duration(vals[1]) * time.Millisecond
+	if ttl >= 0 {
+		reset = time.Duration(ttl) * time.Millisecond
 	}
 	return Result{
-		Allowed:   vals[0] < int64(limit),
-		Bucket:    bucket,
-		Limit:     limit,
-		Remaining: max(limit-int(vals[0]), 0),
+		Allowed:   count < int64(b.Limit),
+		Bucket:    b.Name,
+		Limit:     b.Limit,
+		Remaining: max(b.Limit-int(count), 0),
 		Reset:     reset,
-	}, nil
+	}
+}
+
+// Condition is a Redis string key, outside the limiter's own keys, and the
+// value it must hold.
+type Condition struct {
+	Key   string
+	Value string
+}
+
+// Conditional is the outcome of one AllowIf.
+type Conditional struct {
+	// Guard is the guard bucket, peeked. When it has no room, nothing
+	// else was looked at.
+	Guard Result
+	// Held reports whether the guard had room and the condition's key
+	// held its value (a missing key holds nothing): then, and only then,
+	// the request was counted in Result.
+	Held bool
+	// Result is Allow's result for the bucket, when Held.
+	Result Result
+}
+
+// AllowIf is Peek of guard, a read of cond and Allow of bucket in one round
+// trip: bucket is counted only when guard has room and cond.Key holds
+// cond.Value, atomically. A caller whose request must pass a Peek'd bound
+// and a check of shared state before it is counted pays one round trip
+// instead of three; when the condition does not hold it does the work its
+// own way. cond.Key holding something other than a string is an error,
+// and then nothing is counted.
+func (l *Limiter) AllowIf(ctx context.Context, guard Bucket, cond Condition, bucket Bucket) (Conditional, error) {
+	for _, b := range []Bucket{guard, bucket} {
+		if b.Limit < 1 {
+			return Conditional{}, fmt.Errorf("rate limit for %s: limit %d is below 1", b.Name, b.Limit)
+		}
+	}
+	vals, err := allowIfScript.Run(ctx, l.rdb, []string{l.Key(guard.Name), cond.Key, l.Key(bucket.Name)},
+		l.window.Milliseconds(), guard.Limit, cond.Value, bucket.Limit).Int64Slice()
+	if err != nil {
+		return Conditional{}, fmt.Errorf("rate limit for %s if %s: %w", bucket.Name, cond.Key, err)
+	}
+	held := len(vals) == 7 && vals[2] == 1
+	if !held && (len(vals) != 3 || vals[2] != 0) {
+		return Conditional{}, fmt.Errorf("rate limit for %s if %s: unexpected reply %v", bucket.Name, cond.Key, vals)
+	}
+	out := Conditional{Guard: l.peekResult(guard, vals[0], vals[1]), Held: held}
+	if held {
+		if out.Result, err = allowResult([]Bucket{bucket}, vals[3:]); err != nil {
+			return Conditional{}, err
+		}
+	}
+	return out, nil
 }
 
 // Key is the Redis key of bucket.

@@ -207,3 +207,91 @@ func TestPeekDoesNotCount(t *testing.T) {
 		t.Fatal("limit 0 accepted")
 	}
 }
+
+// AllowIf counts the bucket only when the guard has room and the condition
+// holds; otherwise it counts nothing, and a refusal of the bucket itself is
+// Allow's.
+func TestAllowIfCountsOnlyPastGuardAndCondition(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	rdb := env.Redis(t)
+	keys := redisx.Keys{Prefix: env.RedisPrefix}
+	l := ratelimit.New(rdb, keys, time.Minute)
+	ctx := context.Background()
+	guard := ratelimit.Bucket{Name: "guard", Limit: 1}
+	bucket := ratelimit.Bucket{Name: "bucket", Limit: 2}
+	cond := ratelimit.Condition{Key: keys.Key("cond"), Value: "v1"}
+	counted := func(want int) {
+		t.Helper()
+		n, err := rdb.Get(ctx, l.Key(bucket.Name)).Int()
+		if err != nil && want != 0 || n != want {
+			t.Fatalf("bucket counted %d (%v), want %d", n, err, want)
+		}
+	}
+
+	// A missing key holds nothing, not even "".
+	for _, v := range []string{"v1", ""} {
+		c, err := l.AllowIf(ctx, guard, ratelimit.Condition{Key: cond.Key, Value: v}, bucket)
+		if err != nil || !c.Guard.Allowed || c.Guard.Remaining != 1 || c.Held {
+			t.Fatalf("missing key, value %q: %+v, %v", v, c, err)
+		}
+	}
+	counted(0)
+
+	if err := rdb.Set(ctx, cond.Key, "v0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.AllowIf(ctx, guard, cond, bucket); err != nil || c.Held {
+		t.Fatalf("other value: %+v, %v", c, err)
+	}
+	counted(0)
+
+	if err := rdb.Set(ctx, cond.Key, "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, wantRemaining := range []int{1, 0} {
+		c, err := l.AllowIf(ctx, guard, cond, bucket)
+		if err != nil || !c.Held || !c.Result.Allowed || c.Result.Bucket != "bucket" || c.Result.Limit != 2 ||
+			c.Result.Remaining != wantRemaining || c.Result.Reset <= 0 || c.Result.Reset > time.Minute {
+			t.Fatalf("request %d: %+v, %v", i+1, c, err)
+		}
+	}
+	c, err := l.AllowIf(ctx, guard, cond, bucket)
+	if err != nil || !c.Held || c.Result.Allowed || c.Result.Remaining != 0 || c.Result.RetryAfter() <= 0 {
+		t.Fatalf("past the limit: %+v, %v", c, err)
+	}
+	counted(2)
+
+	// A full guard counts nothing, whatever the condition.
+	if _, err := l.Allow(ctx, guard.Name, guard.Limit); err != nil {
+		t.Fatal(err)
+	}
+	bucket.Limit = 10
+	c, err = l.AllowIf(ctx, guard, cond, bucket)
+	if err != nil || c.Guard.Allowed || c.Guard.RetryAfter() <= 0 || c.Guard.RetryAfter() > time.Minute || c.Held {
+		t.Fatalf("full guard: %+v, %v", c, err)
+	}
+	counted(2)
+
+	// A key that is not a string is an error, not a mismatch.
+	if err := rdb.Del(ctx, l.Key(guard.Name)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, cond.Key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, cond.Key, "not", "a string").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.AllowIf(ctx, guard, cond, bucket); err == nil {
+		t.Fatalf("hash as condition: %+v, no error", c)
+	}
+	counted(2)
+
+	if _, err := l.AllowIf(ctx, ratelimit.Bucket{Name: "g", Limit: 0}, cond, bucket); err == nil {
+		t.Fatal("guard limit 0 accepted")
+	}
+	if _, err := l.AllowIf(ctx, guard, cond, ratelimit.Bucket{Name: "b", Limit: 0}); err == nil {
+		t.Fatal("bucket limit 0 accepted")
+	}
+}
