@@ -16,16 +16,9 @@ import (
 // read from the store and then reused for up to credentialTTL while the
 // accounts change token stays the same.
 func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery string) (account.Workspace, error) {
-	if err := account.CheckQuery(rawQuery); err != nil {
-		return account.Workspace{}, err
-	}
-	key, err := account.ParseBearer(authorization)
+	key, err := keyOf(authorization, rawQuery)
 	if err != nil {
 		return account.Workspace{}, err
-	}
-	if !account.IsKeyShaped(key) {
-		// Nothing of that shape is ever stored: no query to find out.
-		return account.Workspace{}, account.ErrUnknownKey
 	}
 	hash := account.HashKey(key)
 	// The token is read before the credential: a change committed after
@@ -55,11 +48,45 @@ func (a *App) Authenticate(ctx context.Context, authorization []string, rawQuery
 			a.credentials.put(hash, c)
 		}
 	}
-	if !c.key.Matches(key) || !c.key.Active() {
-		return account.Workspace{}, account.ErrUnknownKey
+	return c.admit(key)
+}
+
+// Cached is Authenticate answered from this instance's credentials alone,
+// without reading the change token: the workspace a request's key would be
+// admitted to, and the change token that must still be current for that to
+// hold. The caller reads the token itself (the gateway does so in the same
+// Redis call as its rate limits) and calls Authenticate instead when it
+// differs, is missing, or ok is false: no young credential for the key, or
+// a request Authenticate would refuse.
+func (a *App) Cached(authorization []string, rawQuery string) (w account.Workspace, token string, ok bool) {
+	key, err := keyOf(authorization, rawQuery)
+	if err != nil {
+		return account.Workspace{}, "", false
 	}
-	if err := c.workspace.RequireModule(account.ModuleDeveloperAPI); err != nil {
-		return account.Workspace{}, err
+	c, ok := a.credentials.young(account.HashKey(key), a.now())
+	if !ok || c.token == "" {
+		// "" matches no token (see credentials.get).
+		return account.Workspace{}, "", false
 	}
-	return c.workspace, nil
+	if w, err = c.admit(key); err != nil {
+		return account.Workspace{}, "", false
+	}
+	return w, c.token, true
+}
+
+// keyOf is the API key of a request, or why it has none: a key-like query
+// parameter, a missing or malformed header, a token of no key's shape.
+func keyOf(authorization []string, rawQuery string) (string, error) {
+	if err := account.CheckQuery(rawQuery); err != nil {
+		return "", err
+	}
+	key, err := account.ParseBearer(authorization)
+	if err != nil {
+		return "", err
+	}
+	if !account.IsKeyShaped(key) {
+		// Nothing of that shape is ever stored: no query to find out.
+		return "", account.ErrUnknownKey
+	}
+	return key, nil
 }

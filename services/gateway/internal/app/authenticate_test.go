@@ -349,3 +349,58 @@ func TestChangeTokenUnavailable(t *testing.T) {
 		t.Fatalf("after the repeated revocation: %v, want ErrUnknownKey", err)
 	}
 }
+
+// Cached answers from what an earlier Authenticate stored, never from the
+// store or the token: a young entry's workspace with the token it was read
+// under, and nothing for a request Authenticate would refuse or read again.
+func TestCachedAnswersFromStoredCredentialsOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cached := func(key, rawQuery string) (account.Workspace, string, bool) {
+		return f.app.Cached([]string{"Bearer " + key}, rawQuery)
+	}
+	if _, _, ok := cached(f.active, ""); ok {
+		t.Fatal("Cached before any Authenticate")
+	}
+	f.mustAuth(t, 1)
+	if w, token, ok := cached(f.active, ""); !ok || w.ID != "ws" || token != "token-0" {
+		t.Fatalf("Cached = %q, %q, %v; want ws under token-0", w.ID, token, ok)
+	}
+	// The token moving is the caller's to see: Cached names the entry's.
+	f.token.set("token-other", nil)
+	if _, token, ok := cached(f.active, ""); !ok || token != "token-0" {
+		t.Fatalf("after the token moved: %q, %v; want the entry's token-0", token, ok)
+	}
+	for name, req := range map[string][2]string{
+		"key in the query": {f.active, "api_key=" + f.active},
+		"revoked key":      {f.revoked, ""},
+		"unknown key":      {"pk_" + strings.Repeat("c", 43), ""},
+		"not a key":        {"pk_wrong", ""},
+	} {
+		if _, _, ok := cached(req[0], req[1]); ok {
+			t.Fatalf("%s: Cached", name)
+		}
+	}
+	if _, _, ok := f.app.Cached(nil, ""); ok {
+		t.Fatal("no header: Cached")
+	}
+	f.now = f.now.Add(30 * time.Second)
+	if _, _, ok := cached(f.active, ""); ok {
+		t.Fatal("an entry 30 s old: Cached")
+	}
+	if f.stores.findCount() != 1 {
+		t.Fatalf("Cached read the store: %d reads", f.stores.findCount())
+	}
+}
+
+// An entry stored under "" (Redis kept no token) is never offered: ""
+// matches nothing.
+func TestCachedNeverOffersEmptyToken(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.token.set("", nil)
+	f.mustAuth(t, 1)
+	if _, _, ok := f.app.Cached([]string{"Bearer " + f.active}, ""); ok {
+		t.Fatal("Cached an entry stored under \"\"")
+	}
+}

@@ -44,16 +44,35 @@ func newCredentials() *credentials {
 // get returns the entry for hash if it was stored under token, which is
 // not "", and is younger than credentialTTL at now.
 func (c *credentials) get(hash, token string, now time.Time) (credential, bool) {
-	if token == "" {
-		return credential{}, false
-	}
-	c.mu.Lock()
-	e, ok := c.m[hash]
-	c.mu.Unlock()
-	if !ok || e.token != token || now.Sub(e.fetchedAt) >= credentialTTL || now.Before(e.fetchedAt) {
+	e, ok := c.young(hash, now)
+	if !ok || token == "" || e.token != token {
 		return credential{}, false
 	}
 	return e, true
+}
+
+// young returns the entry for hash if it is younger than credentialTTL at
+// now, whatever token it was stored under.
+func (c *credentials) young(hash string, now time.Time) (credential, bool) {
+	c.mu.Lock()
+	e, ok := c.m[hash]
+	c.mu.Unlock()
+	if !ok || now.Sub(e.fetchedAt) >= credentialTTL || now.Before(e.fetchedAt) {
+		return credential{}, false
+	}
+	return e, true
+}
+
+// admit is the workspace c admits key to: key must be c's and active, and
+// the workspace's plan must include the Developer API.
+func (c credential) admit(key string) (account.Workspace, error) {
+	if !c.key.Matches(key) || !c.key.Active() {
+		return account.Workspace{}, account.ErrUnknownKey
+	}
+	if err := c.workspace.RequireModule(account.ModuleDeveloperAPI); err != nil {
+		return account.Workspace{}, err
+	}
+	return c.workspace, nil
 }
 
 // put stores e under hash, replacing what was there.
