@@ -57,14 +57,14 @@ func newHarness(t *testing.T, mutate ...func(*gwconfig.Config)) *harness {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return &harness{env: env, cfg: cfg, url: startGateway(t, env, cfg), gdb: env.DB(t, adapters.Schema, migrations.FS), client: rpc.NewClient(env.NATS(t), env.RPCPrefix)}
+	return &harness{env: env, cfg: cfg, url: startGateway(t, env, cfg, seams{}), gdb: env.DB(t, adapters.Schema, migrations.FS), client: rpc.NewClient(env.NATS(t), env.RPCPrefix)}
 }
 
-// startGateway serves a gateway with cfg on env and returns its public
-// URL once it answers.
-func startGateway(t *testing.T, env *testenv.Env, cfg gwconfig.Config) string {
+// startGateway serves a gateway with cfg and s on env and returns its
+// public URL once it answers.
+func startGateway(t *testing.T, env *testenv.Env, cfg gwconfig.Config, s seams) string {
 	t.Helper()
-	bg := testenv.Serve(t, "gateway", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{}) })
+	bg := testenv.Serve(t, "gateway", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), s) })
 	url := "http://" + cfg.Addr
 	// Ready once the listener answers: the rpc endpoints are served by then.
 	bg.WaitReady(url, 20*time.Second)
@@ -76,10 +76,16 @@ func startGateway(t *testing.T, env *testenv.Env, cfg gwconfig.Config) string {
 // either instance (the rpc endpoint is a queue group).
 func (h *harness) another(t *testing.T) *harness {
 	t.Helper()
+	return h.anotherWith(t, seams{})
+}
+
+// anotherWith is another with the seams s.
+func (h *harness) anotherWith(t *testing.T, s seams) *harness {
+	t.Helper()
 	cfg := h.cfg
 	cfg.Addr = ports.FreeAddr(t)
 	other := *h
-	other.cfg, other.url = cfg, startGateway(t, h.env, cfg)
+	other.cfg, other.url = cfg, startGateway(t, h.env, cfg, s)
 	return &other
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/ratelimit"
@@ -45,6 +46,9 @@ func run(ctx context.Context, log *zap.Logger) error {
 type seams struct {
 	// clock stamps workspaces and keys; time.Now when nil.
 	clock func() time.Time
+	// redisHook sees every call of the gateway's Redis client; none when
+	// nil.
+	redisHook redis.Hook
 }
 
 // serve opens the gateway's connections, wires it on them and serves until
@@ -66,13 +70,17 @@ func serve(ctx context.Context, cfg gwconfig.Config, log *zap.Logger, s seams) e
 // wire builds the gateway's adapters, use cases and ports on svc's
 // connections.
 func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error) {
+	if s.redisHook != nil {
+		svc.Redis.AddHook(s.redisHook)
+	}
 	client := rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
 	keys := redisx.Keys{Prefix: cfg.RedisPrefix}
+	changes := adapters.NewChangeToken(svc.Redis, keys)
 	accounts := app.New(app.Deps{
 		Workspaces:           adapters.NewWorkspaceStore(svc.DB),
 		Keys:                 adapters.NewKeyStore(svc.DB),
 		Channels:             adapters.NewMessagingChannels(client),
-		Changes:              adapters.NewChangeToken(svc.Redis, keys),
+		Changes:              changes,
 		DefaultRatePerMinute: cfg.RatePerMinute,
 		Clock:                s.clock,
 	})
@@ -80,6 +88,7 @@ func wire(cfg gwconfig.Config, svc *service.App, s seams) (service.Ports, error)
 		Public: httpport.NewPublic(httpport.PublicDeps{
 			App:                   accounts,
 			Limiter:               ratelimit.New(svc.Redis, keys, time.Minute),
+			ChangeTokenKey:        changes.Key(),
 			RPC:                   client,
 			MaxPayload:            svc.NATS.MaxPayload(),
 			AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,

@@ -26,6 +26,12 @@ func NewChangeToken(client *redis.Client, keys redisx.Keys) *ChangeToken {
 	return &ChangeToken{client: client, key: keys.Key("accounts", "token")}
 }
 
+// Key is the token's Redis key, for a caller that compares it in its own
+// Redis call (the gateway's admission, with its rate limits). Only Current
+// may start a missing token, so such a caller asks Current when it finds
+// none.
+func (t *ChangeToken) Key() string { return t.key }
+
 // Current implements account.ChangeToken. A token that is missing (Redis
 // flushed or restarted empty) is replaced by a new random one rather than
 // read as "": a missing token that came back as the same "" would let

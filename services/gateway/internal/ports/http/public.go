@@ -54,6 +54,10 @@ const DefaultAuthFailuresPerMinute = 30
 type PublicDeps struct {
 	App     *app.App
 	Limiter *ratelimit.Limiter
+	// ChangeTokenKey is the Redis key of the accounts change token
+	// (adapters.ChangeToken.Key): a request whose credential is cached
+	// reads it in the same call as its rate limits.
+	ChangeTokenKey string
 	// RPC reaches the services requests are forwarded to.
 	RPC *rpc.Client
 	// MaxPayload is the NATS server's largest message
@@ -78,11 +82,12 @@ type PublicDeps struct {
 
 // public is the Developer API.
 type public struct {
-	app     *app.App
-	limiter *ratelimit.Limiter
-	fwd     *forwarder
-	obs     Observer
-	log     *zap.Logger
+	app            *app.App
+	limiter        *ratelimit.Limiter
+	changeTokenKey string
+	fwd            *forwarder
+	obs            Observer
+	log            *zap.Logger
 	// authFailures bounds failed authentications per client address and
 	// minute; proxies say who the client is.
 	authFailures int
@@ -95,12 +100,13 @@ type public struct {
 // every other route to its owning service (routes.go).
 func NewPublic(d PublicDeps) *echo.Echo {
 	p := &public{
-		app:          d.App,
-		limiter:      d.Limiter,
-		obs:          d.Observer,
-		log:          d.Log,
-		authFailures: d.AuthFailuresPerMinute,
-		proxies:      d.Proxies,
+		app:            d.App,
+		limiter:        d.Limiter,
+		changeTokenKey: d.ChangeTokenKey,
+		obs:            d.Observer,
+		log:            d.Log,
+		authFailures:   d.AuthFailuresPerMinute,
+		proxies:        d.Proxies,
 	}
 	if p.obs == nil {
 		p.obs = nopObserver{}
@@ -153,7 +159,12 @@ func (p *public) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-const ctxWorkspace = "parley.workspace"
+const (
+	ctxWorkspace = "parley.workspace"
+	// ctxRate is the workspace's ratelimit.Result when admit already
+	// counted the request.
+	ctxRate = "parley.rate"
+)
 
 func workspaceOf(c echo.Context) account.Workspace {
 	w, _ := c.Get(ctxWorkspace).(account.Workspace)
@@ -184,23 +195,40 @@ func (p *public) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 // admit is authenticate's check: the workspace of the request's key, or
 // why it is refused.
+//
+// A request whose key's credential this instance holds (most of them)
+// costs one Redis call: the address's failed authentications peeked, the
+// change token compared with the credential's, and, only when both pass,
+// the workspace's request counted for rateLimit (ratelimit.AllowIf), in
+// the order and with the outcome of the three calls the full path makes.
+// Any other request, or one whose token no longer matches (a change was
+// made, or Redis lost it), takes the full path.
 func (p *public) admit(c echo.Context) (account.Workspace, error) {
 	r := c.Request()
-	bucket := "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r))
-	seen, err := p.limiter.Peek(r.Context(), bucket, p.authFailures)
+	guard := ratelimit.Bucket{Name: "authfail:" + httpx.LimitKey(p.proxies.ClientAddr(r)), Limit: p.authFailures}
+	authorization := r.Header.Values(echo.HeaderAuthorization)
+	if w, token, ok := p.app.Cached(authorization, r.URL.RawQuery); ok {
+		got, err := p.limiter.AllowIf(r.Context(), guard, ratelimit.Condition{Key: p.changeTokenKey, Value: token}, p.workspaceBucket(w))
+		// An error is left to the full path, which tells a limiter that
+		// cannot be reached from a token that cannot be read.
+		if err == nil && !got.Guard.Allowed {
+			return account.Workspace{}, p.authThrottled(got.Guard)
+		}
+		if err == nil && got.Held {
+			c.Set(ctxRate, got.Result)
+			return w, nil
+		}
+	}
+	seen, err := p.limiter.Peek(r.Context(), guard.Name, guard.Limit)
 	if err != nil {
 		p.log.Warn("rate limiter unavailable", zap.Error(err),
 			zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
 		return account.Workspace{}, errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
 	}
 	if !seen.Allowed {
-		p.obs.RateLimited()
-		secs := ratelimit.Seconds(seen.RetryAfter())
-		return account.Workspace{}, errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
-			"too many failed authentications from this address; retry in %d s", secs).
-			WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
+		return account.Workspace{}, p.authThrottled(seen)
 	}
-	w, err := p.app.Authenticate(r.Context(), r.Header.Values(echo.HeaderAuthorization), r.URL.RawQuery)
+	w, err := p.app.Authenticate(r.Context(), authorization, r.URL.RawQuery)
 	if errors.Is(err, account.ErrChangesUnavailable) {
 		// As with the limiter: without Redis no cached credential can be
 		// trusted, so the request is refused rather than let through.
@@ -211,7 +239,7 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 	if err != nil {
 		herr := toHTTP(err)
 		if e, ok := errs.As(herr); ok && e.Status == http.StatusUnauthorized {
-			if _, cerr := p.limiter.Allow(r.Context(), bucket, p.authFailures); cerr != nil {
+			if _, cerr := p.limiter.Allow(r.Context(), guard.Name, guard.Limit); cerr != nil {
 				// The failure goes uncounted; the 401 stands.
 				p.log.Warn("failed authentication not counted", zap.Error(cerr))
 			}
@@ -221,25 +249,44 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 	return w, nil
 }
 
-// rateLimit counts the request against the workspace's per-minute limit and
-// puts RateLimit-* on the response whatever comes next, errors included.
-// When Redis cannot be reached the request is refused (503) rather than let
-// through unlimited: the limit protects the services behind the gateway.
+// authThrottled is the refusal of an address past its failed
+// authentications, seen.
+func (p *public) authThrottled(seen ratelimit.Result) error {
+	p.obs.RateLimited()
+	secs := ratelimit.Seconds(seen.RetryAfter())
+	return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
+		"too many failed authentications from this address; retry in %d s", secs).
+		WithHeader(ratelimit.HeaderRetryAfter, strconv.Itoa(secs))
+}
+
+// workspaceBucket is w's per-minute limit.
+func (p *public) workspaceBucket(w account.Workspace) ratelimit.Bucket {
+	return ratelimit.Bucket{Name: "api:" + w.ID, Limit: w.RateLimit(p.app.DefaultRatePerMinute())}
+}
+
+// rateLimit counts the request against the workspace's per-minute limit
+// (unless admit already did) and puts RateLimit-* on the response whatever
+// comes next, errors included. When Redis cannot be reached the request is
+// refused (503) rather than let through unlimited: the limit protects the
+// services behind the gateway.
 func (p *public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		w := workspaceOf(c)
-		limit := w.RateLimit(p.app.DefaultRatePerMinute())
-		res, err := p.limiter.Allow(c.Request().Context(), "api:"+w.ID, limit)
-		if err != nil {
-			p.log.Warn("rate limiter unavailable", zap.Error(err), zap.String("workspace_id", w.ID),
-				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-			return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+		res, counted := c.Get(ctxRate).(ratelimit.Result)
+		if !counted {
+			w := workspaceOf(c)
+			b := p.workspaceBucket(w)
+			var err error
+			if res, err = p.limiter.Allow(c.Request().Context(), b.Name, b.Limit); err != nil {
+				p.log.Warn("rate limiter unavailable", zap.Error(err), zap.String("workspace_id", w.ID),
+					zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+				return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+			}
 		}
 		res.SetHeaders(c.Response().Header())
 		if !res.Allowed {
 			p.obs.RateLimited()
 			return errs.Newf(http.StatusTooManyRequests, errs.CodeRateLimited,
-				"rate limit of %d requests per minute reached; retry in %d s", limit, ratelimit.Seconds(res.RetryAfter()))
+				"rate limit of %d requests per minute reached; retry in %d s", res.Limit, ratelimit.Seconds(res.RetryAfter()))
 		}
 		return next(c)
 	}
