@@ -90,14 +90,36 @@ func (a *admitting) get(t *testing.T, key string) (response, []string) {
 	return r, calls
 }
 
-// used is the count of workspace id's per-minute window.
-func (a *admitting) used(t *testing.T, id string) int {
+// wantUsed fails unless workspace id's per-minute window counted want
+// requests.
+func (a *admitting) wantUsed(t *testing.T, id string, want int) {
 	t.Helper()
 	n, err := a.h.env.Redis(t).Get(t.Context(), a.limiter.Key("api:"+id)).Int()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
-	return n
+	if n != want {
+		t.Fatalf("workspace counted %d requests, want %d", n, want)
+	}
+}
+
+// inOneCall is get that fails unless the request took the one Redis call
+// of a cached credential.
+func (a *admitting) inOneCall(t *testing.T, key string) response {
+	t.Helper()
+	r, calls := a.get(t, key)
+	if len(calls) != 1 || calls[0] != "evalsha" {
+		t.Fatalf("Redis calls %v, want one evalsha", calls)
+	}
+	return r
+}
+
+// wantOneCall fails unless a request with key is served in one Redis call.
+func (a *admitting) wantOneCall(t *testing.T, key string) {
+	t.Helper()
+	if r := a.inOneCall(t, key); r.status != http.StatusOK {
+		t.Fatalf("GET /v1/channels = %d %s", r.status, r.body)
+	}
 }
 
 // cache makes the counted instance hold key's credential and run the
@@ -108,15 +130,6 @@ func (a *admitting) cache(t *testing.T, key string) {
 		if r, _ := a.get(t, key); r.status != http.StatusOK {
 			t.Fatalf("GET /v1/channels = %d %s", r.status, r.body)
 		}
-	}
-}
-
-// oneCall fails unless calls is the one script call of a cached
-// credential.
-func oneCall(t *testing.T, calls []string) {
-	t.Helper()
-	if len(calls) != 1 || calls[0] != "evalsha" {
-		t.Fatalf("Redis calls %v, want one evalsha", calls)
 	}
 }
 
@@ -134,17 +147,14 @@ func TestCachedCredentialCostsOneRedisCall(t *testing.T) {
 	}
 	a.cache(t, key)
 	for i := range 3 {
-		r, calls := a.get(t, key)
-		oneCall(t, calls)
+		r := a.inOneCall(t, key)
 		wantRemaining := strconv.Itoa(defaultRate - 4 - i)
 		if r.status != http.StatusOK || r.header.Get("RateLimit-Limit") != strconv.Itoa(defaultRate) ||
 			r.header.Get("RateLimit-Remaining") != wantRemaining || r.header.Get("RateLimit-Reset") == "" {
 			t.Fatalf("request %d: %d, headers %v; want 200 with %s remaining", i+4, r.status, r.header, wantRemaining)
 		}
 	}
-	if n := a.used(t, id); n != 6 {
-		t.Fatalf("workspace counted %d requests, want 6", n)
-	}
+	a.wantUsed(t, id, 6)
 }
 
 // An address past its failed authentications is refused without the
@@ -157,15 +167,12 @@ func TestThrottledAddressIsNotCountedAgainstTheWorkspace(t *testing.T) {
 	a.cache(t, key)
 	a.counted.call(t, http.MethodGet, "/v1/me", "pk_"+strings.Repeat("U", 43), nil, nil).expectError(t, http.StatusUnauthorized, "unauthorized")
 
-	r, calls := a.get(t, key)
-	oneCall(t, calls)
+	r := a.inOneCall(t, key)
 	wantAuthThrottled(t, r)
 	if r.header.Get("RateLimit-Limit") != "" {
 		t.Fatalf("RateLimit-Limit on an address refused: %v", r.header)
 	}
-	if n := a.used(t, id); n != 2 {
-		t.Fatalf("workspace counted %d requests, want the 2 served", n)
-	}
+	a.wantUsed(t, id, 2)
 }
 
 // A key revoked through the admin endpoint (answered by either instance)
@@ -183,18 +190,12 @@ func TestRevokedCachedKeyIsRefusedAtOnce(t *testing.T) {
 	a.h.mustAdmin(t, http.StatusOK, http.MethodDelete, "/admin/api-keys/"+revokedID, nil)
 	r, _ := a.get(t, revoked)
 	r.expectError(t, http.StatusUnauthorized, "unauthorized")
-	if n := a.used(t, id); n != 4 {
-		t.Fatalf("workspace counted %d requests, want the 4 served", n)
-	}
+	a.wantUsed(t, id, 4)
 
 	if r, calls := a.get(t, kept); r.status != http.StatusOK || len(calls) < 3 {
 		t.Fatalf("kept key after the change: %d, Redis calls %v; want 200 after the full path", r.status, calls)
 	}
-	r, calls := a.get(t, kept)
-	oneCall(t, calls)
-	if r.status != http.StatusOK {
-		t.Fatalf("kept key, cached again: %d %s", r.status, r.body)
-	}
+	a.wantOneCall(t, kept)
 }
 
 // A workspace past its limit is refused 429 with RateLimit-* and
@@ -205,8 +206,7 @@ func TestRateLimitedWorkspaceOnTheCachedPath(t *testing.T) {
 	id, key := a.h.workspace(t, map[string]any{"name": "Small", "rate_per_minute": 2})
 	a.cache(t, key)
 
-	r, calls := a.get(t, key)
-	oneCall(t, calls)
+	r := a.inOneCall(t, key)
 	r.expectError(t, http.StatusTooManyRequests, "rate_limited")
 	if retry, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || retry < 1 || retry > 60 {
 		t.Fatalf("Retry-After %q, want whole seconds in 1..60", r.header.Get("Retry-After"))
@@ -214,9 +214,7 @@ func TestRateLimitedWorkspaceOnTheCachedPath(t *testing.T) {
 	if r.header.Get("RateLimit-Limit") != "2" || r.header.Get("RateLimit-Remaining") != "0" || r.header.Get("RateLimit-Reset") == "" {
 		t.Fatalf("RateLimit headers %v", r.header)
 	}
-	if n := a.used(t, id); n != 2 {
-		t.Fatalf("workspace counted %d requests, want 2", n)
-	}
+	a.wantUsed(t, id, 2)
 }
 
 // A change token lost from Redis (flushed) is started again by the full
@@ -240,9 +238,5 @@ func TestLostChangeTokenTakesTheFullPath(t *testing.T) {
 	if n, err := rdb.Exists(t.Context(), token).Result(); err != nil || n != 1 {
 		t.Fatalf("token not started again: %d, %v", n, err)
 	}
-	r, calls = a.get(t, key)
-	oneCall(t, calls)
-	if r.status != http.StatusOK {
-		t.Fatalf("cached again: %d %s", r.status, r.body)
-	}
+	a.wantOneCall(t, key)
 }
