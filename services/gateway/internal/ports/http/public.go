@@ -209,21 +209,22 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 	authorization := r.Header.Values(echo.HeaderAuthorization)
 	if w, token, ok := p.app.Cached(authorization, r.URL.RawQuery); ok {
 		got, err := p.limiter.AllowIf(r.Context(), guard, ratelimit.Condition{Key: p.changeTokenKey, Value: token}, p.workspaceBucket(w))
-		// An error is left to the full path, which tells a limiter that
-		// cannot be reached from a token that cannot be read.
-		if err == nil && !got.Guard.Allowed {
+		if err != nil {
+			// The limiter and the token are one Redis: the full path would
+			// only wait for it a second time before the same 503.
+			return account.Workspace{}, p.limiterDown(c, err)
+		}
+		if !got.Guard.Allowed {
 			return account.Workspace{}, p.authThrottled(got.Guard)
 		}
-		if err == nil && got.Held {
+		if got.Held {
 			c.Set(ctxRate, got.Result)
 			return w, nil
 		}
 	}
 	seen, err := p.limiter.Peek(r.Context(), guard.Name, guard.Limit)
 	if err != nil {
-		p.log.Warn("rate limiter unavailable", zap.Error(err),
-			zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-		return account.Workspace{}, errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+		return account.Workspace{}, p.limiterDown(c, err)
 	}
 	if !seen.Allowed {
 		return account.Workspace{}, p.authThrottled(seen)
@@ -247,6 +248,14 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 		return account.Workspace{}, herr
 	}
 	return w, nil
+}
+
+// limiterDown is the refusal of a request whose limits cannot be read:
+// without them it is not let through unlimited.
+func (p *public) limiterDown(c echo.Context, err error) error {
+	p.log.Warn("rate limiter unavailable", zap.Error(err),
+		zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+	return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
 }
 
 // authThrottled is the refusal of an address past its failed
