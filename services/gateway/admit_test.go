@@ -240,3 +240,28 @@ func TestLostChangeTokenTakesTheFullPath(t *testing.T) {
 	}
 	a.wantOneCall(t, key)
 }
+
+// A cached request whose one Redis call fails (here the change token is
+// no string) is refused 503 with Retry-After after that call alone: the
+// full path would only ask the same Redis again. Nothing is counted.
+func TestFailedOneCallIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	a := newAdmitting(t)
+	id, key := a.h.workspace(t, map[string]any{"name": "Acme"})
+	a.cache(t, key)
+
+	rdb := a.h.env.Redis(t)
+	token := redisx.Keys{Prefix: a.h.env.RedisPrefix}.Key("accounts", "token")
+	if err := rdb.Del(t.Context(), token).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(t.Context(), token, "not", "a string").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := a.inOneCall(t, key)
+	r.expectError(t, http.StatusServiceUnavailable, "service_unavailable")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatalf("503 without Retry-After: %v", r.header)
+	}
+	a.wantUsed(t, id, 2)
+}

@@ -252,9 +252,9 @@ func (p *public) admit(c echo.Context) (account.Workspace, error) {
 
 // limiterDown is the refusal of a request whose limits cannot be read:
 // without them it is not let through unlimited.
-func (p *public) limiterDown(c echo.Context, err error) error {
-	p.log.Warn("rate limiter unavailable", zap.Error(err),
-		zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+func (p *public) limiterDown(c echo.Context, err error, fields ...zap.Field) error {
+	p.log.Warn("rate limiter unavailable", append(fields, zap.Error(err),
+		zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))...)
 	return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
 }
 
@@ -286,9 +286,7 @@ func (p *public) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			b := p.workspaceBucket(w)
 			var err error
 			if res, err = p.limiter.Allow(c.Request().Context(), b.Name, b.Limit); err != nil {
-				p.log.Warn("rate limiter unavailable", zap.Error(err), zap.String("workspace_id", w.ID),
-					zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-				return errs.New(http.StatusServiceUnavailable, errs.CodeServiceUnavailable, "rate limiter unavailable; try again shortly")
+				return p.limiterDown(c, err, zap.String("workspace_id", w.ID))
 			}
 		}
 		res.SetHeaders(c.Response().Header())
