@@ -138,15 +138,15 @@ func newChatBench(b *testing.B) *chatBench {
 			nws, customers, *chatBenchMessages, *chatBenchPaced, *chatBenchRate, *chatBenchInstances)
 	}
 	fmt.Printf("loadavg-start: %s\n", loadAverage())
-	fmt.Printf("chat-setup: %d workspaces and %d customers a path, %d senders, maximum runs %d messages, paced %d messages at %d/s, %d flow-runners in the second runs\n",
-		nws, customers, *pipelineSenders, *chatBenchMessages, *chatBenchPaced, *chatBenchRate, *chatBenchInstances)
+	fmt.Printf("chat-setup: %d workspaces and %d customers a path, %d senders, maximum runs %d messages, paced %d messages at %d/s, %d flow-runners in the second runs, services with %s\n",
+		nws, customers, *pipelineSenders, *chatBenchMessages, *chatBenchPaced, *chatBenchRate, *chatBenchInstances, servicesSetting())
 
 	ai := newFakeAI(b)
 	ai.forget.Store(true)
 	answers := &chatAnswers{tokens: map[string]int{}}
 	bot := httptest.NewServer(&telegramfake.Server{NoRecord: true, OnCall: answers.seen})
 	b.Cleanup(bot.Close)
-	s := startSuite(b, chatEnv(ai, bot.URL)...)
+	s := startSuite(b, benchServices(chatEnv(ai, bot.URL)...)...)
 
 	cb := &chatBench{hooks: newWebhookBench(b, s, nws, customers), answers: answers}
 	chat := newBenchOn(b, s, nws, customers)

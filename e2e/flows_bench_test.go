@@ -116,7 +116,7 @@ const benchTotal = 114.75
 func BenchmarkFlowInvoke(b *testing.B) {
 	// Everything is started here, on the parent benchmark, because what a
 	// sub-benchmark registers for cleanup goes after each of its runs.
-	s := startSuite(b, "FLOW_CONCURRENCY=1000", "INVOKE_DAILY_CAP=100000000")
+	s := startSuite(b, benchServices("FLOW_CONCURRENCY=1000", "INVOKE_DAILY_CAP=100000000")...)
 	ws, key := s.flowDeveloper(b)
 	var pub struct {
 		ID string `json:"id"`

@@ -154,7 +154,29 @@ var (
 	pipelineSettle       = flag.Duration("pipeline.settle", 5*time.Minute, "how long a run waits, after its last message is accepted, for every delivery")
 	pipelineTrace        = flag.Bool("pipeline.trace", false, "print, every second of each run, the messages accepted, queued in the outbox and in the stream, and delivered")
 	pipelineCluster      = flag.Int("pipeline.cluster", 3, "nats-servers of the cluster the cluster lines run on, with as many replicas of every stream; 0 leaves those lines out")
+	servicesGOMAXPROCS   = flag.Int("services.gomaxprocs", 1, "GOMAXPROCS of every service the benchmarks start, as the Kubernetes manifests' limit of one core sets it; 0 leaves Go's default (every core of the machine)")
 )
+
+// benchServices is a benchmark's service environment: extra, and the
+// services' GOMAXPROCS (-services.gomaxprocs). In the manifests each
+// service is limited to one core, which Go reads as GOMAXPROCS 1; on one
+// machine running every service, Go's default lets each of them run on
+// every core, and their idle threads spin and wake each other for
+// nothing (docs/benchmarks.md "One core per service").
+func benchServices(extra ...string) []string {
+	if *servicesGOMAXPROCS > 0 {
+		extra = append(extra, fmt.Sprintf("GOMAXPROCS=%d", *servicesGOMAXPROCS))
+	}
+	return extra
+}
+
+// servicesSetting describes -services.gomaxprocs for a benchmark's header.
+func servicesSetting() string {
+	if *servicesGOMAXPROCS > 0 {
+		return fmt.Sprintf("GOMAXPROCS=%d", *servicesGOMAXPROCS)
+	}
+	return "GOMAXPROCS at Go's default"
+}
 
 // pipelineSample is how many operations the bare baselines time one at a
 // time for their p50 and p99.
@@ -278,10 +300,10 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 	}
 	fmt.Printf("pipeline-setup: %d workspaces, %d customers, %d senders, pipeline-max %d messages, paced %d messages at %s, kill lines %d messages each, %d instances, %.0f %% of webhooks hanging in pipeline-noisy, reads at %d/s, cluster lines on %d nats-servers\n",
 		nws, *pipelineCustomers, *pipelineSenders, *pipelineMessages, *pipelinePaced, paced, *pipelineKillMessages, *pipelineInstances, 100**pipelineHanging, *readsRate, *pipelineCluster)
-	fmt.Println("pipeline-env: WEBHOOK_ALLOW_PRIVATE_TARGETS=true, TELEGRAM_API_BASE=<a local fake Bot API>; every other setting at its default (Telegram ingress has no rate or abuse limit to raise)")
+	fmt.Printf("pipeline-env: WEBHOOK_ALLOW_PRIVATE_TARGETS=true, TELEGRAM_API_BASE=<a local fake Bot API>, %s; every other setting at its default (Telegram ingress has no rate or abuse limit to raise)\n", servicesSetting())
 
 	_, botAPI := telegramfake.Start(b)
-	s := startSuite(b, "TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	s := startSuite(b, benchServices("TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")...)
 	pb := newWebhookBench(b, s, nws, *pipelineCustomers)
 
 	// A few messages per workspace, outside any timing: connections open,

@@ -34,8 +34,8 @@ func (pb *pipelineBench) onCluster(b *testing.B) {
 	n := *pipelineCluster
 	cluster := natscluster.Start(b, n)
 	_, botAPI := telegramfake.Start(b)
-	s := startSuiteEnv(b, []testenv.Option{testenv.NATS(cluster.URL())}, nil, fmt.Sprintf("EVENTS_REPLICAS=%d", n),
-		"TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")
+	s := startSuiteEnv(b, []testenv.Option{testenv.NATS(cluster.URL())}, nil, benchServices(fmt.Sprintf("EVENTS_REPLICAS=%d", n),
+		"TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")...)
 	pc := newWebhookBench(b, s, len(pb.spaces), int(pb.customers))
 	pc.natsCPU = func() float64 {
 		total := 0.0
