@@ -2,6 +2,8 @@ package adapters
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,28 +44,45 @@ func (s *ChatFlowStore) SetChatFlow(ctx context.Context, workspaceID, channelID,
 	return nil
 }
 
-// ChatFlow implements catalog.ChatFlowStore: the assignment is read with
-// its flow's status and triggers as they are now, so that a flow
-// deactivated, or republished without the chat trigger, answers no more.
+// chatFlowJoin finds the flow that answers a channel (cf its assignment,
+// f the flow) with chatFlowArgs as the parameters from first on: the
+// assignment's flow while it is active with the chat trigger, as it is
+// now, so that a flow deactivated, or republished without the chat
+// trigger, answers no more. ChatFlow and ChatStore.Hold (with its lock)
+// read it.
+func chatFlowJoin(first int) string {
+	return fmt.Sprintf(Schema+`.chat_flows cf
+	JOIN `+Schema+`.flows f ON f.id = cf.flow_id AND f.workspace_id = cf.workspace_id
+		AND f.status = $%d AND f.triggers @> $%d::jsonb`, first, first+1)
+}
+
+// chatFlowArgs are chatFlowJoin's parameters.
+func chatFlowArgs() []any { return []any{catalog.StatusActive, jsonList{catalog.TriggerChat}} }
+
+// chatFlowStatement reads a channel's chat flow ($3 the channel, $4 the
+// workspace).
+var chatFlowStatement = `SELECT cf.flow_id, f.published_version FROM ` + chatFlowJoin(1) + `
+	WHERE cf.channel_id = $3 AND cf.workspace_id = $4`
+
+// ChatFlow implements catalog.ChatFlowStore (chatFlowJoin).
 func (s *ChatFlowStore) ChatFlow(ctx context.Context, workspaceID, channelID string) (string, int, error) {
 	if !validID(workspaceID) || !validID(channelID) {
 		return "", 0, nil
 	}
-	var found []struct {
-		FlowID           string
-		PublishedVersion int
-	}
-	err := s.db.WithContext(ctx).Raw(`SELECT c.flow_id, f.published_version FROM `+Schema+`.chat_flows c
-	JOIN `+Schema+`.flows f ON f.id = c.flow_id AND f.workspace_id = c.workspace_id
-	WHERE c.channel_id = ? AND c.workspace_id = ? AND f.status = ? AND f.triggers @> ?::jsonb`,
-		channelID, workspaceID, catalog.StatusActive, jsonList{catalog.TriggerChat}).Scan(&found).Error
+	sqlDB, err := s.db.DB()
 	if err != nil {
 		return "", 0, fmt.Errorf("read chat flow: %w", err)
 	}
-	if len(found) == 0 {
+	var flowID string
+	var version int
+	err = sqlDB.QueryRowContext(ctx, chatFlowStatement, append(chatFlowArgs(), channelID, workspaceID)...).Scan(&flowID, &version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return "", 0, nil
+	case err != nil:
+		return "", 0, fmt.Errorf("read chat flow: %w", err)
 	}
-	return found[0].FlowID, found[0].PublishedVersion, nil
+	return flowID, version, nil
 }
 
 // ClearChatFlow implements catalog.ChatFlowStore.

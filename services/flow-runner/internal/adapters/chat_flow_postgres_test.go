@@ -18,13 +18,28 @@ const chatDoc = `{"name": "C", "triggers": ["chat"], "nodes": [{"id": "s", "type
 // TestChatFlowOfAChannel: a channel's chat flow is set, replaced and
 // cleared in its workspace only; it answers only while its flow is
 // active with the chat trigger, and again once republished with it.
+// ChatStore.Hold reads the same with its lock, for a conversation's first
+// turn (its row created) and the next ones.
 func TestChatFlowOfAChannel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := testenv.New(t, testenv.Migrated(Schema, migrations.FS))
 	gdb := env.DB(t, Schema, migrations.FS)
-	flows, chats := NewFlowStore(gdb), NewChatFlowStore(gdb)
+	flows, chats, held := NewFlowStore(gdb), NewChatFlowStore(gdb), NewChatStore(gdb)
 	ws, other, channel := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	// Each workspace's conversation, locked again at each check.
+	convs := map[string]string{ws: uuid.NewString(), other: uuid.NewString()}
+	holdSees := func(ws, conv, channel, flowID string, version int) {
+		t.Helper()
+		if err := held.Hold(ctx, ws, conv, channel, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+			if c.ChatFlowID != flowID || c.ChatFlowVersion != version {
+				t.Errorf("Hold(%s, channel %q) chat flow %q v%d, want %q v%d", ws, channel, c.ChatFlowID, c.ChatFlowVersion, flowID, version)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	publish := func(ws, flowID, doc string) string {
 		t.Helper()
 		f, err := flows.Publish(ctx, publicationOf(t, ws, flowID, doc, time.Now().UTC()))
@@ -52,6 +67,10 @@ func TestChatFlowOfAChannel(t *testing.T) {
 		if version != wantVersion {
 			t.Fatalf("ChatFlow(%s) version %d, want %d", ws, version, wantVersion)
 		}
+		holdSees(ws, convs[ws], channel, flowID, wantVersion)
+		holdSees(ws, uuid.NewString(), channel, flowID, wantVersion)
+		// Given no channel, Hold reads no chat flow.
+		holdSees(ws, convs[ws], "", "", 0)
 	}
 
 	want(ws, "")

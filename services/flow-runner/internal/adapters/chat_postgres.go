@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -54,7 +55,11 @@ func (chatConversationRow) TableName() string { return Schema + ".chat_conversat
 // instance is told at once that the conversation is busy. What fn decided
 // is written in that transaction; a caller gone meanwhile (the instance
 // stopping) writes nothing, and the turn is answered again.
-func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
+//
+// The channel's chat flow is read in the statement that locks the row
+// (ChatFlowStore.ChatFlow's conditions, joined), so that a turn costs no
+// round trip of its own for it.
+func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, channelID string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
 	if !validID(workspaceID) || !validID(conversationID) {
 		return fmt.Errorf("conversation %q of workspace %q: not an id", conversationID, workspaceID)
 	}
@@ -65,11 +70,12 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID string
 		return ctx.Err()
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, err := lockConversation(tx, workspaceID, conversationID)
+		row, err := lockConversation(tx, workspaceID, conversationID, channelID)
 		if err != nil {
 			return err
 		}
-		c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode}
+		c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode,
+			ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion}
 		if row.WaitingRunID != nil {
 			if c.Waiting, err = LoadRun(tx, *row.WaitingRunID); err != nil {
 				return fmt.Errorf("load waiting run: %w", err)
@@ -130,20 +136,49 @@ func conversationArgs(c *catalog.ChatConversation) []any {
 // chat store's own.
 const firstTurnLockClass = 0x63686174 // "chat"
 
+// heldConversation is a conversation's row as lockConversation reads it,
+// with its channel's chat flow ("" when the assistant answers).
+type heldConversation struct {
+	WorkspaceID, ConversationID string
+	AnsweredSeq                 int64
+	Mode                        string
+	WaitingRunID                *string
+	WaitingSince                *time.Time
+	ChatFlowID                  string
+	ChatFlowVersion             int
+}
+
+// lockConversationStatement locks the conversation's row ($3, of
+// workspace $4), only it (the chat flow's rows are read, not locked), and
+// reads the chat flow of channel $5 (NULL for none) with it.
+var lockConversationStatement = `SELECT c.workspace_id, c.conversation_id, c.answered_seq, c.mode, c.waiting_run_id, c.waiting_since,
+		coalesce(cf.flow_id::text, ''), coalesce(f.published_version, 0)
+	FROM ` + Schema + `.chat_conversations c
+	LEFT JOIN (` + chatFlowJoin(1) + `) ON cf.channel_id = $5 AND cf.workspace_id = c.workspace_id
+	WHERE c.conversation_id = $3 AND c.workspace_id = $4
+	FOR UPDATE OF c NOWAIT`
+
 // lockConversation locks the conversation's row, creating it for the
-// conversation's first turn.
-func lockConversation(tx *gorm.DB, workspaceID, conversationID string) (chatConversationRow, error) {
+// conversation's first turn, and reads the chat flow of channelID ("" for
+// none) with it.
+func lockConversation(tx *gorm.DB, workspaceID, conversationID, channelID string) (heldConversation, error) {
+	var channel *string
+	if validID(channelID) {
+		channel = &channelID
+	}
 	for range 2 {
-		var row chatConversationRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE", Options: "NOWAIT"}).
-			Where("conversation_id = ? AND workspace_id = ?", conversationID, workspaceID).Take(&row).Error
+		var row heldConversation
+		err := tx.Statement.ConnPool.QueryRowContext(txContext(tx), lockConversationStatement,
+			append(chatFlowArgs(), conversationID, workspaceID, channel)...).Scan(
+			&row.WorkspaceID, &row.ConversationID, &row.AnsweredSeq, &row.Mode, &row.WaitingRunID, &row.WaitingSince,
+			&row.ChatFlowID, &row.ChatFlowVersion)
 		switch {
 		case err == nil:
 			return row, nil
 		case lockNotAvailable(err):
-			return row, catalog.ErrConversationBusy
-		case !errors.Is(err, gorm.ErrRecordNotFound):
-			return row, fmt.Errorf("lock chat conversation: %w", err)
+			return heldConversation{}, catalog.ErrConversationBusy
+		case !errors.Is(err, sql.ErrNoRows):
+			return heldConversation{}, fmt.Errorf("lock chat conversation: %w", err)
 		}
 		// A first turn has no row to lock, and its insert would wait for
 		// another instance's insert of the same conversation until that
@@ -152,19 +187,19 @@ func lockConversation(tx *gorm.DB, workspaceID, conversationID string) (chatConv
 		// which another instance is refused at once.
 		var free bool
 		if err := tx.Raw("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", firstTurnLockClass, conversationID).Scan(&free).Error; err != nil {
-			return row, fmt.Errorf("lock chat conversation's creation: %w", err)
+			return heldConversation{}, fmt.Errorf("lock chat conversation's creation: %w", err)
 		}
 		if !free {
-			return row, catalog.ErrConversationBusy
+			return heldConversation{}, catalog.ErrConversationBusy
 		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&chatConversationRow{
 			ConversationID: conversationID, WorkspaceID: workspaceID, Mode: "auto", UpdatedAt: time.Now().UTC(),
 		}).Error; err != nil {
-			return row, fmt.Errorf("create chat conversation: %w", err)
+			return heldConversation{}, fmt.Errorf("create chat conversation: %w", err)
 		}
 	}
 	// Only another workspace's conversation of the same id gets here.
-	return chatConversationRow{}, fmt.Errorf("conversation %s is not workspace %s's", conversationID, workspaceID)
+	return heldConversation{}, fmt.Errorf("conversation %s is not workspace %s's", conversationID, workspaceID)
 }
 
 // DueWakes implements catalog.ChatStore.

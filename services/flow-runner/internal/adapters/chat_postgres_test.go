@@ -20,7 +20,7 @@ import (
 func held(t *testing.T, chats *ChatStore, ws, conv string) catalog.ChatConversation {
 	t.Helper()
 	var got catalog.ChatConversation
-	if err := chats.Hold(context.Background(), ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	if err := chats.Hold(context.Background(), ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		got = *c
 		return nil, nil
 	}); err != nil {
@@ -39,7 +39,7 @@ func TestHoldCreatesAndKeepsTheConversation(t *testing.T) {
 	if c := held(t, chats, ws, conv); c.WorkspaceID != ws || c.ConversationID != conv || c.AnsweredSeq != 0 || c.Mode != "auto" || c.Waiting != nil {
 		t.Fatalf("a new conversation %+v", c)
 	}
-	if err := chats.Hold(context.Background(), ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	if err := chats.Hold(context.Background(), ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		c.AnsweredSeq, c.Mode = 3, "suggest"
 		return nil, nil
 	}); err != nil {
@@ -52,7 +52,7 @@ func TestHoldCreatesAndKeepsTheConversation(t *testing.T) {
 	// Another workspace's conversation of that id, or no id, is refused
 	// before fn.
 	for _, ids := range [][2]string{{uuid.NewString(), conv}, {ws, "nope"}, {"nope", conv}} {
-		err := chats.Hold(context.Background(), ids[0], ids[1], func(*catalog.ChatConversation) (*catalog.ChatRun, error) {
+		err := chats.Hold(context.Background(), ids[0], ids[1], "", func(*catalog.ChatConversation) (*catalog.ChatRun, error) {
 			t.Errorf("fn ran for %q", ids)
 			return nil, nil
 		})
@@ -74,10 +74,10 @@ func TestHoldBusy(t *testing.T) {
 			held(t, chats, ws, conv) // the row exists before
 		}
 		var second error
-		err := chats.Hold(context.Background(), ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+		err := chats.Hold(context.Background(), ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 			done := make(chan error, 1)
 			go func() {
-				done <- chats.Hold(context.Background(), ws, conv, func(*catalog.ChatConversation) (*catalog.ChatRun, error) {
+				done <- chats.Hold(context.Background(), ws, conv, "", func(*catalog.ChatConversation) (*catalog.ChatRun, error) {
 					t.Error("a second holder ran")
 					return nil, nil
 				})
@@ -109,7 +109,7 @@ func TestHoldStoresNothingOnAnError(t *testing.T) {
 	r := chatRun(ws, "")
 	r.Chat.ConversationID = conv
 	failed := errors.New("the turn failed")
-	err := chats.Hold(ctx, ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	err := chats.Hold(ctx, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		c.AnsweredSeq, c.Waiting, c.WaitingSince = 1, r, time.Now()
 		return &catalog.ChatRun{Run: r, New: true}, failed
 	})
@@ -125,7 +125,7 @@ func TestHoldStoresNothingOnAnError(t *testing.T) {
 
 	// A caller gone meanwhile stores nothing either.
 	cut, cancel := context.WithCancel(ctx)
-	err = chats.Hold(cut, ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	err = chats.Hold(cut, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		cancel()
 		c.AnsweredSeq = 1
 		return &catalog.ChatRun{Run: r, New: true}, nil
@@ -137,7 +137,7 @@ func TestHoldStoresNothingOnAnError(t *testing.T) {
 	// sees that.
 	var c catalog.ChatConversation
 	wait.For(t, 10*time.Second, "the conversation free again", func() error {
-		return chats.Hold(ctx, ws, conv, func(got *catalog.ChatConversation) (*catalog.ChatRun, error) {
+		return chats.Hold(ctx, ws, conv, "", func(got *catalog.ChatConversation) (*catalog.ChatRun, error) {
 			c = *got
 			return nil, nil
 		})
@@ -159,7 +159,7 @@ func TestHoldKeepsTheWaitingRun(t *testing.T) {
 	r := chatRun(ws, f.ID)
 	r.Chat.ConversationID = conv
 	since := time.Now().UTC().Truncate(time.Microsecond)
-	if err := chats.Hold(ctx, ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	if err := chats.Hold(ctx, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		c.AnsweredSeq, c.Waiting, c.WaitingSince = 1, r, since
 		return &catalog.ChatRun{Run: r, New: true, NodeRuns: []run.NodeRun{{NodeID: "start", NodeType: "start", StartedAt: since}}}, nil
 	}); err != nil {
@@ -172,7 +172,7 @@ func TestHoldKeepsTheWaitingRun(t *testing.T) {
 		t.Fatalf("the waiting run given back %+v (since %v)", w, c.WaitingSince)
 	}
 
-	if err := chats.Hold(ctx, ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	if err := chats.Hold(ctx, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		w := c.Waiting
 		done := time.Now().UTC()
 		w.Status, w.WakeAt, w.CompletedAt, w.NodesExecuted = run.StatusCompleted, nil, &done, 2
@@ -203,7 +203,7 @@ func TestDueWakes(t *testing.T) {
 		conv := uuid.NewString()
 		r := chatRun(ws, "")
 		r.Chat.ConversationID, r.WakeAt = conv, wake
-		if err := chats.Hold(ctx, ws, conv, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+		if err := chats.Hold(ctx, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 			if stays {
 				c.Waiting, c.WaitingSince = r, now
 			}
@@ -221,7 +221,7 @@ func TestDueWakes(t *testing.T) {
 	wait(nil, true)             // at a question
 	wait(at(-time.Hour), false) // no longer the conversation's
 	done := wait(at(-2*time.Minute), true)
-	if err := chats.Hold(ctx, ws, done.Chat.ConversationID, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	if err := chats.Hold(ctx, ws, done.Chat.ConversationID, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		c.Waiting.Status, c.Waiting.WakeAt = run.StatusCompleted, nil
 		r := c.Waiting
 		c.Waiting = nil

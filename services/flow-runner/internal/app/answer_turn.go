@@ -35,7 +35,7 @@ var chatRunIDs = uuid.MustParse("6f1c8a2e-3b7d-4c59-9e0a-5d2f8b41c7e3")
 // transient, and the turn must be answered again later (nothing of it is
 // stored, and its sends, keyed, are not repeated).
 func (a *App) AnswerTurn(ctx context.Context, t Turn) error {
-	err := a.chats.Hold(ctx, t.WorkspaceID, t.ConversationID, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	err := a.chats.Hold(ctx, t.WorkspaceID, t.ConversationID, t.Chat.ChannelID, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		switch {
 		case t.Seq <= c.AnsweredSeq:
 			return nil, errAnswered
@@ -106,7 +106,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 		// starts a new one.
 		c.Waiting = nil
 	}
-	def, flowID, version, err := a.chatFlow(ctx, t)
+	def, flowID, version, err := a.chatFlow(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -201,12 +201,9 @@ func interrupted(ctx context.Context, res *run.Result) error {
 
 // chatFlow is the flow that answers the turn's channel: its chat flow when
 // one is assigned and still published, active and triggered by chat, the
-// assistant (flowID "") otherwise.
-func (a *App) chatFlow(ctx context.Context, t Turn) (def *flow.Definition, flowID string, version int, err error) {
-	flowID, version, err = a.chatFlows.ChatFlow(ctx, t.WorkspaceID, t.Chat.ChannelID)
-	if err != nil {
-		return nil, "", 0, fmt.Errorf("read the channel's chat flow: %w", err)
-	}
+// assistant (flowID "") otherwise. Hold read which, with its lock.
+func (a *App) chatFlow(ctx context.Context, c *catalog.ChatConversation) (def *flow.Definition, flowID string, version int, err error) {
+	flowID, version = c.ChatFlowID, c.ChatFlowVersion
 	if flowID == "" {
 		return flow.Assistant(), "", 0, nil
 	}

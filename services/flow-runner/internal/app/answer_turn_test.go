@@ -27,7 +27,8 @@ import (
 
 // memChats is a catalog.ChatStore in memory that keeps Hold's contract:
 // one holder at a time (ErrConversationBusy for another), fn given a
-// copy, and nothing of it stored when fn fails.
+// copy with the channel's chat flow (from chatFlows), and nothing of it
+// stored when fn fails.
 type memChats struct {
 	mu    sync.Mutex
 	convs map[string]*memConv
@@ -38,6 +39,8 @@ type memChats struct {
 	held     map[string]bool
 	// during, when set, runs inside Hold while the conversation is held.
 	during func()
+	// chatFlows answers the chat flow of the channel Hold is given.
+	chatFlows catalog.ChatFlowStore
 }
 
 type memConv struct {
@@ -52,7 +55,7 @@ func newMemChats() *memChats {
 	return &memChats{convs: map[string]*memConv{}, runs: map[string][]byte{}, nodeRuns: map[string][]run.NodeRun{}, held: map[string]bool{}}
 }
 
-func (m *memChats) Hold(_ context.Context, ws, conv string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
+func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
 	m.mu.Lock()
 	if m.held[conv] {
 		m.mu.Unlock()
@@ -66,6 +69,14 @@ func (m *memChats) Hold(_ context.Context, ws, conv string, fn func(c *catalog.C
 	c := &catalog.ChatConversation{WorkspaceID: ws, ConversationID: conv, AnsweredSeq: row.answered, Mode: row.mode}
 	if row.waitingRunID != "" {
 		c.Waiting, c.WaitingSince = m.load(row.waitingRunID), row.waitingSince
+	}
+	if channel != "" {
+		var err error
+		if c.ChatFlowID, c.ChatFlowVersion, err = m.chatFlows.ChatFlow(ctx, ws, channel); err != nil {
+			delete(m.held, conv)
+			m.mu.Unlock()
+			return err
+		}
 	}
 	during := m.during
 	m.mu.Unlock()
@@ -403,6 +414,7 @@ func newChatFixture(t *testing.T) *chatFixture {
 		quota: &unitQuota{limit: 100},
 		clock: &testClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)},
 	}
+	f.chats.chatFlows = f.catalog
 	f.engine = &run.Engine{LLM: f.llm, Guard: passingGuard{}, Knowledge: oneCardKB{}, Quota: f.quota, Now: f.clock.Now}
 	f.app = New(Deps{
 		Flows: f.catalog, ChatFlows: f.catalog, Engine: f.engine, Guard: readyGuard{},

@@ -50,7 +50,7 @@ func (a *App) wakeDue(ctx context.Context) error {
 // conversation as a turn does. A run no longer waiting there, or not due,
 // is left alone.
 func (a *App) WakeChatRun(ctx context.Context, w catalog.Wakeup) error {
-	return a.chats.Hold(ctx, w.WorkspaceID, w.ConversationID, func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+	return a.chats.Hold(ctx, w.WorkspaceID, w.ConversationID, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		r := c.Waiting
 		if r == nil || r.ID != w.RunID {
 			return nil, nil

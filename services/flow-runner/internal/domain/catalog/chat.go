@@ -28,6 +28,12 @@ type ChatConversation struct {
 	Waiting *run.Run
 	// WaitingSince is when Waiting began to wait.
 	WaitingSince time.Time
+	// ChatFlowID and ChatFlowVersion are the chat flow of the channel
+	// Hold was given, as ChatFlowStore.ChatFlow reads it, read with the
+	// lock: "" and 0 when the assistant answers, or when Hold was given
+	// no channel.
+	ChatFlowID      string
+	ChatFlowVersion int
 }
 
 // ChatRun is the run an answer started (New) or continued, with the node
@@ -52,7 +58,9 @@ type ChatStore interface {
 	// decides and changes c; it returns the run it started or continued,
 	// nil when none ran. c and the run are stored together when fn returns
 	// no error; on an error nothing is stored and Hold returns it as is.
-	Hold(ctx context.Context, workspaceID, conversationID string, fn func(c *ChatConversation) (*ChatRun, error)) error
+	// channelID, when not "", names the channel whose chat flow c carries
+	// (ChatFlowID), read in the same round trip as the lock.
+	Hold(ctx context.Context, workspaceID, conversationID, channelID string, fn func(c *ChatConversation) (*ChatRun, error)) error
 	// DueWakes returns at most limit chat runs waiting at a delay node
 	// whose wake time is at or before now, earliest first.
 	DueWakes(ctx context.Context, now time.Time, limit int) ([]Wakeup, error)
