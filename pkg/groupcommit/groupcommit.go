@@ -90,6 +90,13 @@ func (g *Committer[T]) Do(ctx context.Context, item T) error {
 	}
 }
 
+// Queued is how many callers wait for a write that has not started yet.
+func (g *Committer[T]) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
+
 // run writes batches until the queue is empty.
 func (g *Committer[T]) run() {
 	for {

@@ -55,9 +55,7 @@ func waitQueued[T any](t *testing.T, g *Committer[T], n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		g.mu.Lock()
-		q := len(g.queue)
-		g.mu.Unlock()
+		q := g.Queued()
 		if q >= n {
 			return
 		}

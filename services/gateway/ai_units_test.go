@@ -50,11 +50,18 @@ func TestAIUnits(t *testing.T) {
 		t.Fatalf("/v1/me plan %v", plan)
 	}
 
-	// A unit given back can be used again; giving back stops at 0.
+	// A unit given back can be used again; giving back stops at 0. A use
+	// of several units is all or nothing (the flow-runner's shared
+	// reserves count on it): 2 where 1 fits use none.
 	if out := h.mustAdmin(t, http.StatusOK, http.MethodPost, path, map[string]any{"units": -1}); out["ai_used"] != 6.0 || out["ai_limit"] != 7.0 {
 		t.Fatalf("give back = %v", out)
 	}
-	h.mustAdmin(t, http.StatusOK, http.MethodPost, path, map[string]any{"units": 1})
+	if status, out := h.admin(t, http.MethodPost, path, map[string]any{"units": 2}); status != http.StatusConflict || out["code"] != "quota_exceeded" {
+		t.Fatalf("2 units where 1 fits = %d %v, want 409 quota_exceeded", status, out)
+	}
+	if out := h.mustAdmin(t, http.StatusOK, http.MethodPost, path, map[string]any{"units": 1}); out["ai_used"] != 7.0 {
+		t.Fatalf("the unit that fits = %v", out)
+	}
 	if out := h.mustAdmin(t, http.StatusOK, http.MethodPost, path, map[string]any{"units": -1000}); out["ai_used"] != 0.0 {
 		t.Fatalf("give back past 0 = %v", out)
 	}
