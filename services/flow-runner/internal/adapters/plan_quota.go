@@ -31,9 +31,16 @@ type PlanQuota struct {
 	client adminclient.Caller
 
 	mu sync.Mutex
-	// reserves has a Committer for each workspace met since the start
-	// (an idle one holds no goroutine and no job).
-	reserves map[string]*groupcommit.Committer[struct{}]
+	// reserves has a Committer for each workspace with a reserve under
+	// way, dropped when its last caller returns, so that the map holds no
+	// more than the workspaces being answered now.
+	reserves map[string]*reserver
+}
+
+// reserver is a workspace's Committer and how many callers use it.
+type reserver struct {
+	commit *groupcommit.Committer[struct{}]
+	users  int
 }
 
 var _ run.Quota = (*PlanQuota)(nil)
@@ -43,14 +50,16 @@ const maxUnitsPerCall = 1000
 
 // NewPlanQuota returns the plan's AI units, reached through client.
 func NewPlanQuota(client adminclient.Caller) *PlanQuota {
-	return &PlanQuota{client: client, reserves: map[string]*groupcommit.Committer[struct{}]{}}
+	return &PlanQuota{client: client, reserves: map[string]*reserver{}}
 }
 
 // Reserve implements run.Quota. A caller gone before its call's answer
 // may have had its unit used; the engine takes such a run as interrupted
 // either way.
 func (q *PlanQuota) Reserve(ctx context.Context, workspaceID string) error {
-	return q.reserver(workspaceID).Do(ctx, struct{}{})
+	r := q.join(workspaceID)
+	defer q.leave(workspaceID, r)
+	return r.commit.Do(ctx, struct{}{})
 }
 
 // Refund implements run.Quota.
@@ -58,20 +67,33 @@ func (q *PlanQuota) Refund(ctx context.Context, workspaceID string) error {
 	return q.use(ctx, workspaceID, -1)
 }
 
-// reserver is the workspace's Committer: one call under way at a time,
-// and no wait before it.
-func (q *PlanQuota) reserver(workspaceID string) *groupcommit.Committer[struct{}] {
+// join is the workspace's reserver, with the caller counted: one call
+// under way at a time, and no wait before it.
+func (q *PlanQuota) join(workspaceID string) *reserver {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	g, ok := q.reserves[workspaceID]
+	r, ok := q.reserves[workspaceID]
 	if !ok {
-		g = groupcommit.New(maxUnitsPerCall, 1, 0, nil, func(ctx context.Context, batch []*groupcommit.Job[struct{}]) error {
+		r = &reserver{commit: groupcommit.New(maxUnitsPerCall, 1, 0, nil, func(ctx context.Context, batch []*groupcommit.Job[struct{}]) error {
 			q.reserveAll(ctx, workspaceID, batch)
 			return nil
-		})
-		q.reserves[workspaceID] = g
+		})}
+		q.reserves[workspaceID] = r
 	}
-	return g
+	r.users++
+	return r
+}
+
+// leave uncounts a caller of r and drops r with its last. A call r still
+// has under way for a caller gone early ends on its own; a reserve that
+// comes meanwhile starts a new reserver, whose call may then run beside
+// it, which the gateway's atomic update allows.
+func (q *PlanQuota) leave(workspaceID string, r *reserver) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.users--; r.users == 0 && q.reserves[workspaceID] == r {
+		delete(q.reserves, workspaceID)
+	}
 }
 
 // reserveAll uses one unit for each job of batch, in one call, and sets

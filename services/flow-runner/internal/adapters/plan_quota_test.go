@@ -85,7 +85,7 @@ func reserveWhileHeld(t *testing.T, q *PlanQuota, g *planGateway, ws string, n i
 	for range n {
 		reserve()
 	}
-	wait.Until(t, 5*time.Second, "the reserves queued behind the call", func() bool { return q.reserver(ws).Queued() == n })
+	wait.Until(t, 5*time.Second, "the reserves queued behind the call", func() bool { return queuedReserves(q, ws) == n })
 	close(g.hold)
 	wg.Wait()
 	close(answers)
@@ -94,6 +94,16 @@ func reserveWhileHeld(t *testing.T, q *PlanQuota, g *planGateway, ws string, n i
 		out = append(out, err)
 	}
 	return out
+}
+
+// queuedReserves is how many reserves of ws wait behind its call.
+func queuedReserves(q *PlanQuota, ws string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r, ok := q.reserves[ws]; ok {
+		return r.commit.Queued()
+	}
+	return 0
 }
 
 // TestPlanQuotaSharesCalls: the reserves of a workspace that arrive while
@@ -131,6 +141,13 @@ func TestPlanQuotaSharesCalls(t *testing.T) {
 	}
 	if got := g.callsOf("ws"); !slices.Equal(got, []int64{1, 9, 1, -1}) || g.usedOf("ws") != 10 {
 		t.Fatalf("calls %v (%d used), want [1 9 1 -1] and 10 used", got, g.usedOf("ws"))
+	}
+	// Every caller has returned: no workspace's reserver is kept.
+	q.mu.Lock()
+	kept := len(q.reserves)
+	q.mu.Unlock()
+	if kept != 0 {
+		t.Fatalf("%d reservers kept after every reserve returned, want none", kept)
 	}
 }
 
