@@ -42,7 +42,10 @@ func TestRunawayRegexpEndsWithItsRun(t *testing.T) {
 // "context deadline exceeded".
 func TestDeadlineIsTheTimeLimit(t *testing.T) {
 	t.Parallel()
-	s := newSandbox(t, Limits{})
+	// A worker ready before the ctx starts: a start slower than the ctx
+	// would end the run before any worker ran, with the same error and
+	// nothing to reap.
+	s := startedAhead(t, Limits{})
 	last := watchWorkers(t, s)
 	const limit = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

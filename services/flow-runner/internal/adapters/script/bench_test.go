@@ -17,11 +17,7 @@ func BenchmarkRun(b *testing.B) {
 	vars := map[string]any{"order": map[string]any{"items": []any{1.0, 2.0, 3.0}, "status": "paid"}}
 	const code = `return vars.order.items.reduce(function (a, b) { return a + b }, 0)`
 	b.Run("started ahead", func(b *testing.B) {
-		s := newSandbox(b, Limits{})
-		// The first script has the Sandbox start its workers.
-		if _, err := s.Run(context.Background(), code, vars, time.Second); err != nil {
-			b.Fatal(err)
-		}
+		s := startedAhead(b, Limits{})
 		for b.Loop() {
 			b.StopTimer()
 			wait.Until(b, 10*time.Second, "workers started ahead", func() bool {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
 func try(t *testing.T, s *Sandbox, code string, vars map[string]any, limit time.Duration) (any, error, time.Duration) {
@@ -28,6 +30,23 @@ func newSandbox(t testing.TB, l Limits) *Sandbox {
 	t.Helper()
 	s := New(l)
 	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// startedAhead is newSandbox with its workers started ahead and ready:
+// its first script has it start them, and the next one takes a worker at
+// once, however slow a start is on a loaded machine.
+func startedAhead(t testing.TB, l Limits) *Sandbox {
+	t.Helper()
+	s := newSandbox(t, l)
+	if _, err := s.Run(context.Background(), `return 1`, nil, 10*time.Second); err != nil {
+		t.Fatalf("the first script: %v", err)
+	}
+	wait.Until(t, 10*time.Second, "workers started ahead", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.idle) == idleWorkers
+	})
 	return s
 }
 
