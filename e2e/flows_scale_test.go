@@ -204,11 +204,21 @@ func (sc *scaleOut) killedRunner(t *testing.T) {
 		t.Fatalf("GET the killed run %q: %d %v; want 404 run_not_found", killedRun, status, got)
 	}
 
-	// All four places came back, and there are still four.
+	// All four places came back, and there are still four. Each run's
+	// lease is renewed on its own, so the four run out at different
+	// moments within FLOW_SLOT_LEASE of the kill: a refill call refused
+	// before every lease can have run out asks again.
 	refill := newHeldTarget(t)
 	refillFlow := s.publishFlow(t, ws, heldFlow("Refill", refill.url()))
+	allLeasesOut := killed.Add(scaleSlotLease + margin)
 	answers := together(flowConcurrency, func(i int) flowAnswer {
-		return sc.postCtx(context.Background(), i, key, refillFlow, body)
+		for {
+			a := sc.postCtx(context.Background(), i, key, refillFlow, body)
+			if a.status != http.StatusTooManyRequests || a.code() != "concurrency_limited" || time.Now().After(allLeasesOut) {
+				return a
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	})
 	refill.await(t, flowConcurrency, 15*time.Second)
 	wantRefused(t, "a fifth run beside the refill", sc.post(t, 1, key, quick, body), "concurrency_limited")
