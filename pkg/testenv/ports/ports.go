@@ -6,6 +6,9 @@
 // The port is free when found and released at once, so another process may
 // take it before the server binds it; tests whose servers can take an
 // existing listener should prefer "127.0.0.1:0" and ask for the address.
+// Within one test process a port is handed out once: parallel tests of a
+// package (the e2e suites start several servers each) never get the same
+// port while the first is still starting its server.
 package ports
 
 import (
@@ -14,8 +17,30 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// handedOut holds the ports this process was given. A port found free
+// and released is free again until its server binds it: without this,
+// a parallel test could be given it in between, and its server would
+// fail to bind (or, worse, the test would find the other test's server
+// answering there).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// handOut records port as given; false when it was given before.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
+}
 
 // FreeAddr returns "127.0.0.1:<port>" with a port that was free just now.
 func FreeAddr(t testing.TB) string {
@@ -43,13 +68,16 @@ func Free(t testing.TB, n int) []int {
 		}
 	}()
 	low, high := belowEphemeral()
-	for i := range ports {
+	for i := 0; i < n; {
 		l, err := listenFree(low, high)
 		if err != nil {
 			t.Fatalf("ports: %v", err)
 		}
 		listeners = append(listeners, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		if port := l.Addr().(*net.TCPAddr).Port; handOut(port) {
+			ports[i] = port
+			i++
+		}
 	}
 	return ports
 }

@@ -54,3 +54,32 @@ func TestFreeStaysBelowTheEphemeralRange(t *testing.T) {
 		}
 	}
 }
+
+// A port is handed out once per process, even to tests asking at the same
+// time: a port found free is free again until its server binds it, and
+// the next test must not be given it meanwhile.
+func TestFreeNeverRepeatsAPort(t *testing.T) {
+	t.Parallel()
+	const callers, each = 8, 50
+	got := make(chan int, callers*each)
+	done := make(chan struct{})
+	for range callers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				got <- Free(t, 1)[0]
+			}
+		}()
+	}
+	for range callers {
+		<-done
+	}
+	close(got)
+	seen := map[int]bool{}
+	for p := range got {
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
