@@ -19,8 +19,27 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	tap   func([]byte)
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+}
+
+// Tap hands every chunk of bytes the server sends, on any connection made
+// from now on, to f before the client gets it: a test reads the server's
+// side of the protocol (PostgreSQL's ReadyForQuery messages count its
+// round trips). f is called from one goroutine per connection.
+func (p *Proxy) Tap(f func(fromServer []byte)) {
+	p.mu.Lock()
+	p.tap = f
+	p.mu.Unlock()
+}
+
+// tapWriter gives what it is written to a tap.
+type tapWriter func([]byte)
+
+func (w tapWriter) Write(b []byte) (int, error) {
+	w(b)
+	return len(b), nil
 }
 
 // Start listens on a free loopback port and forwards to target
@@ -128,17 +147,25 @@ func (p *Proxy) forward(client net.Conn) {
 		return
 	}
 	defer p.untrack(client, server)
+	p.mu.Lock()
+	tap := p.tap
+	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst net.Conn, src io.Reader) {
 		_, _ = io.Copy(dst, src)
 		// One side ended: end the other, as a server process exiting
 		// would.
 		_ = dst.Close()
-		_ = src.Close()
+		_ = client.Close()
+		_ = server.Close()
 		done <- struct{}{}
 	}
+	fromServer := io.Reader(server)
+	if tap != nil {
+		fromServer = io.TeeReader(server, tapWriter(tap))
+	}
 	go pipe(server, client)
-	go pipe(client, server)
+	go pipe(client, fromServer)
 	<-done
 	<-done
 }

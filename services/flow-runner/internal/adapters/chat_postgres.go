@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 )
 
@@ -69,43 +70,58 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, chann
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, err := lockConversation(tx, workspaceID, conversationID, channelID)
+	held, err := db.BeginHeld(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("hold chat conversation: %w", err)
+	}
+	defer held.Rollback()
+	row, err := lockConversation(ctx, held, workspaceID, conversationID, channelID)
+	if err != nil {
+		return err
+	}
+	tx, err := held.DB()
+	if err != nil {
+		return err
+	}
+	c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode,
+		ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion}
+	if row.WaitingRunID != nil {
+		if c.Waiting, err = LoadRun(tx, *row.WaitingRunID); err != nil {
+			return fmt.Errorf("load waiting run: %w", err)
+		}
+		if row.WaitingSince != nil {
+			c.WaitingSince = row.WaitingSince.UTC()
+		}
+	}
+	changed, err := fn(c)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conversation := conversationArgs(c)
+	switch {
+	case changed != nil && changed.New:
+		// A new run is stored with the conversation, in one statement,
+		// sent with the COMMIT.
+		args, err := insertRunArgs(changed.Run, changed.NodeRuns)
 		if err != nil {
 			return err
 		}
-		c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode,
-			ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion}
-		if row.WaitingRunID != nil {
-			if c.Waiting, err = LoadRun(tx, *row.WaitingRunID); err != nil {
-				return fmt.Errorf("load waiting run: %w", err)
-			}
-			if row.WaitingSince != nil {
-				c.WaitingSince = row.WaitingSince.UTC()
-			}
-		}
-		changed, err := fn(c)
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		conversation := conversationArgs(c)
-		switch {
-		case changed != nil && changed.New:
-			// A new run is stored with the conversation, in one statement.
-			return insertRunAlso(tx, insertRunAndConversationStatement, changed.Run, changed.NodeRuns, conversation...)
-		case changed != nil:
-			if err := UpdateRun(tx, changed.Run, changed.NodeRuns); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Statement.ConnPool.ExecContext(txContext(tx), updateConversation(1), conversation...); err != nil {
-			return fmt.Errorf("update chat conversation: %w", err)
+		if err := held.Commit(ctx, insertRunAndConversationStatement, append(args, conversation...)...); err != nil {
+			return fmt.Errorf("insert run: %w", err)
 		}
 		return nil
-	})
+	case changed != nil:
+		if err := UpdateRun(tx, changed.Run, changed.NodeRuns); err != nil {
+			return err
+		}
+	}
+	if err := held.Commit(ctx, updateConversation(1), conversation...); err != nil {
+		return fmt.Errorf("update chat conversation: %w", err)
+	}
+	return nil
 }
 
 // updateConversation stores what a turn changed of its conversation, from
@@ -160,16 +176,16 @@ var lockConversationStatement = `SELECT c.workspace_id, c.conversation_id, c.ans
 
 // lockConversation locks the conversation's row, creating it for the
 // conversation's first turn, and reads the chat flow of channelID ("" for
-// none) with it.
-func lockConversation(tx *gorm.DB, workspaceID, conversationID, channelID string) (heldConversation, error) {
+// none) with it, as held's first statement (the one that begins it).
+func lockConversation(ctx context.Context, held *db.HeldTx, workspaceID, conversationID, channelID string) (heldConversation, error) {
 	var channel *string
 	if validID(channelID) {
 		channel = &channelID
 	}
 	for range 2 {
 		var row heldConversation
-		err := tx.Statement.ConnPool.QueryRowContext(txContext(tx), lockConversationStatement,
-			append(chatFlowArgs(), conversationID, workspaceID, channel)...).Scan(
+		err := held.QueryRow(ctx, lockConversationStatement,
+			append(chatFlowArgs(), conversationID, workspaceID, channel),
 			&row.WorkspaceID, &row.ConversationID, &row.AnsweredSeq, &row.Mode, &row.WaitingRunID, &row.WaitingSince,
 			&row.ChatFlowID, &row.ChatFlowVersion)
 		switch {
@@ -185,6 +201,10 @@ func lockConversation(tx *gorm.DB, workspaceID, conversationID, channelID string
 		// instance's whole answer is stored: the conversation's first
 		// insert is taken under a transaction's advisory lock instead,
 		// which another instance is refused at once.
+		tx, err := held.DB()
+		if err != nil {
+			return heldConversation{}, err
+		}
 		var free bool
 		if err := tx.Raw("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", firstTurnLockClass, conversationID).Scan(&free).Error; err != nil {
 			return heldConversation{}, fmt.Errorf("lock chat conversation's creation: %w", err)
