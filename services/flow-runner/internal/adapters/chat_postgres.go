@@ -59,7 +59,8 @@ func (chatConversationRow) TableName() string { return Schema + ".chat_conversat
 //
 // The channel's chat flow is read in the statement that locks the row
 // (ChatFlowStore.ChatFlow's conditions, joined), so that a turn costs no
-// round trip of its own for it.
+// round trip of its own for it; the transaction is a db.HeldTx, whose
+// BEGIN goes with that statement and whose COMMIT goes with the last.
 func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, channelID string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
 	if !validID(workspaceID) || !validID(conversationID) {
 		return fmt.Errorf("conversation %q of workspace %q: not an id", conversationID, workspaceID)
