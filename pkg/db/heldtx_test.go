@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"net/url"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,27 +19,27 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/proxy"
 )
 
-// readyCounter counts the ReadyForQuery messages in a PostgreSQL server's
-// stream, handed over in chunks of any size: one ends each round trip.
+// readyCounter counts the ReadyForQuery messages PostgreSQL sends on
+// every connection: one ends each round trip.
 type readyCounter struct {
-	mu      sync.Mutex
-	pending []byte
-	ready   atomic.Int64
+	ready atomic.Int64
 }
 
-func (r *readyCounter) tap(b []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending = append(r.pending, b...)
-	for len(r.pending) >= 5 {
-		size := int(binary.BigEndian.Uint32(r.pending[1:5]))
-		if len(r.pending) < 1+size {
-			return
+// tap reads one connection's stream, handed over in chunks of any size.
+func (r *readyCounter) tap() func([]byte) {
+	var pending []byte
+	return func(b []byte) {
+		pending = append(pending, b...)
+		for len(pending) >= 5 {
+			size := int(binary.BigEndian.Uint32(pending[1:5]))
+			if len(pending) < 1+size {
+				return
+			}
+			if pending[0] == 'Z' {
+				r.ready.Add(1)
+			}
+			pending = pending[1+size:]
 		}
-		if r.pending[0] == 'Z' {
-			r.ready.Add(1)
-		}
-		r.pending = r.pending[1+size:]
 	}
 }
 
@@ -55,10 +55,19 @@ func newHeldEnv(t *testing.T) heldEnv {
 	env := testenv.New(t)
 	migrations := os.DirFS("testdata/migrations")
 	outside := env.DB(t, "widgets", migrations)
-	p, url := proxy.Front(t, env.DatabaseURL)
+	p, proxied := proxy.Front(t, env.DatabaseURL)
+	// Without TLS, so that the server's side is PostgreSQL's messages
+	// from the first byte (no answer to an SSL request before them).
+	u, err := url.Parse(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("sslmode", "disable")
+	u.RawQuery = q.Encode()
 	trips := &readyCounter{}
 	p.Tap(trips.tap)
-	held, err := db.Open(context.Background(), url, "widgets", migrations, zap.NewNop())
+	held, err := db.Open(context.Background(), u.String(), "widgets", migrations, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,20 +17,22 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu    sync.Mutex
-	cut   bool
-	tap   func([]byte)
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	cut    bool
+	newTap func() func([]byte)
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
 }
 
-// Tap hands every chunk of bytes the server sends, on any connection made
-// from now on, to f before the client gets it: a test reads the server's
-// side of the protocol (PostgreSQL's ReadyForQuery messages count its
-// round trips). f is called from one goroutine per connection.
-func (p *Proxy) Tap(f func(fromServer []byte)) {
+// Tap makes each connection forwarded from now on hand every chunk of
+// bytes the server sends to a tap of its own, made for it by newTap,
+// before the client gets it: a test reads the server's side of the
+// protocol (PostgreSQL's ReadyForQuery messages count its round trips).
+// A connection's tap is called from one goroutine; taps of different
+// connections run at once.
+func (p *Proxy) Tap(newTap func() func(fromServer []byte)) {
 	p.mu.Lock()
-	p.tap = f
+	p.newTap = newTap
 	p.mu.Unlock()
 }
 
@@ -148,21 +150,20 @@ func (p *Proxy) forward(client net.Conn) {
 	}
 	defer p.untrack(client, server)
 	p.mu.Lock()
-	tap := p.tap
+	newTap := p.newTap
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
 	pipe := func(dst net.Conn, src io.Reader) {
 		_, _ = io.Copy(dst, src)
 		// One side ended: end the other, as a server process exiting
 		// would.
-		_ = dst.Close()
 		_ = client.Close()
 		_ = server.Close()
 		done <- struct{}{}
 	}
 	fromServer := io.Reader(server)
-	if tap != nil {
-		fromServer = io.TeeReader(server, tapWriter(tap))
+	if newTap != nil {
+		fromServer = io.TeeReader(server, tapWriter(newTap()))
 	}
 	go pipe(server, client)
 	go pipe(client, fromServer)
