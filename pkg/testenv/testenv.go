@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +78,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	if e.NATSURL == "" {
 		e.NATSURL = getenv("NATS_URL", nats.DefaultURL)
+		anchorJetStream(t, e.NATSURL)
 	}
 	base := o.databaseURL
 	if base == "" {
@@ -289,6 +291,51 @@ func (e *Env) cleanNATS(t testing.TB) {
 			t.Logf("testenv: delete stream %s: %v", name, err)
 		}
 	}
+}
+
+// anchorStream is a stream kept on the shared NATS server for good, so
+// that its account always holds one. nats-server 2.9 removes an
+// account's storage directory when its last file-stored stream is
+// deleted, and a stream created at that moment fails ("could not create
+// storage directory", 10077, answered as 10049 "error creating store for
+// stream"): with tests creating and deleting streams in parallel, the
+// count reached zero between two of them and a service failed to start.
+// The anchor is tiny (one message at most, never written) and shared by
+// every checkout's tests.
+const anchorStream = "PARLEY_TESTENV_ANCHOR"
+
+// anchored holds the servers this process made sure of the anchor on.
+var anchored sync.Map
+
+// anchorJetStream makes sure the anchor stream is on the server at
+// natsURL, once per process. A server that cannot be reached is left to
+// the test's own use of it to report.
+func anchorJetStream(t testing.TB, natsURL string) {
+	if _, done := anchored.Load(natsURL); done {
+		return
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:     anchorStream,
+		Subjects: []string{"parley_testenv.anchor"},
+		Storage:  jetstream.FileStorage,
+		MaxMsgs:  1,
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		t.Logf("testenv: anchor stream: %v", err)
+		return
+	}
+	anchored.Store(natsURL, true)
 }
 
 func getenv(key, fallback string) string {

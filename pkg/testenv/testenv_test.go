@@ -35,3 +35,20 @@ func TestNATS(t *testing.T) {
 		t.Fatalf("stream %s after the test: %v, want it removed", stream, err)
 	}
 }
+
+// On the shared NATS server an Env leaves the anchor stream, so that the
+// server's account never runs out of streams while tests delete theirs
+// (anchorStream says why), and no test's cleanup removes it.
+func TestAnchorStreamStays(t *testing.T) {
+	t.Parallel()
+	t.Run("env", func(t *testing.T) {
+		e := New(t)
+		if _, err := e.Stream.Ensure(context.Background(), e.JetStream(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	js := New(t).JetStream(t)
+	if _, err := js.Stream(context.Background(), anchorStream); err != nil {
+		t.Fatalf("the anchor stream after a test's cleanup: %v", err)
+	}
+}
