@@ -192,16 +192,21 @@ func TestReplayEndToEnd(t *testing.T) {
 		verifySignature(t, r, sh.secret)
 		checkDeliveryHeaders(t, r, r.Header.Get("X-Service-Event"))
 	}
-	log := sh.deliveryLog(t)
-	for id := range bodies {
-		want := 1.0
-		if strings.Contains(fmt.Sprint(inRange), id) {
-			want = 2.0
+	// A replayed delivery's row is written once its attempt has settled,
+	// just after the receiver answered: the log is waited for.
+	wait.For(t, 10*time.Second, "the delivery log to count the replays", func() error {
+		log := sh.deliveryLog(t)
+		for id := range bodies {
+			want := 1.0
+			if strings.Contains(fmt.Sprint(inRange), id) {
+				want = 2.0
+			}
+			if d := log[id]; d["status"] != "delivered" || d["attempts"] != want {
+				return fmt.Errorf("log entry %v, want %v attempts", d, want)
+			}
 		}
-		if d := log[id]; d["status"] != "delivered" || d["attempts"] != want {
-			t.Errorf("log entry %v, want %v attempts", d, want)
-		}
-	}
+		return nil
+	})
 
 	// Only the postbacks, from the very start, up to the last event.
 	sh.rcv.Forget()
@@ -278,14 +283,19 @@ func TestReplayEndToEnd(t *testing.T) {
 	if fmt.Sprint(idsOf(got)) != fmt.Sprint(sorted(paused...)) {
 		t.Fatalf("after resave the replay sent %v, want %v", idsOf(got), sorted(paused...))
 	}
-	log = sh.deliveryLog(t)
 	for _, r := range got {
-		id := r.Header.Get("X-Service-Delivery")
 		verifySignature(t, r, resaved.Secret)
-		if d := log[id]; d["status"] != "delivered" || d["payload"] != string(r.Body) || d["last_error"] != nil || d["delivered_at"] == nil {
-			t.Errorf("log entry after replay %v", d)
-		}
 	}
+	wait.For(t, 10*time.Second, "the delivery log to show the replays delivered", func() error {
+		log := sh.deliveryLog(t)
+		for _, r := range got {
+			id := r.Header.Get("X-Service-Delivery")
+			if d := log[id]; d["status"] != "delivered" || d["payload"] != string(r.Body) || d["last_error"] != nil || d["delivered_at"] == nil {
+				return fmt.Errorf("log entry after replay %v", d)
+			}
+		}
+		return nil
+	})
 
 	// Bad input: one line on stderr, nothing on stdout, a non-zero exit.
 	now := time.Now().UTC()
