@@ -296,9 +296,12 @@ func (b *browser) submit(t *testing.T, css string) {
 		defer cancel()
 		return chromedp.Run(ctx, a)
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	lastErr := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css)))
-	cancel()
+	click := func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		return chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css)))
+	}
+	lastErr := click()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		loaded, err := try(chromedp.Evaluate[bool](`window.__stale !== true && document.readyState === 'complete'`))
@@ -307,6 +310,12 @@ func (b *browser) submit(t *testing.T, css string) {
 		}
 		if err != nil {
 			lastErr = err
+		}
+		// A live page may replace the button between its lookup and the
+		// click ("Could not find node with given id"): nothing was
+		// pressed, so it is pressed again on the page as it is now.
+		if err == nil && lastErr != nil && strings.Contains(lastErr.Error(), "Could not find node with given id") {
+			lastErr = click()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("pressing %s never loaded another page (last error: %v)", css, lastErr)
