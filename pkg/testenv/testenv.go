@@ -261,8 +261,11 @@ func (e *Env) deleteRedisKeys() error {
 	return iter.Err()
 }
 
-func (e *Env) cleanNATS(t testing.TB) {
-	nc, err := nats.Connect(e.NATSURL)
+// withJetStream runs f on a connection of its own to the servers at
+// natsURL, bounded by 10 s; servers that cannot be reached have nothing
+// for f (the test's own use of them reports it), and f does not run.
+func withJetStream(natsURL string, f func(ctx context.Context, js jetstream.JetStream)) {
+	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		return
 	}
@@ -273,6 +276,15 @@ func (e *Env) cleanNATS(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	f(ctx, js)
+}
+
+func (e *Env) cleanNATS(t testing.TB) {
+	withJetStream(e.NATSURL, func(ctx context.Context, js jetstream.JetStream) { e.deleteStreams(ctx, t, js) })
+}
+
+// deleteStreams deletes the test's streams.
+func (e *Env) deleteStreams(ctx context.Context, t testing.TB, js jetstream.JetStream) {
 	// The test's streams are its events stream and any named after it
 	// (the dispatcher's <EVENTS_STREAM>_REPLAY work queue); another test's
 	// names never start with this one's, as the ids have one length.
@@ -314,28 +326,19 @@ func anchorJetStream(t testing.TB, natsURL string) {
 	if _, done := anchored.Load(natsURL); done {
 		return
 	}
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		return
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:     anchorStream,
-		Subjects: []string{"parley_testenv.anchor"},
-		Storage:  jetstream.FileStorage,
-		MaxMsgs:  1,
+	withJetStream(natsURL, func(ctx context.Context, js jetstream.JetStream) {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:     anchorStream,
+			Subjects: []string{"parley_testenv.anchor"},
+			Storage:  jetstream.FileStorage,
+			MaxMsgs:  1,
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			t.Logf("testenv: anchor stream: %v", err)
+			return
+		}
+		anchored.Store(natsURL, true)
 	})
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		t.Logf("testenv: anchor stream: %v", err)
-		return
-	}
-	anchored.Store(natsURL, true)
 }
 
 func getenv(key, fallback string) string {
