@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
 
 func TestOutboundTextValidate(t *testing.T) {
@@ -73,5 +76,84 @@ func TestOutboundTextMetadata(t *testing.T) {
 	}
 	if _, has := b[0]["payload"]; has {
 		t.Fatal("empty payload rendered")
+	}
+}
+
+// TestOutboundCarouselLimits holds each carousel limit at its bound and
+// one past it (docs/limits-and-errors.md "Sending and comments").
+func TestOutboundCarouselLimits(t *testing.T) {
+	t.Parallel()
+	post := Button{Type: ButtonTypePostback, Title: "Yes", Payload: "YES"}
+	cards := func(n int) []Card {
+		out := make([]Card, n)
+		for i := range out {
+			out[i] = Card{Title: "Card"}
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		give      OutboundCarousel
+		wantField string
+	}{
+		{"one element", OutboundCarousel{Elements: cards(1)}, ""},
+		{"ten elements", OutboundCarousel{Elements: cards(MaxCarouselElements)}, ""},
+		{"title of 80 characters", OutboundCarousel{Elements: []Card{{Title: strings.Repeat("ü", MaxCardTitleLength)}}}, ""},
+		{"subtitle of 80 characters", OutboundCarousel{Elements: []Card{{Title: "t", Subtitle: strings.Repeat("日", MaxCardSubtitle)}}}, ""},
+		{"three buttons on a card", OutboundCarousel{Elements: []Card{{Title: "t", Buttons: []Button{post, post, post}}}}, ""},
+		{"no elements", OutboundCarousel{}, "elements"},
+		{"eleven elements", OutboundCarousel{Elements: cards(MaxCarouselElements + 1)}, "elements"},
+		{"title of 81 characters", OutboundCarousel{Elements: []Card{{Title: strings.Repeat("ü", MaxCardTitleLength+1)}}}, "elements[0].title"},
+		{"subtitle of 81 characters", OutboundCarousel{Elements: []Card{{Title: "t", Subtitle: strings.Repeat("日", MaxCardSubtitle+1)}}}, "elements[0].subtitle"},
+		{"four buttons on a card", OutboundCarousel{Elements: []Card{{Title: "t"}, {Title: "t", Buttons: []Button{post, post, post, post}}}}, "elements[1].buttons"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.give.Validate()
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.wantField {
+				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+// TestCheckWindow: a send is inside the messaging window up to and
+// including its last instant, on Messenger and Instagram only.
+func TestCheckWindow(t *testing.T) {
+	t.Parallel()
+	const window = 24 * time.Hour
+	last := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		platform channel.Kind
+		last     time.Time
+		now      time.Time
+		want     error
+	}{
+		{"just after the customer wrote", channel.KindMessenger, last, last.Add(time.Minute), nil},
+		{"the window's last instant", channel.KindMessenger, last, last.Add(window), nil},
+		{"just past the window", channel.KindMessenger, last, last.Add(window + time.Nanosecond), ErrOutsideWindow},
+		{"instagram at the window's end", channel.KindInstagram, last, last.Add(window), nil},
+		{"instagram past it", channel.KindInstagram, last, last.Add(window + time.Second), ErrOutsideWindow},
+		{"a customer who never wrote", channel.KindMessenger, time.Time{}, last, ErrOutsideWindow},
+		{"telegram has no window", channel.KindTelegram, last, last.Add(30 * 24 * time.Hour), nil},
+		{"webchat has no window", channel.KindWebchat, time.Time{}, last, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conv := Conversation{Platform: tt.platform, LastCustomerMessageAt: tt.last}
+			if err := CheckWindow(conv, tt.now, window); !errors.Is(err, tt.want) {
+				t.Fatalf("CheckWindow = %v, want %v", err, tt.want)
+			}
+		})
 	}
 }
