@@ -112,3 +112,37 @@ func TestOutboxSweepAge(t *testing.T) {
 		})
 	}
 }
+
+// TestSendingAndCommentDefaults: the limits of sends and private replies
+// default to their documented values (docs/limits-and-errors.md "Sending
+// and comments"), so that an edited default fails here rather than in
+// production.
+func TestSendingAndCommentDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{
+		"MESSAGING_WINDOW":        cfg.MessagingWindow,
+		"PRIVATE_REPLY_WINDOW":    cfg.PrivateReplyWindow,
+		"PRIVATE_REPLY_DAILY_CAP": cfg.PrivateReplyDailyCap,
+		"PLATFORM_TIMEOUT":        cfg.PlatformTimeout,
+		"DAILY_RESET_TZ":          cfg.DailyResetTZ,
+	}
+	want := map[string]any{
+		"MESSAGING_WINDOW":        24 * time.Hour,
+		"PRIVATE_REPLY_WINDOW":    7 * 24 * time.Hour,
+		"PRIVATE_REPLY_DAILY_CAP": 200,
+		"PLATFORM_TIMEOUT":        15 * time.Second,
+		"DAILY_RESET_TZ":          "Asia/Ulaanbaatar",
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s default = %v, want %v", name, got[name], w)
+		}
+	}
+	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"PRIVATE_REPLY_DAILY_CAP": "0"}); err == nil {
+		t.Error("PRIVATE_REPLY_DAILY_CAP=0 loaded, want an error")
+	}
+}
