@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
@@ -86,6 +87,24 @@ func (f *fakeRuns) FinishStream(_ context.Context, cut *run.Run, was run.Status,
 		f.finished = append(f.finished, receipt)
 	}
 	return nil
+}
+
+// Continue hands fn the stored run of the session; an unknown session
+// is catalog.ErrSessionNotFound.
+func (f *fakeRuns) Continue(_ context.Context, sessionID string, fn func(r *run.Run) (catalog.Changes, error)) error {
+	f.mu.Lock()
+	var found *run.Run
+	for _, r := range f.runs {
+		if r.SessionID == sessionID {
+			found = r
+		}
+	}
+	f.mu.Unlock()
+	if found == nil {
+		return catalog.ErrSessionNotFound
+	}
+	_, err := fn(found)
+	return err
 }
 
 // fakeSlots holds places per workspace; down makes every Take fail.
@@ -769,4 +788,40 @@ type failingFinish struct{ *fakeRuns }
 
 func (failingFinish) FinishStream(context.Context, *run.Run, run.Status, *catalog.Receipt) error {
 	return errors.New("update run: connection reset")
+}
+
+// A session may be continued up to FLOW_SESSION_TTL after its run
+// started, that instant included; past it, ErrSessionExpired
+// (docs/limits-and-errors.md "Headless flows").
+func TestContinueUpToTheSessionWindow(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		after time.Duration
+		want  error
+	}{
+		"the window's last instant": {time.Hour, nil},
+		"just past the window":      {time.Hour + time.Nanosecond, ErrSessionExpired},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newContractFixture(t, 4, 10)
+			f.app.sessionTTL = time.Hour
+			ans, err := f.invoke("ask", "", map[string]any{})
+			if err != nil || ans.Outcome.Run.Status != run.StatusWaiting || ans.Outcome.Run.SessionID == "" {
+				t.Fatalf("invoke = %+v, %v; want a waiting run", ans, err)
+			}
+			started := ans.Outcome.Run.StartedAt
+			f.app.now = func() time.Time { return started.Add(tc.after) }
+			next := call("ask", "", map[string]any{"text": "Ann"})
+			next.Session = &SessionInput{ID: ans.Outcome.Run.SessionID, Text: "Ann"}
+			ans, err = f.app.Invoke(context.Background(), next)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("continue %s after the start = %v, want %v", tc.after, err, tc.want)
+			}
+			if tc.want == nil && ans.Outcome.Run.Status != run.StatusCompleted {
+				t.Fatalf("continue = %+v, want the run completed", ans.Outcome.Run)
+			}
+			f.wantClean(t)
+		})
+	}
 }
