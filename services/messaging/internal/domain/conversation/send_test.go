@@ -41,18 +41,24 @@ func TestOutboundTextValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := tt.give.Validate()
-			if tt.wantField == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v", err)
-				}
-				return
-			}
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tt.wantField {
-				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.wantField)
-			}
+			wantField(t, tt.give.Validate(), tt.wantField)
 		})
+	}
+}
+
+// wantField fails t unless err is nil when field is empty, else a
+// *FieldError on field.
+func wantField(t *testing.T, err error, field string) {
+	t.Helper()
+	if field == "" {
+		if err != nil {
+			t.Fatalf("Validate = %v", err)
+		}
+		return
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != field {
+		t.Fatalf("Validate = %v, want a FieldError on %s", err, field)
 	}
 }
 
@@ -110,17 +116,7 @@ func TestOutboundCarouselLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := tt.give.Validate()
-			if tt.wantField == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v", err)
-				}
-				return
-			}
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tt.wantField {
-				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.wantField)
-			}
+			wantField(t, tt.give.Validate(), tt.wantField)
 		})
 	}
 }
