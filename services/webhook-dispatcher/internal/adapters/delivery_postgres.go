@@ -574,6 +574,9 @@ func (s *DeliveryStore) List(ctx context.Context, workspaceID string, q delivery
 	if q.Event != "" {
 		tx = tx.Where("event = ?", q.Event)
 	}
+	if q.Since != nil {
+		tx = tx.Where("created_at >= ?", *q.Since)
+	}
 	var rows []deliveryRow
 	if err := tx.Scopes(db.NewestFirst("created_at", "id", q.Before, q.At, q.Limit)).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)

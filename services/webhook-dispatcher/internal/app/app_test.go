@@ -72,6 +72,15 @@ func TestSaveWebhookChecksResolvedAddresses(t *testing.T) {
 	}
 }
 
+// retentionApp is an app that keeps the log 14 days, its clock stopped at
+// the now it returns.
+func retentionApp(t *testing.T) (*app.App, *adapters.DeliveryStore, time.Time) {
+	t.Helper()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	a, store := newApp(t, app.Policy{Retention: 336 * time.Hour, PauseAfter: 20, AttemptTimeout: time.Second}, nil, func() time.Time { return now })
+	return a, store, now
+}
+
 // v7At is a UUIDv7 made at t, as an event id made then would be.
 func v7At(t time.Time) string {
 	u := uuid.Must(uuid.NewV7())
@@ -87,8 +96,7 @@ func v7At(t time.Time) string {
 // version (found by the partial index of those).
 func TestPurgeKeepsOnlyTheRetention(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	a, store := newApp(t, app.Policy{Retention: 336 * time.Hour, PauseAfter: 20, AttemptTimeout: time.Second}, nil, func() time.Time { return now })
+	a, store, now := retentionApp(t)
 	ws := uuid.NewString()
 	ctx := context.Background()
 	ages := map[string]time.Duration{
@@ -143,4 +151,32 @@ func TestPurgeKeepsOnlyTheRetention(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// The log lists what its retention keeps, not what the hourly purge has
+// not reached yet: an entry older than the retention is never shown
+// (docs/webhooks.md "The delivery log").
+func TestListShowsOnlyTheRetention(t *testing.T) {
+	t.Parallel()
+	a, store, now := retentionApp(t)
+	ws, ctx := uuid.NewString(), context.Background()
+	kept, gone := uuid.NewString(), uuid.NewString()
+	for id, age := range map[string]time.Duration{kept: 336*time.Hour - time.Minute, gone: 336*time.Hour + time.Minute} {
+		if _, _, err := store.Create(ctx, delivery.New(id, ws, delivery.EventTest, []byte(`{}`), now.Add(-age))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []delivery.ListQuery{{Limit: 10}, {Limit: 1}, {Limit: 10, Status: delivery.StatusPending}} {
+		page, err := a.ListDeliveries(ctx, ws, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Deliveries) != 1 || page.Deliveries[0].ID != kept || page.NextBefore != nil {
+			var ids []string
+			for _, d := range page.Deliveries {
+				ids = append(ids, d.ID)
+			}
+			t.Fatalf("ListDeliveries(%+v) = %v, next %v; want only %s (the other is past the retention)", q, ids, page.NextBefore, kept)
+		}
+	}
 }

@@ -21,10 +21,15 @@ type DeliveryPage struct {
 // zero and otherwise within 1..paging.MaxLimit (the port checks it); q.At
 // is ignored. Deliveries created in the same microsecond are never split
 // across pages (paging.Paginate), so following NextBefore meets each one
-// exactly once.
+// exactly once. Only the retention is listed: an older delivery the
+// hourly purge has not deleted yet is not shown.
 func (a *App) ListDeliveries(ctx context.Context, workspaceID string, q delivery.ListQuery) (DeliveryPage, error) {
 	if q.Limit == 0 {
 		q.Limit = paging.DefaultLimit
+	}
+	if a.cfg.Retention > 0 {
+		since := a.now().Add(-a.cfg.Retention)
+		q.Since = &since
 	}
 	fetch := func(before, at *time.Time, limit int) ([]*delivery.Delivery, error) {
 		p := q

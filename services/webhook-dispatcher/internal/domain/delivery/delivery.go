@@ -224,6 +224,9 @@ type ListQuery struct {
 	// At, when set, selects every delivery created at exactly this time,
 	// and Before and Limit are ignored: a tie group is read whole.
 	At *time.Time
+	// Since, when set, keeps deliveries created at or after it: the log's
+	// retention, which the purge only catches up with now and then.
+	Since *time.Time
 }
 
 // Store keeps the delivery log.
