@@ -773,6 +773,27 @@ func TestRunEvents(t *testing.T) {
 	}
 }
 
+// A run's status is one of three values wherever it appears: the invoke's
+// answer, the stream's end and the run's trace (a run is stored only once
+// its call has ended, so a trace never shows one under way).
+func TestRunStatusHasThreeValues(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	trace := doc.Components.Schemas["Trace"].Value.Properties["run"].Value.Properties["status"]
+	for name, s := range map[string]*openapi3.SchemaRef{
+		"RunStatus":        doc.Components.Schemas["RunStatus"],
+		"Trace.run.status": trace,
+	} {
+		var got []string
+		for _, v := range s.Value.Enum {
+			got = append(got, fmt.Sprint(v))
+		}
+		if want := []string{"completed", "waiting", "failed"}; !slices.Equal(got, want) {
+			t.Errorf("%s: enum %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestWriteJSON(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
