@@ -132,7 +132,11 @@ func TestIdempotencyKeyShape(t *testing.T) {
 			t.Fatalf("%s: %d runs", name, n)
 		}
 	}
-	status, _, body := h.keyed(ws, id, strings.Repeat("k", 128)+"", `{"input": {}}`)
+	// The key's form is checked before the body (docs/flows.md "Invoking
+	// a flow"): a bad key with a bad input is told about the key.
+	status, _, body := h.keyed(ws, id, "order\t1", `{"input": [1]}`)
+	wantError(t, status, body, http.StatusBadRequest, idempotency.CodeKeyInvalid)
+	status, _, body = h.keyed(ws, id, strings.Repeat("k", 128)+"", `{"input": {}}`)
 	if status != http.StatusOK {
 		t.Fatalf("128 characters: %d %s", status, body)
 	}
