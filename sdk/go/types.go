@@ -366,8 +366,6 @@ const (
 	RunWaiting RunStatus = "waiting"
 	// RunFailed: the run stopped on an error.
 	RunFailed RunStatus = "failed"
-	// RunRunning: a call of the run is under way (traces only).
-	RunRunning RunStatus = "running"
 )
 
 // RunError is why a run failed (an answer of 200 with status failed): Code
