@@ -196,6 +196,13 @@ func TestSendMessageErrors(t *testing.T) {
 	if status, body := h.apiRaw(ws, http.MethodPost, "/v1/messages", btn(postback+","+postback+","+postback)); status != 201 {
 		t.Fatalf("3 buttons: %d %s", status, body)
 	}
+	// The text under an image is optional, but one of only whitespace is
+	// refused before the image goes out, as a blank text is above: the
+	// customer never gets the image without the text meant to follow it.
+	status, body := h.apiRaw(ws, http.MethodPost, "/v1/image", `{"conversation_id":"`+id+`","image_url":"https://cdn.shop.example/a.jpg","text":" \n\t"}`)
+	if code, msg := errorBody(t, body); status != 400 || code != "invalid_request" || !strings.Contains(msg, "text") {
+		t.Errorf("image with a blank text: %d %s %q, want 400 invalid_request naming text", status, code, msg)
+	}
 	if n := len(h.tg.Calls()); n != 2 {
 		t.Fatalf("telegram got %d calls; refused requests must send nothing", n)
 	}

@@ -139,6 +139,11 @@ func (o OutboundImage) Validate() error {
 	if !IsHTTPSURL(o.ImageURL) {
 		return &FieldError{"image_url", "must be an https URL"}
 	}
+	// The text is optional, but one sent is a message of its own: not
+	// blank, as on POST /v1/messages.
+	if o.Text != "" && strings.TrimSpace(o.Text) == "" {
+		return &FieldError{"text", "must not be blank (omit it to send the image alone)"}
+	}
 	if n := utf8.RuneCountInString(o.Text); n > MaxTextLength {
 		return &FieldError{"text", fmt.Sprintf("must be at most %d characters (got %d)", MaxTextLength, n)}
 	}
