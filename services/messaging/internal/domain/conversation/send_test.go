@@ -122,7 +122,8 @@ func TestOutboundCarouselLimits(t *testing.T) {
 }
 
 // TestCheckWindow: a send is inside the messaging window up to and
-// including its last instant, on Messenger and Instagram only.
+// including its last instant, counted from the customer's last message
+// alone, on Messenger and Instagram only.
 func TestCheckWindow(t *testing.T) {
 	t.Parallel()
 	const window = 24 * time.Hour
@@ -146,7 +147,9 @@ func TestCheckWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			conv := Conversation{Platform: tt.platform, LastCustomerMessageAt: tt.last}
+			// The conversation's own last message is a send made just
+			// now: only the customer's messages count for the window.
+			conv := Conversation{Platform: tt.platform, LastMessageAt: tt.now, LastCustomerMessageAt: tt.last}
 			if err := CheckWindow(conv, tt.now, window); !errors.Is(err, tt.want) {
 				t.Fatalf("CheckWindow = %v, want %v", err, tt.want)
 			}
