@@ -263,15 +263,25 @@ func TestAISendsGoOnceThroughTheSendPath(t *testing.T) {
 	js := h.env.JetStream(t)
 	ops := h.ops()
 	ws := uuid.NewString()
-	// An external channel: its customer's message is a webhook event, and
-	// the AI's must not be.
+	// The customer writes while the channel is external: a webhook event.
 	ch := h.telegramChannel(ws, "external")
 	h.deliver(ch, tgUpdate{UpdateID: 1, MessageID: 1, FromID: 31, First: "Cy", Date: t0.Unix(), Text: "hello?"})
 	streamEvents(t, js, h, 1)
 	conv := h.conversations(ws, "").Conversations[0]
 
+	// On an external channel the developer answers alone: an AI send (a
+	// run still answering a message from before the switch, or waiting in
+	// its flow) is refused and sends nothing; the key stays free.
 	req := messagingapi.SendAIMessage{WorkspaceID: ws, Key: "turn-1:1", RunID: "run-1",
 		Message: messagingapi.OutboundMessage{Type: "text", Text: "Hello from the AI", QuickReplies: []string{"Yes", "No"}}}
+	_, err := ops.SendAIMessage(ctx, conv.ID, req)
+	wantErr(t, err, http.StatusConflict, "ai_mode_external", "external")
+	if n, stored := h.sendMessages(), h.count("messages", "sender = 'ai'"); n != 0 || stored != 0 {
+		t.Fatalf("the AI on an external channel: %d sends, %d stored", n, stored)
+	}
+
+	// Back in auto, the AI sends, and its messages are no events.
+	h.setMode(ch.ID, "auto")
 	first, err := ops.SendAIMessage(ctx, conv.ID, req)
 	if err != nil || first.Sender != "ai" || first.Type != "text" || first.Content != "Hello from the AI" || first.Metadata["run_id"] != "run-1" ||
 		!reflect.DeepEqual(first.Metadata["quick_replies"], []any{"Yes", "No"}) || first.ExternalID != h.tg.LastMessageID() {

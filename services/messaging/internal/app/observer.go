@@ -74,7 +74,10 @@ const (
 	// SendHandedOver is an AI send or draft refused: the conversation is
 	// handed over to operators.
 	SendHandedOver = "handed_over"
-	SendError      = "error"
+	// SendChannelExternal is an AI send refused: the channel is in
+	// ai_mode external.
+	SendChannelExternal = "ai_mode_external"
+	SendError           = "error"
 )
 
 // nopObserver is the Observer of Deps that name none.

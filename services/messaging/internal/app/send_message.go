@@ -143,6 +143,10 @@ func (a *App) prepareSend(ctx context.Context, workspaceID, conversationID strin
 		a.observer.Send(platform, SendHandedOver)
 		return send{}, err
 	}
+	if err := by.CheckChannel(ch); err != nil {
+		a.observer.Send(platform, SendChannelExternal)
+		return send{}, err
+	}
 	transport, ok := a.transports[conv.Platform]
 	if !ok {
 		a.observer.Send(platform, SendUnsupported)

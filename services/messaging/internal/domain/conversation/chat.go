@@ -58,6 +58,12 @@ type Chat struct {
 // operators: the AI stays silent there.
 var ErrHandedOver = errors.New("the conversation is handed over to operators; the AI does not answer it until they resume it")
 
+// ErrChannelExternal is an AI send to a conversation whose channel is in
+// ai_mode external: the developer answers there, the AI sends nothing,
+// also for a turn that came in before the switch (docs/channels.md "Who
+// answers a channel: its mode").
+var ErrChannelExternal = errors.New("the channel is in ai_mode external; the built-in AI does not answer on it")
+
 // NextTurn says whether a customer message of c, received on ch, is a chat
 // turn, and its number: the channel's AI answers (auto or suggest) and the
 // conversation is not handed over.
@@ -194,6 +200,16 @@ var ByAPI = Author{Sender: SenderUser}
 func (a Author) CheckSend(c Conversation) error {
 	if a.Sender == SenderAI && c.Chat.HandedOver {
 		return ErrHandedOver
+	}
+	return nil
+}
+
+// CheckChannel refuses an AI send on a channel in ai_mode external
+// (ErrChannelExternal), whatever mode its turn came in under; operators
+// and the API always may.
+func (a Author) CheckChannel(ch channel.Channel) error {
+	if a.Sender == SenderAI && ch.ForwardsEvents() {
+		return ErrChannelExternal
 	}
 	return nil
 }

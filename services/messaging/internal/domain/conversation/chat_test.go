@@ -118,6 +118,18 @@ func TestAuthors(t *testing.T) {
 	if err := ByAPI.CheckSend(handedOver); err != nil {
 		t.Fatalf("the API to a handed-over conversation: %v", err)
 	}
+	external := channel.Channel{AIMode: channel.AIModeExternal}
+	if err := ai.CheckChannel(external); !errors.Is(err, ErrChannelExternal) {
+		t.Fatalf("the AI on an external channel: %v", err)
+	}
+	for _, mode := range []channel.AIMode{channel.AIModeAuto, channel.AIModeSuggest} {
+		if err := ai.CheckChannel(channel.Channel{AIMode: mode}); err != nil {
+			t.Fatalf("the AI on a %s channel: %v", mode, err)
+		}
+	}
+	if err := ByAPI.CheckChannel(external); err != nil {
+		t.Fatalf("the API on an external channel: %v", err)
+	}
 	md := Author{Sender: SenderUser, Operator: "ann@example.com"}.Metadata(map[string]any{"buttons": 1})
 	if !reflect.DeepEqual(md, map[string]any{"buttons": 1, "operator": "ann@example.com"}) {
 		t.Fatalf("operator metadata = %v", md)

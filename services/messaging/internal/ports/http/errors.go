@@ -21,7 +21,10 @@ const (
 	// CodeConversationHandedOver is an AI send or draft to a conversation
 	// handed over to operators.
 	CodeConversationHandedOver = "conversation_handed_over"
-	CodeSuggestionNotFound     = "suggestion_not_found"
+	// CodeAIModeExternal is an AI send to a conversation whose channel is
+	// in ai_mode external.
+	CodeAIModeExternal     = "ai_mode_external"
+	CodeSuggestionNotFound = "suggestion_not_found"
 	// CodePlatformUnsupported is a send to a platform Parley cannot send to
 	// yet (501): the request is right, the service cannot do it.
 	CodePlatformUnsupported = "platform_unsupported"
@@ -55,6 +58,8 @@ func toHTTP(err error) error {
 		return errs.New(http.StatusConflict, CodeChannelExists, "a channel of this kind with this external_id already exists")
 	case errors.Is(err, conversation.ErrHandedOver):
 		return errs.New(http.StatusConflict, CodeConversationHandedOver, "the conversation is handed over to operators: the AI sends and drafts nothing there until they resume it")
+	case errors.Is(err, conversation.ErrChannelExternal):
+		return errs.New(http.StatusConflict, CodeAIModeExternal, "the channel is in ai_mode external: the developer answers there, and the AI sends nothing")
 	case errors.Is(err, conversation.ErrNoSuggestion):
 		return errs.NotFound(CodeSuggestionNotFound, "no suggestion waits in this conversation")
 	case errors.Is(err, conversation.ErrOutsideWindow):
