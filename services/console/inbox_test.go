@@ -72,6 +72,22 @@ func TestInboxEscapesContactText(t *testing.T) {
 	mustContain(t, edit, `name="text_0" rows="4">draft `+escaped+`</textarea>`)
 }
 
+// TestInboxNamesSenders: a reply sent through the Developer API (sender
+// user, no operator) shows in the inbox as an operator's, as one sent from
+// the console does, with its operator; the customer's and the AI's are
+// named as such.
+func TestInboxNamesSenders(t *testing.T) {
+	t.Parallel()
+	_, own, conv, b := inboxAcme(t, messagingapi.ConversationState{},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "a question"},
+		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "text", Content: "the AI's answer"},
+		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "the API's reply"},
+		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "the console's reply", Metadata: map[string]any{"operator": "ann@example.com"}},
+	)
+	page := b.get("/workspaces/" + own + "/conversations/" + conv)
+	mustContain(t, page, `who-label">Customer</span>`, `who-label">AI</span>`, `who-label">Operator</span>`, `who-label">Operator ann@example.com</span>`)
+}
+
 // inboxPosts are the conversation page's actions, each with a form that
 // would pass.
 var inboxPosts = map[string]url.Values{
