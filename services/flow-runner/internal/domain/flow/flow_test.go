@@ -367,6 +367,35 @@ func TestChatOnlyModel(t *testing.T) {
 	}
 }
 
+// TestChatOnlyBoundsAccepted: each chat-only node's field at its bound is
+// published (TestValidationErrors refuses one past it): top_k 1 and 10,
+// a delay of 1 and 86,400 seconds, 20 tags, a 50-character tag, and a
+// 254-character operator.
+func TestChatOnlyBoundsAccepted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give []byte
+	}{
+		{"ai_response top_k 1", doc(`{"id": "x", "type": "ai_response", "top_k": 1}`)},
+		{"ai_response top_k 10", doc(`{"id": "x", "type": "ai_response", "top_k": 10}`)},
+		{"delay one second", doc(`{"id": "x", "type": "delay", "seconds": 1}`)},
+		{"delay a day", doc(`{"id": "x", "type": "delay", "seconds": 86400}`)},
+		{"twenty tags", doc(`{"id": "x", "type": "tag", "tags": [` + strings.Repeat(`"t",`, 19) + `"t"]}`)},
+		{"tag of 50 characters", doc(`{"id": "x", "type": "tag", "tags": ["` + strings.Repeat("é", 50) + `"]}`)},
+		{"tag of 50 characters, trimmed", doc(`{"id": "x", "type": "tag", "tag": " ` + strings.Repeat("é", 50) + ` "}`)},
+		{"operator of 254 characters", doc(`{"id": "x", "type": "assign", "operator": "` + strings.Repeat("a", 249) + `@e.xy"}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := Parse(tt.give, ParseOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
