@@ -631,21 +631,27 @@ func TestAnswerTurnWhileADelayWaits(t *testing.T) {
 	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(second)+" A")
 }
 
-// TestAnswerTurnAtTheAILimit: once ai_used has reached ai_limit nothing
-// runs: the message is marked unanswered, and the turn is answered.
+// TestAnswerTurnAtTheAILimit: with one AI reply left the turn is answered;
+// once ai_used has reached ai_limit nothing runs: the message is marked
+// unanswered, and the turn is answered.
 func TestAnswerTurnAtTheAILimit(t *testing.T) {
 	t.Parallel()
 	f := newChatFixture(t)
-	f.ws.ws.AIUsed, f.ws.ws.AILimit = 5, 5
-	f.answer(t, f.turn(1, "hi"))
+	f.ws.ws.AIUsed, f.ws.ws.AILimit = 4, 5
+	first := f.turn(1, "hi")
+	f.answer(t, first)
+	f.wantCalls(t, "send ws/conv1 key=turn-1/0 run="+runOf(first)+" We ship in 2 days.")
+	f.ws.ws.AIUsed = 5
+	f.convs.reset()
+	f.answer(t, f.turn(2, "hi"))
 	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
-	if f.chats.runCount() != 0 || len(f.llm.requests()) != 0 || f.chats.conv(chatConv).answered != 1 {
+	if f.chats.runCount() != 1 || len(f.llm.requests()) != 1 || f.chats.conv(chatConv).answered != 2 {
 		t.Fatalf("at the limit: %d runs, %d LLM calls", f.chats.runCount(), len(f.llm.requests()))
 	}
 	// A plan without AI replies is the same.
 	f.ws.ws.AIUsed, f.ws.ws.AILimit = 0, 0
 	f.convs.reset()
-	f.answer(t, f.turn(2, "hi"))
+	f.answer(t, f.turn(3, "hi"))
 	f.wantCalls(t, "unanswered ws/conv1 ai_limit_reached")
 }
 
