@@ -166,6 +166,48 @@ func with(form url.Values, key, value string) url.Values {
 	return out
 }
 
+// TestInboxListBadges: each row of the list carries its conversation's
+// badges: unanswered, suggestion waiting, handed over, its tags and its
+// assignee; a conversation in none of those states carries none.
+func TestInboxListBadges(t *testing.T) {
+	t.Parallel()
+	h, own, busy, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}},
+		AI: messagingapi.ConversationHandedOver, HandoverReason: "handover node h", Unanswered: messagingapi.UnansweredAILimitReached,
+		Tags: []string{"vip", "refund"}, Assignee: "ann@example.com"},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "where is my mug"})
+	h.messaging.suggest(busy, messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Today"}}})
+	quiet := h.messaging.conversation(own, h.messaging.channel(own, "telegram", "7001", messagingapi.AIModeAuto),
+		messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "2", Name: "Bob"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "thanks"})
+
+	list := b.get("/workspaces/" + own + "/conversations")
+	if list.status != http.StatusOK {
+		t.Fatalf("the list = %d: %s", list.status, list.body)
+	}
+	// row is conversation id's item of the list.
+	row := func(id string) string {
+		t.Helper()
+		start := strings.Index(list.body, `id="conv-`+id+`"`)
+		if start < 0 {
+			t.Fatalf("the list lacks conversation %s:\n%s", id, list.body)
+		}
+		rest := list.body[start:]
+		if end := strings.Index(rest[1:], `<li class="conv`); end >= 0 {
+			rest = rest[:end+1]
+		}
+		return rest
+	}
+	got := row(busy)
+	for _, badge := range []string{">Unanswered<", ">Suggestion waiting<", ">Handed over<", ">#vip<", ">#refund<", ">Assigned to ann@example.com<"} {
+		if !strings.Contains(got, badge) {
+			t.Errorf("the row of a conversation in every state lacks %q:\n%s", badge, got)
+		}
+	}
+	if got := row(quiet); strings.Contains(got, "badge") {
+		t.Errorf("the row of a conversation in no state has badges:\n%s", got)
+	}
+}
+
 // TestInboxAnotherWorkspacesConversation: another workspace's conversation
 // is not on the list, and its page and every action on it are the same 404
 // page as a conversation that does not exist; nothing changes it.
