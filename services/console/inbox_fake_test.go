@@ -20,6 +20,8 @@ type fakeInbox struct {
 	// /admin/conversations/:id/handover"), replies the operators' sends.
 	changes []string
 	replies []messagingapi.SendOperatorMessage
+	// sentSuggestions are the suggestion sends that reached the fake.
+	sentSuggestions []messagingapi.SendSuggestion
 	// sendRefusal, when set, answers the next operator's send instead.
 	sendRefusal *errs.Error
 }
@@ -162,6 +164,7 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.inbox.changes = append(m.inbox.changes, c.Request().Method+" "+c.Path())
+		m.inbox.sentSuggestions = append(m.inbox.sentSuggestions, in)
 		conv, err := of(c, in.WorkspaceID)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +206,58 @@ func TestInboxListBadges(t *testing.T) {
 	}
 	if got := row(quiet); strings.Contains(got, "badge") {
 		t.Errorf("the row of a conversation in no state has badges:\n%s", got)
+	}
+}
+
+// TestInboxSuggestionActions: Send sends the waiting suggestion as
+// drafted (no messages of the console's own), Send from the edit form
+// sends each text as edited, Discard drops it; each as the signed-in
+// operator, back on the conversation's page saying so.
+func TestInboxSuggestionActions(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "where is my mug"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	draft := messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "It ships today."}, {Type: "text", Text: "Anything else?"}}}
+	post := func(action string, form url.Values, notice string) {
+		t.Helper()
+		r := b.do(http.MethodPost, path+"/"+action, with(form, "csrf_token", b.pageCSRF(path)), nil)
+		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location(), path+"?done=") {
+			t.Fatalf("%s = %d (%s): %s", action, r.status, r.location(), r.body)
+		}
+		mustContain(t, b.get(r.location()), notice)
+	}
+	sent := func() messagingapi.SendSuggestion {
+		t.Helper()
+		h.messaging.mu.Lock()
+		defer h.messaging.mu.Unlock()
+		all := h.messaging.inbox.sentSuggestions
+		if len(all) == 0 {
+			t.Fatal("no suggestion send reached messaging")
+		}
+		return all[len(all)-1]
+	}
+
+	h.messaging.suggest(conv, draft)
+	post("suggestion/send", url.Values{}, "The suggestion was sent as your reply.")
+	if got := sent(); got.WorkspaceID != own || got.Operator == "" || got.Messages != nil {
+		t.Fatalf("Send as drafted asked messaging for %+v, want the draft as it is", got)
+	}
+
+	h.messaging.suggest(conv, draft)
+	post("suggestion/send", url.Values{"edited": {"1"}, "text_0": {"It ships tomorrow."}, "text_1": {"Anything else, Ada?"}}, "The suggestion was sent as your reply.")
+	want := []messagingapi.OutboundMessage{{Type: "text", Text: "It ships tomorrow."}, {Type: "text", Text: "Anything else, Ada?"}}
+	if got := sent(); !reflect.DeepEqual(got.Messages, want) {
+		t.Fatalf("Send from the edit form sent %+v, want %+v", got.Messages, want)
+	}
+
+	h.messaging.suggest(conv, draft)
+	post("discard-suggestion", url.Values{}, "The suggestion was discarded.")
+	if got := h.messaging.inboxChanges(); got[len(got)-1] != "DELETE /admin/conversations/:id/suggestion" {
+		t.Fatalf("Discard asked messaging for %v", got)
+	}
+	if page := b.get(path); strings.Contains(page.body, "It ships today.") {
+		t.Fatalf("the discarded suggestion is still shown:\n%s", page.body)
 	}
 }
 
