@@ -735,6 +735,28 @@ func TestAnswerTurnWithoutTheFlowsModule(t *testing.T) {
 	f.wantCalls(t, "handover ws/conv1 the chat run "+id+" failed: module_inactive: the plan has no flows module, which chat flows need")
 }
 
+// TestAnswerTurnWithoutTheFlowAIModule: a chat flow's AI node needs the
+// plan's flow_ai module: without it the run fails module_inactive at the
+// node, nothing is asked of the provider, and the conversation is handed
+// over (the assistant answers without it: TestAnswerTurnByTheAssistant).
+func TestAnswerTurnWithoutTheFlowAIModule(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	f.ws.ws.Plan = Plan{Flows: true}
+	f.chatFlow(t, "f1", []string{"chat"}, "ai", `{"id": "ai", "type": "ai_response"}`)
+	tr := f.turn(1, "hi")
+	f.answer(t, tr)
+	id := runOf(tr)
+	r, _ := wantRun(t, f, id, run.StatusFailed)
+	if r.Error.Code != run.CodeModuleInactive || !strings.Contains(r.Error.Message, "flow_ai") || r.FlowID != "f1" {
+		t.Fatalf("run %+v", r)
+	}
+	if n := len(f.llm.requests()); n != 0 {
+		t.Fatalf("%d LLM calls without the flow_ai module", n)
+	}
+	f.wantCalls(t, "handover ws/conv1 the chat run "+id+" failed: module_inactive: "+r.Error.Message)
+}
+
 // TestAnswerTurnQuestionThenAnswer: a question waits; the next turn
 // continues the same run, its text in save_as and the message in
 // vars.message; an AI node after it runs with the plan's modules and the
