@@ -169,7 +169,8 @@ func with(form url.Values, key, value string) url.Values {
 
 // TestInboxListBadges: each row of the list carries its conversation's
 // badges: unanswered, suggestion waiting, handed over, its tags and its
-// assignee; a conversation in none of those states carries none.
+// assignee; a conversation in none of those states carries none. Each
+// says who wrote the last message.
 func TestInboxListBadges(t *testing.T) {
 	t.Parallel()
 	h, own, busy, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}},
@@ -179,7 +180,8 @@ func TestInboxListBadges(t *testing.T) {
 	h.messaging.suggest(busy, messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Today"}}})
 	quiet := h.messaging.conversation(own, h.messaging.channel(own, "telegram", "7001", messagingapi.AIModeAuto),
 		messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "2", Name: "Bob"}}},
-		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "thanks"})
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "thanks"},
+		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "text", Content: "You are welcome"})
 
 	list := b.get("/workspaces/" + own + "/conversations")
 	if list.status != http.StatusOK {
@@ -206,6 +208,12 @@ func TestInboxListBadges(t *testing.T) {
 	}
 	if got := row(quiet); strings.Contains(got, "badge") {
 		t.Errorf("the row of a conversation in no state has badges:\n%s", got)
+	}
+	// Each row says who wrote its last message.
+	for id, want := range map[string]string{busy: `<span class="from">Customer:</span> where is my mug`, quiet: `<span class="from">AI:</span> You are welcome`} {
+		if got := row(id); !strings.Contains(got, want) {
+			t.Errorf("the row lacks %q:\n%s", want, got)
+		}
 	}
 }
 
@@ -258,6 +266,47 @@ func TestInboxSuggestionActions(t *testing.T) {
 	}
 	if page := b.get(path); strings.Contains(page.body, "It ships today.") {
 		t.Fatalf("the discarded suggestion is still shown:\n%s", page.body)
+	}
+}
+
+// TestInboxConversationSenders: the conversation's page tells the
+// customer's messages, the AI's (sender ai) and the operators' (sender
+// user, with the operator's email) apart.
+func TestInboxConversationSenders(t *testing.T) {
+	t.Parallel()
+	_, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "from the customer"},
+		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "text", Content: "from the AI", Metadata: map[string]any{"run_id": uuid.NewString()}},
+		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "from an operator", Metadata: map[string]any{"operator": "ann@example.com"}},
+		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "from the API"})
+	page := b.get("/workspaces/" + own + "/conversations/" + conv)
+	if page.status != http.StatusOK {
+		t.Fatalf("the conversation = %d: %s", page.status, page.body)
+	}
+	// item is the page's message whose text is text.
+	item := func(text string) string {
+		t.Helper()
+		end := strings.Index(page.body, `<p class="msg-text">`+text+`</p>`)
+		start := strings.LastIndex(page.body[:max(end, 0)], `<li class="msg `)
+		if end < 0 || start < 0 {
+			t.Fatalf("the page lacks the message %q:\n%s", text, page.body)
+		}
+		return page.body[start:end]
+	}
+	for text, want := range map[string]string{
+		"from the customer": `<li class="msg msg-contact"`,
+		"from the AI":       `<li class="msg msg-ai"`,
+		"from an operator":  `<li class="msg msg-user"`,
+		"from the API":      `<li class="msg msg-user"`,
+	} {
+		if got := item(text); !strings.HasPrefix(got, want) {
+			t.Errorf("the message %q is drawn as %q, want %s", text, got, want)
+		}
+	}
+	for text, who := range map[string]string{"from the customer": "Customer", "from the AI": "AI", "from an operator": "Operator ann@example.com", "from the API": "Operator"} {
+		if got := item(text); !strings.Contains(got, `<span class="who-label">`+who+`</span>`) {
+			t.Errorf("the message %q is labelled %q, want %q", text, got, who)
+		}
 	}
 }
 
