@@ -198,6 +198,11 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		if err != nil {
 			return err
 		}
+		// Tags are added and the assignee set, as messaging does.
+		conv.state.Tags = append(conv.state.Tags, in.Tags...)
+		if in.Assignee != nil {
+			conv.state.Assignee = *in.Assignee
+		}
 		return stateAnswer(c, conv)
 	}
 	for _, path := range []string{"handover", "resume-ai", "tags"} {

@@ -269,6 +269,47 @@ func TestInboxSuggestionActions(t *testing.T) {
 	}
 }
 
+// TestInboxTagsAndAssignee: the conversation page's Tags box adds its
+// comma-separated tags; the assignee box assigns the operator typed,
+// Assign to me the signed-in one, and an empty box unassigns.
+func TestInboxTagsAndAssignee(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "hi"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	state := func() messagingapi.ConversationState {
+		h.messaging.mu.Lock()
+		defer h.messaging.mu.Unlock()
+		return h.messaging.inbox.conversations[conv].state
+	}
+	post := func(action string, form url.Values, notice string) {
+		t.Helper()
+		r := b.do(http.MethodPost, path+"/"+action, with(form, "csrf_token", b.pageCSRF(path)), nil)
+		if r.status != http.StatusSeeOther {
+			t.Fatalf("%s %v = %d: %s", action, form, r.status, r.body)
+		}
+		mustContain(t, b.get(r.location()), notice)
+	}
+
+	post("tags", url.Values{"tags": {" vip, refund ,, "}}, "Tags added.")
+	if got := state().Tags; !reflect.DeepEqual(got, []string{"vip", "refund"}) {
+		t.Fatalf("tags %q, want vip and refund", got)
+	}
+	for _, tc := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"assignee": {" bob@example.com "}}, "bob@example.com"},
+		{url.Values{"me": {"1"}}, "ann@example.com"},
+		{url.Values{"assignee": {""}}, ""},
+	} {
+		post("assignee", tc.form, "Assignee saved.")
+		if got := state().Assignee; got != tc.want {
+			t.Fatalf("assignee after %v = %q, want %q", tc.form, got, tc.want)
+		}
+	}
+}
+
 // TestInboxConversationSenders: the conversation's page tells the
 // customer's messages, the AI's (sender ai) and the operators' (sender
 // user, with the operator's email) apart.
