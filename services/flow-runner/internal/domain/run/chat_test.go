@@ -216,6 +216,25 @@ func TestChatUnsupportedNodes(t *testing.T) {
 	}
 }
 
+// TestChatRunBudget: a chat run has the run budget of an invoke
+// (RUN_BUDGET_NODES): past it the run fails run_budget_exceeded at the
+// node it did not run.
+func TestChatRunBudget(t *testing.T) {
+	t.Parallel()
+	def := parse(t, nodes("a",
+		`{"id": "a", "type": "send_message", "message": {"text": "One"}, "next": "b"}`,
+		`{"id": "b", "type": "send_message", "message": {"text": "Two"}, "next": "c"}`,
+		`{"id": "c", "type": "send_message", "message": {"text": "Three"}}`))
+	if r := chatInvoke(t, &Engine{Budget: Budget{Nodes: 4}}, def, typed("hi")).Run; r.Status != StatusCompleted {
+		t.Fatalf("4 nodes within a budget of 4: %s %+v", r.Status, r.Error)
+	}
+	r := chatInvoke(t, &Engine{Budget: Budget{Nodes: 3}}, def, typed("hi")).Run
+	wantStatus(t, r, StatusFailed)
+	if r.Error.Code != CodeBudgetExceeded || !strings.Contains(r.Error.Message, `node "c" was not run`) {
+		t.Fatalf("error %+v", r.Error)
+	}
+}
+
 // TestChatDelayWaitsAndWakes: a delay waits with WakeAt; a customer's
 // message meanwhile is refused, the wake goes on.
 func TestChatDelayWaitsAndWakes(t *testing.T) {
