@@ -35,8 +35,8 @@ type Workspace struct {
 // Plan is the workspace's plan and its AI units.
 type Plan struct {
 	Name string `json:"name"`
-	// AIUsed is the AI units used (AI replies and successful llm, intent
-	// and extract flow nodes).
+	// AIUsed is the AI units used (the built-in AI's replies and drafts,
+	// and successful llm, intent, extract and ai_response flow nodes).
 	AIUsed int `json:"ai_used"`
 	// AILimit is the AI units the plan allows.
 	AILimit int `json:"ai_limit"`
