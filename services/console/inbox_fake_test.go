@@ -94,8 +94,13 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		page := messagingapi.InboxPage{Conversations: []messagingapi.InboxConversation{}}
+		q := c.QueryParam
 		for _, conv := range m.inbox.conversations {
-			if conv.state.WorkspaceID != c.QueryParam("workspace_id") {
+			// The list's filters, as messaging applies them.
+			st := conv.state
+			if st.WorkspaceID != q("workspace_id") || q("channel_id") != "" && st.ChannelID != q("channel_id") ||
+				q("unanswered") == "true" && st.Unanswered == "" || q("suggestion") == "true" && !st.SuggestionWaiting ||
+				q("handed_over") == "true" && st.AI != messagingapi.ConversationHandedOver || q("assignee") != "" && st.Assignee != q("assignee") {
 				continue
 			}
 			row := messagingapi.InboxConversation{ConversationState: conv.state}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,6 +307,48 @@ func TestInboxTagsAndAssignee(t *testing.T) {
 		post("assignee", tc.form, "Assignee saved.")
 		if got := state().Assignee; got != tc.want {
 			t.Fatalf("assignee after %v = %q, want %q", tc.form, got, tc.want)
+		}
+	}
+}
+
+// TestInboxListFilters: each filter of the list keeps the conversations
+// it names: one channel's, unanswered, with a suggestion waiting, handed
+// over, assigned to the signed-in operator; several filters keep those in
+// all of them.
+func TestInboxListFilters(t *testing.T) {
+	t.Parallel()
+	h, own, unanswered, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}},
+		Unanswered: messagingapi.UnansweredAILimitReached, Assignee: "ann@example.com"})
+	tg := h.messaging.channel(own, "telegram", "7001", messagingapi.AIModeAuto)
+	contact := func(name string) messagingapi.Conversation {
+		return messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: name, Name: name}}
+	}
+	waiting := h.messaging.conversation(own, tg, messagingapi.ConversationState{Conversation: contact("Bob")})
+	h.messaging.suggest(waiting, messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi"}}})
+	handed := h.messaging.conversation(own, tg, messagingapi.ConversationState{Conversation: contact("Cy"), AI: messagingapi.ConversationHandedOver})
+	others := h.messaging.conversation(own, tg, messagingapi.ConversationState{Conversation: contact("Di"), Assignee: "bob@example.com"})
+	h.messaging.mu.Lock()
+	channel := h.messaging.inbox.conversations[waiting].state.ChannelID
+	h.messaging.mu.Unlock()
+
+	all := []string{unanswered, waiting, handed, others}
+	for query, want := range map[string][]string{
+		"":                                   all,
+		"?channel_id=" + channel:             {waiting, handed, others},
+		"?unanswered=1":                      {unanswered},
+		"?suggestion=1":                      {waiting},
+		"?handed_over=1":                     {handed},
+		"?mine=1":                            {unanswered},
+		"?channel_id=" + channel + "&mine=1": {},
+	} {
+		list := b.get("/workspaces/" + own + "/conversations" + query)
+		if list.status != http.StatusOK {
+			t.Fatalf("the list%s = %d: %s", query, list.status, list.body)
+		}
+		for _, id := range all {
+			if shown, wanted := strings.Contains(list.body, `id="conv-`+id+`"`), slices.Contains(want, id); shown != wanted {
+				t.Errorf("the list%s shows conversation %s: %v, want %v", query, id, shown, wanted)
+			}
 		}
 	}
 }
