@@ -799,9 +799,10 @@ func TestAnswerTurnQuestionThenAnswer(t *testing.T) {
 	}
 }
 
-// TestAnswerTurnAfterTheSessionExpired: a message after CHAT_SESSION_TTL
-// starts a new run; the expired one stays stored as it was.
-func TestAnswerTurnAfterTheSessionExpired(t *testing.T) {
+// TestAnswerTurnAtTheSessionWindowsLastInstant: a message
+// CHAT_SESSION_TTL after the run began to wait, that instant included,
+// still continues it (docs/chat.md "Chat runs").
+func TestAnswerTurnAtTheSessionWindowsLastInstant(t *testing.T) {
 	t.Parallel()
 	f := newChatFixture(t)
 	f.chatFlow(t, "f1", []string{"chat"}, "q",
@@ -810,6 +811,24 @@ func TestAnswerTurnAfterTheSessionExpired(t *testing.T) {
 	first := f.turn(1, "hi")
 	f.answer(t, first)
 	f.clock.Advance(sessionTTL)
+	f.convs.reset()
+	f.answer(t, f.turn(2, "42"))
+	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(first)+" Order 42")
+	wantRun(t, f, runOf(first), run.StatusCompleted)
+}
+
+// TestAnswerTurnAfterTheSessionExpired: a message more than
+// CHAT_SESSION_TTL after the run began to wait starts a new run; the
+// expired one stays stored as it was.
+func TestAnswerTurnAfterTheSessionExpired(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	f.chatFlow(t, "f1", []string{"chat"}, "q",
+		`{"id": "q", "type": "question", "text": "Your order number?", "save_as": "order", "next": "s"}`,
+		`{"id": "s", "type": "send_message", "message": {"text": "Order {{vars.order}}"}}`)
+	first := f.turn(1, "hi")
+	f.answer(t, first)
+	f.clock.Advance(sessionTTL + time.Nanosecond)
 	f.convs.reset()
 	second := f.turn(2, "42")
 	f.answer(t, second)
