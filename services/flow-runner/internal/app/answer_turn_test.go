@@ -738,7 +738,8 @@ func TestAnswerTurnWithoutTheFlowsModule(t *testing.T) {
 // TestAnswerTurnWithoutTheFlowAIModule: a chat flow's AI node needs the
 // plan's flow_ai module: without it the run fails module_inactive at the
 // node, nothing is asked of the provider, and the conversation is handed
-// over (the assistant answers without it: TestAnswerTurnByTheAssistant).
+// over (the assistant answers without it: TestAnswerTurnByTheAssistant),
+// whether the run starts at the node or goes on to it after a question.
 func TestAnswerTurnWithoutTheFlowAIModule(t *testing.T) {
 	t.Parallel()
 	f := newChatFixture(t)
@@ -755,6 +756,23 @@ func TestAnswerTurnWithoutTheFlowAIModule(t *testing.T) {
 		t.Fatalf("%d LLM calls without the flow_ai module", n)
 	}
 	f.wantCalls(t, "handover ws/conv1 the chat run "+id+" failed: module_inactive: "+r.Error.Message)
+
+	// The same when the AI node comes after a question: the run that
+	// goes on has the plan's modules too.
+	g := newChatFixture(t)
+	g.ws.ws.Plan = Plan{Flows: true}
+	g.chatFlow(t, "f1", []string{"chat"}, "q",
+		`{"id": "q", "type": "question", "text": "Your order number?", "save_as": "order", "next": "ai"}`,
+		`{"id": "ai", "type": "ai_response"}`)
+	first := g.turn(1, "hi")
+	g.answer(t, first)
+	g.convs.reset()
+	g.answer(t, g.turn(2, "42"))
+	r, _ = wantRun(t, g, runOf(first), run.StatusFailed)
+	if r.Error.Code != run.CodeModuleInactive || len(g.llm.requests()) != 0 {
+		t.Fatalf("continued run %+v, %d LLM calls", r, len(g.llm.requests()))
+	}
+	g.wantCalls(t, "handover ws/conv1 the chat run "+runOf(first)+" failed: module_inactive: "+r.Error.Message)
 }
 
 // TestAnswerTurnQuestionThenAnswer: a question waits; the next turn
