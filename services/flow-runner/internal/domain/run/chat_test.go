@@ -207,12 +207,24 @@ func TestChatUnsupportedNodes(t *testing.T) {
 			}
 		})
 	}
-	// The actions a headless run may run, a chat run runs too.
+	// The actions a headless run may run (set_variable, webhook_call), a
+	// chat run runs too.
 	def := parse(t, nodes("s",
 		`{"id": "s", "type": "action", "action": "set_variable", "name": "a", "value": "vars.message.text + '!'", "next": "e"}`,
 		`{"id": "e", "type": "end", "output": {"a": "{{vars.a}}"}}`))
 	if r := chatInvoke(t, &Engine{}, def, typed("hi")).Run; r.Status != StatusCompleted || r.Output["a"] != "hi!" {
 		t.Fatalf("set_variable in a chat run: %s %+v %v", r.Status, r.Error, r.Output)
+	}
+	var called string
+	e := &Engine{HTTP: httpFunc(func(_ context.Context, req HTTPRequest) (HTTPResponse, error) {
+		called = req.Method + " " + req.URL
+		return HTTPResponse{Status: 204}, nil
+	})}
+	def = parse(t, nodes("w",
+		`{"id": "w", "type": "action", "action": "webhook_call", "url": "https://example.com/hook", "body": {"text": "{{vars.message.text}}"}, "next": "e"}`,
+		`{"id": "e", "type": "end"}`))
+	if r := chatInvoke(t, e, def, typed("hi")).Run; r.Status != StatusCompleted || called != "POST https://example.com/hook" {
+		t.Fatalf("webhook_call in a chat run: %s %+v, called %q", r.Status, r.Error, called)
 	}
 }
 
