@@ -817,17 +817,26 @@ func TestAnswerTurnQuestionThenAnswer(t *testing.T) {
 	}
 }
 
-// TestAnswerTurnAtTheSessionWindowsLastInstant: a message
-// CHAT_SESSION_TTL after the run began to wait, that instant included,
-// still continues it (docs/chat.md "Chat runs").
-func TestAnswerTurnAtTheSessionWindowsLastInstant(t *testing.T) {
-	t.Parallel()
+// waitingForOrderNumber is a fixture whose chat flow asks for an order
+// number and says it back, with its first turn answered: the run waits at
+// the question since the fixture's clock.
+func waitingForOrderNumber(t *testing.T) (*chatFixture, Turn) {
+	t.Helper()
 	f := newChatFixture(t)
 	f.chatFlow(t, "f1", []string{"chat"}, "q",
 		`{"id": "q", "type": "question", "text": "Your order number?", "save_as": "order", "next": "s"}`,
 		`{"id": "s", "type": "send_message", "message": {"text": "Order {{vars.order}}"}}`)
 	first := f.turn(1, "hi")
 	f.answer(t, first)
+	return f, first
+}
+
+// TestAnswerTurnAtTheSessionWindowsLastInstant: a message
+// CHAT_SESSION_TTL after the run began to wait, that instant included,
+// still continues it (docs/chat.md "Chat runs").
+func TestAnswerTurnAtTheSessionWindowsLastInstant(t *testing.T) {
+	t.Parallel()
+	f, first := waitingForOrderNumber(t)
 	f.clock.Advance(sessionTTL)
 	f.convs.reset()
 	f.answer(t, f.turn(2, "42"))
@@ -840,12 +849,7 @@ func TestAnswerTurnAtTheSessionWindowsLastInstant(t *testing.T) {
 // expired one stays stored as it was.
 func TestAnswerTurnAfterTheSessionExpired(t *testing.T) {
 	t.Parallel()
-	f := newChatFixture(t)
-	f.chatFlow(t, "f1", []string{"chat"}, "q",
-		`{"id": "q", "type": "question", "text": "Your order number?", "save_as": "order", "next": "s"}`,
-		`{"id": "s", "type": "send_message", "message": {"text": "Order {{vars.order}}"}}`)
-	first := f.turn(1, "hi")
-	f.answer(t, first)
+	f, first := waitingForOrderNumber(t)
 	f.clock.Advance(sessionTTL + time.Nanosecond)
 	f.convs.reset()
 	second := f.turn(2, "42")
