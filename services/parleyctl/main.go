@@ -32,13 +32,20 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "parleyctl: "+oneLine(err.Error()))
-		var usage *cli.UsageError
-		if errors.As(err, &usage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(fail(os.Stderr, err))
 	}
+}
+
+// fail reports err as the operator CLI promises (docs/operations.md "The
+// operator CLI: parleyctl"): one line on stderr, and the exit status, 2
+// for a mistake in the command line and 1 otherwise.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, "parleyctl: "+oneLine(err.Error()))
+	var usage *cli.UsageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	return 1
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
