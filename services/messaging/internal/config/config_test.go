@@ -146,3 +146,30 @@ func TestSendingAndCommentDefaults(t *testing.T) {
 		t.Error("PRIVATE_REPLY_DAILY_CAP=0 loaded, want an error")
 	}
 }
+
+// TestAddressDefaults: messaging listens on :8081 and reaches the real
+// platforms unless told otherwise (docs/operations.md "messaging"): the
+// platforms' base URLs are settings only so that tests can point them at
+// fakes.
+func TestAddressDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{
+		"MESSAGING_ADDR":      cfg.Addr,
+		"TELEGRAM_API_BASE":   cfg.TelegramAPIBase,
+		"META_GRAPH_API_BASE": cfg.MetaGraphAPIBase,
+	}
+	want := map[string]string{
+		"MESSAGING_ADDR":      ":8081",
+		"TELEGRAM_API_BASE":   "https://api.telegram.org",
+		"META_GRAPH_API_BASE": "https://graph.facebook.com/v21.0",
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s default = %q, want %q", name, got[name], w)
+		}
+	}
+}
