@@ -67,14 +67,7 @@ func TestCallRawCarriesBodyModulesAndFeatures(t *testing.T) {
 			"flows_api":    rpc.HasFeature(ctx, "flows_api"),
 		})
 	})
-	srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, "testsvc", "1.0.0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		t.Fatal(err)
-	}
+	serveAPI(t, env.NATS(t), env.RPCPrefix, "testsvc", log, e)
 
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
 	doc := "{ \"b\": 1,\n  \"a\" : [ ] }"

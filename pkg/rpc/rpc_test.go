@@ -3,9 +3,13 @@ package rpc_test
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
@@ -39,14 +43,7 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 	})
 	e.GET("/v1/fail-bare", func(c echo.Context) error { return c.String(http.StatusBadGateway, "upstream fell over") })
 
-	srv, err := rpc.NewServer(nc, env.RPCPrefix, "testsvc", "1.0.0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		t.Fatal(err)
-	}
+	serveAPI(t, nc, env.RPCPrefix, "testsvc", log, e)
 
 	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
 	var out map[string]string
@@ -57,7 +54,7 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 		t.Fatalf("handler saw %v", out)
 	}
 
-	err = client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "ws_1", http.MethodGet, "/v1/fail", nil, nil)
+	err := client.CallJSON(context.Background(), "testsvc", rpc.EndpointAPI, "ws_1", http.MethodGet, "/v1/fail", nil, nil)
 	e2, ok := errs.As(err)
 	if !ok || e2.Status != http.StatusNotFound || e2.Code != "thing_not_found" {
 		t.Fatalf("error = %v, want 404 thing_not_found", err)
@@ -81,5 +78,53 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 	e3, ok := errs.As(err)
 	if !ok || e3.Status != http.StatusServiceUnavailable || e3.Code != errs.CodeServiceUnavailable {
 		t.Fatalf("no responders error = %v, want 503 service_unavailable", err)
+	}
+}
+
+// serveAPI registers an instance of service on nc with h as its API
+// endpoint, stopped when the test ends.
+func serveAPI(t *testing.T, nc *nats.Conn, prefix, service string, log *zap.Logger, h http.Handler) *rpc.Server {
+	t.Helper()
+	srv, err := rpc.NewServer(nc, prefix, service, "1.0.0", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if err := srv.Handle(rpc.EndpointAPI, h); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// Instances of one service share its requests (docs/architecture.md: each
+// service is a NATS micro service in a queue group): every request is
+// handled by exactly one of them, and each takes a part.
+func TestInstancesShareTheRequests(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	log := env.Logger(t)
+	var handled [2]atomic.Int64
+	for i := range handled {
+		e := httpx.NewEcho(log)
+		e.GET("/v1/who", func(c echo.Context) error {
+			handled[i].Add(1)
+			return c.NoContent(http.StatusNoContent)
+		})
+		serveAPI(t, env.NATS(t), env.RPCPrefix, "sharedsvc", log, e)
+	}
+	client := rpc.NewClient(env.NATS(t), env.RPCPrefix)
+	const calls = 40
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			if err := client.CallJSON(context.Background(), "sharedsvc", rpc.EndpointAPI, "ws_1", http.MethodGet, "/v1/who", nil, nil); err != nil {
+				t.Errorf("call: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	a, b := handled[0].Load(), handled[1].Load()
+	if a+b != calls || a == 0 || b == 0 {
+		t.Fatalf("instances handled %d and %d of %d requests; want each request once, shared by both", a, b, calls)
 	}
 }

@@ -27,14 +27,7 @@ func TestEndpointHandlerTimeout(t *testing.T) {
 		}
 		return c.JSON(http.StatusOK, map[string]float64{"left": time.Until(deadline).Seconds()})
 	})
-	srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, "timeoutsvc", "1.0.0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		t.Fatal(err)
-	}
+	srv := serveAPI(t, env.NATS(t), env.RPCPrefix, "timeoutsvc", log, e)
 	if err := srv.Handle(rpc.EndpointAdmin, e, rpc.WithHandlerTimeout(rpc.LongHandlerTimeout)); err != nil {
 		t.Fatal(err)
 	}

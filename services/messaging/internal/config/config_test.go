@@ -115,8 +115,9 @@ func TestOutboxSweepAge(t *testing.T) {
 
 // TestSendingAndCommentDefaults: the limits of sends and private replies
 // default to their documented values (docs/limits-and-errors.md "Sending
-// and comments"), so that an edited default fails here rather than in
-// production.
+// and comments"), and so do the listen address and the platforms' base
+// URLs (docs/operations.md "messaging"), so that an edited default fails
+// here rather than in production.
 func TestSendingAndCommentDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
@@ -129,6 +130,9 @@ func TestSendingAndCommentDefaults(t *testing.T) {
 		"PRIVATE_REPLY_DAILY_CAP": cfg.PrivateReplyDailyCap,
 		"PLATFORM_TIMEOUT":        cfg.PlatformTimeout,
 		"DAILY_RESET_TZ":          cfg.DailyResetTZ,
+		"MESSAGING_ADDR":          cfg.Addr,
+		"TELEGRAM_API_BASE":       cfg.TelegramAPIBase,
+		"META_GRAPH_API_BASE":     cfg.MetaGraphAPIBase,
 	}
 	want := map[string]any{
 		"MESSAGING_WINDOW":        24 * time.Hour,
@@ -136,6 +140,9 @@ func TestSendingAndCommentDefaults(t *testing.T) {
 		"PRIVATE_REPLY_DAILY_CAP": 200,
 		"PLATFORM_TIMEOUT":        15 * time.Second,
 		"DAILY_RESET_TZ":          "Asia/Ulaanbaatar",
+		"MESSAGING_ADDR":          ":8081",
+		"TELEGRAM_API_BASE":       "https://api.telegram.org",
+		"META_GRAPH_API_BASE":     "https://graph.facebook.com/v21.0",
 	}
 	for name, w := range want {
 		if got[name] != w {
@@ -144,32 +151,5 @@ func TestSendingAndCommentDefaults(t *testing.T) {
 	}
 	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"PRIVATE_REPLY_DAILY_CAP": "0"}); err == nil {
 		t.Error("PRIVATE_REPLY_DAILY_CAP=0 loaded, want an error")
-	}
-}
-
-// TestAddressDefaults: messaging listens on :8081 and reaches the real
-// platforms unless told otherwise (docs/operations.md "messaging"): the
-// platforms' base URLs are settings only so that tests can point them at
-// fakes.
-func TestAddressDefaults(t *testing.T) {
-	t.Parallel()
-	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{
-		"MESSAGING_ADDR":      cfg.Addr,
-		"TELEGRAM_API_BASE":   cfg.TelegramAPIBase,
-		"META_GRAPH_API_BASE": cfg.MetaGraphAPIBase,
-	}
-	want := map[string]string{
-		"MESSAGING_ADDR":      ":8081",
-		"TELEGRAM_API_BASE":   "https://api.telegram.org",
-		"META_GRAPH_API_BASE": "https://graph.facebook.com/v21.0",
-	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("%s default = %q, want %q", name, got[name], w)
-		}
 	}
 }
