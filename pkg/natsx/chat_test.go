@@ -46,9 +46,9 @@ func TestChatStreamIsAWorkQueueNamedAfterTheEvents(t *testing.T) {
 }
 
 // The events stream keeps every event 14 days, acknowledged or not, so
-// that replays read it back (docs/architecture.md, docs/limits-and-errors.md
-// "Retention"), and stores a publish repeated under the same Nats-Msg-Id
-// once: the outbox relay may publish an event twice.
+// that replays read it back (docs/limits-and-errors.md "Webhooks"), and
+// stores a publish repeated under the same Nats-Msg-Id once: the outbox
+// relay may publish an event twice.
 func TestEventsStreamKeepsEventsFourteenDaysAndStoresARepeatOnce(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
