@@ -74,22 +74,6 @@ func TestInboxEscapesContactText(t *testing.T) {
 	mustContain(t, edit, `name="text_0" rows="4">draft `+escaped+`</textarea>`)
 }
 
-// TestInboxNamesSenders: a reply sent through the Developer API (sender
-// user, no operator) shows in the inbox as an operator's, as one sent from
-// the console does, with its operator; the customer's and the AI's are
-// named as such.
-func TestInboxNamesSenders(t *testing.T) {
-	t.Parallel()
-	_, own, conv, b := inboxAcme(t, messagingapi.ConversationState{},
-		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "a question"},
-		messagingapi.Message{Sender: messagingapi.SenderAI, Type: "text", Content: "the AI's answer"},
-		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "the API's reply"},
-		messagingapi.Message{Sender: messagingapi.SenderUser, Type: "text", Content: "the console's reply", Metadata: map[string]any{"operator": "ann@example.com"}},
-	)
-	page := b.get("/workspaces/" + own + "/conversations/" + conv)
-	mustContain(t, page, `who-label">Customer</span>`, `who-label">AI</span>`, `who-label">Operator</span>`, `who-label">Operator ann@example.com</span>`)
-}
-
 // inboxPosts are the conversation page's actions, each with a form that
 // would pass.
 var inboxPosts = map[string]url.Values{
@@ -168,6 +152,18 @@ func with(form url.Values, key, value string) url.Values {
 	return out
 }
 
+// postAction posts form to the action of the conversation page at path,
+// as its form would with the page's CSRF token, and wants the page back
+// saying notice.
+func postAction(t *testing.T, b *browser, path, action string, form url.Values, notice string) {
+	t.Helper()
+	r := b.do(http.MethodPost, path+"/"+action, with(form, "csrf_token", b.pageCSRF(path)), nil)
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location(), path+"?done=") {
+		t.Fatalf("%s %v = %d (%s): %s", action, form, r.status, r.location(), r.body)
+	}
+	mustContain(t, b.get(r.location()), notice)
+}
+
 // TestInboxListBadges: each row of the list carries its conversation's
 // badges: unanswered, suggestion waiting, handed over, its tags and its
 // assignee; a conversation in none of those states carries none. Each
@@ -228,14 +224,6 @@ func TestInboxSuggestionActions(t *testing.T) {
 		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "where is my mug"})
 	path := "/workspaces/" + own + "/conversations/" + conv
 	draft := messagingapi.Suggestion{RunID: uuid.NewString(), Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "It ships today."}, {Type: "text", Text: "Anything else?"}}}
-	post := func(action string, form url.Values, notice string) {
-		t.Helper()
-		r := b.do(http.MethodPost, path+"/"+action, with(form, "csrf_token", b.pageCSRF(path)), nil)
-		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location(), path+"?done=") {
-			t.Fatalf("%s = %d (%s): %s", action, r.status, r.location(), r.body)
-		}
-		mustContain(t, b.get(r.location()), notice)
-	}
 	sent := func() messagingapi.SendSuggestion {
 		t.Helper()
 		h.messaging.mu.Lock()
@@ -248,20 +236,20 @@ func TestInboxSuggestionActions(t *testing.T) {
 	}
 
 	h.messaging.suggest(conv, draft)
-	post("suggestion/send", url.Values{}, "The suggestion was sent as your reply.")
+	postAction(t, b, path, "suggestion/send", url.Values{}, "The suggestion was sent as your reply.")
 	if got := sent(); got.WorkspaceID != own || got.Operator == "" || got.Messages != nil {
 		t.Fatalf("Send as drafted asked messaging for %+v, want the draft as it is", got)
 	}
 
 	h.messaging.suggest(conv, draft)
-	post("suggestion/send", url.Values{"edited": {"1"}, "text_0": {"It ships tomorrow."}, "text_1": {"Anything else, Ada?"}}, "The suggestion was sent as your reply.")
+	postAction(t, b, path, "suggestion/send", url.Values{"edited": {"1"}, "text_0": {"It ships tomorrow."}, "text_1": {"Anything else, Ada?"}}, "The suggestion was sent as your reply.")
 	want := []messagingapi.OutboundMessage{{Type: "text", Text: "It ships tomorrow."}, {Type: "text", Text: "Anything else, Ada?"}}
 	if got := sent(); !reflect.DeepEqual(got.Messages, want) {
 		t.Fatalf("Send from the edit form sent %+v, want %+v", got.Messages, want)
 	}
 
 	h.messaging.suggest(conv, draft)
-	post("discard-suggestion", url.Values{}, "The suggestion was discarded.")
+	postAction(t, b, path, "discard-suggestion", url.Values{}, "The suggestion was discarded.")
 	if got := h.messaging.inboxChanges(); got[len(got)-1] != "DELETE /admin/conversations/:id/suggestion" {
 		t.Fatalf("Discard asked messaging for %v", got)
 	}
@@ -283,16 +271,8 @@ func TestInboxTagsAndAssignee(t *testing.T) {
 		defer h.messaging.mu.Unlock()
 		return h.messaging.inbox.conversations[conv].state
 	}
-	post := func(action string, form url.Values, notice string) {
-		t.Helper()
-		r := b.do(http.MethodPost, path+"/"+action, with(form, "csrf_token", b.pageCSRF(path)), nil)
-		if r.status != http.StatusSeeOther {
-			t.Fatalf("%s %v = %d: %s", action, form, r.status, r.body)
-		}
-		mustContain(t, b.get(r.location()), notice)
-	}
 
-	post("tags", url.Values{"tags": {" vip, refund ,, "}}, "Tags added.")
+	postAction(t, b, path, "tags", url.Values{"tags": {" vip, refund ,, "}}, "Tags added.")
 	if got := state().Tags; !reflect.DeepEqual(got, []string{"vip", "refund"}) {
 		t.Fatalf("tags %q, want vip and refund", got)
 	}
@@ -304,7 +284,7 @@ func TestInboxTagsAndAssignee(t *testing.T) {
 		{url.Values{"me": {"1"}}, "ann@example.com"},
 		{url.Values{"assignee": {""}}, ""},
 	} {
-		post("assignee", tc.form, "Assignee saved.")
+		postAction(t, b, path, "assignee", tc.form, "Assignee saved.")
 		if got := state().Assignee; got != tc.want {
 			t.Fatalf("assignee after %v = %q, want %q", tc.form, got, tc.want)
 		}
