@@ -113,40 +113,32 @@ func TestOutboxSweepAge(t *testing.T) {
 	}
 }
 
-// TestSendingAndCommentDefaults: the limits of sends and private replies
-// default to their documented values (docs/limits-and-errors.md "Sending
-// and comments"), and so do the listen address and the platforms' base
-// URLs (docs/operations.md "messaging"), so that an edited default fails
-// here rather than in production.
-func TestSendingAndCommentDefaults(t *testing.T) {
+// TestDefaults: the limits of sends and private replies default to their
+// documented values (docs/limits-and-errors.md "Sending and comments"),
+// and so do the listen address and the platforms' base URLs
+// (docs/operations.md "messaging"), so that an edited default fails here
+// rather than in production.
+func TestDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := pkgconfig.LoadFrom[config.Config](map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]any{
-		"MESSAGING_WINDOW":        cfg.MessagingWindow,
-		"PRIVATE_REPLY_WINDOW":    cfg.PrivateReplyWindow,
-		"PRIVATE_REPLY_DAILY_CAP": cfg.PrivateReplyDailyCap,
-		"PLATFORM_TIMEOUT":        cfg.PlatformTimeout,
-		"DAILY_RESET_TZ":          cfg.DailyResetTZ,
-		"MESSAGING_ADDR":          cfg.Addr,
-		"TELEGRAM_API_BASE":       cfg.TelegramAPIBase,
-		"META_GRAPH_API_BASE":     cfg.MetaGraphAPIBase,
-	}
-	want := map[string]any{
-		"MESSAGING_WINDOW":        24 * time.Hour,
-		"PRIVATE_REPLY_WINDOW":    7 * 24 * time.Hour,
-		"PRIVATE_REPLY_DAILY_CAP": 200,
-		"PLATFORM_TIMEOUT":        15 * time.Second,
-		"DAILY_RESET_TZ":          "Asia/Ulaanbaatar",
-		"MESSAGING_ADDR":          ":8081",
-		"TELEGRAM_API_BASE":       "https://api.telegram.org",
-		"META_GRAPH_API_BASE":     "https://graph.facebook.com/v21.0",
-	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("%s default = %v, want %v", name, got[name], w)
+	for _, d := range []struct {
+		variable  string
+		got, want any
+	}{
+		{"MESSAGING_WINDOW", cfg.MessagingWindow, 24 * time.Hour},
+		{"PRIVATE_REPLY_WINDOW", cfg.PrivateReplyWindow, 7 * 24 * time.Hour},
+		{"PRIVATE_REPLY_DAILY_CAP", cfg.PrivateReplyDailyCap, 200},
+		{"PLATFORM_TIMEOUT", cfg.PlatformTimeout, 15 * time.Second},
+		{"DAILY_RESET_TZ", cfg.DailyResetTZ, "Asia/Ulaanbaatar"},
+		{"MESSAGING_ADDR", cfg.Addr, ":8081"},
+		{"TELEGRAM_API_BASE", cfg.TelegramAPIBase, "https://api.telegram.org"},
+		{"META_GRAPH_API_BASE", cfg.MetaGraphAPIBase, "https://graph.facebook.com/v21.0"},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s default = %v, want %v", d.variable, d.got, d.want)
 		}
 	}
 	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"PRIVATE_REPLY_DAILY_CAP": "0"}); err == nil {
