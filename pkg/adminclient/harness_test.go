@@ -12,6 +12,7 @@ import (
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 )
 
 // received is one request as a fake service's handler saw it.
@@ -57,16 +58,10 @@ func newClientQueued(t *testing.T, answers map[string]answer, queued map[string]
 	env := testenv.New(t)
 	s := &services{answers: answers, queued: queued}
 	for _, service := range []string{rpc.ServiceGateway, rpc.ServiceMessaging, rpc.ServiceDispatcher, rpc.ServiceFlowRunner} {
-		srv, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, service, "1.0.0", env.Logger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Stop() })
-		for _, endpoint := range []string{rpc.EndpointAdmin, rpc.EndpointAPI} {
-			if err := srv.Handle(endpoint, s.handler(service, endpoint)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rpcserver.Serve(t, env.NATS(t), env.RPCPrefix, service, env.Logger(t), map[string]http.Handler{
+			rpc.EndpointAdmin: s.handler(service, rpc.EndpointAdmin),
+			rpc.EndpointAPI:   s.handler(service, rpc.EndpointAPI),
+		})
 	}
 	return adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix)), s
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 )
 
 // BenchmarkForwardedRequest measures the gateway-to-service hop: a JSON
@@ -62,13 +63,6 @@ func serveEcho(b *testing.B, service string, route func(*echo.Echo)) *rpc.Client
 	log := env.Logger(b)
 	e := httpx.NewEcho(log)
 	route(e)
-	srv, err := rpc.NewServer(env.NATS(b), env.RPCPrefix, service, "1.0.0", log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		b.Fatal(err)
-	}
+	rpcserver.Serve(b, env.NATS(b), env.RPCPrefix, service, log, map[string]http.Handler{rpc.EndpointAPI: e})
 	return rpc.NewClient(env.NATS(b), env.RPCPrefix)
 }

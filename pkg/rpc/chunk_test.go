@@ -27,20 +27,12 @@ import (
 func serveBytes(t *testing.T, env *testenv.Env, body []byte) (*rpc.Client, *nats.Conn) {
 	t.Helper()
 	nc := env.NATS(t)
-	srv, err := rpc.NewServer(nc, env.RPCPrefix, "bigsvc", "1.0.0", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	err = srv.Handle(rpc.EndpointAPI, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	serveAPI(t, nc, env.RPCPrefix, "bigsvc", env.Logger(t), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if body != nil {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			_, _ = w.Write(body)
 		}
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return rpc.NewClient(env.NATS(t), env.RPCPrefix), nc
 }
 
@@ -201,17 +193,10 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
 	snc := env.NATS(t)
-	slow, err := rpc.NewServer(snc, env.RPCPrefix, "slowsvc", "1.0.0", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slow.Stop() })
-	if err := slow.Handle(rpc.EndpointAPI, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	serveAPI(t, snc, env.RPCPrefix, "slowsvc", env.Logger(t), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		close(entered)
 		<-release
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	inFlight := make(chan error, 1)
 	go func() {
 		_, err := client.Do(context.Background(), "slowsvc", rpc.EndpointAPI, &rpcv1.Request{Method: http.MethodGet, Path: "/"})

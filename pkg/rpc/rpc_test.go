@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 )
 
 func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
@@ -85,15 +86,7 @@ func TestForwardedRequestReachesHandlerWithWorkspace(t *testing.T) {
 // endpoint, stopped when the test ends.
 func serveAPI(t *testing.T, nc *nats.Conn, prefix, service string, log *zap.Logger, h http.Handler) *rpc.Server {
 	t.Helper()
-	srv, err := rpc.NewServer(nc, prefix, service, "1.0.0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, h); err != nil {
-		t.Fatal(err)
-	}
-	return srv
+	return rpcserver.Serve(t, nc, prefix, service, log, map[string]http.Handler{rpc.EndpointAPI: h})
 }
 
 // Instances of one service share its requests (docs/architecture.md: each

@@ -56,7 +56,7 @@ func serveFlowRunner(t *testing.T, env *testenv.Env) *fakeFlowRunner {
 	f := &fakeFlowRunner{flows: map[string][]flowrunnerapi.WorkspaceFlow{}, versions: map[string][]fakeVersion{},
 		runs: map[string][]flowrunnerapi.RunSummary{}, docs: map[string][]flowrunnerapi.KnowledgeDocument{},
 		traces: map[string]flowrunnerapi.Trace{}, refuse: map[string]*errs.Error{}}
-	endpoints := map[string]*echo.Echo{}
+	endpoints := map[string]http.Handler{}
 	for endpoint, routes := range map[string]func(*echo.Echo){rpc.EndpointAPI: f.apiRoutes, rpc.EndpointAdmin: f.adminRoutes} {
 		e := httpx.NewEcho(env.Logger(t))
 		e.Use(recorder(f.noter(endpoint)))

@@ -27,6 +27,7 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 	"github.com/parleyhq/parley/services/console/internal/adapters"
 	consoleconfig "github.com/parleyhq/parley/services/console/internal/config"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
@@ -163,24 +164,15 @@ func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
 		return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
 	})
 	g.serveAPIKeys(e)
-	serveFake(t, env, rpc.ServiceGateway, map[string]*echo.Echo{rpc.EndpointAdmin: e})
+	serveFake(t, env, rpc.ServiceGateway, map[string]http.Handler{rpc.EndpointAdmin: e})
 }
 
 // serveFake serves each endpoint's routes as the service over NATS until
 // the test ends. Each fake has its own connection, as the service's own
 // process would.
-func serveFake(t *testing.T, env *testenv.Env, service string, endpoints map[string]*echo.Echo) {
+func serveFake(t *testing.T, env *testenv.Env, service string, endpoints map[string]http.Handler) {
 	t.Helper()
-	rs, err := rpc.NewServer(env.NATS(t), env.RPCPrefix, service, "0.0.1", env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop() })
-	for endpoint, e := range endpoints {
-		if err := rs.Handle(endpoint, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rpcserver.Serve(t, env.NATS(t), env.RPCPrefix, service, env.Logger(t), endpoints)
 }
 
 // recorder is a fake's middleware that hands note each request with its

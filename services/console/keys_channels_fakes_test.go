@@ -197,7 +197,7 @@ func serveMessaging(t *testing.T, env *testenv.Env) *fakeMessaging {
 		return errs.NotFound("channel_not_found", "channel not found")
 	})
 	m.serveInbox(e)
-	serveFake(t, env, rpc.ServiceMessaging, map[string]*echo.Echo{rpc.EndpointAdmin: e})
+	serveFake(t, env, rpc.ServiceMessaging, map[string]http.Handler{rpc.EndpointAdmin: e})
 	return m
 }
 

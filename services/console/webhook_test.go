@@ -66,7 +66,7 @@ func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
 	admin.GET("/admin/webhooks/:ws/deliveries/:did", d.getDelivery)
 	admin.POST("/admin/webhooks/:ws/resave", d.resave)
 	admin.POST("/admin/replays", d.replay)
-	serveFake(t, env, rpc.ServiceDispatcher, map[string]*echo.Echo{rpc.EndpointAPI: api, rpc.EndpointAdmin: admin})
+	serveFake(t, env, rpc.ServiceDispatcher, map[string]http.Handler{rpc.EndpointAPI: api, rpc.EndpointAdmin: admin})
 	return d
 }
 

@@ -18,6 +18,7 @@ import (
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv/apicheck"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 )
 
@@ -63,14 +64,7 @@ func (h *harness) fakeAIUnits() *atomic.Int64 {
 		}
 		return c.JSON(http.StatusOK, gatewayapi.AIUnitsAnswer{AIUsed: used.Add(in.Units), AILimit: 1000})
 	})
-	rs, err := rpc.NewServer(h.env.NATS(h.t), h.cfg.RPCSubjectPrefix, rpc.ServiceGateway, "0.0.1", h.env.Logger(h.t))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = rs.Stop() })
-	if err := rs.Handle(rpc.EndpointAdmin, e); err != nil {
-		h.t.Fatal(err)
-	}
+	rpcserver.Serve(h.t, h.env.NATS(h.t), h.cfg.RPCSubjectPrefix, rpc.ServiceGateway, h.env.Logger(h.t), map[string]http.Handler{rpc.EndpointAdmin: e})
 	return &used
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/pkg/testenv/rpcserver"
 	"github.com/parleyhq/parley/services/gateway/internal/adapters"
 	gwconfig "github.com/parleyhq/parley/services/gateway/internal/config"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
@@ -291,14 +292,7 @@ func (h *harness) fakeService(t *testing.T, name string, respond echo.HandlerFun
 		f.mu.Unlock()
 		return respond(c)
 	})
-	srv, err := rpc.NewServer(h.env.NATS(t), h.env.RPCPrefix, name, "0.0.1", h.env.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.Handle(rpc.EndpointAPI, e); err != nil {
-		t.Fatal(err)
-	}
+	rpcserver.Serve(t, h.env.NATS(t), h.env.RPCPrefix, name, h.env.Logger(t), map[string]http.Handler{rpc.EndpointAPI: e})
 	return f
 }
 
