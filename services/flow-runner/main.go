@@ -170,9 +170,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		Conversations:  adapters.NewConversations(services),
 		Workspaces:     adapters.NewWorkspaces(services),
 		ChatSessionTTL: cfg.ChatSessionTTL,
-		// A turn's predecessor held by an instance that died comes back
-		// after the ack wait; past twice that it is taken as lost.
-		ChatGapWait: 2 * cfg.ChatAckWait,
+		ChatGapWait:    cfg.ChatGapWait(),
 	})
 
 	js, err := jetstream.New(svc.NATS)

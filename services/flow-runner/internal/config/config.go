@@ -136,6 +136,15 @@ func (c Config) Prices() llm.Prices {
 	return p
 }
 
+// ChatGapWait is how long a chat turn waits for its conversation's earlier
+// turn before it is answered without it (docs/chat.md "Order and exactly
+// one answer"): twice CHAT_ACK_WAIT, since a turn held by an instance
+// that died comes back after one ack wait, so one missing past two was
+// lost with the stream's age limit.
+func (c Config) ChatGapWait() time.Duration {
+	return 2 * c.ChatAckWait
+}
+
 // Validate checks the settings at start, so a bad value fails fast.
 func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {

@@ -39,8 +39,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("default price of gpt-4o-mini: %+v", p)
 	}
 	if cfg.ChatSessionTTL != 24*time.Hour || cfg.ChatConcurrency != 16 || cfg.ChatAckWait != 30*time.Second ||
-		cfg.ChatConsumer != "flow-runner-chat" || cfg.ChatWakeInterval != time.Second {
-		t.Fatalf("chat defaults: %+v", cfg)
+		cfg.ChatConsumer != "flow-runner-chat" || cfg.ChatWakeInterval != time.Second || cfg.ChatGapWait() != time.Minute {
+		t.Fatalf("chat defaults: %+v, gap wait %s", cfg, cfg.ChatGapWait())
 	}
 }
 
@@ -53,8 +53,8 @@ func TestChatSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.ChatSessionTTL != 2*time.Hour || cfg.ChatConcurrency != 4 || cfg.ChatAckWait != 5*time.Second ||
-		cfg.ChatConsumer != "chat-b" || cfg.ChatWakeInterval != 250*time.Millisecond {
-		t.Fatalf("chat settings: %+v", cfg)
+		cfg.ChatConsumer != "chat-b" || cfg.ChatWakeInterval != 250*time.Millisecond || cfg.ChatGapWait() != 10*time.Second {
+		t.Fatalf("chat settings: %+v, gap wait %s", cfg, cfg.ChatGapWait())
 	}
 }
 
