@@ -157,7 +157,10 @@ func (d *Delivery) Record(a Attempt) {
 		d.LastError = &e
 	}
 	if a.Succeeded() {
-		at := a.StartedAt.Add(a.Duration)
+		// At the precision PostgreSQL keeps, as the app's clock is: the
+		// duration adds nanoseconds, and the answer of POST /v1/webhook/test
+		// would show a delivered_at the delivery log never does.
+		at := a.StartedAt.Add(a.Duration).Truncate(time.Microsecond)
 		d.DeliveredAt = &at
 	}
 }

@@ -56,6 +56,18 @@ func TestRetriesThenDelivered(t *testing.T) {
 	}
 }
 
+// TestDeliveredAtAtStoredPrecision: an attempt's duration has nanoseconds,
+// PostgreSQL keeps microseconds; delivered_at is what the log will read back.
+func TestDeliveredAtAtStoredPrecision(t *testing.T) {
+	t.Parallel()
+	d := New("id", "ws", EventTest, []byte(`{}`), t0)
+	d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0, Duration: 787_749_044 * time.Nanosecond, ResponseStatus: 200})
+	d.Finish()
+	if want := t0.Add(787_749 * time.Microsecond); d.DeliveredAt == nil || !d.DeliveredAt.Equal(want) {
+		t.Fatalf("delivered_at %v, want %v", d.DeliveredAt, want)
+	}
+}
+
 func TestAllAttemptsFailed(t *testing.T) {
 	t.Parallel()
 	d := New("id", "ws", EventMessageReceived, []byte(`{}`), t0)
