@@ -385,6 +385,12 @@ func TestTestEvent(t *testing.T) {
 	if err != nil || !envAt.Equal(apiAt.Truncate(time.Millisecond)) {
 		t.Errorf("envelope created_at %s (%v), delivery created_at %v", env.CreatedAt, err, d.CreatedAt)
 	}
+	// The answer is the delivery as the log reads it back, delivered_at
+	// included: the attempt's duration has nanoseconds, the log does not.
+	logged := call[dispatcherapi.DeliveryPage](h, ws, http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK).Deliveries
+	if len(logged) != 1 || jsonOf(logged[0]) != jsonOf(d) {
+		t.Errorf("the log holds %s, the answer was %s", jsonOf(logged), jsonOf(d))
+	}
 
 	// A failing receiver: one attempt only, failure shown, not counted.
 	failing := receiver.New(t, func(_ int, w http.ResponseWriter) {
