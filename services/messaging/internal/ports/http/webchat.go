@@ -25,7 +25,7 @@ import (
 //
 //	GET  /webchat/:channel_id            the widget page (embed it in an iframe)
 //	GET  /webchat/:channel_id/embed.js   a launcher: a chat button that opens the widget
-//	POST /webchat/:channel_id/session    a new visitor: 201 {visitor_token, visitor_id}
+//	POST /webchat/:channel_id/session    a new visitor: 201 {visitor_token, visitor_id, expires_at}
 //	GET  /webchat/:channel_id/history    the visitor's latest messages, oldest first
 //	POST /webchat/:channel_id/messages   {text, client_message_id?, name?, quick_reply_payload?}
 //	POST /webchat/:channel_id/postbacks  {payload, client_message_id?, name?}
