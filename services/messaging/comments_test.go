@@ -480,6 +480,20 @@ func TestCommentReplyRequestErrors(t *testing.T) {
 	if err := h.api(other, http.MethodGet, "/v1/comments/"+cid, nil, nil); err == nil {
 		t.Error("other workspace reads the comment")
 	}
+	// An id PostgreSQL text cannot hold (a NUL, bytes that are not UTF-8)
+	// is no comment's either: 404, as any unknown id, never a 500.
+	for _, id := range []string{"%00", "a%00b", "%ff"} {
+		for _, p := range []string{"", "/reply", "/private-reply"} {
+			method, body := http.MethodPost, `{"text":"hi"}`
+			if p == "" {
+				method, body = http.MethodGet, ""
+			}
+			status, raw := h.apiRaw(ws, method, "/v1/comments/"+id+p, body)
+			if status != 404 || !strings.Contains(string(raw), `"comment_not_found"`) {
+				t.Errorf("%s /v1/comments/%s%s: %d %s, want 404 comment_not_found", method, id, p, status, raw)
+			}
+		}
+	}
 	// Within limits passes: 2000 and 2200 characters.
 	if status, body := h.cmtAPI(ws, "/v1/comments/179001/reply", long(2200)); status != 200 {
 		t.Errorf("2200-character instagram reply: %d %v", status, body)

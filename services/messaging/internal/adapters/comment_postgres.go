@@ -119,7 +119,7 @@ func (s *CommentStore) Receive(ctx context.Context, fn func(comment.Tx) error) e
 
 // Get returns the workspace's comment with the platform id externalID.
 func (s *CommentStore) Get(ctx context.Context, workspaceID, externalID string) (comment.Comment, error) {
-	if !validID(workspaceID) || externalID == "" {
+	if !validID(workspaceID) || externalID == "" || !storable(externalID) {
 		return comment.Comment{}, comment.ErrNotFound
 	}
 	var rows []commentRow
