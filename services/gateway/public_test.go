@@ -533,6 +533,48 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
+// A body is JSON (docs/api.md "Requests and keys"): one sent as another
+// media type is refused at the gateway, 400 invalid_request naming the
+// Content-Type, and never reaches the service; JSON with its parameters,
+// a body without a Content-Type and a Content-Type without a body pass.
+func TestBodyDeclaredAsAnotherMediaTypeIs400(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	msg := h.fakeService(t, rpc.ServiceMessaging, func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]bool{"ok": true})
+	})
+	_, key := h.workspace(t, map[string]any{"name": "Acme"})
+	body := []byte(`{"conversation_id":"c1","text":"hi"}`)
+	for _, ct := range []string{"text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "nonsense;;"} {
+		r := h.call(t, http.MethodPost, "/v1/messages", key, body, http.Header{"Content-Type": {ct}})
+		if message := r.expectError(t, http.StatusBadRequest, "invalid_request"); !strings.Contains(message, "Content-Type") {
+			t.Errorf("Content-Type %q: message %q does not name the header", ct, message)
+		}
+	}
+	passes := []struct {
+		ct   string
+		body []byte
+	}{
+		{"application/json", body},
+		{"application/json; charset=utf-8", body},
+		{"Application/JSON", body},
+		{"", body},
+		{"text/plain", nil},
+	}
+	for _, p := range passes {
+		header := http.Header{}
+		if p.ct != "" {
+			header.Set("Content-Type", p.ct)
+		}
+		if r := h.call(t, http.MethodPost, "/v1/messages", key, p.body, header); r.status != http.StatusOK {
+			t.Errorf("Content-Type %q, %d bytes: %d %s, want it forwarded", p.ct, len(p.body), r.status, r.body)
+		}
+	}
+	if n := len(msg.requests()); n != len(passes) {
+		t.Fatalf("messaging received %d requests, want the %d that pass", n, len(passes))
+	}
+}
+
 // jsonOfSize is a valid JSON object of exactly n bytes.
 func jsonOfSize(n int) []byte {
 	return []byte(`{"url":"https://example.com/hook","pad":"` + strings.Repeat("x", n-len(`{"url":"https://example.com/hook","pad":""}`)) + `"}`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -77,6 +78,9 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 	}
 	body, err := httpx.ReadBody(r.Body, MaxBodyBytes)
 	if err != nil {
+		return err
+	}
+	if err := jsonBody(r.Header.Get(echo.HeaderContentType), body); err != nil {
 		return err
 	}
 	req := &rpcv1.Request{
@@ -185,4 +189,20 @@ func (f *forwarder) relay(c echo.Context, service string, status int, reply *rpc
 			return
 		}
 	}
+}
+
+// jsonBody refuses a body declared as another media type than JSON
+// (docs/api.md "What the gateway checks, in order"): the services read
+// every body as JSON, so text/plain or a form would otherwise be taken for
+// it. A body without a Content-Type is read as JSON; a Content-Type
+// without a body is no body at all.
+func jsonBody(contentType string, body []byte) error {
+	if len(body) == 0 || contentType == "" {
+		return nil
+	}
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil || mediaType != echo.MIMEApplicationJSON {
+		return errs.InvalidRequest("Content-Type must be application/json, not %q", httpx.Clip(contentType))
+	}
+	return nil
 }
