@@ -1,12 +1,25 @@
 package paging
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/pkg/errs"
 )
+
+// Once refuses a query that gives one of names (a list's parameters) more
+// than once: 400 invalid_request naming it, as which of the values would
+// count is a guess no client should have to make.
+func Once(q url.Values, names ...string) error {
+	for _, name := range names {
+		if len(q[name]) > 1 {
+			return errs.InvalidRequest("%s is given more than once; give it once", name)
+		}
+	}
+	return nil
+}
 
 // ParseLimit reads the limit query parameter: def when s is empty, else an
 // integer from 1 to max; anything else is 400 invalid_request naming limit.

@@ -2,6 +2,7 @@ package paging_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,24 @@ func FuzzParseBefore(f *testing.F) {
 			t.Fatalf("ParseBefore(%q) = %v, want a UTC time in whole microseconds", s, got)
 		}
 	})
+}
+
+// A list parameter given twice is refused, naming it: which of the values
+// would count is a guess no client should have to make.
+func TestOnce(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"", "limit=10", "limit=10&before=2026-11-22T10:00:00Z", "other=1&other=2"} {
+		v, _ := url.ParseQuery(q)
+		if err := paging.Once(v, "limit", "before"); err != nil {
+			t.Errorf("Once(%q) = %v, want nil", q, err)
+		}
+	}
+	for _, q := range []string{"limit=10&limit=20", "before=a&limit=1&before=b", "limit=&limit="} {
+		v, _ := url.ParseQuery(q)
+		name := "limit"
+		if strings.HasPrefix(q, "before") {
+			name = "before"
+		}
+		wantInvalid(t, paging.Once(v, "limit", "before"), name+" is given more than once")
+	}
 }

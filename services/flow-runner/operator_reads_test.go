@@ -193,6 +193,8 @@ func TestOperatorListsRuns(t *testing.T) {
 		{"?before=yesterday", http.StatusBadRequest, "invalid_request"},
 		{"?status=running", http.StatusBadRequest, "invalid_request"},
 		{"?flow_id=nope", http.StatusBadRequest, "invalid_request"},
+		{"?limit=1&limit=2", http.StatusBadRequest, "invalid_request"},
+		{"?status=failed&status=succeeded", http.StatusBadRequest, "invalid_request"},
 		{"?flow_id=" + theirs, http.StatusNotFound, "flow_not_found"},
 		{"?flow_id=" + uuid.NewString(), http.StatusNotFound, "flow_not_found"},
 	} {

@@ -133,6 +133,9 @@ func TestListConversationsFiltersAndLimits(t *testing.T) {
 		{"?limit=-1", "limit"},
 		{"?limit=ten", "limit"},
 		{"?limit=1.5", "limit"},
+		{"?limit=10&limit=20", "limit is given more than once"},
+		{"?before=2026-01-15T10:00:00Z&before=2026-01-16T10:00:00Z", "before is given more than once"},
+		{"?platform=telegram&platform=messenger", "platform is given more than once"},
 	}
 	for _, b := range bad {
 		err := h.api(ws, http.MethodGet, "/v1/conversations"+b.query, nil, nil)
@@ -162,7 +165,7 @@ func TestListMessagesPaging(t *testing.T) {
 	if n := len(h.messages(ws, conv.ID, "?limit=100").Messages); n != 100 {
 		t.Fatalf("limit 100: %d", n)
 	}
-	for _, q := range []struct{ query, field string }{{"?limit=101", "limit"}, {"?limit=0", "limit"}, {"?before=soon", "before"}} {
+	for _, q := range []struct{ query, field string }{{"?limit=101", "limit"}, {"?limit=0", "limit"}, {"?before=soon", "before"}, {"?limit=1&limit=2", "limit is given more than once"}} {
 		err := h.api(ws, http.MethodGet, "/v1/conversations/"+conv.ID+"/messages"+q.query, nil, nil)
 		wantErr(t, err, http.StatusBadRequest, "invalid_request", q.field)
 	}

@@ -507,6 +507,9 @@ func TestListDeliveries(t *testing.T) {
 	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?status=lost", nil, http.StatusBadRequest, "invalid_request", "status must be one of")
 	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?event=message.sent", nil, http.StatusBadRequest, "invalid_request", "event must be one of")
 	h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?before=yesterday", nil, http.StatusBadRequest, "invalid_request", "before must be an RFC 3339 timestamp")
+	for _, name := range []string{"limit", "status", "event", "before"} {
+		h.wantError(ws, http.MethodGet, "/v1/webhook/deliveries?"+name+"=1&"+name+"=2", nil, http.StatusBadRequest, "invalid_request", name+" is given more than once")
+	}
 
 	empty := h.doJSON(ws, http.MethodGet, "/v1/webhook/deliveries", nil, http.StatusOK)
 	if list, ok := empty["deliveries"].([]any); !ok || len(list) != 0 || empty["next_before"] != nil {

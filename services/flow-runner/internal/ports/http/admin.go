@@ -136,6 +136,9 @@ func (h *handlers) getRunTrace(c echo.Context) error {
 // read is 400 invalid_request naming the parameter.
 func parseRunQuery(c echo.Context) (catalog.RunQuery, error) {
 	var q catalog.RunQuery
+	if err := paging.Once(c.QueryParams(), "limit", "before", "flow_id", "conversation_id", "status"); err != nil {
+		return q, err
+	}
 	var err error
 	if q.Limit, err = paging.ParseLimit(c.QueryParam("limit"), paging.DefaultLimit, paging.MaxLimit); err != nil {
 		return q, err

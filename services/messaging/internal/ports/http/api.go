@@ -61,6 +61,9 @@ func (h *apiHandlers) listChannels(c echo.Context) error {
 // exceed limit.
 func (h *apiHandlers) listConversations(c echo.Context) error {
 	q := conversation.ConversationQuery{WorkspaceID: workspaceOf(c)}
+	if err := paging.Once(c.QueryParams(), "platform"); err != nil {
+		return err
+	}
 	if p := c.QueryParam("platform"); p != "" {
 		kind, ok := channel.ParseKind(p)
 		if !ok {
@@ -104,8 +107,12 @@ func (h *apiHandlers) listMessages(c echo.Context) error {
 	return c.JSON(http.StatusOK, messagingapi.MessagePage{Messages: toAPIMessages(page.Messages), NextBefore: httpx.OptionalTimestamp(page.NextBefore)})
 }
 
-// pageParams reads before (RFC 3339) and limit (1..100, default 50).
+// pageParams reads before (RFC 3339) and limit (1..100, default 50), each
+// given at most once.
 func pageParams(c echo.Context) (*time.Time, int, error) {
+	if err := paging.Once(c.QueryParams(), "before", "limit"); err != nil {
+		return nil, 0, err
+	}
 	limit, err := paging.ParseLimit(c.QueryParam("limit"), paging.DefaultLimit, paging.MaxLimit)
 	if err != nil {
 		return nil, 0, err

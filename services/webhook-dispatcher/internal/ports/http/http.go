@@ -218,6 +218,9 @@ func (h *handlers) listDeliveries(c echo.Context) error {
 
 func parseListQuery(c echo.Context) (delivery.ListQuery, error) {
 	var q delivery.ListQuery
+	if err := paging.Once(c.QueryParams(), "limit", "status", "event", "before"); err != nil {
+		return q, err
+	}
 	var err error
 	if q.Limit, err = paging.ParseLimit(c.QueryParam("limit"), paging.DefaultLimit, paging.MaxLimit); err != nil {
 		return q, err
