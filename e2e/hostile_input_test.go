@@ -41,13 +41,8 @@ type hostile struct {
 // checked against the document.
 func TestEveryOperationRefusesHostileInput(t *testing.T) {
 	t.Parallel()
-	doc, err := apicheck.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	codes := documentedCodes(t)
-	s := startSuite(t)
-	_, key := s.flowDeveloper(t) // flows need the flows module to exist
+	doc, s, key := documentedSuite(t)
 	client := &http.Client{Transport: http.DefaultClient.Transport, Timeout: 5 * time.Second}
 	before := s.check.Exchanges()
 	sent := 0

@@ -21,12 +21,7 @@ import (
 // every answer of these tests is (gateways).
 func TestEveryDocumentedOperationIsServed(t *testing.T) {
 	t.Parallel()
-	doc, err := apicheck.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := startSuite(t)
-	_, key := s.flowDeveloper(t) // flows need the flows module to exist
+	doc, s, key := documentedSuite(t)
 	before := s.check.Exchanges()
 	ops := doc.DocumentedRoutes()
 	for _, op := range ops {
@@ -66,4 +61,18 @@ func TestEveryDocumentedOperationIsServed(t *testing.T) {
 	if n := s.check.Exchanges() - before; n != len(ops) {
 		t.Errorf("%d of the %d answers were validated against the document", n, len(ops))
 	}
+}
+
+// documentedSuite is the OpenAPI document, a running suite and an API key
+// of a workspace with every module the document's operations need: what a
+// test that walks every operation starts from.
+func documentedSuite(t *testing.T) (*apicheck.Document, *suite, string) {
+	t.Helper()
+	doc, err := apicheck.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSuite(t)
+	_, key := s.flowDeveloper(t) // flows need the flows module to exist
+	return doc, s, key
 }
