@@ -86,6 +86,28 @@ func TestTelegramIngressStoresContactConversationAndMessage(t *testing.T) {
 	}
 }
 
+// A NUL character in a customer's text (docs/channels.md "What Parley keeps
+// of a customer's text"), which PostgreSQL cannot store, is stored as
+// U+FFFD and the update is accepted: refused, Telegram would redeliver it
+// forever and the message would never be stored.
+func TestTelegramIngressKeepsATextWithANUL(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ws := uuid.NewString()
+	ch := h.telegramChannel(ws, "external")
+
+	h.deliver(ch, tgUpdate{UpdateID: 1, MessageID: 71, FromID: 424243, First: "A\x00da", Date: t0.Unix(), Text: "hi\x00there"})
+
+	convs := h.conversations(ws, "")
+	if len(convs.Conversations) != 1 || convs.Conversations[0].Contact.Name != "A\ufffdda" {
+		t.Fatalf("conversations = %+v", convs)
+	}
+	msgs := h.messages(ws, convs.Conversations[0].ID, "")
+	if len(msgs.Messages) != 1 || msgs.Messages[0].Content != "hi\ufffdthere" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+}
+
 func TestTelegramIngressRefusesWrongSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

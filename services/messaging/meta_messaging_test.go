@@ -276,6 +276,24 @@ func TestMetaIngressRoutesByEntryID(t *testing.T) {
 	}
 }
 
+// A NUL character in a customer's text (docs/channels.md "What Parley keeps
+// of a customer's text") is stored as U+FFFD, after the signature is
+// checked over the body Meta sent, and the post is accepted.
+func TestMetaIngressKeepsATextWithANUL(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withMeta(newMetaGraph(t)))
+	ws := uuid.NewString()
+	h.metaChannel(ws, "messenger", testPageID, "external")
+	h.sendMeta(notification("page", testPageID, textEvent(testPageID, testPSID, "m_nul", "hi\x00there", time.Now())))
+	convs := h.conversations(ws, "").Conversations
+	if len(convs) != 1 {
+		t.Fatalf("conversations = %+v", convs)
+	}
+	if msgs := h.messages(ws, convs[0].ID, "").Messages; len(msgs) != 1 || msgs[0].Content != "hi\ufffdthere" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+}
+
 // TestMetaIngressMessages drives every kind of messaging event through an
 // external Messenger channel and checks what is stored and what reaches the
 // stream, with every data field.

@@ -8,8 +8,10 @@
 package http
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"io"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -146,4 +148,17 @@ type adminHandlers struct {
 	app      *app.App
 	chatKeys ChatKeys
 	log      *zap.Logger
+}
+
+// decodeCustomerJSON decodes a platform's JSON body of at most limit
+// bytes, each NUL character in it replaced by U+FFFD: PostgreSQL cannot
+// store a NUL, and a customer's message must not be refused, and
+// redelivered forever by its platform, for one (docs/channels.md "What Parley keeps of
+// a customer's text").
+func decodeCustomerJSON(r io.Reader, limit int64, v any) error {
+	body, err := httpx.ReadBody(r, limit)
+	if err != nil {
+		return err
+	}
+	return httpx.DecodeJSON(bytes.NewReader(httpx.ReplaceNULEscapes(body)), v)
 }

@@ -45,7 +45,7 @@ func (h *ingressHandlers) metaIngress(c echo.Context) error {
 		return errs.Unauthorized(meta.SignatureHeader + " is missing or does not sign this body with META_APP_SECRET")
 	}
 	var n meta.Notification
-	if err := json.Unmarshal(raw, &n); err != nil {
+	if err := json.Unmarshal(httpx.ReplaceNULEscapes(raw), &n); err != nil {
 		h.observer.Ingress(platformMeta, app.IngressInvalid)
 		return errs.InvalidRequest("request body is not a Meta webhook notification")
 	}

@@ -44,7 +44,7 @@ func (h *ingressHandlers) telegramIngress(c echo.Context) error {
 		return errs.Unauthorized(telegram.SecretHeader + " is missing or does not match the channel's secret")
 	}
 	var u telegram.Update
-	if err := httpx.DecodeJSONWithin(c.Request().Body, maxTelegramBody, &u); err != nil {
+	if err := decodeCustomerJSON(c.Request().Body, maxTelegramBody, &u); err != nil {
 		h.observer.Ingress(platformTelegram, app.IngressInvalid)
 		return err
 	}
