@@ -131,6 +131,14 @@ func TestFlowsEndToEnd(t *testing.T) {
 		t.Fatalf("continue of a finished run = %d %v", status, again)
 	}
 
+	// A NUL character in a flow's input passes the gateway and is kept by
+	// the run, unlike in a send (docs/limits-and-errors.md "Error codes").
+	_, _, inv = s.api(t, key, http.MethodPost, flowPath+"/invoke", map[string]any{"input": map[string]any{"vip": false}})
+	status, _, cont = s.api(t, key, http.MethodPost, flowPath+"/invoke", map[string]any{"session_id": inv["session_id"], "input": map[string]any{"text": "N\x00ul"}})
+	if out, _ := cont["output"].(map[string]any); status != http.StatusOK || cont["status"] != "completed" || out["name"] != "N\x00ul" {
+		t.Fatalf("continue with a NUL = %d %v", status, cont)
+	}
+
 	// The trace.
 	trace := s.runTrace(t, key, flowPath, runID)
 	run := trace["run"].(map[string]any)

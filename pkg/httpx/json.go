@@ -61,13 +61,24 @@ func DecodeJSON(r io.Reader, v any) error {
 }
 
 // DecodeJSONWithin decodes one JSON value of at most limit bytes from r
-// into v. A longer body is 413 payload_too_large; other errors are 400
+// into v. A longer body is 413 payload_too_large; a body holding a NUL
+// character is 400 invalid_request (StorableBody); other errors are 400
 // invalid_request with a message that names the offending field.
 func DecodeJSONWithin(r io.Reader, limit int64, v any) error {
 	body, err := ReadBody(r, limit)
 	if err != nil {
 		return err
 	}
+	if err := StorableBody(body); err != nil {
+		return err
+	}
+	return UnmarshalJSON(body, v)
+}
+
+// UnmarshalJSON decodes body, one JSON value, into v, as DecodeJSONWithin
+// does, without its NUL check: for a body whose NUL characters are kept
+// (a flow's input: a run stores its JSON as json, which can hold one).
+func UnmarshalJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)

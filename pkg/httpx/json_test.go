@@ -34,6 +34,8 @@ func TestDecodeJSONNamesTheField(t *testing.T) {
 		{"wrong array", `{"tags": "a"}`, "tags must be an array"},
 		{"array body", `[1,2]`, "must be a JSON object"},
 		{"two values", `{} {}`, "single JSON object"},
+		{"a NUL", `{"text": "a\u0000b"}`, "NUL character (\\u0000) at byte 11"},
+		{"a NUL after a backslash", `{"tags": ["ok", "\\\u0000"]}`, "NUL character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,5 +109,21 @@ func TestReadBodyThatFailsIs408OrIs400(t *testing.T) {
 		if !ok || e.Status != tt.status || e.Code != tt.code || !strings.Contains(e.Message, tt.mean) {
 			t.Errorf("a read failing with %v = %v, want %d %s", tt.err, err, tt.status, tt.code)
 		}
+	}
+}
+
+// TestOnlyUnmarshalJSONKeepsANUL: the text \u0000 (an escaped backslash, then
+// u0000) is no NUL and decodes; UnmarshalJSON keeps a NUL that DecodeJSON
+// refuses (TestDecodeJSONNamesTheField).
+func TestOnlyUnmarshalJSONKeepsANUL(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Text string `json:"text"`
+	}
+	if err := httpx.DecodeJSON(strings.NewReader(`{"text":"\\u0000"}`), &v); err != nil || v.Text != `\u0000` {
+		t.Errorf("the text \\u0000: %q, %v", v.Text, err)
+	}
+	if err := httpx.UnmarshalJSON([]byte(`{"text":"a\u0000b"}`), &v); err != nil || v.Text != "a\x00b" {
+		t.Errorf("UnmarshalJSON kept %q, %v; want the NUL", v.Text, err)
 	}
 }

@@ -1,6 +1,10 @@
 package httpx
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/parleyhq/parley/pkg/errs"
+)
 
 // nulEscape is how JSON writes a NUL character: the one character
 // PostgreSQL's text and jsonb cannot hold, so a body that carries one
@@ -27,6 +31,19 @@ func IndexNULEscape(body []byte) int {
 		}
 		from = i + 1
 	}
+}
+
+// StorableBody is 400 invalid_request for a JSON body holding an escaped
+// NUL character, naming its offset, and nil for any other body. Every
+// JSON body a service decodes passes it (DecodeJSONWithin), whoever sent
+// it: the public API, the console, parleyctl or another service. Refused
+// on arrival, a send never reaches a platform only to fail where it is
+// stored.
+func StorableBody(body []byte) error {
+	if i := IndexNULEscape(body); i >= 0 {
+		return errs.InvalidRequest("the body holds a NUL character (\\u0000) at byte %d, which cannot be stored; remove it", i)
+	}
+	return nil
 }
 
 // ReplaceNULEscapes is the JSON body with each escaped NUL character

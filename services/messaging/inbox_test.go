@@ -195,6 +195,9 @@ func TestOperatorRepliesGoThroughTheSendPath(t *testing.T) {
 	wantErr(t, err, http.StatusBadGateway, "platform_error", "blocked")
 	_, err = ops.SendOperatorMessage(ctx, conv.ID, messagingapi.SendOperatorMessage{WorkspaceID: ws, Message: chatText("")})
 	wantErr(t, err, http.StatusBadRequest, "invalid_request", "message.text")
+	// A NUL cannot be stored: refused before the platform is called.
+	_, err = ops.SendOperatorMessage(ctx, conv.ID, messagingapi.SendOperatorMessage{WorkspaceID: ws, Message: chatText("a\x00b")})
+	wantErr(t, err, http.StatusBadRequest, "invalid_request", "NUL character")
 	_, err = ops.SendOperatorMessage(ctx, conv.ID, messagingapi.SendOperatorMessage{WorkspaceID: uuid.NewString(), Message: chatText("hi")})
 	wantErr(t, err, http.StatusNotFound, "conversation_not_found", "")
 	_, err = ops.ConversationMessages(ctx, uuid.NewString(), conv.ID, "", 0)

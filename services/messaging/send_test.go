@@ -179,6 +179,8 @@ func TestSendMessageErrors(t *testing.T) {
 		{"fourteen quick replies", qrs(14), 400, "invalid_request", "quick_replies"},
 		{"long quick reply", `{"conversation_id":"` + id + `","text":"t","quick_replies":["` + strings.Repeat("x", 21) + `"]}`, 400, "invalid_request", "quick_replies[0]"},
 		{"empty quick reply", `{"conversation_id":"` + id + `","text":"t","quick_replies":["ok",""]}`, 400, "invalid_request", "quick_replies[1]"},
+		{"NUL in the text", `{"conversation_id":"` + id + `","text":"a\u0000b"}`, 400, "invalid_request", "NUL character"},
+		{"NUL in a quick reply", `{"conversation_id":"` + id + `","text":"t","quick_replies":["\\\u0000"]}`, 400, "invalid_request", "NUL character"},
 		{"unknown conversation", `{"conversation_id":"` + uuid.NewString() + `","text":"hi"}`, 404, "conversation_not_found", ""},
 		{"conversation id not an id", `{"conversation_id":"c_123","text":"hi"}`, 404, "conversation_not_found", ""},
 	}
@@ -189,7 +191,11 @@ func TestSendMessageErrors(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want %d %s naming %q", tt.name, status, code, msg, tt.status, tt.code, tt.field)
 		}
 	}
-	// Exactly at the limits is fine.
+	// Exactly at the limits is fine, and so is the text \u0000 (an escaped
+	// backslash, then u0000), which holds no NUL.
+	if status, body := h.apiRaw(ws, http.MethodPost, "/v1/messages", `{"conversation_id":"`+id+`","text":"\\u0000"}`); status != 201 {
+		t.Fatalf("the text \\u0000: %d %s", status, body)
+	}
 	if status, body := h.apiRaw(ws, http.MethodPost, "/v1/messages", qrs(13)); status != 201 {
 		t.Fatalf("13 quick replies: %d %s", status, body)
 	}
@@ -203,10 +209,10 @@ func TestSendMessageErrors(t *testing.T) {
 	if code, msg := errorBody(t, body); status != 400 || code != "invalid_request" || !strings.Contains(msg, "text") {
 		t.Errorf("image with a blank text: %d %s %q, want 400 invalid_request naming text", status, code, msg)
 	}
-	if n := len(h.tg.Calls()); n != 2 {
+	if n := len(h.tg.Calls()); n != 3 {
 		t.Fatalf("telegram got %d calls; refused requests must send nothing", n)
 	}
-	if n := h.count("messages", "sender = 'user'"); n != 2 {
+	if n := h.count("messages", "sender = 'user'"); n != 3 {
 		t.Fatalf("stored user messages = %d, want 2", n)
 	}
 }

@@ -481,9 +481,9 @@ func TestWebchatRejectsBadMessages(t *testing.T) {
 		{"bad client id", `{"text":"hi","client_message_id":"a b"}`, 400, "invalid_request", "client_message_id"},
 		{"long client id", `{"text":"hi","client_message_id":"` + strings.Repeat("a", 65) + `"}`, 400, "invalid_request", "client_message_id"},
 		{"long name", `{"text":"hi","name":"` + strings.Repeat("n", 81) + `"}`, 400, "invalid_request", "name must be at most 80"},
-		{"control in name", `{"text":"hi","name":"a\u0000b"}`, 400, "invalid_request", "name must not contain control"},
-		{"NUL in text", `{"text":"a\u0000b"}`, 400, "invalid_request", "text must not contain a NUL"},
-		{"NUL in quick reply", `{"text":"hi","quick_reply_payload":"q\u0000"}`, 400, "invalid_request", "quick_reply_payload must not contain a NUL"},
+		{"control in name", `{"text":"hi","name":"a\u0001b"}`, 400, "invalid_request", "name must not contain control"},
+		{"NUL in text", `{"text":"a\u0000b"}`, 400, "invalid_request", "NUL character"},
+		{"NUL in quick reply", `{"text":"hi","quick_reply_payload":"q\u0000"}`, 400, "invalid_request", "NUL character"},
 		{"long quick reply", `{"text":"hi","quick_reply_payload":"` + strings.Repeat("q", 21) + `"}`, 400, "invalid_request", "quick_reply_payload"},
 		{"body too large", `{"text":"hi","pad":"` + strings.Repeat("x", 33<<10) + `"}`, 413, "payload_too_large", "at most 32768 bytes"},
 	}

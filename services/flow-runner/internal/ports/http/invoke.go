@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,9 +54,11 @@ func (h *handlers) invoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// input is kept raw, so that its size and depth are measured as sent.
+	// input is kept raw, so that its size and depth are measured as sent,
+	// and with any NUL character in it: a run stores its JSON as json,
+	// which holds one (docs/limits-and-errors.md "Error codes").
 	var in flowrunnerapi.InvokeRequest
-	if err := httpx.DecodeJSON(bytes.NewReader(raw), &in); err != nil {
+	if err := httpx.UnmarshalJSON(raw, &in); err != nil {
 		return err
 	}
 	input, err := app.ParseInput(in.Input)

@@ -83,9 +83,6 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 	if err := jsonBody(r.Header.Get(echo.HeaderContentType), body); err != nil {
 		return err
 	}
-	if err := storableBody(body); err != nil {
-		return err
-	}
 	req := &rpcv1.Request{
 		RequestId:   c.Response().Header().Get(echo.HeaderXRequestID),
 		WorkspaceId: w.ID,
@@ -206,17 +203,6 @@ func jsonBody(contentType string, body []byte) error {
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mediaType != echo.MIMEApplicationJSON {
 		return errs.InvalidRequest("Content-Type must be application/json, not %q", httpx.Clip(contentType))
-	}
-	return nil
-}
-
-// storableBody refuses a JSON body that holds a NUL character (\u0000),
-// which no service can store (docs/limits-and-errors.md "Error codes"):
-// refused here, before a send reaches a platform and then fails to be
-// stored.
-func storableBody(body []byte) error {
-	if i := httpx.IndexNULEscape(body); i >= 0 {
-		return errs.InvalidRequest("the body holds a NUL character (\\u0000) at byte %d, which cannot be stored; remove it", i)
 	}
 	return nil
 }

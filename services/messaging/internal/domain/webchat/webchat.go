@@ -151,13 +151,6 @@ func (m *VisitorMessage) Validate() error {
 	if m.QuickReplyPayload != "" && utf8.RuneCountInString(m.QuickReplyPayload) > conversation.MaxQuickReplyLength {
 		return &conversation.FieldError{Field: "quick_reply_payload", Reason: fmt.Sprintf("must be at most %d characters", conversation.MaxQuickReplyLength)}
 	}
-	// A NUL cannot be stored (docs/channels.md "What Parley keeps of a
-	// customer's text"); the widget never sends one.
-	for field, v := range map[string]string{"text": m.Text, "quick_reply_payload": m.QuickReplyPayload} {
-		if strings.ContainsRune(v, 0) {
-			return &conversation.FieldError{Field: field, Reason: "must not contain a NUL character"}
-		}
-	}
 	if err := checkClientID(m.ClientMessageID); err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@
 package http
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"io"
@@ -160,5 +159,5 @@ func decodeCustomerJSON(r io.Reader, limit int64, v any) error {
 	if err != nil {
 		return err
 	}
-	return httpx.DecodeJSON(bytes.NewReader(httpx.ReplaceNULEscapes(body)), v)
+	return httpx.UnmarshalJSON(httpx.ReplaceNULEscapes(body), v)
 }
