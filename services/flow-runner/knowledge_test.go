@@ -105,6 +105,7 @@ func TestKnowledgeBase(t *testing.T) {
 		{"no title", "/admin/workspaces/" + ws + "/kb/documents", map[string]string{"markdown": "text"}, "title: is required"},
 		{"no text", "/admin/workspaces/" + ws + "/kb/documents", map[string]string{"title": "T", "markdown": "# Only a heading\n"}, "markdown: has no text"},
 		{"too large", "/admin/workspaces/" + ws + "/kb/documents", map[string]string{"title": "T", "markdown": strings.Repeat("word ", 110_000)}, "markdown: is 550000 bytes, over the limit of 524288"},
+		{"a NUL", "/admin/workspaces/" + ws + "/kb/documents", map[string]string{"title": "T", "markdown": "a\x00b"}, "NUL character"},
 		{"title not a string", "/admin/workspaces/" + ws + "/kb/documents", map[string]any{"title": 1, "markdown": "x"}, "title must be a string"},
 		{"not JSON", "/admin/workspaces/" + ws + "/kb/documents", "# Markdown itself", "not valid JSON"},
 		{"workspace", "/admin/workspaces/nope/kb/documents", map[string]string{"title": "T", "markdown": "x"}, `workspace: "nope"`},
