@@ -82,7 +82,9 @@ func Verify(secret string, header http.Header, body []byte) error {
 // of now, either way, and X-Service-Signature must be Sign of body (the raw
 // bytes as received, before any parsing) at that timestamp, compared in
 // constant time. A nil error means the delivery is genuine; otherwise the
-// error wraps ErrMissingHeader, ErrTimestamp or ErrSignature.
+// error wraps ErrMissingHeader, ErrTimestamp or ErrSignature. An empty
+// secret (an unset environment variable) verifies nothing: anyone can
+// sign with it, so every delivery is refused with ErrSignature.
 //
 // Deduplicating by X-Service-Delivery is the caller's part (NewHandler
 // does it).
@@ -103,6 +105,9 @@ func VerifyAt(secret string, header http.Header, body []byte, now time.Time) err
 	// from now, and a forged one could wrap into the window.
 	if skew := now.Unix() - unix; skew > int64(Tolerance/time.Second) || skew < -int64(Tolerance/time.Second) {
 		return fmt.Errorf("%w: %s %s is %ds from now, more than %s", ErrTimestamp, HeaderTimestamp, ts, skew, Tolerance)
+	}
+	if secret == "" {
+		return fmt.Errorf("%w: no secret to check %s with", ErrSignature, HeaderSignature)
 	}
 	if !hmac.Equal([]byte(got), []byte(sign(secret, ts, body))) {
 		return fmt.Errorf("%w: %s", ErrSignature, HeaderSignature)

@@ -1,10 +1,12 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,35 +61,58 @@ func TestVerifyAt(t *testing.T) {
 		ts, sig string // "-" leaves the header out
 		body    []byte
 		want    error
+		secret  string   // "" is secret, "-" the empty secret
+		extra   []string // more X-Service-Signature values, after sig
 	}{
-		{"now", fresh, signed(fresh), body, nil},
-		{"300 s ago", at(-300 * time.Second), signed(at(-300 * time.Second)), body, nil},
-		{"300 s ahead", at(300 * time.Second), signed(at(300 * time.Second)), body, nil},
-		{"301 s ago", at(-301 * time.Second), signed(at(-301 * time.Second)), body, ErrTimestamp},
-		{"301 s ahead", at(301 * time.Second), signed(at(301 * time.Second)), body, ErrTimestamp},
-		{"a year ahead", at(365 * 24 * time.Hour), signed(at(365 * 24 * time.Hour)), body, ErrTimestamp},
-		{"far future", "9223372036854775807", signed("9223372036854775807"), body, ErrTimestamp},
-		{"not a number", "yesterday", signed("yesterday"), body, ErrTimestamp},
-		{"negative", "-1", signed("-1"), body, ErrTimestamp},
-		{"wrong secret", fresh, sign("whsec_other", fresh, body), body, ErrSignature},
-		{"tampered body", fresh, signed(fresh), append([]byte(" "), body...), ErrSignature},
-		{"signature of another timestamp", fresh, signed(at(-1 * time.Second)), body, ErrSignature},
-		{"upper-case hex", fresh, "sha256=" + strings.ToUpper(strings.TrimPrefix(signed(fresh), "sha256=")), body, ErrSignature},
-		{"no prefix", fresh, strings.TrimPrefix(signed(fresh), "sha256="), body, ErrSignature},
-		{"no timestamp", "-", signed(fresh), body, ErrMissingHeader},
-		{"no signature", fresh, "-", body, ErrMissingHeader},
+		{"now", fresh, signed(fresh), body, nil, "", nil},
+		{"300 s ago", at(-300 * time.Second), signed(at(-300 * time.Second)), body, nil, "", nil},
+		{"300 s ahead", at(300 * time.Second), signed(at(300 * time.Second)), body, nil, "", nil},
+		{"301 s ago", at(-301 * time.Second), signed(at(-301 * time.Second)), body, ErrTimestamp, "", nil},
+		{"301 s ahead", at(301 * time.Second), signed(at(301 * time.Second)), body, ErrTimestamp, "", nil},
+		{"a year ahead", at(365 * 24 * time.Hour), signed(at(365 * 24 * time.Hour)), body, ErrTimestamp, "", nil},
+		{"far future", "9223372036854775807", signed("9223372036854775807"), body, ErrTimestamp, "", nil},
+		{"not a number", "yesterday", signed("yesterday"), body, ErrTimestamp, "", nil},
+		{"negative", "-1", signed("-1"), body, ErrTimestamp, "", nil},
+		{"wrong secret", fresh, sign("whsec_other", fresh, body), body, ErrSignature, "", nil},
+		{"tampered body", fresh, signed(fresh), append([]byte(" "), body...), ErrSignature, "", nil},
+		{"signature of another timestamp", fresh, signed(at(-1 * time.Second)), body, ErrSignature, "", nil},
+		{"upper-case hex", fresh, "sha256=" + strings.ToUpper(strings.TrimPrefix(signed(fresh), "sha256=")), body, ErrSignature, "", nil},
+		{"no prefix", fresh, strings.TrimPrefix(signed(fresh), "sha256="), body, ErrSignature, "", nil},
+		{"no timestamp", "-", signed(fresh), body, ErrMissingHeader, "", nil},
+		{"no signature", fresh, "-", body, ErrMissingHeader, "", nil},
+		{"one byte changed", fresh, signed(fresh), bytes.Replace(body, []byte("d1"), []byte("d2"), 1), ErrSignature, "", nil},
+		{"one byte more", fresh, signed(fresh), append(slices.Clone(body), '\n'), ErrSignature, "", nil},
+		{"another version", fresh, "sha512=" + strings.TrimPrefix(signed(fresh), "sha256="), body, ErrSignature, "", nil},
+		{"v1= as other services sign", fresh, "v1=" + strings.TrimPrefix(signed(fresh), "sha256="), body, ErrSignature, "", nil},
+		{"the prefix alone", fresh, "sha256=", body, ErrSignature, "", nil},
+		{"truncated", fresh, signed(fresh)[:40], body, ErrSignature, "", nil},
+		{"padded", fresh, signed(fresh) + "00", body, ErrSignature, "", nil},
+		{"a list with the right one second", fresh, "sha256=00," + signed(fresh), body, ErrSignature, "", nil},
+		{"huge", fresh, "sha256=" + strings.Repeat("ab", 1<<19), body, ErrSignature, "", nil},
+		{"a forged one first, the genuine one duplicated after", fresh, sign("whsec_other", fresh, body), body, ErrSignature, "", []string{signed(fresh)}},
+		{"a huge timestamp", strings.Repeat("9", 1<<16), signed(strings.Repeat("9", 1<<16)), body, ErrTimestamp, "", nil},
+		{"an empty secret", fresh, sign("", fresh, body), body, ErrSignature, "-", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := http.Header{}
+			if tt.secret == "" {
+				tt.secret = secret
+			}
 			if tt.ts != "-" {
 				h.Set(HeaderTimestamp, tt.ts)
 			}
 			if tt.sig != "-" {
 				h.Set(HeaderSignature, tt.sig)
 			}
-			err := VerifyAt(secret, h, tt.body, now)
+			if tt.secret == "-" {
+				tt.secret = ""
+			}
+			for _, extra := range tt.extra {
+				h.Add(HeaderSignature, extra)
+			}
+			err := VerifyAt(tt.secret, h, tt.body, now)
 			if tt.want == nil && err != nil {
 				t.Fatalf("VerifyAt = %v, want nil", err)
 			}
