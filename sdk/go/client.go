@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -296,15 +298,20 @@ func isJSON(contentType string) bool {
 }
 
 // parseRetryAfter reads Retry-After as seconds or an HTTP date; 0 when
-// absent or unreadable.
+// absent, unreadable, negative or past. Seconds beyond what a Duration
+// holds are the longest Duration (not a product wrapped around to a short
+// wait).
 func parseRetryAfter(v string) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if n <= 0 {
 			return 0
+		}
+		if n > math.MaxInt64/int64(time.Second) {
+			return math.MaxInt64
 		}
 		return time.Duration(n) * time.Second
 	}
