@@ -34,6 +34,9 @@ type Client struct {
 	hc        *http.Client
 	retry     RetryPolicy
 	userAgent string
+	// maxAnswer bounds the bytes read of one answer, or of one line or
+	// event of a stream; tests lower it.
+	maxAnswer int64
 	// wait sleeps d or until ctx is done; tests replace it.
 	wait func(ctx context.Context, d time.Duration) error
 }
@@ -71,6 +74,7 @@ func New(apiKey string, opts ...Option) *Client {
 		apiKey:    apiKey,
 		hc:        http.DefaultClient,
 		userAgent: "parley-go/" + Version,
+		maxAnswer: maxAnswer,
 		wait:      sleep,
 	}
 	WithBaseURL(DefaultBaseURL)(c)
@@ -102,6 +106,11 @@ func newIdempotencyKey() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
 	return hex.EncodeToString(b[:])
 }
+
+// maxAnswer is the most bytes read of one answer: the largest reply
+// Parley's services send (docs/architecture.md "Large replies travel in
+// chunks"). A stream's line and event are bounded by it too.
+const maxAnswer = 64 << 20
 
 // request is one call, the same on each attempt.
 type request struct {
@@ -153,18 +162,17 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			// A success read whole here: one cut short is as a lost answer.
 			// An event stream is read as it comes (a stream's replay is
 			// JSON, read whole).
-			err = readWhole(resp)
+			err = readWhole(resp, c.maxAnswer)
 		}
 		if err != nil {
 			r.mayHaveActed = true
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if !r.safeToRepeat() || attempt >= c.retry.MaxAttempts {
-				if r.key != "" {
-					return nil, &keyedError{key: r.key, err: err}
-				}
-				return nil, err
+			// An answer too large came whole from the server: a repeat
+			// would be answered the same.
+			if !r.safeToRepeat() || attempt >= c.retry.MaxAttempts || errors.Is(err, ErrMalformedAnswer) {
+				return nil, r.fail(err)
 			}
 			if werr := c.wait(ctx, c.retry.backoff(attempt)); werr != nil {
 				return nil, werr
@@ -194,16 +202,30 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	}
 }
 
-// readWhole reads resp's body into memory, so that a connection lost
-// while it arrives can be retried like one lost before it.
-func readWhole(resp *http.Response) error {
+// readWhole reads resp's body, at most limit bytes, into memory, so that
+// a connection lost while it arrives can be retried like one lost before
+// it.
+func readWhole(resp *http.Response, limit int64) error {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("parley: read the answer: %w", err)
 	}
+	if int64(len(b)) > limit {
+		return fmt.Errorf("%w: a body over %d bytes", ErrMalformedAnswer, limit)
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return nil
+}
+
+// fail is the error err of the call r, with r's Idempotency-Key when it
+// has one (IdempotencyKeyOf reads it).
+func (r *request) fail(err error) error {
+	var e *Error
+	if r.key == "" || errors.As(err, &e) {
+		return err
+	}
+	return &keyedError{key: r.key, err: err}
 }
 
 // safeToRepeat reports whether a request whose answer never came may be
@@ -335,7 +357,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) error {
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("parley: %s %s: decode the answer: %w", r.method, r.path, err)
+		return r.fail(fmt.Errorf("%w: %s %s: decode the answer: %w", ErrMalformedAnswer, r.method, r.path, err))
 	}
 	return nil
 }
@@ -366,10 +388,10 @@ func fetch[T any](ctx context.Context, c *Client, r *request, key string) (*T, e
 	}
 	raw, ok := body[key]
 	if !ok {
-		return nil, fmt.Errorf("parley: %s %s: the answer has no %q", r.method, r.path, key)
+		return nil, r.fail(fmt.Errorf("%w: %s %s: the answer has no %q", ErrMalformedAnswer, r.method, r.path, key))
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("parley: %s %s: decode the answer's %q: %w", r.method, r.path, key, err)
+		return nil, r.fail(fmt.Errorf("%w: %s %s: decode the answer's %q: %w", ErrMalformedAnswer, r.method, r.path, key, err))
 	}
 	return &out, nil
 }

@@ -155,6 +155,15 @@ var (
 var ErrStreamDropped = errors.New("parley: the event stream ended before its end event; " +
 	"the run is stored failed (Run with its run id tells): retry with a new Idempotency-Key")
 
+// ErrMalformedAnswer is wrapped by the error of a success (2xx) answer the
+// client cannot read as the API's: not its JSON (a proxy's page), no body
+// where one is due (a 204), a body over the client's bound (64 MiB, the
+// largest answer Parley sends), a stream's line or event over that bound
+// or not JSON, or a page whose next_before does not go back in time.
+// Such an answer is never retried: the call may have acted. On a call
+// that carries an Idempotency-Key, IdempotencyKeyOf(err) reads its key.
+var ErrMalformedAnswer = errors.New("parley: an answer that is not the API's")
+
 // keyedError is a failure of a call that carried an Idempotency-Key and
 // got no answer of the API's (a lost connection, a body cut short), with
 // that key.

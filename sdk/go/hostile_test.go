@@ -3,11 +3,132 @@ package parley
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// endless writes bytes until the client hangs up, or 256 MiB, and counts
+// them in sent.
+func endless(w http.ResponseWriter, contentType string, sent *atomic.Int64) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(200)
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	for sent.Load() < 256<<20 {
+		n, err := w.Write(chunk)
+		sent.Add(int64(n))
+		if err != nil {
+			return
+		}
+	}
+}
+
+// unbounded is the most bytes a client that reads at most 1 MiB lets a
+// server send: that MiB and what the sockets' buffers hold.
+const unbounded = 32 << 20
+
+// TestMalformedAnswers: a success the client cannot read is an error
+// wrapping ErrMalformedAnswer, with the call's key, after one attempt.
+func TestMalformedAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+	}{
+		{"truncated JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"message": {"id": "m1", "conv`)
+		}},
+		{"a proxy's HTML page with 200", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><body>Welcome to the hotel wifi</body></html>")
+		}},
+		{"204 where a body is due", func(w http.ResponseWriter) { w.WriteHeader(204) }},
+		{"null", func(w http.ResponseWriter) { writeJSON(w, 200, nil) }},
+		{"the property of the wrong type", func(w http.ResponseWriter) { writeJSON(w, 201, map[string]any{"message": 5}) }},
+		{"no property", func(w http.ResponseWriter) { writeJSON(w, 201, map[string]any{"other": 5}) }},
+		{"a body over the bound", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"message": {"id": "`+strings.Repeat("m", 2<<10)+`"}}`)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { tt.answer(w) })
+			c.maxAnswer = 1 << 10
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("k-1"))
+			if !errors.Is(err, ErrMalformedAnswer) {
+				t.Fatalf("error %v, want ErrMalformedAnswer", err)
+			}
+			if k := IdempotencyKeyOf(err); k != "k-1" {
+				t.Errorf("IdempotencyKeyOf %q, want k-1", k)
+			}
+			if n := len(rec.all()); n != 1 {
+				t.Errorf("%d attempts, want 1", n)
+			}
+		})
+	}
+}
+
+// TestAnswerWithoutEndIsBounded: the client stops reading a body at its
+// bound (it never reads the whole of one that does not end).
+func TestAnswerWithoutEndIsBounded(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { endless(w, "application/json", &sent) })
+	c.maxAnswer = 1 << 20
+	_, err := c.Flows(context.Background())
+	if !errors.Is(err, ErrMalformedAnswer) {
+		t.Fatalf("error %v, want ErrMalformedAnswer", err)
+	}
+	if n := len(rec.all()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+	if n := sent.Load(); n > unbounded {
+		t.Errorf("the server sent %d bytes", n)
+	}
+}
+
+// TestErrorAnswersOfAnyShape: an error answer that is not {"code",
+// "message"} is an *Error with its status, no code and the body's start.
+func TestErrorAnswersOfAnyShape(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, contentType, body string
+		status                  int
+	}{
+		{"JSON of another shape", "application/json", `{"error": "boom"}`, 500},
+		{"a code that is not a string", "application/json", `{"code": 7, "message": "x"}`, 400},
+		{"JSON with a text type", "text/plain", `{"code": "not_found", "message": "x"}`, 404},
+		{"no body", "", "", 502},
+		{"a huge page", "text/html", strings.Repeat("<p>oops</p>", 100_000), 502},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if tt.contentType != "" {
+					w.Header().Set("Content-Type", tt.contentType)
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}, WithRetry(RetryPolicy{MaxAttempts: 1}))
+			_, err := c.Me(context.Background())
+			var perr *Error
+			if !errors.As(err, &perr) || perr.Status != tt.status || perr.Code != "" || len(perr.Message) > 400 {
+				t.Fatalf("error %#v", err)
+			}
+			if tt.body != "" && !strings.Contains(perr.Message, tt.body[:min(len(tt.body), 10)]) {
+				t.Errorf("message %q lacks the body's start", perr.Message)
+			}
+		})
+	}
+}
 
 func TestParseRetryAfter(t *testing.T) {
 	t.Parallel()

@@ -157,7 +157,7 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 		// A replay: the stored JSON answer of the first call with this key.
 		var res InvokeResult
 		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-			yield(nil, fmt.Errorf("parley: POST %s: decode the answer: %w", r.path, err))
+			yield(nil, r.fail(fmt.Errorf("%w: POST %s: decode the answer: %w", ErrMalformedAnswer, r.path, err)))
 			return
 		}
 		replayEvents(&res, yield)
