@@ -52,7 +52,9 @@ func WithBaseURL(u string) Option {
 
 // WithHTTPClient sets the http.Client the calls go through (its transport,
 // proxy and TLS settings). Leave its Timeout at 0 to stream: a call's
-// deadline is its context's. The default is http.DefaultClient.
+// deadline is its context's. The default is http.DefaultClient. Unless
+// hc has its own CheckRedirect, the client follows no redirect (the API
+// makes none): a 3xx answer is an *Error.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.hc = hc }
 }
@@ -80,6 +82,14 @@ func New(apiKey string, opts ...Option) *Client {
 	WithBaseURL(DefaultBaseURL)(c)
 	for _, o := range opts {
 		o(c)
+	}
+	if c.hc.CheckRedirect == nil {
+		// A copy: the caller's client stays as it was. A redirect followed
+		// would turn a POST into a GET (whose answer would pass for the
+		// POST's) or repeat the API key to wherever it points.
+		hc := *c.hc
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.hc = &hc
 	}
 	c.retry = c.retry.withDefaults()
 	return c
@@ -303,6 +313,9 @@ func readError(resp *http.Response) *Error {
 		s += "…"
 	}
 	e.Message = "an answer that is not the API's JSON error"
+	if loc := resp.Header.Get("Location"); resp.StatusCode < 400 && loc != "" {
+		e.Message = "a redirect to " + loc + ", not followed"
+	}
 	if s != "" {
 		e.Message += ": " + s
 	}

@@ -199,3 +199,41 @@ func TestAbsurdRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectsAreNotFollowed: a redirect is an *Error; the POST is not
+// turned into a GET whose answer would pass for the send's.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			t.Parallel()
+			c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if r.URL.Path == "/elsewhere" {
+					writeJSON(w, 201, sentMessage)
+					return
+				}
+				http.Redirect(w, r, "/elsewhere", status)
+			})
+			_, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"})
+			var perr *Error
+			if !errors.As(err, &perr) || perr.Status != status || !strings.Contains(perr.Message, "/elsewhere") {
+				t.Fatalf("error %v, want the %d as an *Error", err, status)
+			}
+			if n := len(rec.all()); n != 1 {
+				t.Errorf("%d requests, want 1 (no redirect followed)", n)
+			}
+		})
+	}
+	t.Run("a client's own CheckRedirect is kept", func(t *testing.T) {
+		t.Parallel()
+		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}
+		c := New("pk", WithHTTPClient(hc))
+		if c.hc != hc {
+			t.Error("the caller's client was replaced")
+		}
+		plain := &http.Client{}
+		if c := New("pk", WithHTTPClient(plain)); c.hc == plain || plain.CheckRedirect != nil {
+			t.Error("the caller's client was changed, or used as it is")
+		}
+	})
+}
