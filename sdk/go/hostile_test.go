@@ -237,3 +237,103 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverAnswered: the context's deadline ends a call whose server
+// never answers, and the connection is let go.
+func TestNeverAnswered(t *testing.T) {
+	t.Parallel()
+	c, hungUp := holding(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("returned after %v", d)
+	}
+	hungUp()
+}
+
+// TestStreamOfAHostileServer: the stream's parser against what a server
+// or a proxy may send.
+func TestStreamOfAHostileServer(t *testing.T) {
+	t.Parallel()
+	const end = "event: end\ndata: {\"status\":\"completed\"}\n\n"
+	for _, tt := range []struct {
+		name    string
+		chunks  []string
+		events  int   // events yielded
+		wantErr error // nil: the stream ends with RunEnd
+	}{
+		{"CRLF line ends", []string{"event: run_start\r\ndata: {\"run_id\":\"r\"}\r\n\r\nevent: end\r\ndata: {}\r\n\r\n"}, 2, nil},
+		{"an event split byte by byte", strings.Split("event: run_start\ndata: {\"run_id\":\"r\"}\n\n"+end, ""), 2, nil},
+		{"comments, retry and id fields", []string{": ping\n\nretry: 10\nid: 7\n\n: ping\nevent: run_start\nretry: -1\ndata: {\"run_id\":\"r\"}\n\n", end}, 2, nil},
+		{"an unknown event", []string{"event: novel\ndata: {}\n\n", end}, 1, nil},
+		{"no end event", []string{"event: run_start\ndata: {\"run_id\":\"r\"}\n\n"}, 1, ErrStreamDropped},
+		{"data that is not JSON", []string{"event: run_start\ndata: <html>\n\n", end}, 0, ErrMalformedAnswer},
+		{"a line over the bound", []string{"event: run_start\ndata: {\"run_id\":\"" + strings.Repeat("r", 2<<10) + "\"}\n\n", end}, 0, ErrMalformedAnswer},
+		{"a comment over the bound", []string{": " + strings.Repeat("p", 2<<10) + "\n\n", end}, 0, ErrMalformedAnswer},
+		// JSON, as the lines join with "\n": only its size is wrong.
+		{"an event over the bound in short lines", []string{"event: message\ndata: {\n" + strings.Repeat("data:         \n", 200) + "data: }\n\n", end}, 0, ErrMalformedAnswer},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { sse(w, tt.chunks...) })
+			c.maxAnswer = 1 << 10
+			evs, errs := collect(t, c.InvokeStream(context.Background(), "f1", nil))
+			if len(evs) != tt.events {
+				t.Errorf("events %v, want %d", evs, tt.events)
+			}
+			if tt.wantErr == nil {
+				if len(errs) != 0 {
+					t.Errorf("errors %v", errs)
+				}
+				if len(evs) == 0 || evs[len(evs)-1].Event() != "end" {
+					t.Errorf("events %v do not end with end", evs)
+				}
+				return
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], tt.wantErr) || !errors.Is(errs[0], ErrStreamDropped) {
+				t.Errorf("errors %v, want one %v", errs, tt.wantErr)
+			}
+		})
+	}
+	t.Run("a line without end", func(t *testing.T) {
+		t.Parallel()
+		var sent atomic.Int64
+		c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { endless(w, "text/event-stream", &sent) })
+		c.maxAnswer = 1 << 20
+		_, errs := collect(t, c.InvokeStream(context.Background(), "f1", nil))
+		if len(errs) != 1 || !errors.Is(errs[0], ErrMalformedAnswer) {
+			t.Errorf("errors %v, want ErrMalformedAnswer", errs)
+		}
+		if n := sent.Load(); n > unbounded {
+			t.Errorf("the server sent %d bytes", n)
+		}
+	})
+}
+
+// TestStreamStalledIsCanceled: a stream that stops sending is ended by its
+// context, and the connection is let go.
+func TestStreamStalledIsCanceled(t *testing.T) {
+	t.Parallel()
+	c, hungUp := holding(t, "event: run_start\ndata: {\"run_id\":\"r1\"}\n\n: ping\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errs []error
+	for ev, err := range c.InvokeStream(ctx, "f1", nil) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, ok := ev.(*RunStart); ok {
+			time.AfterFunc(50*time.Millisecond, cancel)
+		}
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrStreamDropped) || !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("errors %v, want ErrStreamDropped and context.Canceled", errs)
+	}
+	hungUp()
+}

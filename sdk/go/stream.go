@@ -151,7 +151,7 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 		}
 		defer resp.Body.Close()
 		if isEventStream(resp) {
-			readEvents(ctx, resp.Body, yield)
+			readEvents(ctx, resp.Body, c.maxAnswer, yield)
 			return
 		}
 		// A replay: the stored JSON answer of the first call with this key.
@@ -180,15 +180,23 @@ func replayEvents(res *InvokeResult, yield func(RunEvent, error) bool) {
 
 // readEvents parses Server-Sent Events from body and yields each known
 // event until the end event, the caller's break or the stream's loss.
-// Comment lines (": ping") are skipped, as are events of names this
-// client does not know; several data lines of one event join with "\n".
-func readEvents(ctx context.Context, body io.Reader, yield func(RunEvent, error) bool) {
+// Comment lines (": ping") are skipped, as are the fields other than
+// event and data (id, retry) and events of names this client does not
+// know; several data lines of one event join with "\n". A line, or an
+// event's data, over limit bytes ends the stream with an error, as does
+// an event whose data is not its JSON: the connection is then closed,
+// which stops the run.
+func readEvents(ctx context.Context, body io.Reader, limit int64, yield func(RunEvent, error) bool) {
 	br := bufio.NewReader(body)
 	var name string
 	var data strings.Builder
 	var hasData bool
 	for {
-		line, err := br.ReadString('\n')
+		line, err := readLine(br, limit)
+		if errors.Is(err, ErrMalformedAnswer) {
+			yield(nil, fmt.Errorf("%w: %w", ErrStreamDropped, err))
+			return
+		}
 		if err != nil {
 			// A last line without its newline is not a whole event either.
 			yield(nil, dropped(ctx, err))
@@ -212,7 +220,7 @@ func readEvents(ctx context.Context, body io.Reader, yield func(RunEvent, error)
 				continue
 			}
 			if err := json.Unmarshal([]byte(payload), ev); err != nil {
-				yield(nil, fmt.Errorf("parley: the %s event's data is not what it should be: %w", ev.Event(), err))
+				yield(nil, fmt.Errorf("%w: %w: the %s event's data: %w", ErrStreamDropped, ErrMalformedAnswer, ev.Event(), err))
 				return
 			}
 			if !yield(ev, nil) {
@@ -235,7 +243,27 @@ func readEvents(ctx context.Context, body io.Reader, yield func(RunEvent, error)
 				}
 				data.WriteString(value)
 				hasData = true
+				if int64(data.Len()) > limit {
+					yield(nil, fmt.Errorf("%w: %w: an event over %d bytes", ErrStreamDropped, ErrMalformedAnswer, limit))
+					return
+				}
 			}
+		}
+	}
+}
+
+// readLine reads one line, its "\n" included, of at most limit bytes; a
+// longer one is an error wrapping ErrMalformedAnswer, read no further.
+func readLine(br *bufio.Reader, limit int64) (string, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > limit {
+			return "", fmt.Errorf("%w: a line over %d bytes", ErrMalformedAnswer, limit)
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return string(line), err
 		}
 	}
 }

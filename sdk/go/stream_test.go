@@ -136,14 +136,31 @@ func TestStreamDropped(t *testing.T) {
 	}
 }
 
-func TestStreamBreakClosesTheConnection(t *testing.T) {
-	t.Parallel()
+// holding starts a server that answers the stream chunks (none: no
+// answer at all) and then holds the connection until the client hangs up;
+// hungUp fails the test unless the client did within 10 s.
+func holding(t *testing.T, chunks ...string) (c *Client, hungUp func()) {
 	gone := make(chan struct{})
-	c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		sse(w, "event: run_start\ndata: {\"run_id\":\"r1\"}\n\n")
+	c, _, _ = server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if len(chunks) > 0 {
+			sse(w, chunks...)
+		}
 		<-r.Context().Done() // the client hung up
 		close(gone)
 	})
+	return c, func() {
+		t.Helper()
+		select {
+		case <-gone:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server still holds the connection 10 s later")
+		}
+	}
+}
+
+func TestStreamBreakClosesTheConnection(t *testing.T) {
+	t.Parallel()
+	c, hungUp := holding(t, "event: run_start\ndata: {\"run_id\":\"r1\"}\n\n")
 	for ev, err := range c.InvokeStream(context.Background(), "f1", nil) {
 		if err != nil {
 			t.Fatal(err)
@@ -153,11 +170,7 @@ func TestStreamBreakClosesTheConnection(t *testing.T) {
 		}
 		break
 	}
-	select {
-	case <-gone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server still holds the connection 10 s after the loop's break")
-	}
+	hungUp()
 }
 
 func TestStreamReplayedAsJSON(t *testing.T) {
@@ -208,7 +221,7 @@ func FuzzReadEvents(f *testing.F) {
 	f.Add("event: message\ndata: {\ndata: }\n\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		var ended bool
-		readEvents(context.Background(), strings.NewReader(s), func(ev RunEvent, err error) bool {
+		readEvents(context.Background(), strings.NewReader(s), 1<<10, func(ev RunEvent, err error) bool {
 			if ended {
 				t.Fatal("an item after the end or an error")
 			}
