@@ -238,6 +238,60 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	})
 }
 
+// TestPagesOfAHostileServer: a cursor that does not go back in time, or
+// one on an empty page, ends the walk with an error, never a loop.
+func TestPagesOfAHostileServer(t *testing.T) {
+	t.Parallel()
+	const t1 = "2026-11-22T10:00:00Z"
+	conv := map[string]any{"id": "a", "platform": "telegram", "channel_id": "ch", "contact": map[string]any{"id": "k"},
+		"last_message_at": t1, "created_at": t1}
+	for _, tt := range []struct {
+		name  string
+		page  func(before string) map[string]any
+		pages int
+	}{
+		{"the same cursor forever", func(string) map[string]any {
+			return map[string]any{"conversations": []any{conv}, "next_before": t1}
+		}, 2},
+		{"the zero time forever", func(string) map[string]any {
+			return map[string]any{"conversations": []any{conv}, "next_before": "0001-01-01T00:00:00Z"}
+		}, 1},
+		{"a later cursor", func(before string) map[string]any {
+			if before == "" {
+				return map[string]any{"conversations": []any{conv}, "next_before": t1}
+			}
+			return map[string]any{"conversations": []any{conv}, "next_before": "2027-01-01T00:00:00Z"}
+		}, 2},
+		{"empty pages with a cursor", func(before string) map[string]any {
+			return map[string]any{"conversations": []any{}, "next_before": t1}
+		}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var n atomic.Int32
+			c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+				if n.Add(1) > 20 {
+					apiError(w, 400, "invalid_request", "") // ends a loop the client did not
+					return
+				}
+				writeJSON(w, 200, tt.page(r.URL.Query().Get("before")))
+			})
+			var errs []error
+			for _, err := range c.Conversations(context.Background(), ConversationsParams{}) {
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], ErrMalformedAnswer) {
+				t.Errorf("errors %v, want one ErrMalformedAnswer", errs)
+			}
+			if got := int(n.Load()); got != tt.pages {
+				t.Errorf("%d pages read, want %d", got, tt.pages)
+			}
+		})
+	}
+}
+
 // TestNeverAnswered: the context's deadline ends a call whose server
 // never answers, and the connection is let go.
 func TestNeverAnswered(t *testing.T) {

@@ -2,6 +2,7 @@ package parley
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"time"
 )
@@ -55,7 +56,8 @@ func (c *Client) Deliveries(ctx context.Context, p DeliveriesParams) iter.Seq2[D
 }
 
 // pages yields the rows of each page, following next_before until it is
-// null.
+// null. A next_before that does not go back in time, or one on an empty
+// page, is yielded as an error wrapping ErrMalformedAnswer.
 func pages[T any](fetch func(before time.Time) ([]T, *time.Time, error), first time.Time) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		// Each loop over the sequence starts at the first page.
@@ -72,8 +74,16 @@ func pages[T any](fetch func(before time.Time) ([]T, *time.Time, error), first t
 					return
 				}
 			}
-			// A next page that does not go back in time would repeat this one.
-			if next == nil || (!before.IsZero() && !next.Before(before)) {
+			if next == nil {
+				return
+			}
+			// A next page that does not go back in time would repeat this
+			// one, and one after an empty page could go on without end:
+			// the API sends neither (docs/api.md "Paging").
+			if next.IsZero() || (!before.IsZero() && !next.Before(before)) || len(rows) == 0 {
+				var zero T
+				yield(zero, fmt.Errorf("%w: a page of %d rows before %s names the next page before %s",
+					ErrMalformedAnswer, len(rows), before.Format(time.RFC3339Nano), next.Format(time.RFC3339Nano)))
 				return
 			}
 			before = *next
