@@ -36,8 +36,15 @@ type Store interface {
 // Option changes what NewHandler builds.
 type Option func(*handler)
 
-// WithBodyLimit sets the largest body read (DefaultBodyLimit otherwise).
-func WithBodyLimit(n int64) Option { return func(h *handler) { h.limit = n } }
+// WithBodyLimit sets the largest body read; zero or less means
+// DefaultBodyLimit.
+func WithBodyLimit(n int64) Option {
+	return func(h *handler) {
+		if n > 0 {
+			h.limit = n
+		}
+	}
+}
 
 // WithClock sets the clock timestamps are checked against (time.Now
 // otherwise), for tests.

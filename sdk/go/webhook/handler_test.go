@@ -124,6 +124,24 @@ func TestHandlerRefuses(t *testing.T) {
 	}
 }
 
+// A body limit of zero or less is the default, not a limit that refuses
+// every delivery.
+func TestHandlerBodyLimitZeroIsTheDefault(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	for _, n := range []int64{0, -1} {
+		var rec recorder
+		h := NewHandler(testSecret, NewMemoryStore(0, 0), rec.handle, WithClock(func() time.Time { return now }), WithBodyLimit(n))
+		if code, body := serve(h, delivery(t, "/", testSecret, now, "d1", testBody("d1"))); code != http.StatusOK || rec.calls() != 1 {
+			t.Errorf("WithBodyLimit(%d): %d %q, %d calls; want 200, 1", n, code, body, rec.calls())
+		}
+		big := append(testBody("d2"), strings.Repeat(" ", DefaultBodyLimit)...)
+		if code, _ := serve(h, delivery(t, "/", testSecret, now, "d2", big)); code != http.StatusRequestEntityTooLarge {
+			t.Errorf("WithBodyLimit(%d): a body over DefaultBodyLimit answered %d, want 413", n, code)
+		}
+	}
+}
+
 func TestHandlerHandlesOnce(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
