@@ -155,6 +155,12 @@ func (c *Client) newRequest(method, path string, body any, keyed bool, opts []Ca
 		if r.key == "" {
 			r.key = newIdempotencyKey()
 		}
+		// A character outside printable ASCII cannot be sent in the header
+		// (net/http refuses a control character): no attempt could go out,
+		// and none is made. The server judges the rest of the key's rules.
+		if i := strings.IndexFunc(r.key, func(c rune) bool { return c < ' ' || c > '~' }); i >= 0 {
+			r.err = fmt.Errorf("parley: the Idempotency-Key %q has a character that is not printable ASCII at byte %d", r.key, i)
+		}
 	}
 	return r
 }

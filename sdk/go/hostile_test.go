@@ -391,3 +391,23 @@ func TestStreamStalledIsCanceled(t *testing.T) {
 	}
 	hungUp()
 }
+
+// TestUnsendableIdempotencyKey: a key that cannot go in a header fails at
+// once, with no attempt and no wait; one the server may refuse is sent.
+func TestUnsendableIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"a\nb", "a\x00", "tab\there", "caf\u00e9", "del\x7f"} {
+		c, rec, waits := server(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 201, sentMessage) })
+		_, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey(key))
+		if err == nil || !strings.Contains(err.Error(), "Idempotency-Key") {
+			t.Errorf("key %q: error %v", key, err)
+		}
+		if n := len(rec.all()); n != 0 || len(*waits) != 0 {
+			t.Errorf("key %q: %d attempts, waits %v; want none", key, n, *waits)
+		}
+	}
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 201, sentMessage) })
+	if _, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("order 42/~!")); err != nil || len(rec.all()) != 1 {
+		t.Errorf("a printable key: %v, %d attempts", err, len(rec.all()))
+	}
+}
