@@ -183,7 +183,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 		if err != nil {
 			r.mayHaveActed = true
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, r.fail(ctx.Err())
 			}
 			// An answer too large came whole from the server: a repeat
 			// would be answered the same.
@@ -191,7 +191,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 				return nil, r.fail(err)
 			}
 			if werr := c.wait(ctx, c.retry.backoff(attempt)); werr != nil {
-				return nil, werr
+				return nil, r.fail(werr)
 			}
 			continue
 		}
@@ -213,7 +213,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return nil, apiErr
 		}
 		if werr := c.wait(ctx, d); werr != nil {
-			return nil, werr
+			return nil, r.fail(werr)
 		}
 	}
 }

@@ -722,6 +722,41 @@ func TestIdempotencyKeyOfAFailedCall(t *testing.T) {
 			t.Errorf("IdempotencyKeyOf = %q after %d attempts, want the caller's key after 2", key, len(rec.all()))
 		}
 	})
+	// A deadline is the commonest "no answer": the attempt may have acted.
+	t.Run("the context ends during an attempt", func(t *testing.T) {
+		t.Parallel()
+		c, hungUp := holding(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("order-7"))
+		if !errors.Is(err, context.DeadlineExceeded) || IdempotencyKeyOf(err) != "order-7" {
+			t.Errorf("error %v with key %q, want the deadline with order-7", err, IdempotencyKeyOf(err))
+		}
+		hungUp()
+	})
+	t.Run("the context ends during a wait", func(t *testing.T) {
+		t.Parallel()
+		c, _, _ := server(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+			if n == 1 {
+				hangUp(t, w)
+				return
+			}
+			apiError(w, http.StatusServiceUnavailable, "service_unavailable", "1")
+		})
+		canceled := func(context.Context, time.Duration) error { return context.Canceled }
+		// The first call's wait follows its lost answer; the second's
+		// follows a 503 (its first wait passes, the next is canceled).
+		for n, wait := range []func(context.Context, time.Duration) error{
+			canceled,
+			func(context.Context, time.Duration) error { c.wait = canceled; return nil },
+		} {
+			c.wait = wait
+			_, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("order-8"))
+			if !errors.Is(err, context.Canceled) || IdempotencyKeyOf(err) != "order-8" {
+				t.Errorf("wait %d: error %v with key %q, want canceled with order-8", n, err, IdempotencyKeyOf(err))
+			}
+		}
+	})
 	t.Run("a call without a key", func(t *testing.T) {
 		t.Parallel()
 		c, _, _ := server(t, func(w http.ResponseWriter, _ *http.Request, _ int) {

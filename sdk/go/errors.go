@@ -178,7 +178,8 @@ func (e *keyedError) Unwrap() error { return e.err }
 // IdempotencyKeyOf returns the Idempotency-Key of the call that failed
 // with err, or "" when the call took none. When the client's retries run
 // out on a send or an invoke (still idempotency_in_progress, or no answer
-// at all), the first attempt may have acted: repeat the call later with
+// at all), or its context ends first (err then matches the context's
+// error), the first attempt may have acted: repeat the call later with
 // WithIdempotencyKey(IdempotencyKeyOf(err)), and the server answers it
 // once, replaying the first answer if there was one.
 func IdempotencyKeyOf(err error) string {
