@@ -52,9 +52,9 @@ func WithBaseURL(u string) Option {
 
 // WithHTTPClient sets the http.Client the calls go through (its transport,
 // proxy and TLS settings). Leave its Timeout at 0 to stream: a call's
-// deadline is its context's. The default is http.DefaultClient. Unless
-// hc has its own CheckRedirect, the client follows no redirect (the API
-// makes none): a 3xx answer is an *Error.
+// deadline is its context's. The default (and nil) is http.DefaultClient.
+// Unless hc has its own CheckRedirect, the client follows no redirect (the
+// API makes none): a 3xx answer is an *Error.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.hc = hc }
 }
@@ -82,6 +82,9 @@ func New(apiKey string, opts ...Option) *Client {
 	WithBaseURL(DefaultBaseURL)(c)
 	for _, o := range opts {
 		o(c)
+	}
+	if c.hc == nil {
+		c.hc = http.DefaultClient
 	}
 	if c.hc.CheckRedirect == nil {
 		// A copy: the caller's client stays as it was. A redirect followed

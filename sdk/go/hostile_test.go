@@ -235,6 +235,9 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		if c := New("pk", WithHTTPClient(plain)); c.hc == plain || plain.CheckRedirect != nil {
 			t.Error("the caller's client was changed, or used as it is")
 		}
+		if c := New("pk", WithHTTPClient(nil)); c.hc.CheckRedirect == nil || http.DefaultClient.CheckRedirect != nil {
+			t.Error("WithHTTPClient(nil) is not a copy of http.DefaultClient")
+		}
 	})
 }
 
