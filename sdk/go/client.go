@@ -313,7 +313,8 @@ func readError(resp *http.Response) *Error {
 		e.RunID, e.MessageID, e.CommentID = body.RunID, body.MessageID, body.CommentID
 		return e
 	}
-	s := strings.TrimSpace(string(raw))
+	// A proxy's page may be any bytes; the message is text.
+	s := strings.ToValidUTF8(strings.TrimSpace(string(raw)), "\uFFFD")
 	if len(s) > errorSnippet {
 		s = s[:errorSnippet]
 		for !utf8.ValidString(s) {

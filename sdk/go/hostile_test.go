@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // endless writes bytes until the client hangs up, or 256 MiB, and counts
@@ -108,6 +109,7 @@ func TestErrorAnswersOfAnyShape(t *testing.T) {
 		{"JSON with a text type", "text/plain", `{"code": "not_found", "message": "x"}`, 404},
 		{"no body", "", "", 502},
 		{"a huge page", "text/html", strings.Repeat("<p>oops</p>", 100_000), 502},
+		{"bytes that are not UTF-8", "application/octet-stream", "bad \xff\xfe gateway", 502},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -123,7 +125,10 @@ func TestErrorAnswersOfAnyShape(t *testing.T) {
 			if !errors.As(err, &perr) || perr.Status != tt.status || perr.Code != "" || len(perr.Message) > 400 {
 				t.Fatalf("error %#v", err)
 			}
-			if tt.body != "" && !strings.Contains(perr.Message, tt.body[:min(len(tt.body), 10)]) {
+			if !utf8.ValidString(perr.Message) {
+				t.Errorf("message %q is not UTF-8", perr.Message)
+			}
+			if tt.body != "" && !strings.Contains(perr.Message, strings.ToValidUTF8(tt.body[:min(len(tt.body), 10)], "\uFFFD")) {
 				t.Errorf("message %q lacks the body's start", perr.Message)
 			}
 		})
