@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/parleyhq/parley/pkg/ids"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
@@ -95,17 +95,11 @@ func visible(op operator.Operator, workspaceID string) error {
 	return nil
 }
 
-// isID reports whether s is an id as the services write them: a UUID in
-// its canonical 36-character form (uuid.Parse also takes other forms,
-// which no service answers with).
+// isID reports whether s is an id as the services write them (ids.Valid).
 func isID(s string) bool { return IsID(s) }
 
-// IsID reports whether s is an id as the services write them: a UUID in
-// its canonical 36-character form.
-func IsID(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil && len(s) == 36
-}
+// IsID reports whether s is an id as the services write them (ids.Valid).
+func IsID(s string) bool { return ids.Valid(s) }
 
 // Workspace returns workspace id as the gateway answers it, when op may
 // see it.

@@ -12,8 +12,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/parleyhq/parley/pkg/ids"
 )
 
 // Schema is the PostgreSQL schema the flow-runner owns.
@@ -22,8 +23,7 @@ const Schema = "flows"
 // validID reports whether id can be a stored id at all; anything else is
 // simply not found (and never reaches PostgreSQL as a malformed uuid).
 func validID(id string) bool {
-	_, err := uuid.Parse(id)
-	return err == nil
+	return ids.Valid(id)
 }
 
 // lockNotAvailable reports whether err is PostgreSQL refusing a NOWAIT lock.

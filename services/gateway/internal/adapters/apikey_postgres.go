@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
@@ -154,7 +154,7 @@ func (s *KeyStore) FindCredential(ctx context.Context, hash string, usedAt time.
 
 // ListByWorkspace implements account.KeyStore.
 func (s *KeyStore) ListByWorkspace(ctx context.Context, workspaceID string) ([]account.APIKey, error) {
-	if uuid.Validate(workspaceID) != nil {
+	if !ids.Valid(workspaceID) {
 		return []account.APIKey{}, nil
 	}
 	var rows []apiKeyRow
@@ -171,7 +171,7 @@ func (s *KeyStore) ListByWorkspace(ctx context.Context, workspaceID string) ([]a
 
 // Update implements account.KeyStore.
 func (s *KeyStore) Update(ctx context.Context, id string, change func(*account.APIKey) error) (account.APIKey, error) {
-	if uuid.Validate(id) != nil {
+	if !ids.Valid(id) {
 		return account.APIKey{}, account.ErrAPIKeyNotFound
 	}
 	var out account.APIKey

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/pkg/db"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/gateway/internal/domain/account"
 )
 
@@ -121,7 +121,7 @@ func (s *WorkspaceStore) Get(ctx context.Context, id string) (account.Workspace,
 func (s *WorkspaceStore) get(tx *gorm.DB, id string) (workspaceRow, error) {
 	// A malformed id cannot name a workspace; asking Postgres would only
 	// turn it into a cast error.
-	if uuid.Validate(id) != nil {
+	if !ids.Valid(id) {
 		return workspaceRow{}, account.ErrWorkspaceNotFound
 	}
 	var row workspaceRow
@@ -180,7 +180,7 @@ func (s *WorkspaceStore) Update(ctx context.Context, id string, change func(*acc
 // pass ai_limit. No row back means the workspace is missing or the use did
 // not fit.
 func (s *WorkspaceStore) UseAIUnits(ctx context.Context, id string, units int64) (account.Plan, error) {
-	if uuid.Validate(id) != nil {
+	if !ids.Valid(id) {
 		return account.Plan{}, account.ErrWorkspaceNotFound
 	}
 	var rows []workspaceRow

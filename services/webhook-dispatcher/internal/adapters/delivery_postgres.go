@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/pkg/groupcommit"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
@@ -594,10 +595,10 @@ func (s *DeliveryStore) List(ctx context.Context, workspaceID string, q delivery
 
 // Get implements delivery.Store.
 func (s *DeliveryStore) Get(ctx context.Context, workspaceID, id string) (*delivery.Delivery, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.Valid(id) {
 		return nil, delivery.ErrNotFound // no delivery has such an id
 	}
-	if _, err := uuid.Parse(workspaceID); err != nil {
+	if !ids.Valid(workspaceID) {
 		return nil, delivery.ErrNotFound
 	}
 	var rows []deliveryRow

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/parleyhq/parley/pkg/groupcommit"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 )
 
@@ -89,7 +89,7 @@ type webhookRead struct {
 // resave, delete or pause takes effect for every delivery that starts
 // after it.
 func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.Webhook, error) {
-	if _, err := uuid.Parse(workspaceID); err != nil {
+	if !ids.Valid(workspaceID) {
 		return nil, webhook.ErrNotFound // no webhook has such a workspace id
 	}
 	r := &webhookRead{workspaceID: workspaceID}

@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
@@ -32,7 +32,7 @@ func workspaceQuery(c echo.Context) (string, error) {
 	if ws == "" {
 		return "", errs.InvalidRequest("workspace_id is required: the workspace the flow belongs to")
 	}
-	if _, err := uuid.Parse(ws); err != nil {
+	if !ids.Valid(ws) {
 		return "", errs.InvalidRequest("workspace_id: %q is not a workspace id", ws)
 	}
 	return ws, nil
@@ -147,13 +147,13 @@ func parseRunQuery(c echo.Context) (catalog.RunQuery, error) {
 		return q, err
 	}
 	if s := c.QueryParam("flow_id"); s != "" {
-		if _, err := uuid.Parse(s); err != nil {
+		if !ids.Valid(s) {
 			return q, errs.InvalidRequest("flow_id: %q is not a flow id", s)
 		}
 		q.FlowID = s
 	}
 	if s := c.QueryParam("conversation_id"); s != "" {
-		if _, err := uuid.Parse(s); err != nil {
+		if !ids.Valid(s) {
 			return q, errs.InvalidRequest("conversation_id: %q is not a conversation id", s)
 		}
 		q.ConversationID = s

@@ -3,12 +3,12 @@ package http
 import (
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 )
 
 // A channel's chat flow (parleyctl channel set-flow): PUT assigns one, GET
@@ -18,7 +18,7 @@ import (
 // channelParam is the route's channel id.
 func channelParam(c echo.Context) (string, error) {
 	id := c.Param("channel_id")
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.Valid(id) {
 		return "", errs.InvalidRequest("channel: %q is not a channel id", id)
 	}
 	return id, nil
@@ -37,7 +37,7 @@ func (h *handlers) setChatFlow(c echo.Context) error {
 	if err := httpx.DecodeJSON(c.Request().Body, &req); err != nil {
 		return err
 	}
-	if _, err := uuid.Parse(req.WorkspaceID); err != nil {
+	if !ids.Valid(req.WorkspaceID) {
 		return errs.InvalidRequest("workspace_id: %q is not a workspace id", req.WorkspaceID)
 	}
 	if req.ChannelID != "" && req.ChannelID != channelID {

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
@@ -136,7 +136,7 @@ func flowsAPIOn(next echo.HandlerFunc) echo.HandlerFunc {
 // come through the gateway.
 func workspace(c echo.Context) (string, error) {
 	id := rpc.WorkspaceID(c.Request().Context())
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.Valid(id) {
 		return "", errs.Unauthorized("request carries no authenticated workspace")
 	}
 	return id, nil

@@ -3,12 +3,12 @@ package http
 import (
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 )
 
 // CodeDocumentNotFound is a knowledge-base document that is unknown, or
@@ -19,7 +19,7 @@ const CodeDocumentNotFound = "document_not_found"
 // id.
 func adminWorkspace(c echo.Context) (string, error) {
 	ws := c.Param("ws")
-	if _, err := uuid.Parse(ws); err != nil {
+	if !ids.Valid(ws) {
 		return "", errs.InvalidRequest("workspace: %q is not a workspace id", ws)
 	}
 	return ws, nil
@@ -61,7 +61,7 @@ func (h *handlers) listKnowledgeDocuments(c echo.Context) error {
 // ?workspace= only when it is that workspace's.
 func (h *handlers) deleteKnowledgeDocument(c echo.Context) error {
 	ws := c.QueryParam("workspace")
-	if _, err := uuid.Parse(ws); ws != "" && err != nil {
+	if ws != "" && !ids.Valid(ws) {
 		return errs.InvalidRequest("workspace: %q is not a workspace id", ws)
 	}
 	id := c.Param("id")

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/pkg/ids"
 )
 
 // Kind is the platform a channel is on; conversations carry it as their
@@ -159,7 +161,7 @@ func New(n NewChannel, id string, now time.Time) (Channel, error) {
 	if n.WorkspaceID == "" {
 		return Channel{}, &FieldError{"workspace_id", "is required"}
 	}
-	if !isUUID(n.WorkspaceID) {
+	if !IsID(n.WorkspaceID) {
 		return Channel{}, &FieldError{"workspace_id", "must be a workspace id (UUID)"}
 	}
 	kind, ok := ParseKind(n.Kind)
@@ -238,13 +240,9 @@ func joinKinds() string {
 	return strings.Join(s, ", ")
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
-
 // IsID reports whether s can be a channel, workspace or conversation id;
 // anything else cannot exist and is simply not found.
-func IsID(s string) bool { return isUUID(s) }
+func IsID(s string) bool { return ids.Valid(s) }
 
 // Store keeps channels.
 type Store interface {

@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 )
 
@@ -105,10 +105,10 @@ type testData struct {
 // (no valid id or workspace, an unknown kind, data that does not match its
 // kind) is an error wrapping delivery.ErrMalformedEvent.
 func Render(ev *eventsv1.Event) ([]byte, error) {
-	if _, err := uuid.Parse(ev.GetId()); err != nil {
+	if !ids.Valid(ev.GetId()) {
 		return nil, malformed("id %q is not a UUID", ev.GetId())
 	}
-	if _, err := uuid.Parse(ev.GetWorkspaceId()); err != nil {
+	if !ids.Valid(ev.GetWorkspaceId()) {
 		return nil, malformed("workspace_id %q is not a UUID", ev.GetWorkspaceId())
 	}
 	if ev.GetCreatedAt() == nil {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
@@ -20,6 +19,7 @@ import (
 	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/pkg/paging"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/safehttp"
@@ -98,7 +98,7 @@ func NewAdmin(deps AdminDeps) *echo.Echo {
 // workspaceParam is the :workspace_id of an operator route.
 func workspaceParam(c echo.Context) (string, error) {
 	ws := c.Param("workspace_id")
-	if _, err := uuid.Parse(ws); err != nil {
+	if !ids.Valid(ws) {
 		return "", errs.InvalidRequest("workspace_id must be a UUID")
 	}
 	return ws, nil
@@ -122,7 +122,7 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 		return err
 	}
 	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.Valid(id) {
 		return errs.InvalidRequest("id must be a UUID")
 	}
 	d, err := h.app.GetDelivery(c.Request().Context(), ws, id)
@@ -136,7 +136,7 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 // come through the gateway.
 func workspace(c echo.Context) (string, error) {
 	id := rpc.WorkspaceID(c.Request().Context())
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.Valid(id) {
 		return "", errs.Unauthorized("request carries no authenticated workspace")
 	}
 	return id, nil

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 )
 
@@ -51,7 +51,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
-	if _, err := uuid.Parse(in.WorkspaceID); err != nil {
+	if !ids.Valid(in.WorkspaceID) {
 		return errs.InvalidRequest("workspace_id must be a UUID")
 	}
 	if in.DeliveryID != nil {
@@ -77,7 +77,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 	}
 	var resume *replay.Cursor
 	if in.Resume != nil {
-		if _, err := uuid.Parse(in.Resume.ReplayID); err != nil {
+		if !ids.Valid(in.Resume.ReplayID) {
 			return errs.InvalidRequest("resume.replay_id must be a UUID")
 		}
 		if in.Resume.FromSeq == 0 || in.Resume.EndSeq < in.Resume.FromSeq {
@@ -95,7 +95,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 
 // replayDelivery is the replay of one delivery's event.
 func (h *handlers) replayDelivery(c echo.Context, in dispatcherapi.ReplayRequest) error {
-	if _, err := uuid.Parse(*in.DeliveryID); err != nil {
+	if !ids.Valid(*in.DeliveryID) {
 		return errs.InvalidRequest("delivery_id must be a UUID")
 	}
 	if in.Since != "" || in.Until != nil || in.Event != nil || in.Resume != nil {

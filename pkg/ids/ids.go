@@ -1,0 +1,35 @@
+// Package ids checks the ids the services make and answer with: UUIDs in
+// their canonical form.
+package ids
+
+// Valid reports whether s is an id as the services write it: a UUID in its
+// canonical form, 36 characters of hexadecimal digits (either case) in
+// groups of 8-4-4-4-12 joined by hyphens. Every other string is no id:
+// looked up it is not found, or refused as the route says, and it never
+// reaches a uuid column. uuid.Parse and uuid.Validate also take
+// `urn:uuid:…`, braces and a UUID without hyphens; PostgreSQL refuses the
+// first with an error (an operator's typo was a 500), and no service ever
+// answers with any of them.
+func Valid(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !isHex(c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestAdminRoutesRefuseHostileInput sends every dispatcher admin route
+// what a careless or hostile operator (or a broken caller) might: ids that
+// are no ids (the urn:uuid: form uuid.Parse takes and PostgreSQL refuses
+// among them), a NUL, 2,000 characters, bodies of the wrong shape. Each
+// is refused with its documented status and code in the error shape,
+// never a 500.
+func TestAdminRoutesRefuseHostileInput(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	ws := uuid.NewString()
+	h.saveWebhook(ws, "https://example.com/hook")
+	urn := "urn:uuid:" + ws
+	long := strings.Repeat("a", 2000)
+	since := `"since":"2026-01-01T00:00:00Z"`
+	type refusal apicheck.Refusal // a local type: its table is unkeyed
+	tests := []refusal{
+		{"webhook of no id", "GET", "/admin/webhooks/not-a-uuid", "", 400, "invalid_request"},
+		{"webhook of a URN", "GET", "/admin/webhooks/" + urn, "", 400, "invalid_request"},
+		{"webhook of braces", "GET", "/admin/webhooks/{" + ws + "}", "", 400, "invalid_request"},
+		{"webhook of a NUL", "GET", "/admin/webhooks/%00", "", 400, "invalid_request"},
+		{"webhook of 2,000 characters", "GET", "/admin/webhooks/" + long, "", 400, "invalid_request"},
+		{"delivery of no id", "GET", "/admin/webhooks/" + ws + "/deliveries/not-a-uuid", "", 400, "invalid_request"},
+		{"delivery of a URN", "GET", "/admin/webhooks/" + ws + "/deliveries/" + urn, "", 400, "invalid_request"},
+		{"delivery not found", "GET", "/admin/webhooks/" + ws + "/deliveries/" + uuid.NewString(), "", 404, "delivery_not_found"},
+		{"resave a URN", "POST", "/admin/webhooks/" + urn + "/resave", "", 400, "invalid_request"},
+		{"replay for a URN", "POST", "/admin/replays", `{"workspace_id":"` + urn + `",` + since + `}`, 400, "invalid_request"},
+		{"replay of a URN delivery", "POST", "/admin/replays", `{"workspace_id":"` + ws + `","delivery_id":"` + urn + `"}`, 400, "invalid_request"},
+		{"replay resuming a URN", "POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"resume":{"replay_id":"` + urn + `","from_seq":1,"end_seq":2}}`, 400, "invalid_request"},
+		{"replay since no time", "POST", "/admin/replays", `{"workspace_id":"` + ws + `","since":"` + long + `"}`, 400, "invalid_request"},
+		{"replay until before since", "POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"until":"2020-01-01T00:00:00Z"}`, 400, "invalid_request"},
+		{"replay of a wildcard event", "POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"event":">"}`, 400, "invalid_request"},
+		{"replay resuming from a negative", "POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"resume":{"replay_id":"` + ws + `","from_seq":-1,"end_seq":1}}`, 400, "invalid_request"},
+		{"replay workspace a number", "POST", "/admin/replays", `{"workspace_id":5}`, 400, "invalid_request"},
+		{"replay of nothing", "POST", "/admin/replays", ``, 400, "invalid_request"},
+		{"replay with a NUL", "POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"event":"\u0000"}`, 400, "invalid_request"},
+	}
+	for _, tt := range tests {
+		var body any
+		if tt.Body != "" {
+			body = tt.Body
+		}
+		status, raw := h.do("", tt.Method, tt.Path, body)
+		apicheck.CheckRefusal(t, apicheck.Refusal(tt), status, raw)
+	}
+}
