@@ -47,6 +47,9 @@ const (
 	DefaultPlanName = "api"
 	MaxNameLength   = 200
 	MaxSlugLength   = 63
+	// MaxRatePerMinute bounds a workspace's own API request limit: far
+	// above what one gateway serves, and within what its column holds.
+	MaxRatePerMinute = 1_000_000
 )
 
 // DefaultModules are the modules of a workspace created without a list.
@@ -145,8 +148,8 @@ func (w *Workspace) Apply(c Changes, now time.Time) error {
 		next.Plan.AILimit = *c.AILimit
 	}
 	if c.RatePerMinute != nil {
-		if *c.RatePerMinute < 1 {
-			return invalid("rate_per_minute", "must be at least 1")
+		if *c.RatePerMinute < 1 || *c.RatePerMinute > MaxRatePerMinute {
+			return invalid("rate_per_minute", "must be from 1 to %d", MaxRatePerMinute)
 		}
 		next.RatePerMinute = *c.RatePerMinute
 	}
