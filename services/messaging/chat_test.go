@@ -370,11 +370,13 @@ func TestAISendsGoOnceThroughTheSendPath(t *testing.T) {
 	}
 }
 
-// adminRaw posts body to an admin route and returns the whole answer.
+// adminRaw sends body to an admin route (path may hold a query) and
+// returns the whole answer.
 func (h *harness) adminRaw(method, path, body string) answer {
 	h.t.Helper()
-	resp, err := h.client.Do(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, &rpcv1.Request{Method: method, Path: path, Body: []byte(body),
-		Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}})
+	req := &rpcv1.Request{Method: method, Body: []byte(body), Headers: []*rpcv1.Header{{Name: "Content-Type", Value: "application/json"}}}
+	req.Path, req.RawQuery, _ = strings.Cut(path, "?")
+	resp, err := h.client.Do(ctx, rpc.ServiceMessaging, rpc.EndpointAdmin, req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -45,7 +45,14 @@ func (h *adminHandlers) listInbox(c echo.Context) error {
 			*into = b
 		}
 	}
-	q.Inbox.Assignee = c.QueryParam("assignee")
+	if a := c.QueryParam("assignee"); a != "" {
+		// Only an operator's email can be assigned: anything else (a NUL
+		// PostgreSQL cannot compare) is a bad value, not a filter.
+		if err := conversation.CheckEmail("assignee", a); err != nil {
+			return toHTTP(err)
+		}
+		q.Inbox.Assignee = a
+	}
 	page, err := h.app.ListInbox(c.Request().Context(), q)
 	if err != nil {
 		return toHTTP(err)
