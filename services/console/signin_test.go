@@ -231,3 +231,19 @@ func assertStrictCSP(t *testing.T, policy string) {
 		t.Errorf("Content-Security-Policy %q allows unsafe sources", policy)
 	}
 }
+
+// TestSignInWithAnEmailNoOperatorHas: an email PostgreSQL text cannot
+// hold (a NUL in it) is a wrong email, as any unknown one: 401 with the
+// sign-in page and no session (it was a 500).
+func TestSignInWithAnEmailNoOperatorHas(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	h.operator(t, "ann@example.com", h.workspace("Acme"))
+	for _, email := range []string{"ann@example.com\x00", "a\x00nn@example.com", "\x00"} {
+		b := h.browser(t)
+		r := b.signIn(email, password)
+		if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "The email or the password is wrong.") || b.sessionToken() != "" {
+			t.Errorf("sign in as %q = %d, session %q: %.300s", email, r.status, b.sessionToken(), r.body)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func (s *OperatorStore) Create(ctx context.Context, o operator.Operator) error {
 // ByEmail implements operator.Store; lower(email) is what the unique index
 // holds, so the lookup uses it.
 func (s *OperatorStore) ByEmail(ctx context.Context, email string) (operator.Operator, error) {
+	if !db.Storable(email) {
+		return operator.Operator{}, operator.ErrNotFound // no operator has it (a NUL in a sign-in form)
+	}
 	return s.find(ctx, "lower(email) = lower(?)", email)
 }
 

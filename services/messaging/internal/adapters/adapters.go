@@ -5,9 +5,7 @@
 package adapters
 
 import (
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 )
@@ -24,13 +22,6 @@ func validID(ids ...string) bool {
 		}
 	}
 	return true
-}
-
-// storable keeps strings PostgreSQL text cannot hold (a NUL, bytes that
-// are not UTF-8) away from text columns, where it would reject them with
-// an error instead of finding nothing: no row can have them.
-func storable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // utc normalizes times read back from PostgreSQL, which come in the

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/parleyhq/parley/pkg/db"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/channel"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/comment"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/receipt"
@@ -119,7 +120,7 @@ func (s *CommentStore) Receive(ctx context.Context, fn func(comment.Tx) error) e
 
 // Get returns the workspace's comment with the platform id externalID.
 func (s *CommentStore) Get(ctx context.Context, workspaceID, externalID string) (comment.Comment, error) {
-	if !validID(workspaceID) || externalID == "" || !storable(externalID) {
+	if !validID(workspaceID) || externalID == "" || !db.Storable(externalID) {
 		return comment.Comment{}, comment.ErrNotFound
 	}
 	var rows []commentRow
