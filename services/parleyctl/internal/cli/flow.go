@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // flowPublish sends a flow document to the flow-runner, which validates it
@@ -35,9 +34,9 @@ func flowPublish(ctx context.Context, c *CLI, args []string) error {
 // stray comma is reported with its line here rather than as the service's
 // refusal of a document it cannot read.
 func readFlowFile(name string) ([]byte, error) {
-	doc, err := os.ReadFile(name)
+	doc, err := readFile("flow publish", name)
 	if err != nil {
-		return nil, fmt.Errorf("flow publish: %w", err)
+		return nil, err
 	}
 	var v any
 	if err := json.Unmarshal(doc, &v); err != nil {

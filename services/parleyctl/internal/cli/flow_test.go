@@ -62,6 +62,10 @@ func TestFlowPublishRefusesUnreadableFiles(t *testing.T) {
 		{"truncated", writeFile(t, `{"name": "x"`), []string{"flow.json is not JSON", "unexpected end"}},
 		{"empty", writeFile(t, ""), []string{"flow.json is not JSON"}},
 		{"not an object", writeFile(t, `[{"id": "start"}]`), []string{"must be a JSON object"}},
+		{"a directory", t.TempDir(), []string{"is a directory"}},
+		{"over 1 MiB", writeFile(t, `{"name": "`+strings.Repeat("x", 1<<20)+`"}`), []string{"flow.json is over 1 MiB"}},
+		// Read whole, it would never end: it is cut at the limit.
+		{"endless", "/dev/zero", []string{"/dev/zero is over 1 MiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +75,9 @@ func TestFlowPublishRefusesUnreadableFiles(t *testing.T) {
 			var usage *cli.UsageError
 			if err == nil || errors.As(err, &usage) {
 				t.Fatalf("err = %v, want a plain error", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %q, want one line", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

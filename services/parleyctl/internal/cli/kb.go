@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"unicode/utf8"
 
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
@@ -19,9 +18,9 @@ func kbAdd(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args, "workspace", "title", "file"); err != nil {
 		return err
 	}
-	markdown, err := os.ReadFile(*file)
+	markdown, err := readFile("kb add", *file)
 	if err != nil {
-		return fmt.Errorf("kb add: %w", err)
+		return err
 	}
 	// JSON would carry invalid bytes as U+FFFD without a word: a document
 	// saved in another encoding is refused here instead of stored garbled.

@@ -89,6 +89,9 @@ func TestKBAddRefusesUnreadableFiles(t *testing.T) {
 	}{
 		{"missing", filepath.Join(t.TempDir(), "nope.md"), "no such file"},
 		{"not UTF-8", writeFile(t, "Caf\xe9 au lait\n"), "flow.json is not UTF-8"},
+		{"a directory", t.TempDir(), "is a directory"},
+		{"over 1 MiB", writeFile(t, strings.Repeat("# x\n", 1<<18+1)), "flow.json is over 1 MiB"},
+		{"endless", "/dev/zero", "/dev/zero is over 1 MiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
