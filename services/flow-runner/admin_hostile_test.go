@@ -73,6 +73,12 @@ func TestAdminRoutesRefuseHostileInput(t *testing.T) {
 		status, raw := h.admin(tt.Method, tt.Path, body)
 		apicheck.CheckRefusal(t, apicheck.Refusal(tt), status, raw)
 	}
+	// The public routes read their ids through the same check: a URN run id
+	// was a 500 there too.
+	for _, path := range []string{"/v1/flows/" + id + "/runs/urn:uuid:" + id, "/v1/flows/urn:uuid:" + id + "/runs/urn:uuid:" + id} {
+		status, raw := h.api(ws, full, http.MethodGet, path, nil)
+		apicheck.CheckRefusal(t, apicheck.Refusal{What: "public run of a URN", Method: "GET", Path: path, Status: 404, Code: "run_not_found"}, status, raw)
+	}
 	// Nothing refused was published: the workspace has its one flow, at
 	// its first version, still active.
 	status, raw := h.admin(http.MethodGet, "/admin/workspaces/"+ws+"/flows", nil)
