@@ -48,7 +48,7 @@ func TestAdminChannels(t *testing.T) {
 
 	// A given secret and external_id are kept.
 	var given messagingapi.AdminChannelAnswer
-	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": "t", "external_id": "bot-2", "secret": "my_Secret-1-of-23-chars"}, &given); err != nil {
+	if err := h.admin(http.MethodPost, "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": "1:t", "external_id": "bot-2", "secret": "my_Secret-1-of-23-chars"}, &given); err != nil {
 		t.Fatal(err)
 	}
 	if given.Channel.Secret != "my_Secret-1-of-23-chars" || given.Channel.ExternalID != "bot-2" {
@@ -85,7 +85,7 @@ func TestAdminChannels(t *testing.T) {
 		{"no kind", "POST", "/admin/channels", map[string]any{"workspace_id": ws}, 400, "invalid_request", "kind"},
 		{"unknown kind", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": "sms"}, 400, "invalid_request", "kind"},
 		{"telegram without token", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram"}, 400, "invalid_request", "token"},
-		{"secret telegram cannot take", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": "t", "secret": "has spaces, sixteen!"}, 400, "invalid_request", "secret"},
+		{"secret telegram cannot take", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": "telegram", "token": "1:t", "secret": "has spaces, sixteen!"}, 400, "invalid_request", "secret"},
 		{"secret under 16 characters", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": "webchat", "secret": "0123456789abcde"}, 400, "invalid_request", "secret"},
 		{"wrong type", "POST", "/admin/channels", map[string]any{"workspace_id": ws, "kind": 3}, 400, "invalid_request", "kind"},
 		{"duplicate external_id", "POST", "/admin/channels", map[string]any{"workspace_id": uuid.NewString(), "kind": "telegram", "token": "123456789:other"}, 409, "channel_exists", "external_id"},

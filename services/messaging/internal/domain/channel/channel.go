@@ -152,8 +152,15 @@ const MinSecretLength = 16
 // on the bot.
 var telegramSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
-// telegramToken captures the bot id at the front of a bot token.
-var telegramToken = regexp.MustCompile(`^(\d+):\S+$`)
+// telegramToken is a bot token as BotFather gives it, the bot's id, a
+// colon and its secret part, and captures the id. Anything else could
+// never send (it goes into the Bot API's URL path).
+var telegramToken = regexp.MustCompile(`^(\d+):[A-Za-z0-9_-]+$`)
+
+// externalIDPattern is what a platform's id of a channel is made of (a
+// page's or account's digits, a bot's id or name); an operator's own
+// name for it keeps to the same, so that the console shows it as typed.
+var externalIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // New validates n and returns the channel to store, in mode auto and status
 // active, with a generated secret when none is given.
@@ -197,11 +204,17 @@ func New(n NewChannel, id string, now time.Time) (Channel, error) {
 		if c.Token == "" {
 			return Channel{}, &FieldError{"token", "is required for a telegram channel (the bot token)"}
 		}
-		// A bot token starts with the bot's id, which is what identifies
-		// the bot on Telegram.
-		if m := telegramToken.FindStringSubmatch(c.Token); c.ExternalID == "" && m != nil {
+		m := telegramToken.FindStringSubmatch(c.Token)
+		if m == nil {
+			return Channel{}, &FieldError{"token", "must be a bot token as BotFather gives it: the bot's id, a colon and its secret (123456789:AAH…)"}
+		}
+		// The bot's id is what identifies the bot on Telegram.
+		if c.ExternalID == "" {
 			c.ExternalID = m[1]
 		}
+	}
+	if c.ExternalID != "" && !externalIDPattern.MatchString(c.ExternalID) {
+		return Channel{}, &FieldError{"external_id", "must be 1 to 128 characters of A-Z, a-z, 0-9, _, . and -"}
 	}
 	if c.Secret == "" {
 		c.Secret = GenerateSecret()

@@ -3,6 +3,7 @@ package channel
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,10 +20,8 @@ func TestNew(t *testing.T) {
 	}{
 		{"telegram takes its external id from the token", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: " 987:AAH-x "},
 			"", func(c Channel) bool { return c.ExternalID == "987" && c.Token == "987:AAH-x" }},
-		{"a given external id wins", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH-x", ExternalID: "bot"},
-			"", func(c Channel) bool { return c.ExternalID == "bot" }},
-		{"a token without a bot id leaves it empty", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "demo"},
-			"", func(c Channel) bool { return c.ExternalID == "" }},
+		{"a given external id wins", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH-x", ExternalID: "my_bot.v2-" + strings.Repeat("x", 118)},
+			"", func(c Channel) bool { return c.ExternalID == "my_bot.v2-"+strings.Repeat("x", 118) }},
 		{"defaults", NewChannel{WorkspaceID: ws, Kind: "webchat"},
 			"", func(c Channel) bool {
 				return c.AIMode == AIModeAuto && c.Status == StatusActive && c.ID == "id" && c.CreatedAt.Equal(now) &&
@@ -39,6 +38,12 @@ func TestNew(t *testing.T) {
 		{"no kind", NewChannel{WorkspaceID: ws}, "kind", nil},
 		{"unknown kind", NewChannel{WorkspaceID: ws, Kind: "whatsapp"}, "kind", nil},
 		{"telegram without token", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "  "}, "token", nil},
+		{"a token without a bot id", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "demo"}, "token", nil},
+		{"a token with a slash", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH/../x"}, "token", nil},
+		{"a token with a space", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH x"}, "token", nil},
+		{"an external id of 129 characters", NewChannel{WorkspaceID: ws, Kind: "messenger", Token: "EAAG", ExternalID: strings.Repeat("1", 129)}, "external_id", nil},
+		{"an external id with a right-to-left override", NewChannel{WorkspaceID: ws, Kind: "telegram", Token: "987:AAH-x", ExternalID: "bot\u202e"}, "external_id", nil},
+		{"an external id with a space", NewChannel{WorkspaceID: ws, Kind: "instagram", Token: "EAAG", ExternalID: "178 41"}, "external_id", nil},
 		{"messenger without page id", NewChannel{WorkspaceID: ws, Kind: "messenger", Token: "EAAG"}, "external_id", nil},
 		{"messenger without token", NewChannel{WorkspaceID: ws, Kind: "messenger", ExternalID: "page1"}, "token", nil},
 		{"instagram without account id", NewChannel{WorkspaceID: ws, Kind: "instagram", Token: "EAAG"}, "external_id", nil},
