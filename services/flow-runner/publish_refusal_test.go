@@ -27,6 +27,8 @@ func TestARefusedDocumentNamesNodeAndField(t *testing.T) {
 		{"a node's id, by its place (doc puts a start node first)", doc("Bad", apiOnly, "done", endNode, `{"id": "a/b", "type": "end"}`),
 			"", "nodes[2].id", `"a/b" is not a node id (1-128 characters, no / or newline)`},
 		{"no node and no field", "not json", "", "", ""},
+		{"a name too long", doc(strings.Repeat("n", 201), apiOnly, "done", endNode),
+			"", "name", "must be at most 200 characters (got 201)"},
 	}
 	for _, tt := range tests {
 		status, body := h.admin(http.MethodPost, "/admin/workspaces/"+ws+"/flows", tt.document)

@@ -21,6 +21,9 @@ func (a *App) PublishFlow(ctx context.Context, workspaceID, flowID string, docum
 	if err != nil {
 		return nil, err
 	}
+	if err := def.CheckNew(); err != nil {
+		return nil, err
+	}
 	return a.flows.Publish(ctx, catalog.Publication{
 		FlowID: flowID, NewID: a.newID(), WorkspaceID: workspaceID,
 		Document: document, Definition: def, Now: a.now().UTC(),

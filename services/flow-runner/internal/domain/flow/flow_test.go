@@ -228,6 +228,37 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestCheckNewBoundsNameAndDescription: a new version's name and
+// description are bounded, in characters; a stored one past the bounds
+// still parses, and runs.
+func TestCheckNewBoundsNameAndDescription(t *testing.T) {
+	t.Parallel()
+	doc := func(name, description string) []byte {
+		return []byte(`{"name": "` + name + `", "description": "` + description +
+			`", "triggers": ["api"], "nodes": [{"id": "s", "type": "start", "next": "e"}, {"id": "e", "type": "end"}]}`)
+	}
+	for _, tt := range []struct {
+		name, give, wantField, wantIn string
+	}{
+		{"at the bounds", string(doc(strings.Repeat("é", MaxNameLength), strings.Repeat("d", MaxDescriptionLength))), "", ""},
+		{"name too long", string(doc(strings.Repeat("é", 201), "")), "name", "at most 200 characters (got 201)"},
+		{"description too long", string(doc("t", strings.Repeat("d", 2001))), "description", "at most 2000 characters (got 2001)"},
+	} {
+		def, err := Parse([]byte(tt.give), ParseOptions{})
+		if err != nil {
+			t.Fatalf("%s: Parse: %v, want a stored version read", tt.name, err)
+		}
+		err = def.CheckNew()
+		var ve *ValidationError
+		switch {
+		case tt.wantField == "" && err != nil:
+			t.Errorf("%s: CheckNew: %v", tt.name, err)
+		case tt.wantField != "" && (!errors.As(err, &ve) || ve.Field != tt.wantField || !strings.Contains(ve.Reason, tt.wantIn)):
+			t.Errorf("%s: CheckNew: %v, want %s %q", tt.name, err, tt.wantField, tt.wantIn)
+		}
+	}
+}
+
 func TestStagesOpenWhenListed(t *testing.T) {
 	t.Parallel()
 	stages, err := ParseStages("call_flow, script,condition.cases,delay.until,variable.op")

@@ -70,7 +70,24 @@ const (
 	MaxDefinitionBytes = 1 << 20
 	MaxNodes           = 1000
 	maxIDLen           = 128
+	// A flow's name and description are shown in every list of flows
+	// (GET /v1/flows, the console), in characters (CheckNew).
+	MaxNameLength        = 200
+	MaxDescriptionLength = 2000
 )
+
+// CheckNew applies the rules a document must meet to be published that a
+// version stored before them need not meet to keep running (Parse reads
+// stored versions too): the name's and the description's lengths.
+func (d *Definition) CheckNew() error {
+	if n := utf8.RuneCountInString(d.Name); n > MaxNameLength {
+		return &ValidationError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxNameLength, n)}
+	}
+	if n := utf8.RuneCountInString(d.Description); n > MaxDescriptionLength {
+		return &ValidationError{Field: "description", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxDescriptionLength, n)}
+	}
+	return nil
+}
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
