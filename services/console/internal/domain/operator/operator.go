@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,6 +70,12 @@ func ValidateEmail(email string) error {
 	}
 	if len(email) > maxEmailLen {
 		return &InvalidError{Field: "email", Reason: fmt.Sprintf("is longer than %d characters", maxEmailLen)}
+	}
+	// An address is shown in the console and in the inbox's sender line:
+	// a character that is not visible there (a right-to-left override, a
+	// zero-width space) could make one read as another.
+	if i := strings.IndexFunc(email, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) }); i >= 0 {
+		return &InvalidError{Field: "email", Reason: fmt.Sprintf("has a character that is not shown (%U) at byte %d", []rune(email[i:])[0], i)}
 	}
 	addr, err := mail.ParseAddress(email)
 	if err != nil || addr.Name != "" || addr.Address != email || !strings.Contains(email[strings.LastIndexByte(email, '@')+1:], ".") {

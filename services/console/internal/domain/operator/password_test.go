@@ -97,6 +97,9 @@ func TestValidateEmail(t *testing.T) {
 		{"a@example.com, b@example.com", false},
 		{" ann@example.com", false},
 		{strings.Repeat("a", 250) + "@example.com", false},
+		{"josé@example.com", true},
+		{"ann‮gro.elpmaxe@example.com", false}, // a right-to-left override shows another address
+		{"ann​@example.com", false},            // a zero-width space hides in the console
 	}
 	for _, tt := range tests {
 		if err := operator.ValidateEmail(tt.give); (err == nil) != tt.ok {
