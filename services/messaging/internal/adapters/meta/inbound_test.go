@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -36,7 +37,11 @@ func readNotification(t testing.TB, name string) Notification {
 func deliveriesOf(n Notification, receivedAt time.Time) []Delivery {
 	var out []Delivery
 	for _, e := range n.Entry {
-		for _, m := range e.Messaging {
+		for _, raw := range e.Messaging {
+			m, err := ParseMessaging(raw)
+			if err != nil {
+				panic(err)
+			}
 			out = append(out, m.Deliveries(e.ID, receivedAt)...)
 		}
 	}
@@ -247,7 +252,14 @@ func FuzzDeliveries(f *testing.F) {
 			return
 		}
 		for _, e := range n.Entry {
-			for _, m := range e.Messaging {
+			for _, raw := range e.Messaging {
+				m, err := ParseMessaging(raw)
+				if err != nil {
+					if !errors.Is(err, ErrMalformedMessaging) {
+						t.Fatalf("ParseMessaging: %v", err)
+					}
+					continue
+				}
 				for _, d := range m.Deliveries(e.ID, time.Unix(0, 0)) {
 					if !strings.HasPrefix(d.Key, "meta:") || d.Inbound.SenderID == "" || d.Inbound.SenderID == e.ID ||
 						d.Inbound.ReplyTo != d.Inbound.SenderID || d.Inbound.Type == "" {

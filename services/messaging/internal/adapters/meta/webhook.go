@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -48,12 +50,29 @@ type Notification struct {
 }
 
 // Entry is one page's (or Instagram account's) batch of events; ID is the
-// page or account id, the channel's external_id.
+// page or account id, the channel's external_id. Each messaging event is
+// kept raw and read by ParseMessaging, so that one event that cannot be
+// read does not make the whole batch unreadable.
 type Entry struct {
-	ID        string      `json:"id"`
-	Time      int64       `json:"time"`
-	Messaging []Messaging `json:"messaging"`
-	Changes   []Change    `json:"changes"`
+	ID        string            `json:"id"`
+	Time      int64             `json:"time"`
+	Messaging []json.RawMessage `json:"messaging"`
+	Changes   []Change          `json:"changes"`
+}
+
+// ErrMalformedMessaging is a messaging event whose fields do not have the
+// types Meta documents (a payload that is not an object, a text that is
+// not a string).
+var ErrMalformedMessaging = errors.New("malformed messaging event")
+
+// ParseMessaging reads one messaging event of an entry; an error wraps
+// ErrMalformedMessaging.
+func ParseMessaging(raw json.RawMessage) (Messaging, error) {
+	var m Messaging
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Messaging{}, fmt.Errorf("%w: %v", ErrMalformedMessaging, err)
+	}
+	return m, nil
 }
 
 // Messaging is one messaging event: a message, an echo of the page's own

@@ -82,8 +82,8 @@ func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, entr
 	if err != nil {
 		return err
 	}
-	for _, m := range entry.Messaging {
-		if err := h.metaMessaging(ctx, ch, m); err != nil {
+	for _, raw := range entry.Messaging {
+		if err := h.metaMessaging(ctx, ch, raw); err != nil {
 			return err
 		}
 	}

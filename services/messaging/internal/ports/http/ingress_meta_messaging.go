@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -27,8 +28,17 @@ const metaProfileTimeout = 5 * time.Second
 // customer message it carries is stored once under its key (the mid) and,
 // on external channels, becomes message.received or postback.received.
 // Echoes of the page's own messages and events that carry no customer
-// message (receipts, reactions) are skipped.
-func (h *ingressHandlers) metaMessaging(ctx context.Context, ch channel.Channel, m meta.Messaging) error {
+// message (receipts, reactions) are skipped. An event Meta signed but that
+// cannot be read is dropped and counted, as a comment change is
+// (metaChange): redelivering it would not make it readable, and an error
+// would hold back the rest of the batch.
+func (h *ingressHandlers) metaMessaging(ctx context.Context, ch channel.Channel, raw json.RawMessage) error {
+	m, err := meta.ParseMessaging(raw)
+	if err != nil {
+		h.observer.Ingress(string(ch.Kind), app.IngressInvalid)
+		h.log.Warn("meta messaging event dropped", zap.String("channel_id", ch.ID), zap.Error(err))
+		return nil
+	}
 	deliveries := m.Deliveries(ch.ExternalID, time.Now())
 	if len(deliveries) == 0 {
 		h.observer.Ingress(string(ch.Kind), app.IngressIgnored)
