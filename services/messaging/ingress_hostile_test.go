@@ -127,6 +127,21 @@ func TestTelegramIngressHostile(t *testing.T) {
 	if n := h.count("messages", "sender = 'contact'"); n != want {
 		t.Fatalf("stored %d customer messages, want %d", n, want)
 	}
+	// A date no clock gives is the update's arrival.
+	wantPlausibleTimes(t, h, "messages", "conversations")
+}
+
+// wantPlausibleTimes fails unless every stored time of the tables lies
+// between 2020 and now.
+func wantPlausibleTimes(t *testing.T, h *harness, tables ...string) {
+	t.Helper()
+	columns := map[string]string{"messages": "created_at", "conversations": "last_customer_message_at", "comments": "created_at"}
+	for _, table := range tables {
+		col := columns[table]
+		if n := h.count(table, col+" < '2020-01-01' OR "+col+" > now()"); n != 0 {
+			t.Fatalf("%s: %d rows with an implausible %s", table, n, col)
+		}
+	}
 }
 
 // TestTelegramIngressHostileAddresses: a sender without the secret, or
@@ -311,6 +326,13 @@ func TestMetaIngressHostile(t *testing.T) {
 			}
 		})
 	}
+	for _, id := range []string{"c_odd_2", "c_odd_4"} {
+		if n := h.count("comments", "external_id = ?", id); n != 1 {
+			t.Fatalf("comment %s stored %d times, want once", id, n)
+		}
+	}
+	// A timestamp no clock gives is the message's or comment's arrival.
+	wantPlausibleTimes(t, h, "messages", "conversations", "comments")
 }
 
 // TestMetaIngressHostileSignatures: without the app secret nothing is

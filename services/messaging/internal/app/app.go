@@ -123,3 +123,14 @@ func NewID() string {
 func (a *App) timestamp() time.Time {
 	return a.now().UTC().Truncate(time.Microsecond)
 }
+
+// platformTime is the time a platform gave what a customer sent, or its
+// arrival when that is later: a platform clock running ahead, or a value
+// no clock gives, which the database could not hold and the messaging
+// window would count from (docs/channels.md "Messenger and Instagram").
+func (a *App) platformTime(sent time.Time) time.Time {
+	if now := a.timestamp(); sent.After(now) {
+		return now
+	}
+	return sent
+}

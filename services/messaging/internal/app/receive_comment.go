@@ -30,7 +30,7 @@ func (a *App) ReceiveComment(ctx context.Context, ch channel.Channel, in *commen
 	c := comment.Comment{
 		ID: a.newID(), WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
 		ExternalID: in.ExternalID, PostID: in.PostID, ParentID: in.ParentID, Text: in.Text,
-		FromID: in.FromID, FromName: in.FromName, CreatedAt: in.CreatedAt.UTC(), Status: comment.StatusReceived,
+		FromID: in.FromID, FromName: in.FromName, CreatedAt: a.platformTime(in.CreatedAt.UTC()), Status: comment.StatusReceived,
 	}
 	outcome := IngressStored
 	var written []outbox.Event

@@ -54,6 +54,7 @@ func (a *App) ChannelByExternalID(ctx context.Context, kind channel.Kind, extern
 func (a *App) Receive(ctx context.Context, ch channel.Channel, key string, in *conversation.Inbound) (string, error) {
 	d := conversation.Delivery{ChannelID: ch.ID, Key: key}
 	if in != nil {
+		in.SentAt = a.platformTime(in.SentAt)
 		d.Conversation = &conversation.Conversation{
 			WorkspaceID: ch.WorkspaceID, ChannelID: ch.ID, Platform: ch.Kind,
 			Contact: conversation.Contact{
