@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -417,5 +418,41 @@ func TestMetaVerifyHostile(t *testing.T) {
 		if code, _ := errorBody(t, rec.Body.Bytes()); rec.Code != http.StatusForbidden || code != "verification_failed" {
 			t.Fatalf("%q: %d %s, want 403 verification_failed", q, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestIngressHostileConcurrentRedeliveries: the same update and the same
+// Meta post arriving at once, as a platform retrying a slow answer does,
+// are each answered 200 and stored and forwarded once.
+func TestIngressHostileConcurrentRedeliveries(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withMeta(newMetaGraph(t)))
+	ws := uuid.NewString()
+	tg := h.telegramChannel(ws, "external")
+	h.metaChannel(ws, "messenger", testPageID, "external")
+	update := tgMessage(60, map[string]any{"text": "at once on telegram"})
+	post := notification("page", testPageID, textEvent(testPageID, testPSID, "m_at_once", "at once on messenger", time.Now()))
+	const n = 8
+	codes := make(chan int, 2*n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(2)
+		go func() { defer wg.Done(); codes <- h.postUpdate(tg.ID, tg.Secret, update).Code }()
+		go func() { defer wg.Done(); codes <- h.postMeta(post, meta.Sign(metaAppSecret, post)).Code }()
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != http.StatusOK {
+			t.Fatalf("a concurrent delivery got %d", code)
+		}
+	}
+	for _, text := range []string{"at once on telegram", "at once on messenger"} {
+		if c := h.count("messages", "content = ?", text); c != 1 {
+			t.Fatalf("%q stored %d times", text, c)
+		}
+	}
+	if c := len(h.written()); c != 2 {
+		t.Fatalf("%d events written, want 2", c)
 	}
 }
