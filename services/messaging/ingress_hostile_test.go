@@ -332,6 +332,11 @@ func TestMetaIngressHostile(t *testing.T) {
 			t.Fatalf("comment %s stored %d times, want once", id, n)
 		}
 	}
+	// Both channels are external: each stored message and comment is
+	// forwarded once, redeliveries included.
+	if w, m := int64(len(h.written())), h.count("messages", "sender = 'contact'")+h.count("comments", ""); w != m {
+		t.Fatalf("%d events written for %d stored messages and comments", w, m)
+	}
 	// A timestamp no clock gives is the message's or comment's arrival.
 	wantPlausibleTimes(t, h, "messages", "conversations", "comments")
 }
