@@ -2,6 +2,12 @@
 // their canonical form.
 package ids
 
+import (
+	"strings"
+
+	"github.com/google/uuid"
+)
+
 // Valid reports whether s is an id as the services write it: a UUID in its
 // canonical form, 36 characters of hexadecimal digits (either case) in
 // groups of 8-4-4-4-12 joined by hyphens. Every other string is no id:
@@ -32,4 +38,14 @@ func Valid(s string) bool {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// Canonical is id as PostgreSQL prints a uuid (lower case, hyphenated), so
+// that ids read back from a uuid column compare equal to those given in
+// any form uuid.Parse takes; any other string, lower-cased.
+func Canonical(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return strings.ToLower(id)
 }

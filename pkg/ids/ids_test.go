@@ -22,3 +22,15 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonical(t *testing.T) {
+	const id = "01a2263e-554f-7bb9-9a4c-fd73f54e6884"
+	for give, want := range map[string]string{
+		id: id, strings.ToUpper(id): id, "urn:uuid:" + id: id, "{" + id + "}": id,
+		strings.ReplaceAll(id, "-", ""): id, "Not-An-ID": "not-an-id", "": "",
+	} {
+		if got := Canonical(give); got != want {
+			t.Errorf("Canonical(%q) = %q, want %q", give, got, want)
+		}
+	}
+}

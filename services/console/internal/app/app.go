@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/parleyhq/parley/pkg/ids"
-
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 	"github.com/parleyhq/parley/services/console/internal/domain/session"
 )
@@ -89,14 +88,11 @@ var ErrWorkspaceNotFound = errors.New("no such workspace")
 // An id that is no UUID names no workspace, so it is refused here, before
 // any service is asked: each service would refuse it in its own words.
 func visible(op operator.Operator, workspaceID string) error {
-	if !op.Sees(workspaceID) || !isID(workspaceID) {
+	if !op.Sees(workspaceID) || !IsID(workspaceID) {
 		return ErrWorkspaceNotFound
 	}
 	return nil
 }
-
-// isID reports whether s is an id as the services write them (ids.Valid).
-func isID(s string) bool { return IsID(s) }
 
 // IsID reports whether s is an id as the services write them (ids.Valid).
 func IsID(s string) bool { return ids.Valid(s) }

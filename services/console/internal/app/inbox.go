@@ -75,7 +75,7 @@ func inConversation(op operator.Operator, workspaceID, conversationID string) er
 	if err := visible(op, workspaceID); err != nil {
 		return err
 	}
-	if !isID(conversationID) {
+	if !IsID(conversationID) {
 		return ErrConversationNotFound
 	}
 	return nil
@@ -205,7 +205,7 @@ func (a *App) ChatRunTrace(ctx context.Context, op operator.Operator, workspaceI
 	if err := visible(op, workspaceID); err != nil {
 		return flowrunnerapi.Trace{}, err
 	}
-	if !isID(runID) {
+	if !IsID(runID) {
 		return flowrunnerapi.Trace{}, ErrRunNotFound
 	}
 	t, err := a.inbox.RunTrace(ctx, workspaceID, runID)

@@ -208,7 +208,7 @@ func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, i
 	if err := visible(op, workspaceID); err != nil {
 		return dispatcherapi.DeliveryDetail{}, err
 	}
-	if !isID(id) {
+	if !IsID(id) {
 		return dispatcherapi.DeliveryDetail{}, ErrDeliveryNotFound // no delivery has such an id
 	}
 	d, err := a.webhooks.GetDelivery(ctx, workspaceID, id)
@@ -242,7 +242,7 @@ func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspac
 	if err := visible(op, workspaceID); err != nil {
 		return dispatcherapi.Replay{}, err
 	}
-	if !isID(id) {
+	if !IsID(id) {
 		return dispatcherapi.Replay{}, ErrDeliveryNotFound
 	}
 	r, err := a.webhooks.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: &id})

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/parleyhq/parley/pkg/groupcommit"
+	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/messaging/internal/domain/conversation"
 )
 
@@ -46,9 +46,9 @@ type ingressItem struct {
 func (it *ingressItem) batchKey() string {
 	d := it.delivery
 	if d.Conversation != nil {
-		return "conversation\x00" + canonicalID(d.ChannelID) + "\x00" + d.Conversation.Contact.SenderID
+		return "conversation\x00" + ids.Canonical(d.ChannelID) + "\x00" + d.Conversation.Contact.SenderID
 	}
-	return "key\x00" + canonicalID(d.ChannelID) + "\x00" + d.Key
+	return "key\x00" + ids.Canonical(d.ChannelID) + "\x00" + d.Key
 }
 
 // Receive stores the delivery in the next batch and returns once that is
@@ -116,7 +116,7 @@ func claimDeliveries(ctx context.Context, pool gorm.ConnPool, items []*ingressIt
 	channels, keys := make([]string, 0, len(items)), make([]string, 0, len(items))
 	seen := make(map[string]bool, len(items))
 	for _, it := range items {
-		k := canonicalID(it.delivery.ChannelID) + "\x00" + it.delivery.Key
+		k := ids.Canonical(it.delivery.ChannelID) + "\x00" + it.delivery.Key
 		if !seen[k] {
 			seen[k] = true
 			channels, keys = append(channels, it.delivery.ChannelID), append(keys, it.delivery.Key)
@@ -144,7 +144,7 @@ func claimDeliveries(ctx context.Context, pool gorm.ConnPool, items []*ingressIt
 		return fmt.Errorf("claim deliveries: %w", err)
 	}
 	for _, it := range items {
-		k := canonicalID(it.delivery.ChannelID) + "\x00" + it.delivery.Key
+		k := ids.Canonical(it.delivery.ChannelID) + "\x00" + it.delivery.Key
 		it.got.Fresh = free[k]
 		delete(free, k)
 	}
@@ -357,13 +357,4 @@ func decodeTags(text string, tags *[]string) error {
 		return fmt.Errorf("decode tags: %w", err)
 	}
 	return nil
-}
-
-// canonicalID is id as PostgreSQL prints a uuid, so ids read back match
-// those given in any form uuid.Parse accepts.
-func canonicalID(id string) string {
-	if u, err := uuid.Parse(id); err == nil {
-		return u.String()
-	}
-	return strings.ToLower(id)
 }

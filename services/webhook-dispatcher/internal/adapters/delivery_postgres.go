@@ -52,8 +52,8 @@ func NewDeliveryStore(gdb *gorm.DB) *DeliveryStore {
 // deliveries at once (1: each alone).
 func NewDeliveryStoreBatched(gdb *gorm.DB, maxBatch int) *DeliveryStore {
 	s := &DeliveryStore{db: gdb}
-	s.creates = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *createItem) string { return canonicalID(c.row.ID) }, s.writeCreates)
-	s.states = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *stateItem) string { return canonicalID(c.row.ID) }, s.writeStates)
+	s.creates = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *createItem) string { return ids.Canonical(c.row.ID) }, s.writeCreates)
+	s.states = groupcommit.New(maxBatch, groupWriters, groupLinger, func(c *stateItem) string { return ids.Canonical(c.row.ID) }, s.writeStates)
 	return s
 }
 
@@ -202,7 +202,7 @@ func insertRows(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, ex
 	}
 	var conflicts []string
 	for _, r := range rows {
-		if _, ok := created[canonicalID(r.ID)]; !ok {
+		if _, ok := created[ids.Canonical(r.ID)]; !ok {
 			conflicts = append(conflicts, r.ID)
 		}
 	}
@@ -214,10 +214,10 @@ func insertRows(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, ex
 		return err
 	}
 	for i, r := range rows {
-		if _, ok := created[canonicalID(r.ID)]; ok {
+		if _, ok := created[ids.Canonical(r.ID)]; ok {
 			continue
 		}
-		stored := found[canonicalID(r.ID)]
+		stored := found[ids.Canonical(r.ID)]
 		if stored == nil {
 			// Purged between the insert and the read: try again.
 			*errs[i] = fmt.Errorf("load delivery %s: %w", r.ID, gorm.ErrRecordNotFound)
@@ -231,20 +231,20 @@ func insertRows(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, ex
 }
 
 // loadRows reads the deliveries with ids, by canonical id.
-func loadRows(ctx context.Context, pool gorm.ConnPool, ids []string) (map[string]*deliveryRow, error) {
-	rows, err := pool.QueryContext(ctx, `SELECT `+selectColumns+` FROM `+Schema+`.deliveries WHERE id = ANY($1::text[]::uuid[])`, ids)
+func loadRows(ctx context.Context, pool gorm.ConnPool, wanted []string) (map[string]*deliveryRow, error) {
+	rows, err := pool.QueryContext(ctx, `SELECT `+selectColumns+` FROM `+Schema+`.deliveries WHERE id = ANY($1::text[]::uuid[])`, wanted)
 	if err != nil {
 		return nil, fmt.Errorf("load deliveries: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string]*deliveryRow, len(ids))
+	out := make(map[string]*deliveryRow, len(wanted))
 	for rows.Next() {
 		var r deliveryRow
 		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.Event, &r.Payload, &r.Status, &r.Attempts, &r.ResponseStatus,
 			&r.LastError, &r.AttemptHistory, &r.DeliveredAt, &r.CreatedAt, &r.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("load deliveries: %w", err)
 		}
-		out[canonicalID(r.ID)] = &r
+		out[ids.Canonical(r.ID)] = &r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load deliveries: %w", err)
@@ -308,7 +308,7 @@ func (s *DeliveryStore) writeStates(ctx context.Context, batch []*groupcommit.Jo
 	var workspaces []string
 	for _, j := range batch {
 		if j.Item.count != nil {
-			workspaces = append(workspaces, canonicalID(j.Item.row.WorkspaceID))
+			workspaces = append(workspaces, ids.Canonical(j.Item.row.WorkspaceID))
 		}
 	}
 	slices.Sort(workspaces)
@@ -390,16 +390,16 @@ func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*groupcommi
 func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.Job[*stateItem]) error {
 	n := len(batch)
 	var (
-		ids, workspaces, statuses = make([]string, n), make([]string, n), make([]string, n)
-		attempts                  = make([]int, n)
-		responses                 = make([]*int, n)
-		lastErrors, histories     = make([]*string, n), make([]string, n)
-		deliveredAt               = make([]*time.Time, n)
-		updatedAt                 = make([]time.Time, n)
+		rowIDs, workspaces, statuses = make([]string, n), make([]string, n), make([]string, n)
+		attempts                     = make([]int, n)
+		responses                    = make([]*int, n)
+		lastErrors, histories        = make([]*string, n), make([]string, n)
+		deliveredAt                  = make([]*time.Time, n)
+		updatedAt                    = make([]time.Time, n)
 	)
 	for i, j := range batch {
 		r := &j.Item.row
-		ids[i], workspaces[i], statuses[i], attempts[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts
+		rowIDs[i], workspaces[i], statuses[i], attempts[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts
 		responses[i], lastErrors[i], histories[i] = r.ResponseStatus, r.LastError, r.AttemptHistory
 		deliveredAt[i], updatedAt[i] = r.DeliveredAt, r.UpdatedAt
 	}
@@ -418,12 +418,12 @@ func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.
 				delivered_at, updated_at)
 		WHERE d.id = u.id::uuid AND d.workspace_id = u.workspace_id::uuid
 		RETURNING d.id::text`,
-		ids, workspaces, statuses, attempts, responses, lastErrors, histories, deliveredAt, updatedAt)
+		rowIDs, workspaces, statuses, attempts, responses, lastErrors, histories, deliveredAt, updatedAt)
 	if err != nil {
 		return fmt.Errorf("update deliveries: %w", err)
 	}
 	for _, j := range batch {
-		if _, ok := written[canonicalID(j.Item.row.ID)]; !ok {
+		if _, ok := written[ids.Canonical(j.Item.row.ID)]; !ok {
 			j.Err = fmt.Errorf("update delivery %s: %w", j.Item.row.ID, gorm.ErrRecordNotFound)
 		}
 	}
@@ -465,15 +465,6 @@ func unnestArgs(rows []*deliveryRow) []any {
 	return []any{ids, workspaces, events, payloads, statuses, attempts, responses, lastErrors, histories, deliveredAt, createdAt, updatedAt}
 }
 
-// canonicalID is id as PostgreSQL prints a uuid, so ids read back match
-// those written in any form uuid.Parse accepts.
-func canonicalID(id string) string {
-	if u, err := uuid.Parse(id); err == nil {
-		return u.String()
-	}
-	return id
-}
-
 // queryIDs runs a statement returning ids and collects them, canonical.
 func queryIDs(ctx context.Context, pool gorm.ConnPool, query string, args ...any) (map[string]struct{}, error) {
 	rows, err := pool.QueryContext(ctx, query, args...)
@@ -481,15 +472,15 @@ func queryIDs(ctx context.Context, pool gorm.ConnPool, query string, args ...any
 		return nil, err
 	}
 	defer rows.Close()
-	ids := map[string]struct{}{}
+	found := map[string]struct{}{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		ids[canonicalID(id)] = struct{}{}
+		found[ids.Canonical(id)] = struct{}{}
 	}
-	return ids, rows.Err()
+	return found, rows.Err()
 }
 
 // countedWebhook is a webhook read for counting, and whether a count
@@ -508,7 +499,7 @@ func countOn(batch []*groupcommit.Job[*stateItem], hooks map[string]*countedWebh
 		if j.Item.count == nil {
 			continue
 		}
-		ws := canonicalID(j.Item.row.WorkspaceID)
+		ws := ids.Canonical(j.Item.row.WorkspaceID)
 		if only != nil {
 			if _, ok := slices.BinarySearch(only, ws); !ok {
 				continue

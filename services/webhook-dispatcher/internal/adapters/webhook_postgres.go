@@ -106,7 +106,7 @@ func (s *WebhookStore) Get(ctx context.Context, workspaceID string) (*webhook.We
 func (s *WebhookStore) readBatch(ctx context.Context, batch []*groupcommit.Job[*webhookRead]) error {
 	workspaces := make([]string, 0, len(batch))
 	for _, j := range batch {
-		workspaces = append(workspaces, canonicalID(j.Item.workspaceID))
+		workspaces = append(workspaces, ids.Canonical(j.Item.workspaceID))
 	}
 	slices.Sort(workspaces)
 	workspaces = slices.Compact(workspaces)
@@ -116,7 +116,7 @@ func (s *WebhookStore) readBatch(ctx context.Context, batch []*groupcommit.Job[*
 	}
 	for _, j := range batch {
 		j.Item.found = nil
-		if w := hooks[canonicalID(j.Item.workspaceID)]; w != nil {
+		if w := hooks[ids.Canonical(j.Item.workspaceID)]; w != nil {
 			// Each caller gets its own copy to change.
 			c := *w.Webhook
 			j.Item.found = &c
