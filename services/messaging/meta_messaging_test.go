@@ -577,3 +577,50 @@ func TestMetaSend(t *testing.T) {
 		t.Fatalf("typing body %s", b)
 	}
 }
+
+// TestMetaIngressWithoutMIDOrTimestamp: a message or postback Meta sends
+// without mid and without timestamp is keyed by its content, so distinct
+// ones of one customer are each stored, and a redelivery of one (even
+// with its keys reordered and spaced) is stored once.
+func TestMetaIngressWithoutMIDOrTimestamp(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withMeta(newMetaGraph(t)))
+	h.metaChannel(uuid.NewString(), "messenger", testPageID, "external")
+	bare := func(sender string, fields map[string]any) metaEvent {
+		e := metaEvent{"sender": map[string]any{"id": sender}, "recipient": map[string]any{"id": testPageID}}
+		for k, v := range fields {
+			e[k] = v
+		}
+		return e
+	}
+	text := func(sender, s string) metaEvent {
+		return bare(sender, map[string]any{"message": map[string]any{"text": s}})
+	}
+	postback := func(sender, title string) metaEvent {
+		return bare(sender, map[string]any{"postback": map[string]any{"title": title, "payload": title}})
+	}
+	posts := [][]byte{
+		notification("page", testPageID, text(testPSID, "first")),
+		notification("page", testPageID, text(testPSID, "second")),
+		notification("page", testPageID, text(testPSID, "third"), text(testPSID, "fourth")),
+		notification("page", testPageID, text("7000000000000001", "first")),
+		notification("page", testPageID, postback(testPSID, "Yes"), postback(testPSID, "No")),
+	}
+	for round := 0; round < 2; round++ { // the second round redelivers
+		for _, body := range posts {
+			h.sendMeta(body)
+		}
+	}
+	// A redelivery is the same event whatever its JSON's key order and spacing.
+	h.sendMeta([]byte(`{"entry": [{"messaging": [{"message": {"text": "second"}, "recipient": {"id": "` + testPageID +
+		`"}, "sender": {"id": "` + testPSID + `"}}], "id": "` + testPageID + `"}], "object": "page"}`))
+
+	for text, want := range map[string]int64{"first": 2, "second": 1, "third": 1, "fourth": 1, "Yes": 1, "No": 1} {
+		if n := h.count("messages", "content = ?", text); n != want {
+			t.Errorf("%q stored %d times, want %d", text, n, want)
+		}
+	}
+	if w, m := int64(len(h.written())), h.count("messages", "sender = 'contact'"); w != m || m != 7 {
+		t.Fatalf("%d events written for %d stored messages, want 7 of each", w, m)
+	}
+}

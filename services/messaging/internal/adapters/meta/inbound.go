@@ -17,17 +17,16 @@ type Delivery struct {
 // MessageKey names a message for ingress dedupe: "meta:mid:<mid>".
 func MessageKey(mid string) string { return "meta:mid:" + mid }
 
-// PostbackKey names a postback that came without a mid (older Messenger
-// postbacks): the customer and the moment they tapped.
-func PostbackKey(senderID string, timestampMillis int64) string {
-	return "meta:postback:" + senderID + ":" + strconv.FormatInt(timestampMillis, 10)
-}
-
-// messageWithoutMIDKey names a message that came without a mid. Meta
-// always sends one; should it not, the sender and the moment name the
-// message well enough to store a redelivery once.
-func messageWithoutMIDKey(senderID string, timestampMillis int64) string {
-	return "meta:message:" + senderID + ":" + strconv.FormatInt(timestampMillis, 10)
+// withoutMIDKey names a message or postback (kind) that came without a
+// mid by the event's content (Messaging.contentDigest). Meta sends a mid
+// with every message, and with postbacks but older Messenger ones; without
+// it, nothing else tells two events apart: neither the sender and the
+// timestamp (which may be missing too, or shared by two events) nor the
+// text (a customer may send "ok" twice). A redelivery, the same event
+// again, has the same key; two events that differ in anything Meta sent
+// have different keys, so each is stored.
+func withoutMIDKey(kind string, m Messaging) string {
+	return "meta:" + kind + ":" + m.contentDigest()
 }
 
 // attachmentKey names the n-th attachment of the message keyed key. The
@@ -61,7 +60,8 @@ const (
 //     attachment (Instagram's is_deleted and is_unsupported notices).
 //
 // A text message, a quick reply (its text, with the payload in metadata)
-// or a message with one attachment is one delivery keyed by its mid. A
+// or a message with one attachment is one delivery keyed by its mid (one
+// without a mid by its event's content, withoutMIDKey). A
 // message with several attachments becomes one delivery per attachment, so
 // that each keeps its {url, type}: the first keyed "meta:mid:<mid>" and
 // carrying the message's text, the n-th "meta:mid:<mid>:<n>"; all have the
@@ -84,7 +84,11 @@ func (m Messaging) Deliveries(pageID string, receivedAt time.Time) []Delivery {
 
 	switch {
 	case m.Message != nil:
-		return m.Message.deliveries(base, m.Timestamp)
+		key := MessageKey(m.Message.MID)
+		if m.Message.MID == "" {
+			key = withoutMIDKey("message", m)
+		}
+		return m.Message.deliveries(base, key)
 	case m.Postback != nil:
 		in := base
 		in.Type = conversation.TypePostback
@@ -93,20 +97,16 @@ func (m Messaging) Deliveries(pageID string, receivedAt time.Time) []Delivery {
 		in.Postback = &conversation.Postback{Payload: m.Postback.Payload}
 		key := MessageKey(m.Postback.MID)
 		if m.Postback.MID == "" {
-			key = PostbackKey(sender, m.Timestamp)
+			key = withoutMIDKey("postback", m)
 		}
 		return []Delivery{{Key: key, Inbound: in}}
 	}
 	return nil
 }
 
-func (msg *Message) deliveries(base conversation.Inbound, timestamp int64) []Delivery {
+func (msg *Message) deliveries(base conversation.Inbound, key string) []Delivery {
 	if msg.IsEcho || msg.IsDeleted || (msg.Text == "" && len(msg.Attachments) == 0) {
 		return nil
-	}
-	key := MessageKey(msg.MID)
-	if msg.MID == "" {
-		key = messageWithoutMIDKey(base.SenderID, timestamp)
 	}
 	base.ExternalID = msg.MID
 	if len(msg.Attachments) == 0 {

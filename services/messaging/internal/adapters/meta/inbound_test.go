@@ -118,7 +118,7 @@ func TestDeliveries(t *testing.T) {
 					Type: "postback", Text: "Talk to us", ExternalID: "m_pb_Xr4tY7uI",
 					Postback: &conversation.Postback{Payload: "HUMAN"},
 				})},
-				{Key: "meta:postback:6843201987654321:1768471499999", Inbound: customer(psid, 1768471499999, conversation.Inbound{
+				{Key: "meta:postback:3f73d34270cb4d6d8a4548b0c1c371487242013111d3c580ea8896921c0cff24", Inbound: customer(psid, 1768471499999, conversation.Inbound{
 					Type: "postback", Text: "Get Started",
 					Postback: &conversation.Postback{Payload: "GET_STARTED"},
 				})},
@@ -160,6 +160,15 @@ func TestDeliveries(t *testing.T) {
 	}
 }
 
+// mustParse is ParseMessaging of raw, which must succeed.
+func mustParse(raw string) Messaging {
+	m, err := ParseMessaging(json.RawMessage(raw))
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
 func TestDeliveriesEdgeCases(t *testing.T) {
 	t.Parallel()
 	received := time.Date(2026, 1, 15, 10, 30, 0, 0, time.UTC)
@@ -180,9 +189,18 @@ func TestDeliveriesEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name:     "a message without a mid is keyed by sender and time",
-			give:     Messaging{Sender: Party{"7"}, Timestamp: 1768471200000, Message: &Message{Text: "hi"}},
-			wantKeys: []string{"meta:message:7:1768471200000"},
+			// SHA-256 of {"message":{"text":"hi"},"sender":{"id":"7"},"timestamp":1768471200000}
+			name:     "a message without a mid is keyed by its content",
+			give:     mustParse(` { "timestamp": 1768471200000, "sender": {"id": "7"}, "message": {"text": "hi"} }`),
+			wantKeys: []string{"meta:message:0432d37b3937e31aee7c9d250e963628b956a849b71bb037646e46d4bc5db608"},
+		},
+		{
+			name: "attachments without a mid",
+			give: mustParse(`{"sender":{"id":"7"},"message":{"attachments":[{"type":"image"},{"type":"file"}]}}`),
+			wantKeys: []string{
+				"meta:message:b06f800cafc556950c2e5bd1e1870ba0051976bfed437b3c887ba91f1d34080f",
+				"meta:message:b06f800cafc556950c2e5bd1e1870ba0051976bfed437b3c887ba91f1d34080f:1",
+			},
 		},
 		{
 			name:     "text with an attachment: the text goes with it",

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -72,7 +73,26 @@ func ParseMessaging(raw json.RawMessage) (Messaging, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return Messaging{}, fmt.Errorf("%w: %v", ErrMalformedMessaging, err)
 	}
+	m.raw = raw
 	return m, nil
+}
+
+// contentDigest names the event by what it says, whatever its JSON's key
+// order and spacing: hex SHA-256 of the event re-encoded with its object
+// keys sorted and its numbers as written. A redelivery of the event has
+// the same digest; two events that differ in any field have different ones.
+func (m Messaging) contentDigest() string {
+	dec := json.NewDecoder(bytes.NewReader(m.raw))
+	dec.UseNumber()
+	var v any
+	canonical := m.raw
+	if dec.Decode(&v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			canonical = b
+		}
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
 }
 
 // Messaging is one messaging event: a message, an echo of the page's own
@@ -83,6 +103,8 @@ type Messaging struct {
 	Timestamp int64     `json:"timestamp"` // milliseconds since the epoch
 	Message   *Message  `json:"message,omitempty"`
 	Postback  *Postback `json:"postback,omitempty"`
+
+	raw json.RawMessage // the event as Meta sent it (ParseMessaging)
 }
 
 // Party is a sender or recipient: a PSID / IGSID or the page's id.
