@@ -341,6 +341,53 @@ func TestMetaIngressHostile(t *testing.T) {
 	wantPlausibleTimes(t, h, "messages", "conversations", "comments")
 }
 
+// TestMetaIngressHostileEntries: an entry, or a change of one, of a shape
+// Meta never sends is dropped and counted, and the rest of the post is
+// stored and answered 200, so that Meta does not redeliver the good events
+// with it forever.
+func TestMetaIngressHostileEntries(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withMeta(newMetaGraph(t)))
+	h.metaChannel(uuid.NewString(), "messenger", testPageID, "external")
+	now := time.Now()
+	good := func(mid, text string) []metaEvent {
+		return []metaEvent{textEvent(testPageID, testPSID, mid, text, now)}
+	}
+	comment := map[string]any{"field": "feed", "value": map[string]any{
+		"item": "comment", "verb": "add", "comment_id": "c_entries", "post_id": "p_1", "message": "kept", "created_time": now.Unix(),
+	}}
+	body, _ := json.Marshal(map[string]any{"object": "page", "entry": []any{
+		map[string]any{"id": testPageID, "time": now.UnixMilli(), "messaging": good("m_entries_1", "before")},
+		"an entry that is a string",
+		5,
+		[]any{map[string]any{"id": testPageID}},
+		map[string]any{"id": 5, "messaging": good("m_entries_2", "id a number")},
+		map[string]any{"id": testPageID, "time": "yesterday", "messaging": good("m_entries_3", "time a string")},
+		map[string]any{"id": testPageID, "messaging": map[string]any{"0": good("m_entries_4", "messaging an object")[0]}},
+		map[string]any{"id": testPageID, "messaging": "x"},
+		map[string]any{"id": testPageID, "changes": map[string]any{"field": "feed"}},
+		map[string]any{"id": testPageID, "time": now.Unix(), "changes": []any{
+			map[string]any{"field": 5, "value": map[string]any{}}, "a change that is a string", comment,
+		}},
+		map[string]any{"id": testPageID, "time": now.UnixMilli(), "messaging": good("m_entries_5", "after")},
+	}})
+	for i := 0; i < 2; i++ { // a redelivery answers the same and stores nothing more
+		if rec := h.postMeta(body, meta.Sign(metaAppSecret, body)); rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+			t.Fatalf("delivery %d: %d %s, want an empty 200", i, rec.Code, rec.Body)
+		}
+	}
+	if n := h.count("messages", ""); n != 2 || h.count("messages", "content IN ('before', 'after')") != 2 {
+		t.Fatalf("stored %d messages, want before and after", n)
+	}
+	if n := h.count("comments", "external_id = 'c_entries'"); n != 1 {
+		t.Fatalf("comment stored %d times, want once", n)
+	}
+	// Per delivery: 8 entries and 2 changes dropped.
+	if n := h.metric("messaging_ingress_updates_total", "platform", "messenger", "outcome", "invalid"); n != 20 {
+		t.Fatalf("%v counted invalid, want 20", n)
+	}
+}
+
 // TestMetaIngressHostileSignatures: without the app secret nothing is
 // taken; a signed body that is not a notification is 400.
 func TestMetaIngressHostileSignatures(t *testing.T) {
@@ -392,13 +439,15 @@ func TestMetaIngressHostileSignatures(t *testing.T) {
 		t.Fatalf("upper-case hex: %d %s", rec.Code, rec.Body)
 	}
 	// Signed garbage: not a notification.
-	for _, garbage := range []string{`not json`, `[1]`, `{"object":"page","entry":{"id":1}}`, `{"object":"page","entry":[{"id":5}]}`, `"page"`} {
+	for _, garbage := range []string{`not json`, `[1]`, `{"object":"page","entry":{"id":1}}`, `{"object":5}`, `"page"`} {
 		rec := post([]byte(garbage), one(meta.Sign(metaAppSecret, []byte(garbage))))
 		if code, _ := errorBody(t, rec.Body.Bytes()); rec.Code != http.StatusBadRequest || code != "invalid_request" {
 			t.Fatalf("signed %q: %d %s, want 400 invalid_request", garbage, rec.Code, rec.Body)
 		}
 	}
-	for _, ok := range []string{`null`, `{}`, `{"object":"page"}`} {
+	// A post that is a notification, whatever its entries: the ones that
+	// cannot be read are dropped (TestMetaIngressHostileEntries).
+	for _, ok := range []string{`null`, `{}`, `{"object":"page"}`, `{"object":"page","entry":[{"id":5}]}`} {
 		if rec := post([]byte(ok), one(meta.Sign(metaAppSecret, []byte(ok)))); rec.Code != http.StatusOK {
 			t.Fatalf("signed %q: %d %s, want 200", ok, rec.Code, rec.Body)
 		}

@@ -56,8 +56,9 @@ type instagramComment struct {
 	} `json:"media"`
 }
 
-// ErrMalformedChange is a comment change whose value lacks what a comment
-// needs (its id, a time).
+// ErrMalformedChange is a change that is not an object with a string
+// field, or a comment change whose value lacks what a comment needs (its
+// id, a time).
 var ErrMalformedChange = errors.New("malformed comment change")
 
 // ParseCommentChange reads a new comment out of a change: Facebook's feed

@@ -22,18 +22,14 @@ import (
 // commentsOf parses every change of a testdata notification.
 func commentsOf(t *testing.T, name string) ([]*comment.Inbound, []error) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n Notification
-	if err := json.Unmarshal(raw, &n); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 	var out []*comment.Inbound
 	var errs []error
-	for _, e := range n.Entry {
-		for _, c := range e.Changes {
+	for _, e := range readEntries(t, name) {
+		for _, rc := range e.Changes {
+			c, err := ParseChange(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
 			in, err := ParseCommentChange(e, c)
 			out = append(out, in)
 			errs = append(errs, err)
@@ -152,12 +148,12 @@ func FuzzParseCommentChange(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		var n Notification
-		if err := json.Unmarshal(raw, &n); err != nil {
-			f.Fatal(err)
-		}
-		for _, e := range n.Entry {
-			for _, c := range e.Changes {
+		for _, e := range mustEntries(f, raw) {
+			for _, rc := range e.Changes {
+				c, err := ParseChange(rc)
+				if err != nil {
+					f.Fatal(err)
+				}
 				f.Add(c.Field, []byte(c.Value), e.Time)
 			}
 		}

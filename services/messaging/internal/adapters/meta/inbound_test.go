@@ -20,23 +20,39 @@ const (
 	igsid  = "1104567890123456"
 )
 
-func readNotification(t testing.TB, name string) Notification {
+// readEntries reads the entries of a testdata notification.
+func readEntries(t testing.TB, name string) []Entry {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n Notification
-	if err := json.Unmarshal(raw, &n); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return n
+	return mustEntries(t, raw)
 }
 
-// deliveriesOf parses every messaging event of a notification.
-func deliveriesOf(n Notification, receivedAt time.Time) []Delivery {
+// mustEntries reads the entries of the notification raw, which must all
+// be readable.
+func mustEntries(t testing.TB, raw []byte) []Entry {
+	t.Helper()
+	var n Notification
+	if err := json.Unmarshal(raw, &n); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Entry, len(n.Entry))
+	for i, r := range n.Entry {
+		e, err := ParseEntry(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// deliveriesOf parses every messaging event of entries.
+func deliveriesOf(entries []Entry, receivedAt time.Time) []Delivery {
 	var out []Delivery
-	for _, e := range n.Entry {
+	for _, e := range entries {
 		for _, raw := range e.Messaging {
 			m, err := ParseMessaging(raw)
 			if err != nil {
@@ -150,7 +166,7 @@ func TestDeliveries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := deliveriesOf(readNotification(t, tt.file), received)
+			got := deliveriesOf(readEntries(t, tt.file), received)
 			if !reflect.DeepEqual(got, tt.want) {
 				gj, _ := json.MarshalIndent(got, "", "  ")
 				wj, _ := json.MarshalIndent(tt.want, "", "  ")
@@ -269,7 +285,14 @@ func FuzzDeliveries(f *testing.F) {
 		if json.Unmarshal(raw, &n) != nil {
 			return
 		}
-		for _, e := range n.Entry {
+		for _, raw := range n.Entry {
+			e, err := ParseEntry(raw)
+			if err != nil {
+				if !errors.Is(err, ErrMalformedEntry) {
+					t.Fatalf("ParseEntry: %v", err)
+				}
+				continue
+			}
 			for _, raw := range e.Messaging {
 				m, err := ParseMessaging(raw)
 				if err != nil {

@@ -44,21 +44,39 @@ const (
 	ObjectInstagram = "instagram" // Instagram messaging and comments
 )
 
-// Notification is the body of a webhook post.
+// Notification is the body of a webhook post. Each entry is kept raw and
+// read by ParseEntry, so that one entry that cannot be read does not make
+// the whole post unreadable.
 type Notification struct {
-	Object string  `json:"object"`
-	Entry  []Entry `json:"entry"`
+	Object string            `json:"object"`
+	Entry  []json.RawMessage `json:"entry"`
 }
 
 // Entry is one page's (or Instagram account's) batch of events; ID is the
-// page or account id, the channel's external_id. Each messaging event is
-// kept raw and read by ParseMessaging, so that one event that cannot be
-// read does not make the whole batch unreadable.
+// page or account id, the channel's external_id. Each messaging event and
+// each change is kept raw and read by ParseMessaging and ParseChange, so
+// that one event that cannot be read does not make the whole batch
+// unreadable.
 type Entry struct {
 	ID        string            `json:"id"`
 	Time      int64             `json:"time"`
 	Messaging []json.RawMessage `json:"messaging"`
-	Changes   []Change          `json:"changes"`
+	Changes   []json.RawMessage `json:"changes"`
+}
+
+// ErrMalformedEntry is an entry that is not an object with the fields of
+// the types Meta documents (an id that is not a string, messaging or
+// changes that are not arrays).
+var ErrMalformedEntry = errors.New("malformed entry")
+
+// ParseEntry reads one entry of a notification; an error wraps
+// ErrMalformedEntry. A null entry is an empty one.
+func ParseEntry(raw json.RawMessage) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Entry{}, fmt.Errorf("%w: %v", ErrMalformedEntry, err)
+	}
+	return e, nil
 }
 
 // ErrMalformedMessaging is a messaging event whose fields do not have the
@@ -150,4 +168,14 @@ type Postback struct {
 type Change struct {
 	Field string          `json:"field"`
 	Value json.RawMessage `json:"value"`
+}
+
+// ParseChange reads one change of an entry; an error wraps
+// ErrMalformedChange.
+func ParseChange(raw json.RawMessage) (Change, error) {
+	var c Change
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Change{}, fmt.Errorf("%w: %v", ErrMalformedChange, err)
+	}
+	return c, nil
 }

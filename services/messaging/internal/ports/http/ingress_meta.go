@@ -32,7 +32,8 @@ func (h *ingressHandlers) metaVerify(c echo.Context) error {
 // POST /ingress/meta: Messenger and Instagram events. The signature is
 // checked over the raw body before anything is parsed or stored. Each entry
 // goes to the channel whose external_id is the entry's id; entries of pages
-// Parley does not know are skipped. Any failure answers 500 so that Meta
+// Parley does not know are skipped, and entries and events that cannot be
+// read are dropped (metaEntry). Any failure answers 500 so that Meta
 // redelivers; every delivery is deduplicated, so a redelivery stores
 // nothing twice.
 func (h *ingressHandlers) metaIngress(c echo.Context) error {
@@ -56,8 +57,8 @@ func (h *ingressHandlers) metaIngress(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 	ctx := c.Request().Context()
-	for _, entry := range n.Entry {
-		if err := h.metaEntry(ctx, kind, entry); err != nil {
+	for _, raw := range n.Entry {
+		if err := h.metaEntry(ctx, kind, raw); err != nil {
 			return err
 		}
 	}
@@ -72,7 +73,16 @@ var metaKinds = map[string]channel.Kind{
 	meta.ObjectInstagram: channel.KindInstagram,
 }
 
-func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, entry meta.Entry) error {
+// metaEntry takes one entry of a post. An entry Meta signed but that
+// cannot be read (not an object, messaging that is not an array) is
+// dropped and counted, as a messaging event is (metaMessaging).
+func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, raw json.RawMessage) error {
+	entry, err := meta.ParseEntry(raw)
+	if err != nil {
+		h.observer.Ingress(string(kind), app.IngressInvalid)
+		h.log.Warn("meta entry dropped", zap.String("kind", string(kind)), zap.Error(err))
+		return nil
+	}
 	ch, err := h.app.ChannelByExternalID(ctx, kind, entry.ID)
 	if errors.Is(err, channel.ErrNotFound) {
 		h.observer.Ingress(string(kind), app.IngressNotFound)
@@ -87,8 +97,8 @@ func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, entr
 			return err
 		}
 	}
-	for _, change := range entry.Changes {
-		if err := h.metaChange(ctx, ch, entry, change); err != nil {
+	for _, raw := range entry.Changes {
+		if err := h.metaChange(ctx, ch, entry, raw); err != nil {
 			return err
 		}
 	}
