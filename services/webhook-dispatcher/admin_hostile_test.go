@@ -1,11 +1,13 @@
 package main
 
 import (
-	"github.com/parleyhq/parley/pkg/testenv/apicheck"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 )
 
 // TestAdminRoutesRefuseHostileInput sends every dispatcher admin route
@@ -51,5 +53,29 @@ func TestAdminRoutesRefuseHostileInput(t *testing.T) {
 		}
 		status, raw := h.do("", tt.Method, tt.Path, body)
 		apicheck.CheckRefusal(t, apicheck.Refusal(tt), status, raw)
+	}
+}
+
+// TestAdminNoIDWording: an id in a form the services refuse, the urn:uuid:
+// form of a UUID among them, is refused in the words every service uses
+// for it ("workspace_id must be a workspace id (UUID)"), not as no UUID.
+func TestAdminNoIDWording(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil, nil)
+	ws := uuid.NewString()
+	urn := "urn:uuid:" + ws
+	since := `"since":"2026-01-01T00:00:00Z"`
+	for _, tt := range []struct{ method, path, body, mention string }{
+		{"GET", "/admin/webhooks/" + urn, "", "workspace_id must be a workspace id (UUID)"},
+		{"GET", "/admin/webhooks/" + ws + "/deliveries/" + urn, "", "id must be a delivery id (UUID)"},
+		{"POST", "/admin/replays", `{"workspace_id":"` + urn + `",` + since + `}`, "workspace_id must be a workspace id (UUID)"},
+		{"POST", "/admin/replays", `{"workspace_id":"` + ws + `","delivery_id":"` + urn + `"}`, "delivery_id must be a delivery id (UUID)"},
+		{"POST", "/admin/replays", `{"workspace_id":"` + ws + `",` + since + `,"resume":{"replay_id":"` + urn + `","from_seq":1,"end_seq":2}}`, "resume.replay_id must be a replay id (UUID)"},
+	} {
+		var body any
+		if tt.body != "" {
+			body = tt.body
+		}
+		h.wantError("", tt.method, tt.path, body, http.StatusBadRequest, "invalid_request", tt.mention)
 	}
 }

@@ -116,7 +116,7 @@ func TestAdminDeliveryShowsItsAttempts(t *testing.T) {
 	other := uuid.NewString()
 	h.wantError("", http.MethodGet, "/admin/webhooks/"+other+"/deliveries/"+ev.GetId(), nil, http.StatusNotFound, "delivery_not_found", "no delivery")
 	h.wantError("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/"+uuid.NewString(), nil, http.StatusNotFound, "delivery_not_found", "no delivery")
-	h.wantError("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/42", nil, http.StatusBadRequest, "invalid_request", "id must be a UUID")
+	h.wantError("", http.MethodGet, "/admin/webhooks/"+ws+"/deliveries/42", nil, http.StatusBadRequest, "invalid_request", "id must be a delivery id (UUID)")
 }
 
 // Replaying one delivery sends that event again, under its id with the
@@ -175,7 +175,7 @@ func TestReplayOneDeliveryRefusals(t *testing.T) {
 	replay := func(id string) map[string]any { return map[string]any{"workspace_id": ws, "delivery_id": id} }
 
 	h.wantError("", http.MethodPost, "/admin/replays", replay(uuid.NewString()), http.StatusNotFound, "delivery_not_found", "no delivery")
-	h.wantError("", http.MethodPost, "/admin/replays", replay("nope"), http.StatusBadRequest, "invalid_request", "delivery_id must be a UUID")
+	h.wantError("", http.MethodPost, "/admin/replays", replay("nope"), http.StatusBadRequest, "invalid_request", "delivery_id must be a delivery id (UUID)")
 	for field, value := range map[string]any{
 		"since":  rfc3339(time.Now()),
 		"until":  rfc3339(time.Now()),

@@ -99,7 +99,7 @@ func NewAdmin(deps AdminDeps) *echo.Echo {
 func workspaceParam(c echo.Context) (string, error) {
 	ws := c.Param("workspace_id")
 	if !ids.Valid(ws) {
-		return "", errs.InvalidRequest("workspace_id must be a UUID")
+		return "", errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
 	}
 	return ws, nil
 }
@@ -123,7 +123,7 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 	}
 	id := c.Param("id")
 	if !ids.Valid(id) {
-		return errs.InvalidRequest("id must be a UUID")
+		return errs.InvalidRequest("id must be a delivery id (UUID)")
 	}
 	d, err := h.app.GetDelivery(c.Request().Context(), ws, id)
 	if err != nil {
