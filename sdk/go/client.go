@@ -379,7 +379,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) error {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	raw, err := io.ReadAll(resp.Body) // in memory already (send)
+	if err == nil {
+		err = decodeAnswer(raw, out)
+	}
+	if err != nil {
 		return r.fail(fmt.Errorf("%w: %s %s: decode the answer: %w", ErrMalformedAnswer, r.method, r.path, err))
 	}
 	return nil
@@ -413,7 +417,7 @@ func fetch[T any](ctx context.Context, c *Client, r *request, key string) (*T, e
 	if !ok {
 		return nil, r.fail(fmt.Errorf("%w: %s %s: the answer has no %q", ErrMalformedAnswer, r.method, r.path, key))
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := decodeAnswer(raw, &out); err != nil {
 		return nil, r.fail(fmt.Errorf("%w: %s %s: decode the answer's %q: %w", ErrMalformedAnswer, r.method, r.path, key, err))
 	}
 	return &out, nil

@@ -329,7 +329,7 @@ func TestStreamOfAHostileServer(t *testing.T) {
 		events  int   // events yielded
 		wantErr error // nil: the stream ends with RunEnd
 	}{
-		{"CRLF line ends", []string{"event: run_start\r\ndata: {\"run_id\":\"r\"}\r\n\r\nevent: end\r\ndata: {}\r\n\r\n"}, 2, nil},
+		{"CRLF line ends", []string{"event: run_start\r\ndata: {\"run_id\":\"r\"}\r\n\r\nevent: end\r\ndata: {\"status\":\"completed\"}\r\n\r\n"}, 2, nil},
 		{"an event split byte by byte", strings.Split("event: run_start\ndata: {\"run_id\":\"r\"}\n\n"+end, ""), 2, nil},
 		{"comments, retry and id fields", []string{": ping\n\nretry: 10\nid: 7\n\n: ping\nevent: run_start\nretry: -1\ndata: {\"run_id\":\"r\"}\n\n", end}, 2, nil},
 		{"an unknown event", []string{"event: novel\ndata: {}\n\n", end}, 1, nil},
@@ -417,5 +417,84 @@ func TestUnsendableIdempotencyKey(t *testing.T) {
 	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 201, sentMessage) })
 	if _, err := c.SendMessage(context.Background(), SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithIdempotencyKey("order 42/~!")); err != nil || len(rec.all()) != 1 {
 		t.Errorf("a printable key: %v, %d attempts", err, len(rec.all()))
+	}
+}
+
+// TestAnswersWithoutTheirProperties: JSON of the right shape that lacks
+// what every answer of its kind carries ({} for a page, a run, a stream
+// event) is an error wrapping ErrMalformedAnswer, not zero values.
+func TestAnswersWithoutTheirProperties(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	call := func(f func(c *Client) error) func(c *Client) error { return f }
+	for _, tt := range []struct {
+		name   string
+		answer any
+		call   func(c *Client) error
+	}{
+		{"me", map[string]any{}, call(func(c *Client) error { _, err := c.Me(ctx); return err })},
+		{"a conversation page", map[string]any{"next_before": nil}, call(func(c *Client) error {
+			_, err := c.ListConversations(ctx, ConversationsParams{})
+			return err
+		})},
+		{"a message page", map[string]any{}, call(func(c *Client) error { _, err := c.ListMessages(ctx, "c1", MessagesParams{}); return err })},
+		{"a sent message", map[string]any{"message": map[string]any{}}, call(func(c *Client) error {
+			_, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"})
+			return err
+		})},
+		{"a sent message null", map[string]any{"message": nil}, call(func(c *Client) error {
+			_, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"})
+			return err
+		})},
+		{"a sent image", map[string]any{}, call(func(c *Client) error {
+			_, err := c.SendImage(ctx, SendImageRequest{ConversationID: "c1", ImageURL: "https://example.com/i.png"})
+			return err
+		})},
+		{"a comment", map[string]any{"comment": map[string]any{}}, call(func(c *Client) error { _, err := c.Comment(ctx, "k1"); return err })},
+		{"a private reply", map[string]any{}, call(func(c *Client) error { _, err := c.PrivateReply(ctx, "k1", "hi"); return err })},
+		{"a saved webhook", map[string]any{}, call(func(c *Client) error { _, err := c.SaveWebhook(ctx, "https://example.com/h"); return err })},
+		{"a test delivery", map[string]any{"delivery": map[string]any{}}, call(func(c *Client) error { _, err := c.TestWebhook(ctx); return err })},
+		{"a run", map[string]any{}, call(func(c *Client) error { _, err := c.Invoke(ctx, "f1", nil); return err })},
+		{"a run's trace", map[string]any{}, call(func(c *Client) error { _, err := c.Run(ctx, "f1", "r1"); return err })},
+		{"a stream's replay", map[string]any{}, call(func(c *Client) error {
+			for _, err := range c.InvokeStream(ctx, "f1", nil) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, tt.answer) })
+			if err := tt.call(c); !errors.Is(err, ErrMalformedAnswer) {
+				t.Fatalf("error %v, want ErrMalformedAnswer", err)
+			}
+			if n := len(rec.all()); n != 1 {
+				t.Errorf("%d attempts, want 1", n)
+			}
+		})
+	}
+	const start, end = "event: run_start\ndata: {\"run_id\":\"r\"}\n\n", "event: end\ndata: {\"status\":\"completed\"}\n\n"
+	for name, event := range map[string]string{
+		"run_start":  "event: run_start\ndata: {}\n\n",
+		"node_start": "event: node_start\ndata: {}\n\n",
+		"message":    "data: {}\n\n",
+		"node_end":   "event: node_end\ndata: {\"type\":\"llm\"}\n\n",
+		"end":        "event: end\ndata: {}\n\n",
+	} {
+		t.Run("a stream's "+name+" event", func(t *testing.T) {
+			t.Parallel()
+			chunks := []string{start, event, end}
+			if name == "run_start" {
+				chunks = chunks[1:]
+			}
+			c, _, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) { sse(w, chunks...) })
+			_, errs := collect(t, c.InvokeStream(ctx, "f1", nil))
+			if len(errs) != 1 || !errors.Is(errs[0], ErrMalformedAnswer) || !errors.Is(errs[0], ErrStreamDropped) {
+				t.Errorf("errors %v, want ErrMalformedAnswer", errs)
+			}
+		})
 	}
 }

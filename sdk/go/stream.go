@@ -3,7 +3,6 @@ package parley
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,7 +155,11 @@ func (c *Client) stream(ctx context.Context, flowID string, body InvokeRequest, 
 		}
 		// A replay: the stored JSON answer of the first call with this key.
 		var res InvokeResult
-		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		raw, err := io.ReadAll(resp.Body) // in memory already (send)
+		if err == nil {
+			err = decodeAnswer(raw, &res)
+		}
+		if err != nil {
 			yield(nil, r.fail(fmt.Errorf("%w: POST %s: decode the answer: %w", ErrMalformedAnswer, r.path, err)))
 			return
 		}
@@ -219,7 +222,7 @@ func readEvents(ctx context.Context, body io.Reader, limit int64, yield func(Run
 			if ev == nil {
 				continue
 			}
-			if err := json.Unmarshal([]byte(payload), ev); err != nil {
+			if err := decodeAnswer([]byte(payload), ev); err != nil {
 				yield(nil, fmt.Errorf("%w: %w: the %s event's data: %w", ErrStreamDropped, ErrMalformedAnswer, ev.Event(), err))
 				return
 			}
