@@ -33,7 +33,9 @@ func (h *ingressHandlers) metaVerify(c echo.Context) error {
 // checked over the raw body before anything is parsed or stored. Each entry
 // goes to the channel whose external_id is the entry's id; entries of pages
 // Parley does not know are skipped, and entries and events that cannot be
-// read are dropped (metaEntry). Any failure answers 500 so that Meta
+// read are dropped (readMetaEntry). The new customers' profiles are read
+// before anything is stored, so that their first message's event names
+// them (newCustomerProfiles). Any failure answers 500 so that Meta
 // redelivers; every delivery is deduplicated, so a redelivery stores
 // nothing twice.
 func (h *ingressHandlers) metaIngress(c echo.Context) error {
@@ -57,8 +59,22 @@ func (h *ingressHandlers) metaIngress(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 	ctx := c.Request().Context()
+	entries := make([]metaEntryIn, 0, len(n.Entry))
 	for _, raw := range n.Entry {
-		if err := h.metaEntry(ctx, kind, raw); err != nil {
+		e, ok, err := h.readMetaEntry(ctx, kind, raw)
+		if err != nil {
+			return err
+		}
+		if ok {
+			entries = append(entries, e)
+		}
+	}
+	profiles, err := h.newCustomerProfiles(ctx, entries)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := h.storeMetaEntry(ctx, e, profiles); err != nil {
 			return err
 		}
 	}
@@ -73,32 +89,59 @@ var metaKinds = map[string]channel.Kind{
 	meta.ObjectInstagram: channel.KindInstagram,
 }
 
-// metaEntry takes one entry of a post. An entry Meta signed but that
-// cannot be read (not an object, messaging that is not an array) is
-// dropped and counted, as a messaging event is (metaMessaging).
-func (h *ingressHandlers) metaEntry(ctx context.Context, kind channel.Kind, raw json.RawMessage) error {
+// metaEntryIn is one entry of a post, read: its channel, the customer
+// messages its messaging events deliver, and its changes, still raw.
+type metaEntryIn struct {
+	ch     channel.Channel
+	entry  meta.Entry
+	events [][]meta.Delivery // each messaging event's deliveries, in order
+}
+
+// readMetaEntry reads one entry of a post and finds its channel; ok is
+// false for an entry to skip. An entry Meta signed but that cannot be read
+// (not an object, messaging that is not an array) is dropped and counted,
+// and so is a messaging event (metaDeliveries).
+func (h *ingressHandlers) readMetaEntry(ctx context.Context, kind channel.Kind, raw json.RawMessage) (e metaEntryIn, ok bool, err error) {
 	entry, err := meta.ParseEntry(raw)
 	if err != nil {
 		h.observer.Ingress(string(kind), app.IngressInvalid)
 		h.log.Warn("meta entry dropped", zap.String("kind", string(kind)), zap.Error(err))
-		return nil
+		return metaEntryIn{}, false, nil
 	}
 	ch, err := h.app.ChannelByExternalID(ctx, kind, entry.ID)
 	if errors.Is(err, channel.ErrNotFound) {
 		h.observer.Ingress(string(kind), app.IngressNotFound)
 		h.log.Info("meta entry for unknown channel skipped", zap.String("kind", string(kind)), zap.String("external_id", entry.ID))
-		return nil
+		return metaEntryIn{}, false, nil
 	}
 	if err != nil {
-		return err
+		return metaEntryIn{}, false, err
 	}
+	e = metaEntryIn{ch: ch, entry: entry}
 	for _, raw := range entry.Messaging {
-		if err := h.metaMessaging(ctx, ch, raw); err != nil {
-			return err
+		if deliveries := h.metaDeliveries(ch, raw); len(deliveries) > 0 {
+			e.events = append(e.events, deliveries)
 		}
 	}
-	for _, raw := range entry.Changes {
-		if err := h.metaChange(ctx, ch, entry, raw); err != nil {
+	return e, true, nil
+}
+
+// storeMetaEntry stores what one entry delivers: each customer message
+// once under its key, with the name and picture read for a new customer
+// (profiles), then each comment change.
+func (h *ingressHandlers) storeMetaEntry(ctx context.Context, e metaEntryIn, profiles map[metaCustomer]meta.Profile) error {
+	for _, deliveries := range e.events {
+		for _, d := range deliveries {
+			in := d.Inbound
+			profile := profiles[metaCustomer{channelID: e.ch.ID, senderID: in.SenderID}]
+			in.SenderName, in.ProfilePic = profile.Name, profile.ProfilePic
+			if _, err := h.app.Receive(ctx, e.ch, d.Key, &in); err != nil {
+				return err
+			}
+		}
+	}
+	for _, raw := range e.entry.Changes {
+		if err := h.metaChange(ctx, e.ch, e.entry, raw); err != nil {
 			return err
 		}
 	}

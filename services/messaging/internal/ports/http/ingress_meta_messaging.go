@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,19 +21,31 @@ type MetaProfiles interface {
 	Profile(ctx context.Context, kind channel.Kind, token, userID string) (meta.Profile, error)
 }
 
-// metaProfileTimeout bounds a profile read: Meta wants the webhook answered
-// within seconds, and a missing name is better than a redelivery.
-const metaProfileTimeout = 5 * time.Second
+// A post's new customers' profiles are read at once, all within
+// metaProfilesWait: Meta wants its post answered within seconds, and a
+// missing name is better than a redelivery. So a post waits for the Graph
+// API at most that long, however many new customers it brings, and one
+// read that hangs holds back no other (docs/channels.md "Messenger and
+// Instagram").
+const (
+	metaProfilesWait   = 2 * time.Second
+	metaProfileReaders = 16
+)
 
-// metaMessaging takes one messaging event of the channel's page: each
-// customer message it carries is stored once under its key (the mid) and,
-// on external channels, becomes message.received or postback.received.
-// Echoes of the page's own messages and events that carry no customer
-// message (receipts, reactions) are skipped. An event Meta signed but that
-// cannot be read is dropped and counted, as a comment change is
-// (metaChange): redelivering it would not make it readable, and an error
-// would hold back the rest of the batch.
-func (h *ingressHandlers) metaMessaging(ctx context.Context, ch channel.Channel, raw json.RawMessage) error {
+// metaCustomer is a customer of a channel.
+type metaCustomer struct {
+	channelID, senderID string
+}
+
+// metaDeliveries reads one messaging event of the channel's page: the
+// customer messages it carries, each to be stored once under its key (the
+// mid) and, on external channels, to become message.received or
+// postback.received. Echoes of the page's own messages and events that
+// carry no customer message (receipts, reactions) deliver nothing. An
+// event Meta signed but that cannot be read is dropped and counted, as a
+// comment change is (metaChange): redelivering it would not make it
+// readable, and an error would hold back the rest of the batch.
+func (h *ingressHandlers) metaDeliveries(ch channel.Channel, raw json.RawMessage) []meta.Delivery {
 	m, err := meta.ParseMessaging(raw)
 	if err != nil {
 		h.observer.Ingress(string(ch.Kind), app.IngressInvalid)
@@ -42,44 +55,76 @@ func (h *ingressHandlers) metaMessaging(ctx context.Context, ch channel.Channel,
 	deliveries := m.Deliveries(ch.ExternalID, time.Now())
 	if len(deliveries) == 0 {
 		h.observer.Ingress(string(ch.Kind), app.IngressIgnored)
-		return nil
 	}
-	profile, err := h.metaProfile(ctx, ch, m.Sender.ID)
-	if err != nil {
-		return err
-	}
-	for _, d := range deliveries {
-		in := d.Inbound
-		in.SenderName, in.ProfilePic = profile.Name, profile.ProfilePic
-		if _, err := h.app.Receive(ctx, ch, d.Key, &in); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deliveries
 }
 
-// metaProfile reads the profile of a customer the channel has not heard
-// from before; for known customers it returns nothing, and the stored
-// contact keeps its name and picture. A profile Meta does not give (privacy
-// settings, an expired token, Meta down) leaves them empty and never fails
-// the delivery.
-func (h *ingressHandlers) metaProfile(ctx context.Context, ch channel.Channel, senderID string) (meta.Profile, error) {
+// newCustomerProfiles reads the profiles of the post's customers their
+// channel has not heard from before, all at once and within
+// metaProfilesWait. Known customers are not read: their stored contact
+// keeps its name and picture. A profile Meta does not give in time
+// (privacy settings, an expired token, Meta down or slow) is missing from
+// the map: the customer is stored without a name, and the delivery never
+// fails for it.
+func (h *ingressHandlers) newCustomerProfiles(ctx context.Context, entries []metaEntryIn) (map[metaCustomer]meta.Profile, error) {
 	if h.metaProfiles == nil {
-		return meta.Profile{}, nil
+		return nil, nil
 	}
-	_, err := h.app.FindContact(ctx, ch.ID, senderID)
-	if err == nil {
-		return meta.Profile{}, nil
+	type read struct {
+		customer metaCustomer
+		ch       channel.Channel
 	}
-	if !errors.Is(err, conversation.ErrContactNotFound) {
-		return meta.Profile{}, err
+	var reads []read
+	seen := map[metaCustomer]bool{}
+	for _, e := range entries {
+		for _, deliveries := range e.events {
+			c := metaCustomer{channelID: e.ch.ID, senderID: deliveries[0].Inbound.SenderID}
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			_, err := h.app.FindContact(ctx, c.channelID, c.senderID)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, conversation.ErrContactNotFound) {
+				return nil, err
+			}
+			reads = append(reads, read{customer: c, ch: e.ch})
+		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, metaProfileTimeout)
+	profiles := make(map[metaCustomer]meta.Profile, len(reads))
+	if len(reads) == 0 {
+		return profiles, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, metaProfilesWait)
 	defer cancel()
-	p, err := h.metaProfiles.Profile(pctx, ch.Kind, ch.Token, senderID)
-	if err != nil {
-		h.log.Warn("meta profile not read", zap.String("channel_id", ch.ID), zap.String("sender_id", senderID), zap.Error(err))
-		return meta.Profile{}, nil
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	readers := make(chan struct{}, metaProfileReaders)
+	for _, r := range reads {
+		wg.Go(func() {
+			select {
+			case readers <- struct{}{}:
+				defer func() { <-readers }()
+			case <-rctx.Done():
+				h.profileNotRead(r.customer, rctx.Err())
+				return
+			}
+			p, err := h.metaProfiles.Profile(rctx, r.ch.Kind, r.ch.Token, r.customer.senderID)
+			if err != nil {
+				h.profileNotRead(r.customer, err)
+				return
+			}
+			mu.Lock()
+			profiles[r.customer] = p
+			mu.Unlock()
+		})
 	}
-	return p, nil
+	wg.Wait()
+	return profiles, nil
+}
+
+func (h *ingressHandlers) profileNotRead(c metaCustomer, err error) {
+	h.log.Warn("meta profile not read", zap.String("channel_id", c.channelID), zap.String("sender_id", c.senderID), zap.Error(err))
 }
