@@ -393,6 +393,41 @@ func TestForwardingPassesServiceErrorsThrough(t *testing.T) {
 	}
 }
 
+// A whole answer larger than net/http's buffer (a page of the API) is
+// relayed byte for byte and said with its length, not cut into chunks.
+func TestForwardedPageIsRelayedWithItsLength(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	page := []byte(`{"conversations":[` + strings.Repeat(`{"id":"c","name":"\u00e9 x"},`, 1000) + `{}],"next_before":null}`)
+	h.fakeService(t, rpc.ServiceMessaging, func(c echo.Context) error {
+		return c.JSONBlob(http.StatusOK, page)
+	})
+	_, key := h.workspace(t, map[string]any{"name": "Acme"})
+	req, err := http.NewRequest(http.MethodGet, h.url+"/v1/conversations?limit=50", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, page) {
+		t.Fatalf("GET = %d, %d bytes, want 200 and the service's %d bytes as they are", resp.StatusCode, len(got), len(page))
+	}
+	if resp.ContentLength != int64(len(page)) || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("Content-Length %d, Transfer-Encoding %v; want %d and none", resp.ContentLength, resp.TransferEncoding, len(page))
+	}
+	if resp.Header.Get("RateLimit-Limit") == "" || resp.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+}
+
 func TestRoutingTable(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

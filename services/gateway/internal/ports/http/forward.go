@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ var forwardedHeaders = []string{"Content-Type", "Accept", "Idempotency-Key", "Us
 
 // gatewayHeaders are response headers the gateway owns; a service's values
 // for them are dropped. Hop-by-hop headers belong to one connection, and
-// Content-Length is recomputed for the body actually written. Keys are in
+// Content-Length is the gateway's: that of the body it writes. Keys are in
 // canonical form ("Ratelimit-Limit"), as http.Header stores them.
 var gatewayHeaders = canonicalSet(
 	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Connection",
@@ -142,8 +143,16 @@ func (f *forwarder) forward(c echo.Context, service, path string, w account.Work
 		f.relay(c, service, status, reply)
 		return nil
 	}
+	out := resp.GetBody()
+	if len(out) > 0 && r.Method != http.MethodHead {
+		// The answer is whole: said with its length, it goes out as it
+		// is, where net/http would otherwise cut any body over its 2 KB
+		// buffer into chunks (a page of the API is tens of KB) and end
+		// it with a last write of its own.
+		h.Set(echo.HeaderContentLength, strconv.Itoa(len(out)))
+	}
 	c.Response().WriteHeader(status)
-	_, err = c.Response().Write(resp.GetBody())
+	_, err = c.Response().Write(out)
 	return err
 }
 
