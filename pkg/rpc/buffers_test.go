@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parleyhq/parley/pkg/bufpool"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/testenv"
 )
@@ -38,7 +39,7 @@ func TestConcurrentRepliesKeepTheirOwnBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := NewClient(env.NATS(t), env.RPCPrefix)
-	sizes := []int{1, 700, 17 * 1024, 40 * 1024, maxPooledBuffer + 1}
+	sizes := []int{1, 700, 17 * 1024, 40 * 1024, bufpool.MaxKept + 1}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {

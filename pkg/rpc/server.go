@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/parleyhq/parley/pkg/bufpool"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 )
@@ -243,8 +244,8 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 		rec.stream.finish(rec.body.Bytes())
 		return
 	}
-	out := replyBuffers.Get().(*[]byte)
-	defer putReplyBuffer(out)
+	out := replyBuffers.Get()
+	defer replyBuffers.Put(out)
 	if *out, err = (proto.MarshalOptions{}).MarshalAppend((*out)[:0], rec.response()); err != nil {
 		s.log.Error("encode rpc response", zap.Error(err))
 		_ = msg.Error("500", "encode response", nil)
@@ -259,19 +260,9 @@ func (s *Server) serve(msg micro.Request, h http.Handler, timeout time.Duration)
 // otherwise allocate its size twice a request, which the garbage collector
 // then spends as much again on.
 var (
-	replyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+	replyBuffers bufpool.Pool
 	bodyBuffers  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
-
-// maxPooledBuffer is the largest buffer kept for a next request: the odd
-// reply of megabytes is let go rather than held by the pool.
-const maxPooledBuffer = 256 << 10
-
-func putReplyBuffer(b *[]byte) {
-	if cap(*b) <= maxPooledBuffer {
-		replyBuffers.Put(b)
-	}
-}
 
 // StopWait is how long Stop waits for the requests in flight: StopGrace, or
 // the longest timeout of an endpoint given one with WithHandlerTimeout.
@@ -334,7 +325,7 @@ func newRecorder() *recorder {
 // release gives the body's buffer back once the response is sent: as with
 // an http.Server, a handler must not write after it returned.
 func (r *recorder) release() {
-	if r.body.Cap() <= maxPooledBuffer {
+	if r.body.Cap() <= bufpool.MaxKept {
 		r.body.Reset()
 		bodyBuffers.Put(r.body)
 	}
