@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/rpc"
 )
 
 func TestListConversationsWalksTiesExactlyOnce(t *testing.T) {
@@ -272,5 +277,48 @@ func TestListChannels(t *testing.T) {
 	}
 	if strings.Contains(string(body), "secret") || strings.Contains(string(body), "token") {
 		t.Fatal("public channels leak credentials")
+	}
+}
+
+// Pages of conversations read at once, of workspaces of different sizes,
+// each come whole and as they come alone: the buffer a page is encoded in
+// serves the next page only once this one is sent.
+func TestConcurrentPagesAreEachTheirOwn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	spaces := []string{uuid.NewString(), uuid.NewString()}
+	for i, ws := range spaces {
+		ch := h.telegramChannel(ws, "external")
+		for k := range 1 + 4*i {
+			h.customerConversation(ws, ch, int64(7000+100*i+k))
+		}
+	}
+	alone := make([][]byte, len(spaces))
+	for i, ws := range spaces {
+		status, body := h.apiRaw(ws, http.MethodGet, "/v1/conversations?limit=50", "")
+		if status != http.StatusOK || len(h.conversations(ws, "").Conversations) != 1+4*i {
+			t.Fatalf("workspace %d: %d %s", i, status, body)
+		}
+		alone[i] = body
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 100)
+	for n := range 100 {
+		wg.Go(func() {
+			i := n % len(spaces)
+			req := &rpcv1.Request{WorkspaceId: spaces[i], Method: http.MethodGet, Path: "/v1/conversations", RawQuery: "limit=50"}
+			resp, err := h.client.Do(context.Background(), rpc.ServiceMessaging, rpc.EndpointAPI, req)
+			switch {
+			case err != nil:
+				errc <- err
+			case resp.GetStatus() != http.StatusOK || !bytes.Equal(resp.GetBody(), alone[i]):
+				errc <- fmt.Errorf("request %d, workspace %d: %d %s, want %s", n, i, resp.GetStatus(), resp.GetBody(), alone[i])
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
 	}
 }
