@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,8 +29,11 @@ var (
 // the bench). Every answer must be 200 with a JSON body. It reports the
 // p50 and p99 of the time from each request's scheduled start to its body
 // read (a late start counts against the gateway), the rate achieved, the
-// mean size of a body, and each process's CPU time per request
-// (reportCPU).
+// mean size of a body, each process's CPU time per request (reportCPU),
+// and per request the KB the gateway and messaging allocated
+// (gateway-alloc-kb, messaging-alloc-kb) and the gateway's write system
+// calls (gateway-writes): counts that, unlike the CPU time, the machine's
+// hour does not move.
 // Beside it, bare-forwarded reads GET /v1/channels: the same path through
 // the gateway to messaging with one small indexed read behind it, where
 // /v1/conversations reads a page of conversations with their contacts.
@@ -35,7 +42,7 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		n := *gatewayReads
 		lat := make([]time.Duration, n)
 		var bytesRead atomic.Int64
-		cpu := pb.cpu()
+		cpu, counts := pb.cpu(), pb.readCounts()
 		b.ResetTimer()
 		start := time.Now()
 		err := openLoop(start, n, *readsRate, func(i int) error {
@@ -73,7 +80,47 @@ func (pb *pipelineBench) gatewayReads(path string) func(b *testing.B) {
 		b.ReportMetric(percentileMS(lat, 0.99), "p99-ms")
 		b.ReportMetric(float64(bytesRead.Load())/float64(n), "body-bytes")
 		pb.reportCPU(b, cpu, n)
+		after := pb.readCounts()
+		b.ReportMetric((after.gatewayAlloc-counts.gatewayAlloc)/1024/float64(n), "gateway-alloc-kb")
+		b.ReportMetric((after.messagingAlloc-counts.messagingAlloc)/1024/float64(n), "messaging-alloc-kb")
+		b.ReportMetric((after.gatewayWrites-counts.gatewayWrites)/float64(n), "gateway-writes")
 	}
+}
+
+// allocBytes is a Go process's bytes allocated so far, from its /metrics.
+var allocBytes = regexp.MustCompile(`(?m)^go_memstats_alloc_bytes_total (\S+)$`)
+
+// readCounts are what the gateway and the messaging processes have done
+// so far that a read's CPU time follows: the bytes they allocated (the
+// garbage collector's work), and the gateway's write system calls.
+type readCounts struct{ gatewayAlloc, messagingAlloc, gatewayWrites float64 }
+
+func (pb *pipelineBench) readCounts() readCounts {
+	var c readCounts
+	if p := pb.s.procs["gateway"]; p != nil {
+		c.gatewayAlloc = metric(p.addr, allocBytes)
+		c.gatewayWrites = procWrites(p.cmd.Process.Pid)
+	}
+	for _, p := range pb.messagings {
+		c.messagingAlloc += metric(p.addr, allocBytes)
+	}
+	return c
+}
+
+// procWrites is the write system calls process pid has made so far
+// (syscw in /proc/<pid>/io); 0 when that cannot be read.
+func procWrites(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // historyConversations is how many earlier conversations seedHistory gives
