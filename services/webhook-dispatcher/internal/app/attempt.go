@@ -22,32 +22,46 @@ const storeTimeout = 10 * time.Second
 // at once, past the places and the circuit (the test button). keepAlive,
 // when set, is called before each attempt and while an attempt waits for
 // its place (the consumer extends its ack deadline). The attempts so far
-// are stored after each failure that will be retried, so the log shows a
-// pending delivery's progress; a first attempt still under way after
-// Policy.PendingAfter is shown pending by r's early write. attempt returns
+// are stored after each failed attempt sent that will be retried, so the
+// log shows a pending delivery's progress; a round still under way after
+// Policy.PendingAfter (its first attempt in flight or waiting for a
+// place, or its attempts refused by an open circuit) is shown pending by
+// r's early write. An attempt the circuit refuses is recorded in r only,
+// and stored with the round's next write (the next attempt sent, or the
+// outcome): a hanging receiver's circuit refuses every delivery waiting
+// for it at once, and a write each would make bursts of them
+// (docs/benchmarks.md "Hanging webhooks' writes"). attempt returns
 // early when an attempt succeeds, and with ctx's error when ctx ends first
-// (between attempts, waiting for a place, or with an attempt that failed).
+// (between attempts, waiting for a place, or with an attempt that failed),
+// having stored the attempts so far.
 func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, r *round, maxAttempts int, keepAlive func()) error {
 	for i := 0; i < maxAttempts; i++ {
 		if i > 0 {
 			// The wait between attempts holds no place: only in-hand.
 			if err := sleep(ctx, a.cfg.RetryDelays[i-1]); err != nil {
+				a.storeRefused(ctx, r)
 				return err
 			}
 		}
-		at, err := a.try(ctx, lane, hook, r.d, keepAlive)
+		at, sent, err := a.try(ctx, lane, hook, r.d, keepAlive)
 		if err != nil {
+			a.storeRefused(ctx, r)
 			return err
 		}
-		if err := a.endEarlyWrite(r); err != nil {
-			return err
+		if sent {
+			if err := a.endEarlyWrite(r); err != nil {
+				return err
+			}
 		}
-		at.Number = r.d.NextAttempt() // the early write may have found earlier attempts
+		// The early write may have found earlier attempts; one still to
+		// end renumbers this one when it does (carryOn).
+		at.Number = r.d.NextAttempt()
 		r.d.Record(at)
 		if at.Succeeded() {
 			return nil
 		}
-		if i < maxAttempts-1 || ctx.Err() != nil {
+		r.refused = !sent
+		if (sent && i < maxAttempts-1) || ctx.Err() != nil {
 			a.progress(ctx, r)
 		}
 		if err := ctx.Err(); err != nil {
@@ -64,32 +78,33 @@ func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.W
 // circuit whether the receiver answered. An attempt the circuit refuses
 // is not sent and comes back failed, with duration 0 and the refusal as
 // its error, so the retry schedule and the pause rule go on as if the
-// receiver had not answered, minus the wait. try fails only when ctx
-// ends while it waits for a place; nothing is sent then.
-func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) (delivery.Attempt, error) {
+// receiver had not answered, minus the wait; the bool says whether the
+// attempt was sent. try fails only when ctx ends while it waits for a
+// place; nothing is sent then.
+func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webhook, d *delivery.Delivery, keepAlive func()) (delivery.Attempt, bool, error) {
 	if lane == nil {
 		if keepAlive != nil {
 			keepAlive()
 		}
 		at := a.attemptOnce(ctx, hook, d)
 		a.obs.AttemptSent(d, at)
-		return at, nil
+		return at, true, nil
 	}
 	key := circuitKey(hook)
 	if refused := a.circuits.Check(key); refused != nil {
-		return a.notSent(d, refused), nil
+		return a.notSent(d, refused), false, nil
 	}
 	if keepAlive != nil {
 		keepAlive()
 	}
 	release, err := lane.Acquire(ctx, hook.ID, isolation.KeepAlive{Func: keepAlive, Every: a.cfg.KeepAliveEvery()})
 	if err != nil {
-		return delivery.Attempt{}, err
+		return delivery.Attempt{}, false, err
 	}
 	defer release()
 	permit, refused := a.circuits.Allow(key)
 	if refused != nil {
-		return a.notSent(d, refused), nil
+		return a.notSent(d, refused), false, nil
 	}
 	at := a.attemptOnce(ctx, hook, d)
 	a.obs.AttemptSent(d, at)
@@ -101,7 +116,7 @@ func (a *App) try(ctx context.Context, lane *isolation.Lane, hook *webhook.Webho
 			Probe: permit.Probe(), LastError: at.Error, CoolDown: a.cfg.Circuit.CoolDown,
 		})
 	}
-	return at, nil
+	return at, true, nil
 }
 
 // circuitKey names the setup of hook a circuit belongs to. Every save
@@ -121,10 +136,20 @@ func (a *App) notSent(d *delivery.Delivery, refused *isolation.OpenError) delive
 // redelivery continues the numbering). A failure only leaves the log's
 // in-between view behind: the outcome is stored at the end anyway.
 func (a *App) progress(ctx context.Context, r *round) {
+	r.refused = false
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := a.save(sctx, r, nil); err != nil {
 		a.obs.ProgressNotStored(r.d, err)
+	}
+}
+
+// storeRefused stores the attempts so far when the last of them was
+// refused by the circuit and is not stored yet: a round that ends
+// without its outcome (shutdown) leaves the log what it did.
+func (a *App) storeRefused(ctx context.Context, r *round) {
+	if r.refused {
+		a.progress(ctx, r)
 	}
 }
 

@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
@@ -90,29 +93,51 @@ type deliveryCase struct {
 	store  *countingStore
 	sender *scriptedSender
 	ws     string
+	// notSent gets the delivery id of every attempt an open circuit
+	// refused.
+	notSent chan string
+}
+
+// refusalObserver is the service's observer, also telling which attempts
+// the circuit refused.
+type refusalObserver struct {
+	*observe.Observer
+	notSent chan string
+}
+
+func (o refusalObserver) AttemptNotSent(d *delivery.Delivery, at delivery.Attempt) {
+	o.Observer.AttemptNotSent(d, at)
+	o.notSent <- d.ID
 }
 
 func newDeliveryCase(t *testing.T, pendingAfter time.Duration, sender *scriptedSender) deliveryCase {
+	t.Helper()
+	return newDeliveryCaseWith(t, app.Policy{
+		RetryDelays: []time.Duration{10 * time.Millisecond}, AttemptTimeout: 5 * time.Second,
+		PauseAfter: 20, PendingAfter: pendingAfter,
+	}, sender)
+}
+
+// newDeliveryCaseWith is newDeliveryCase under policy.
+func newDeliveryCaseWith(t *testing.T, policy app.Policy, sender *scriptedSender) deliveryCase {
 	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	store := &countingStore{DeliveryStore: adapters.NewDeliveryStore(gdb)}
 	webhooks := adapters.NewWebhookStore(gdb)
+	notSent := make(chan string, 16)
 	ws := uuid.NewString()
 	if _, err := webhooks.Put(context.Background(), webhook.New(ws, "https://hooks.example.com/in", "whsec_test", time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
 	a := app.New(app.Deps{
-		Policy: app.Policy{
-			RetryDelays: []time.Duration{10 * time.Millisecond}, AttemptTimeout: 5 * time.Second,
-			PauseAfter: 20, PendingAfter: pendingAfter,
-		},
+		Policy:     policy,
 		Webhooks:   webhooks,
 		Deliveries: store,
 		Sender:     sender,
-		Observer:   observe.New(env.Logger(t), prometheus.NewRegistry()),
+		Observer:   refusalObserver{Observer: observe.New(env.Logger(t), prometheus.NewRegistry()), notSent: notSent},
 	})
-	return deliveryCase{app: a, store: store, sender: sender, ws: ws}
+	return deliveryCase{app: a, store: store, sender: sender, ws: ws, notSent: notSent}
 }
 
 func (c deliveryCase) event() *eventsv1.Event {
@@ -261,5 +286,96 @@ func TestAFirstDeliveryCarriesOnAnotherRoundsRecord(t *testing.T) {
 	if d.Status != delivery.StatusDelivered || d.Attempts != 2 || len(d.History) != 2 || d.History[1].Number != 2 ||
 		d.History[1].ResponseStatus != 200 || string(d.Payload) != `{"first":true}` || !d.CreatedAt.Equal(earlier.CreatedAt) {
 		t.Fatalf("stored %+v", d)
+	}
+}
+
+// Attempts an open circuit refuses are not written one by one: they are
+// stored with the round's next write. A delivery whose every attempt is
+// refused is written twice, pending after Policy.PendingAfter and then
+// with its outcome holding all four attempts, not once per attempt; the
+// one that opened the circuit (its first attempt sent, no answer) writes
+// that attempt and then its outcome.
+func TestAttemptsTheCircuitRefusesAreStoredWithTheNextWrite(t *testing.T) {
+	t.Parallel()
+	sender := &scriptedSender{results: []delivery.Result{{Error: "dial tcp 192.0.2.1:443: connect: connection refused"}}}
+	c := newDeliveryCaseWith(t, app.Policy{
+		RetryDelays:    []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond},
+		AttemptTimeout: 5 * time.Second, PauseAfter: 20, PendingAfter: 100 * time.Millisecond,
+		Circuit: isolation.Policy{After: 1, CoolDown: time.Hour},
+	}, sender)
+
+	opener := c.event()
+	if err := c.app.DeliverEvent(t.Context(), opener, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.store.made(); !slices.Equal(calls, []string{"Insert pending", "Finish failed"}) {
+		t.Fatalf("log calls of the delivery that opened the circuit: %v, want its sent attempt and then its outcome", calls)
+	}
+	refused := c.event()
+	if err := c.app.DeliverEvent(t.Context(), refused, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.store.made()[2:]; !slices.Equal(calls, []string{"Insert pending", "Finish failed"}) {
+		t.Fatalf("log calls of a delivery the circuit refused: %v, want pending once and then the outcome", calls)
+	}
+	if n := len(sender.requests()); n != 1 {
+		t.Fatalf("%d requests sent, want only the first delivery's first attempt", n)
+	}
+	for _, ev := range []*eventsv1.Event{opener, refused} {
+		d := c.stored(t, ev.GetId())
+		if d.Status != delivery.StatusFailed || d.Attempts != 4 || len(d.History) != 4 {
+			t.Fatalf("stored %+v, want failed after 4 attempts", d)
+		}
+		for i, at := range d.History {
+			notSent := ev != opener || i > 0
+			if at.Number != i+1 || at.ResponseStatus != 0 || strings.HasPrefix(at.Error, "not sent: ") != notSent {
+				t.Fatalf("delivery %s attempt %d: %+v", d.ID, i+1, at)
+			}
+		}
+	}
+}
+
+// A round that stops (shutdown) after attempts the circuit refused stores
+// them before it hands its event back, so the redelivery's round
+// continues their numbering.
+func TestRefusedAttemptsAreStoredWhenTheRoundStops(t *testing.T) {
+	t.Parallel()
+	sender := &scriptedSender{results: []delivery.Result{{Error: "dial tcp 192.0.2.1:443: connect: connection refused"}}}
+	c := newDeliveryCaseWith(t, app.Policy{
+		RetryDelays:    []time.Duration{time.Hour},
+		AttemptTimeout: 5 * time.Second, PauseAfter: 20, PendingAfter: time.Hour,
+		Circuit: isolation.Policy{After: 1, CoolDown: time.Hour},
+	}, sender)
+	// The first delivery's attempt gets no answer and opens the circuit;
+	// that round then stops too.
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.app.DeliverEvent(ctx, c.event(), false, nil) }()
+	wait.For(t, 5*time.Second, "the first attempt", func() error {
+		if len(sender.requests()) == 0 {
+			return errors.New("not sent yet")
+		}
+		return nil
+	})
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("DeliverEvent = %v, want context.Canceled", err)
+	}
+
+	ev := c.event()
+	ctx, stop = context.WithCancel(t.Context())
+	go func() { done <- c.app.DeliverEvent(ctx, ev, false, nil) }()
+	for id := range c.notSent {
+		if id == ev.GetId() {
+			break // its first attempt, refused; the round waits an hour for the next
+		}
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("DeliverEvent = %v, want context.Canceled", err)
+	}
+	d := c.stored(t, ev.GetId())
+	if d.Status != delivery.StatusPending || d.Attempts != 1 || !strings.HasPrefix(d.History[0].Error, "not sent: ") {
+		t.Fatalf("stored %+v, want pending with the refused attempt", d)
 	}
 }

@@ -26,8 +26,11 @@ type round struct {
 	stored bool
 	// early, while not nil, writes d pending once the round has been
 	// under way for Policy.PendingAfter (its first attempt waiting for a
-	// place or in flight).
+	// place or in flight, or its attempts refused by the circuit).
 	early *earlyWrite
+	// refused says d's last attempt was refused by the circuit and is
+	// not stored yet (attempt stores those with the next write).
+	refused bool
 }
 
 // earlyWrite is a round's pending row, written by a timer.
