@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/isolation"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/webhook"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/migrations"
 )
@@ -96,6 +97,10 @@ type deliveryCase struct {
 	// notSent gets the delivery id of every attempt an open circuit
 	// refused.
 	notSent chan string
+	// replays are the replay use cases over the same stores; lastWritten
+	// sets when a delivery's row was last written.
+	replays     *app.Replays
+	lastWritten func(id string, at time.Time)
 }
 
 // refusalObserver is the service's observer, also telling which attempts
@@ -137,7 +142,14 @@ func newDeliveryCaseWith(t *testing.T, policy app.Policy, sender *scriptedSender
 		Sender:     sender,
 		Observer:   refusalObserver{Observer: observe.New(env.Logger(t), prometheus.NewRegistry()), notSent: notSent},
 	})
-	return deliveryCase{app: a, store: store, sender: sender, ws: ws, notSent: notSent}
+	replays := app.NewReplays(app.ReplaysDeps{App: a, Deliveries: adapters.NewReplayStore(gdb)})
+	lastWritten := func(id string, at time.Time) {
+		t.Helper()
+		if err := gdb.Exec(`UPDATE `+adapters.Schema+`.deliveries SET updated_at = ? WHERE id = ?`, at, id).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return deliveryCase{app: a, store: store, sender: sender, ws: ws, notSent: notSent, replays: replays, lastWritten: lastWritten}
 }
 
 func (c deliveryCase) event() *eventsv1.Event {
@@ -377,5 +389,40 @@ func TestRefusedAttemptsAreStoredWhenTheRoundStops(t *testing.T) {
 	d := c.stored(t, ev.GetId())
 	if d.Status != delivery.StatusPending || d.Attempts != 1 || !strings.HasPrefix(d.History[0].Error, "not sent: ") {
 		t.Fatalf("stored %+v, want pending with the refused attempt", d)
+	}
+}
+
+// A round whose attempts the circuit refuses writes nothing between its
+// pending row and its outcome, every delay long: a replay of the delivery
+// meanwhile finds it under way (replay.ErrBusy) and sends nothing, rather
+// than taking it for abandoned and sending it beside the live round.
+func TestAReplayWaitsOutARoundOfRefusedAttempts(t *testing.T) {
+	t.Parallel()
+	c := newDeliveryCaseWith(t, app.Policy{
+		RetryDelays:    []time.Duration{time.Minute, time.Minute, time.Minute},
+		AttemptTimeout: 5 * time.Second, PauseAfter: 20,
+	}, &scriptedSender{results: []delivery.Result{answered200}})
+	ev := c.event()
+	pending := delivery.New(ev.GetId(), c.ws, ev.GetType(), []byte(`{}`), time.Now().UTC().Truncate(time.Microsecond))
+	if _, err := c.store.DeliveryStore.Insert(t.Context(), pending, nil); err != nil {
+		t.Fatal(err)
+	}
+	// As a live round's row after two refused attempts and most of the
+	// third delay: written 2.5 minutes ago.
+	c.lastWritten(ev.GetId(), time.Now().Add(-150*time.Second))
+	if err := c.replays.ReplayEvent(t.Context(), ev, nil); !errors.Is(err, replay.ErrBusy) {
+		t.Fatalf("ReplayEvent = %v, want replay.ErrBusy", err)
+	}
+	if n := len(c.sender.requests()); n != 0 {
+		t.Fatalf("the replay sent %d requests beside the live round", n)
+	}
+	// Not written for longer than every delay, an attempt and the margin:
+	// abandoned, taken over.
+	c.lastWritten(ev.GetId(), time.Now().Add(-time.Hour))
+	if err := c.replays.ReplayEvent(t.Context(), ev, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.stored(t, ev.GetId()); d.Status != delivery.StatusDelivered || len(c.sender.requests()) != 1 {
+		t.Fatalf("after the takeover: %+v", d)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -213,11 +212,13 @@ func (r *Replays) ReplayEvent(ctx context.Context, ev *eventsv1.Event, keepAlive
 }
 
 // busyFor is the longest a round in progress goes without writing its
-// delivery: one attempt, the longest delay, and a margin.
+// delivery, and a margin: attempts the circuit refuses are stored with
+// the round's next write (see attempt), so it may wait out every delay
+// and then one attempt sent.
 func (r *Replays) busyFor() time.Duration {
-	var longest time.Duration
-	if len(r.app.cfg.RetryDelays) > 0 {
-		longest = slices.Max(r.app.cfg.RetryDelays)
+	var delays time.Duration
+	for _, d := range r.app.cfg.RetryDelays {
+		delays += d
 	}
-	return r.app.cfg.AttemptTimeout + longest + busyMargin
+	return r.app.cfg.AttemptTimeout + delays + busyMargin
 }
