@@ -456,6 +456,23 @@ func TestAnswersWithoutTheirProperties(t *testing.T) {
 		{"a test delivery", map[string]any{"delivery": map[string]any{}}, call(func(c *Client) error { _, err := c.TestWebhook(ctx); return err })},
 		{"a run", map[string]any{}, call(func(c *Client) error { _, err := c.Invoke(ctx, "f1", nil); return err })},
 		{"a run's trace", map[string]any{}, call(func(c *Client) error { _, err := c.Run(ctx, "f1", "r1"); return err })},
+		{"a channel in the list", map[string]any{"channels": []any{map[string]any{"id": "ch1"}, map[string]any{}}}, call(func(c *Client) error {
+			_, err := c.Channels(ctx)
+			return err
+		})},
+		{"a flow in the list", map[string]any{"flows": []any{map[string]any{}}}, call(func(c *Client) error { _, err := c.Flows(ctx); return err })},
+		{"a conversation in a page", map[string]any{"conversations": []any{map[string]any{}}, "next_before": nil}, call(func(c *Client) error {
+			_, err := c.ListConversations(ctx, ConversationsParams{})
+			return err
+		})},
+		{"a message in a page", map[string]any{"messages": []any{map[string]any{"id": "m1"}, map[string]any{"text": "hi"}}}, call(func(c *Client) error {
+			_, err := c.ListMessages(ctx, "c1", MessagesParams{})
+			return err
+		})},
+		{"a delivery in a page", map[string]any{"deliveries": []any{map[string]any{}}}, call(func(c *Client) error {
+			_, err := c.ListDeliveries(ctx, DeliveriesParams{})
+			return err
+		})},
 		{"a stream's replay", map[string]any{}, call(func(c *Client) error {
 			for _, err := range c.InvokeStream(ctx, "f1", nil) {
 				if err != nil {
