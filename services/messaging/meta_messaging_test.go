@@ -702,3 +702,39 @@ func TestMetaIngressReadsProfilesAtOnce(t *testing.T) {
 		t.Fatalf("%d events of the quick customer name them, want both", named)
 	}
 }
+
+// TestMetaIngressReadsAtMost16ProfilesAtOnce: a post with more new
+// customers than readers starts 16 reads; when they all hang, the others
+// never start, and every message is stored once the 2 s bound passes.
+func TestMetaIngressReadsAtMost16ProfilesAtOnce(t *testing.T) {
+	t.Parallel()
+	var started, inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		started.Add(1)
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-r.Context().Done()
+		inFlight.Add(-1)
+	}))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, withMeta(&metaGraph{Server: metafake.New(), URL: srv.URL}))
+	ws := uuid.NewString()
+	h.metaChannel(ws, "messenger", testPageID, "external")
+	now := time.Now()
+	var events []metaEvent
+	for i := range 20 {
+		events = append(events, textEvent(testPageID, fmt.Sprintf("71000000000000%02d", i), fmt.Sprintf("m_many_%d", i), "hello", now))
+	}
+	h.sendMeta(notification("page", testPageID, events...))
+	if n := h.count("messages", ""); n != 20 {
+		t.Fatalf("stored %d messages when answered, want 20", n)
+	}
+	if s, m := started.Load(), most.Load(); s != 16 || m != 16 {
+		t.Fatalf("%d reads started, at most %d at once; want 16 and 16", s, m)
+	}
+}

@@ -108,7 +108,10 @@ func (h *ingressHandlers) newCustomerProfiles(ctx context.Context, entries []met
 			case readers <- struct{}{}:
 				defer func() { <-readers }()
 			case <-rctx.Done():
-				h.profileNotRead(r.customer, rctx.Err())
+			}
+			// A reader freed as the bound passed starts no read.
+			if err := rctx.Err(); err != nil {
+				h.profileNotRead(r.customer, err)
 				return
 			}
 			p, err := h.metaProfiles.Profile(rctx, r.ch.Kind, r.ch.Token, r.customer.senderID)
