@@ -100,6 +100,13 @@ func InvalidRequest(format string, args ...any) *Error {
 	return Newf(http.StatusBadRequest, CodeInvalidRequest, format, args...)
 }
 
+// InvalidID is 400 invalid_request for a field that is not the id of a
+// kind ("workspace", "delivery", ...) as the services write ids (see
+// pkg/ids): every service words it alike and none echoes the value.
+func InvalidID(field, kind string) *Error {
+	return InvalidRequest("%s must be a %s id (UUID)", field, kind)
+}
+
 // NotFound is 404 with a resource-specific code such as conversation_not_found.
 func NotFound(code, message string) *Error {
 	return New(http.StatusNotFound, code, message)

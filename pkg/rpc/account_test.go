@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -93,5 +94,22 @@ func TestCallRawCarriesBodyModulesAndFeatures(t *testing.T) {
 	}
 	if got["flows"] != false || got["flows_api"] != false || got["content_type"] != "" {
 		t.Fatalf("a call without an account or body saw %v", got)
+	}
+}
+
+// TestAuthenticatedWorkspace: a request the gateway authenticated names
+// its workspace as ids are compared; one without a workspace id (none, or
+// a string that is no id) is 401 unauthorized, as every service answers it.
+func TestAuthenticatedWorkspace(t *testing.T) {
+	t.Parallel()
+	ws, err := rpc.AuthenticatedWorkspace(rpc.WithWorkspace(context.Background(), "5F1C0B3A-9D2E-4B7A-8C6D-0E1F2A3B4C5D"))
+	if err != nil || ws != "5f1c0b3a-9d2e-4b7a-8c6d-0e1f2a3b4c5d" {
+		t.Errorf("authenticated: %q, %v", ws, err)
+	}
+	for _, ctx := range []context.Context{context.Background(), rpc.WithWorkspace(context.Background(), "urn:uuid:5f1c0b3a-9d2e-4b7a-8c6d-0e1f2a3b4c5d")} {
+		_, err := rpc.AuthenticatedWorkspace(ctx)
+		if e, ok := errs.As(err); !ok || e.Status != http.StatusUnauthorized || e.Code != errs.CodeUnauthorized {
+			t.Errorf("no workspace: %v", err)
+		}
 	}
 }

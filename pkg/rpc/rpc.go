@@ -9,6 +9,10 @@ package rpc
 import (
 	"context"
 	"slices"
+	"strings"
+
+	"github.com/parleyhq/parley/pkg/errs"
+	"github.com/parleyhq/parley/pkg/ids"
 )
 
 // Endpoints every service may serve. "api" receives the public /v1 routes the
@@ -44,6 +48,17 @@ func WithWorkspace(ctx context.Context, workspaceID string) context.Context {
 func WorkspaceID(ctx context.Context) string {
 	id, _ := ctx.Value(workspaceKey{}).(string)
 	return id
+}
+
+// AuthenticatedWorkspace is the workspace the gateway authenticated, as
+// ids are compared (lower case), or 401 unauthorized for a request that
+// carries none: it did not come through the gateway.
+func AuthenticatedWorkspace(ctx context.Context) (string, error) {
+	id := WorkspaceID(ctx)
+	if !ids.Valid(id) {
+		return "", errs.Unauthorized("request carries no authenticated workspace")
+	}
+	return strings.ToLower(id), nil
 }
 
 type accountKey struct{}

@@ -93,3 +93,34 @@ func TestAdminRoutesRefuseHostileInput(t *testing.T) {
 		t.Errorf("flows after the refusals: %d %s", status, raw)
 	}
 }
+
+// TestAdminNoIDWording: an id the admin routes refuse is named in the
+// words every service uses ("workspace_id must be a workspace id
+// (UUID)"), and what was sent is not echoed back (an operator's 2,000
+// characters were).
+func TestAdminNoIDWording(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	long := strings.Repeat("a", 2000)
+	for _, tt := range []struct{ method, path, body, message string }{
+		{"GET", "/admin/workspaces/" + long + "/flows", "", "workspace must be a workspace id (UUID)"},
+		{"GET", "/admin/workspaces/" + ws + "/runs?flow_id=" + long, "", "flow_id must be a flow id (UUID)"},
+		{"GET", "/admin/workspaces/" + ws + "/runs?conversation_id=" + long, "", "conversation_id must be a conversation id (UUID)"},
+		{"GET", "/admin/flows/" + ws + "/versions?workspace_id=" + long, "", "workspace_id must be a workspace id (UUID)"},
+		{"GET", "/admin/channels/" + long + "/chat-flow", "", "channel_id must be a channel id (UUID)"},
+		{"PUT", "/admin/channels/" + ws + "/chat-flow", `{"flow_id":"` + ws + `","workspace_id":"` + long + `"}`, "workspace_id must be a workspace id (UUID)"},
+		{"DELETE", "/admin/kb/documents/" + ws + "?workspace=" + long, "", "workspace must be a workspace id (UUID)"},
+	} {
+		var body any
+		if tt.body != "" {
+			body = tt.body
+		}
+		status, raw := h.admin(tt.method, tt.path, body)
+		var e struct{ Code, Message string }
+		decode(t, raw, &e)
+		if status != http.StatusBadRequest || e.Code != "invalid_request" || e.Message != tt.message {
+			t.Errorf("%s %.60s: %d %q %q, want 400 invalid_request %q", tt.method, tt.path, status, e.Code, e.Message, tt.message)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func workspaceQuery(c echo.Context) (string, error) {
 		return "", errs.InvalidRequest("workspace_id is required: the workspace the flow belongs to")
 	}
 	if !ids.Valid(ws) {
-		return "", errs.InvalidRequest("workspace_id: %q is not a workspace id", ws)
+		return "", errs.InvalidID("workspace_id", "workspace")
 	}
 	return ws, nil
 }
@@ -148,13 +148,13 @@ func parseRunQuery(c echo.Context) (catalog.RunQuery, error) {
 	}
 	if s := c.QueryParam("flow_id"); s != "" {
 		if !ids.Valid(s) {
-			return q, errs.InvalidRequest("flow_id: %q is not a flow id", s)
+			return q, errs.InvalidID("flow_id", "flow")
 		}
 		q.FlowID = s
 	}
 	if s := c.QueryParam("conversation_id"); s != "" {
 		if !ids.Valid(s) {
-			return q, errs.InvalidRequest("conversation_id: %q is not a conversation id", s)
+			return q, errs.InvalidID("conversation_id", "conversation")
 		}
 		q.ConversationID = s
 	}

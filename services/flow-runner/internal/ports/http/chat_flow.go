@@ -19,7 +19,7 @@ import (
 func channelParam(c echo.Context) (string, error) {
 	id := c.Param("channel_id")
 	if !ids.Valid(id) {
-		return "", errs.InvalidRequest("channel: %q is not a channel id", id)
+		return "", errs.InvalidID("channel_id", "channel")
 	}
 	return id, nil
 }
@@ -38,7 +38,7 @@ func (h *handlers) setChatFlow(c echo.Context) error {
 		return err
 	}
 	if !ids.Valid(req.WorkspaceID) {
-		return errs.InvalidRequest("workspace_id: %q is not a workspace id", req.WorkspaceID)
+		return errs.InvalidID("workspace_id", "workspace")
 	}
 	if req.ChannelID != "" && req.ChannelID != channelID {
 		return errs.InvalidRequest("channel_id: %q is not the channel of the path", req.ChannelID)

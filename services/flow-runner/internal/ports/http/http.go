@@ -19,7 +19,6 @@ import (
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/httpx"
-	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
@@ -132,18 +131,8 @@ func flowsAPIOn(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// workspace is the authenticated workspace; a request without one did not
-// come through the gateway.
-func workspace(c echo.Context) (string, error) {
-	id := rpc.WorkspaceID(c.Request().Context())
-	if !ids.Valid(id) {
-		return "", errs.Unauthorized("request carries no authenticated workspace")
-	}
-	return id, nil
-}
-
 func (h *handlers) listFlows(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -159,7 +148,7 @@ func (h *handlers) listFlows(c echo.Context) error {
 }
 
 func (h *handlers) getRun(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}

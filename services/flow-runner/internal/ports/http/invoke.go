@@ -33,7 +33,7 @@ const (
 // decides what it gets.
 func (h *handlers) invoke(c echo.Context) error {
 	ctx := c.Request().Context()
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}

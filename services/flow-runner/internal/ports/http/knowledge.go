@@ -20,7 +20,7 @@ const CodeDocumentNotFound = "document_not_found"
 func adminWorkspace(c echo.Context) (string, error) {
 	ws := c.Param("ws")
 	if !ids.Valid(ws) {
-		return "", errs.InvalidRequest("workspace: %q is not a workspace id", ws)
+		return "", errs.InvalidID("workspace", "workspace")
 	}
 	return ws, nil
 }
@@ -62,7 +62,7 @@ func (h *handlers) listKnowledgeDocuments(c echo.Context) error {
 func (h *handlers) deleteKnowledgeDocument(c echo.Context) error {
 	ws := c.QueryParam("workspace")
 	if ws != "" && !ids.Valid(ws) {
-		return errs.InvalidRequest("workspace: %q is not a workspace id", ws)
+		return errs.InvalidID("workspace", "workspace")
 	}
 	id := c.Param("id")
 	if err := h.app.DeleteKnowledgeDocument(c.Request().Context(), ws, id); err != nil {

@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,11 +22,11 @@ const workspaceKey = "workspace_id"
 // without one did not come through the gateway.
 func requireWorkspace(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ws := rpc.WorkspaceID(c.Request().Context())
-		if !channel.IsID(ws) {
-			return errs.Unauthorized("the request carries no authenticated workspace")
+		ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
+		if err != nil {
+			return err
 		}
-		c.Set(workspaceKey, strings.ToLower(ws))
+		c.Set(workspaceKey, ws)
 		return next(c)
 	}
 }

@@ -50,7 +50,7 @@ func workspaceID(ws string) (string, error) {
 		return "", errs.InvalidRequest("workspace_id is required")
 	}
 	if !channel.IsID(ws) {
-		return "", errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
+		return "", errs.InvalidID("workspace_id", "workspace")
 	}
 	return strings.ToLower(ws), nil
 }

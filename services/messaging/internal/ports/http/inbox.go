@@ -32,7 +32,7 @@ func (h *adminHandlers) listInbox(c echo.Context) error {
 	}
 	if id := c.QueryParam("channel_id"); id != "" {
 		if !channel.IsID(id) {
-			return errs.InvalidRequest("channel_id must be a channel id (UUID)")
+			return errs.InvalidID("channel_id", "channel")
 		}
 		q.Inbox.ChannelID = id
 	}

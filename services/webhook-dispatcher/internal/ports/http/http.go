@@ -99,7 +99,7 @@ func NewAdmin(deps AdminDeps) *echo.Echo {
 func workspaceParam(c echo.Context) (string, error) {
 	ws := c.Param("workspace_id")
 	if !ids.Valid(ws) {
-		return "", errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
+		return "", errs.InvalidID("workspace_id", "workspace")
 	}
 	return ws, nil
 }
@@ -123,7 +123,7 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 	}
 	id := c.Param("id")
 	if !ids.Valid(id) {
-		return errs.InvalidRequest("id must be a delivery id (UUID)")
+		return errs.InvalidID("id", "delivery")
 	}
 	d, err := h.app.GetDelivery(c.Request().Context(), ws, id)
 	if err != nil {
@@ -132,18 +132,8 @@ func (h *handlers) adminGetDelivery(c echo.Context) error {
 	return c.JSON(http.StatusOK, dispatcherapi.DeliveryDetailResponse{Delivery: toAPIDeliveryDetail(d)})
 }
 
-// workspace is the authenticated workspace; a request without one did not
-// come through the gateway.
-func workspace(c echo.Context) (string, error) {
-	id := rpc.WorkspaceID(c.Request().Context())
-	if !ids.Valid(id) {
-		return "", errs.Unauthorized("request carries no authenticated workspace")
-	}
-	return id, nil
-}
-
 func (h *handlers) putWebhook(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -159,7 +149,7 @@ func (h *handlers) putWebhook(c echo.Context) error {
 }
 
 func (h *handlers) getWebhook(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -171,7 +161,7 @@ func (h *handlers) getWebhook(c echo.Context) error {
 }
 
 func (h *handlers) deleteWebhook(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -182,7 +172,7 @@ func (h *handlers) deleteWebhook(c echo.Context) error {
 }
 
 func (h *handlers) testWebhook(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -194,7 +184,7 @@ func (h *handlers) testWebhook(c echo.Context) error {
 }
 
 func (h *handlers) listDeliveries(c echo.Context) error {
-	ws, err := workspace(c)
+	ws, err := rpc.AuthenticatedWorkspace(c.Request().Context())
 	if err != nil {
 		return err
 	}

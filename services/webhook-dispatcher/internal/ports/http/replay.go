@@ -52,7 +52,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 		return err
 	}
 	if !ids.Valid(in.WorkspaceID) {
-		return errs.InvalidRequest("workspace_id must be a workspace id (UUID)")
+		return errs.InvalidID("workspace_id", "workspace")
 	}
 	if in.DeliveryID != nil {
 		return h.replayDelivery(c, in)
@@ -78,7 +78,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 	var resume *replay.Cursor
 	if in.Resume != nil {
 		if !ids.Valid(in.Resume.ReplayID) {
-			return errs.InvalidRequest("resume.replay_id must be a replay id (UUID)")
+			return errs.InvalidID("resume.replay_id", "replay")
 		}
 		if in.Resume.FromSeq == 0 || in.Resume.EndSeq < in.Resume.FromSeq {
 			return errs.InvalidRequest("resume.from_seq must be positive and at most resume.end_seq")
@@ -96,7 +96,7 @@ func (h *handlers) startReplay(c echo.Context) error {
 // replayDelivery is the replay of one delivery's event.
 func (h *handlers) replayDelivery(c echo.Context, in dispatcherapi.ReplayRequest) error {
 	if !ids.Valid(*in.DeliveryID) {
-		return errs.InvalidRequest("delivery_id must be a delivery id (UUID)")
+		return errs.InvalidID("delivery_id", "delivery")
 	}
 	if in.Since != "" || in.Until != nil || in.Event != nil || in.Resume != nil {
 		return errs.InvalidRequest("delivery_id replays one delivery: give it without since, until, event or resume")
