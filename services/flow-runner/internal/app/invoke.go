@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/catalog"
@@ -240,9 +241,9 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 	case err != nil:
 		return nil, a.unavailable("concurrency slots", err)
 	}
-	defer a.giveSlot(ctx, slot)
 	stopRenewing := slot.KeepRenewed(ctx, func(err error) { a.obs.SlotNotRenewed(ws, err) })
-	defer stopRenewing()
+	freeSlot := sync.OnceFunc(func() { stopRenewing(); a.giveSlot(ctx, slot) })
+	defer freeSlot()
 
 	var claim KeyClaim
 	if call.Key != "" {
@@ -289,6 +290,11 @@ func (a *App) Invoke(ctx context.Context, call InvokeCall) (*InvokeAnswer, error
 		return nil, err
 	}
 	if call.Stream {
+		// The run is over: its place goes back before the client hears
+		// its end, as a JSON call's goes back before its answer is
+		// written, so that a client starting its next run on the end
+		// event finds the place free.
+		freeSlot()
 		out = a.endStream(ctx, call, out, rr)
 	}
 	switch {
