@@ -108,3 +108,48 @@ func TestDeliveryLogPageIsFiftyByDefault(t *testing.T) {
 		t.Fatalf("limit=100: %d deliveries, next_before %v; want all 51", len(all.Deliveries), all.NextBefore)
 	}
 }
+
+// TestTestEventLeavesThePauseCountAlone: a test event that succeeds does
+// not reset the count of failed deliveries, and one to a paused webhook
+// is sent all the same, leaving it paused (docs/webhooks.md "The test
+// event").
+func TestTestEventLeavesThePauseCountAlone(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *svcconfig.Config) {
+		c.PauseAfter = 3
+		c.RetryDelays = nil
+	}, nil)
+	rcv := receiver.New(t, nil)
+	rcv.SetStatus(http.StatusInternalServerError)
+	ws := uuid.NewString()
+	h.saveWebhook(ws, rcv.URL)
+	fail := func() {
+		t.Helper()
+		ev := messageEvent(ws, false)
+		h.publish(ev)
+		if d := h.waitDelivery(ws, ev.GetId()); d.Status != dispatcherapi.DeliveryFailed {
+			t.Fatalf("delivery to a failing receiver: %s", jsonOf(d))
+		}
+	}
+	test := func(wantStatus string, wantFailures int) {
+		t.Helper()
+		before := len(rcv.Requests())
+		rcv.SetStatus(http.StatusOK)
+		d := call[dispatcherapi.DeliveryResponse](h, ws, http.MethodPost, "/v1/webhook/test", nil, http.StatusOK).Delivery
+		rcv.SetStatus(http.StatusInternalServerError)
+		if d.Status != dispatcherapi.DeliveryDelivered || len(rcv.Requests()) != before+1 {
+			t.Fatalf("test event: %s, the receiver got %d requests; want it delivered", jsonOf(d), len(rcv.Requests())-before)
+		}
+		if st, failures := h.webhookRow(ws); st != wantStatus || failures != wantFailures {
+			t.Fatalf("after a delivered test event: %s with %d failures, want %s with %d", st, failures, wantStatus, wantFailures)
+		}
+	}
+	fail()
+	fail()
+	test("active", 2)
+	fail()
+	if st, _ := h.webhookRow(ws); st != "paused" {
+		t.Fatalf("the third failure in a row left the webhook %s", st)
+	}
+	test("paused", 3)
+}
