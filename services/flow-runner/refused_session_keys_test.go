@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	"github.com/parleyhq/parley/pkg/idempotency"
+	"github.com/parleyhq/parley/pkg/testenv/apicheck"
 	svcconfig "github.com/parleyhq/parley/services/flow-runner/internal/config"
 )
 
@@ -84,4 +86,46 @@ func TestModuleAndSessionRefusalsLeaveTheKey(t *testing.T) {
 	<-first
 	runsFresh("after 409", counter, "busy")
 	ran("after 409", 1)
+}
+
+// Rule 2 on a continue: the same key and continue again is the first
+// answer replayed, not 404 session_not_found for the run it finished, and
+// the session is not continued twice.
+func TestKeyedContinueIsReplayed(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ws := uuid.NewString()
+	ask := h.publish(ws, "", doc("Order", apiOnly, "ask", askNode, byeNode))
+	waiting := h.invoke(ws, ask, map[string]any{"input": map[string]any{"name": "Ann"}})
+	cont := fmt.Sprintf(`{"session_id": %q, "input": {"text": "A1"}}`, waiting.SessionID)
+	status, hd, first := h.keyed(ws, ask, "answer-1", cont)
+	out := apicheck.Body[flowrunnerapi.InvokeResponse](t, first)
+	if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "" || out.Status != "completed" || out.RunID != waiting.RunID {
+		t.Fatalf("keyed continue: %d %v %s", status, hd, first)
+	}
+	nodeRuns := func() int {
+		t.Helper()
+		status, body := h.api(ws, full, http.MethodGet, "/v1/flows/"+ask+"/runs/"+waiting.RunID, nil)
+		var tr struct {
+			NodeRuns []map[string]any `json:"node_runs"`
+		}
+		if status != http.StatusOK {
+			t.Fatalf("trace: %d %s", status, body)
+		}
+		decode(t, body, &tr)
+		return len(tr.NodeRuns)
+	}
+	ran := nodeRuns()
+	for range 2 {
+		status, hd, again := h.keyed(ws, ask, "answer-1", cont)
+		if status != http.StatusOK || hd.Get(idempotency.ReplayedHeader) != "true" || !jsonEqual(t, first, again) {
+			t.Fatalf("repeat of the keyed continue: %d %v %s; want 200, replayed, %s", status, hd, again, first)
+		}
+	}
+	if n := nodeRuns(); n != ran {
+		t.Fatalf("the trace has %d node runs after the repeats, %d before: the session went on again", n, ran)
+	}
+	// Without the key, the finished run is no session.
+	status, body := h.api(ws, full, http.MethodPost, "/v1/flows/"+ask+"/invoke", cont)
+	wantError(t, status, body, http.StatusNotFound, "session_not_found")
 }
