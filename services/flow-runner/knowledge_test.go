@@ -108,7 +108,7 @@ func TestKnowledgeBase(t *testing.T) {
 		{"a NUL", "/admin/workspaces/" + ws + "/kb/documents", map[string]string{"title": "T", "markdown": "a\x00b"}, "NUL character"},
 		{"title not a string", "/admin/workspaces/" + ws + "/kb/documents", map[string]any{"title": 1, "markdown": "x"}, "title must be a string"},
 		{"not JSON", "/admin/workspaces/" + ws + "/kb/documents", "# Markdown itself", "not valid JSON"},
-		{"workspace", "/admin/workspaces/nope/kb/documents", map[string]string{"title": "T", "markdown": "x"}, `workspace: "nope"`},
+		{"workspace", "/admin/workspaces/nope/kb/documents", map[string]string{"title": "T", "markdown": "x"}, "workspace must be a workspace id (UUID)"},
 	}
 	for _, r := range refusals {
 		status, body := h.admin(http.MethodPost, r.path, r.body)
