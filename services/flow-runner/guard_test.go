@@ -57,12 +57,16 @@ func (h *harness) fakeAIUnits() *atomic.Int64 {
 	h.t.Helper()
 	var used atomic.Int64
 	e := echo.New()
-	e.POST("/admin/workspaces/:id/ai-units", func(c echo.Context) error {
+	e.POST("/admin/ai-units", func(c echo.Context) error {
 		var in gatewayapi.UseAIUnits
-		if err := c.Bind(&in); err != nil || in.Units == 0 {
-			return echo.NewHTTPError(http.StatusBadRequest, "units is required")
+		if err := c.Bind(&in); err != nil || len(in.Uses) == 0 {
+			return echo.NewHTTPError(http.StatusBadRequest, "uses is required")
 		}
-		return c.JSON(http.StatusOK, gatewayapi.AIUnitsAnswer{AIUsed: used.Add(in.Units), AILimit: 1000})
+		var out gatewayapi.AIUnitsAnswer
+		for _, u := range in.Uses {
+			out.Uses = append(out.Uses, gatewayapi.AIUnitsUsed{WorkspaceID: u.WorkspaceID, AIUsed: used.Add(u.Units), AILimit: 1000})
+		}
+		return c.JSON(http.StatusOK, out)
 	})
 	rpcserver.Serve(h.t, h.env.NATS(h.t), h.cfg.RPCSubjectPrefix, rpc.ServiceGateway, h.env.Logger(h.t), map[string]http.Handler{rpc.EndpointAdmin: e})
 	return &used

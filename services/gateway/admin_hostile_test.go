@@ -33,7 +33,7 @@ func TestAdminRoutesRefuseHostileInput(t *testing.T) {
 		{"revoke a URN id", "DELETE", "/admin/api-keys/" + urn, "", 404, "api_key_not_found"},
 		{"revoke a NUL", "DELETE", "/admin/api-keys/%00", "", 404, "api_key_not_found"},
 		{"update a URN id", "PATCH", "/admin/workspaces/" + urn, `{"ai_limit":1}`, 404, "workspace_not_found"},
-		{"AI units of a URN id", "POST", "/admin/workspaces/" + urn + "/ai-units", `{"units":1}`, 404, "workspace_not_found"},
+		{"AI units of a URN id", "POST", "/admin/ai-units", `{"uses":[{"workspace_id":"` + urn + `","units":1}]}`, 400, "invalid_request"},
 		{"key for a URN id", "POST", "/admin/workspaces/" + urn + "/api-keys", `{"name":"k"}`, 404, "workspace_not_found"},
 		{"feature of a URN id", "PUT", "/admin/workspaces/" + urn + "/features/flows_api", `{"on":true}`, 404, "workspace_not_found"},
 		{"rate past int32", "PATCH", "/admin/workspaces/" + ws, `{"rate_per_minute":9223372036854775807}`, 400, "invalid_request"},
@@ -48,7 +48,8 @@ func TestAdminRoutesRefuseHostileInput(t *testing.T) {
 		{"new workspace as an array", "POST", "/admin/workspaces", `[]`, 400, "invalid_request"},
 		{"feature with a NUL", "PUT", "/admin/workspaces/" + ws + "/features/%00", `{"on":true}`, 400, "invalid_request"},
 		{"feature switch not a boolean", "PUT", "/admin/workspaces/" + ws + "/features/flows_api", `{"on":"yes"}`, 400, "invalid_request"},
-		{"AI units not a number", "POST", "/admin/workspaces/" + ws + "/ai-units", `{"units":1e30}`, 400, "invalid_request"},
+		{"AI units not a number", "POST", "/admin/ai-units", `{"uses":[{"workspace_id":"` + ws + `","units":1e30}]}`, 400, "invalid_request"},
+		{"AI units not a list", "POST", "/admin/ai-units", `{"uses":{"workspace_id":"` + ws + `","units":1}}`, 400, "invalid_request"},
 		{"key name of 2,000", "POST", "/admin/workspaces/" + ws + "/api-keys", `{"name":"` + long + `"}`, 400, "invalid_request"},
 		{"key not a key", "POST", "/admin/workspaces/" + ws + "/api-keys", `{"name":"k","key":"` + long + `"}`, 400, "invalid_request"},
 	}

@@ -389,7 +389,12 @@ func TestAnswersAreTheDeclaredBodies(t *testing.T) {
 	if got := adminAs[gatewayapi.WorkspaceList](t, h, http.StatusOK, http.MethodGet, "/admin/workspaces?slug=typed", nil); len(got.Workspaces) != 1 || !reflect.DeepEqual(got.Workspaces[0], want) {
 		t.Fatalf("list %+v", got)
 	}
-	if got := adminAs[gatewayapi.AIUnitsAnswer](t, h, http.StatusOK, http.MethodPost, "/admin/workspaces/"+id+"/ai-units", gatewayapi.UseAIUnits{Units: 2}); got != (gatewayapi.AIUnitsAnswer{AIUsed: 2, AILimit: 5}) {
+	unknown := "00000000-0000-0000-0000-000000000000"
+	wantUsed := gatewayapi.AIUnitsAnswer{Uses: []gatewayapi.AIUnitsUsed{
+		{WorkspaceID: unknown, Error: &gatewayapi.AIUnitsRefusal{Code: "workspace_not_found", Message: "workspace not found"}},
+		{WorkspaceID: id, AIUsed: 2, AILimit: 5},
+	}}
+	if got := adminAs[gatewayapi.AIUnitsAnswer](t, h, http.StatusOK, http.MethodPost, "/admin/ai-units", gatewayapi.UseAIUnits{Uses: []gatewayapi.AIUnitsUse{{WorkspaceID: unknown, Units: 1}, {WorkspaceID: id, Units: 2}}}); !reflect.DeepEqual(got, wantUsed) {
 		t.Fatalf("ai units %+v", got)
 	}
 	key := adminAs[gatewayapi.CreatedAPIKey](t, h, http.StatusCreated, http.MethodPost, "/admin/workspaces/"+id+"/api-keys", gatewayapi.NewAPIKey{Name: "typed"})

@@ -18,10 +18,10 @@ var AdminRoutes = []api.Route{
 	{Method: http.MethodGet, Path: "/admin/workspaces/:id", Response: WorkspaceAnswer{}},
 	{Method: http.MethodPatch, Path: "/admin/workspaces/:id", Request: WorkspaceChanges{}, Response: WorkspaceAnswer{}},
 	{Method: http.MethodPut, Path: "/admin/workspaces/:id/features/:feature", Request: FeatureSwitch{}, Response: WorkspaceAnswer{}},
-	{Method: http.MethodPost, Path: "/admin/workspaces/:id/ai-units", Request: UseAIUnits{}, Response: AIUnitsAnswer{}},
 	{Method: http.MethodPost, Path: "/admin/workspaces/:id/api-keys", Request: NewAPIKey{}, Response: CreatedAPIKey{}},
 	{Method: http.MethodGet, Path: "/admin/workspaces/:id/api-keys", Response: APIKeyList{}},
 	{Method: http.MethodDelete, Path: "/admin/api-keys/:id", Response: RevokedAPIKey{}},
+	{Method: http.MethodPost, Path: "/admin/ai-units", Request: UseAIUnits{}, Response: AIUnitsAnswer{}},
 }
 
 // PublicRoutes are the /v1 routes the gateway answers itself instead of

@@ -2,13 +2,13 @@ package adapters
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -176,27 +176,76 @@ func (s *WorkspaceStore) Update(ctx context.Context, id string, change func(*acc
 }
 
 // UseAIUnits implements account.WorkspaceStore in one statement, so that
-// concurrent uses (from any instance) are serialised on the row and never
-// pass ai_limit. No row back means the workspace is missing or the use did
-// not fit.
-func (s *WorkspaceStore) UseAIUnits(ctx context.Context, id string, units int64) (account.Plan, error) {
-	if !ids.Valid(id) {
-		return account.Plan{}, account.ErrWorkspaceNotFound
+// concurrent uses (from any instance) are serialised on each workspace's
+// row and never pass ai_limit. The statement locks the rows in id order,
+// so that two calls naming the same workspaces wait on each other rather
+// than deadlock; it updates the rows whose use fits, and answers every use
+// with whether its workspace was found and its use made.
+func (s *WorkspaceStore) UseAIUnits(ctx context.Context, uses []account.AIUnitsUse) ([]account.AIUnitsUsed, error) {
+	wsIDs, units := make([]string, len(uses)), make([]int64, len(uses))
+	for i, u := range uses {
+		wsIDs[i], units[i] = u.WorkspaceID, u.Units
 	}
-	var rows []workspaceRow
-	err := s.db.WithContext(ctx).Raw(`
-		UPDATE `+Schema+`.workspaces
-		   SET ai_used = GREATEST(ai_used + @units, 0)
-		 WHERE id = @id AND (@units <= 0 OR ai_used + @units <= ai_limit)
-		RETURNING *`, sql.Named("id", id), sql.Named("units", units)).Scan(&rows).Error
+	out := make([]account.AIUnitsUsed, len(uses))
+	answered := 0
+	err := db.QueryRows(ctx, s.db, useAIUnitsStatement, []any{wsIDs, units}, func(rows pgx.Rows) error {
+		var (
+			n              int
+			found, granted bool
+			plan           account.Plan
+			modules        []string
+		)
+		if err := rows.Scan(&n, &found, &granted, &plan.Name, &modules, &plan.AIUsed, &plan.AILimit); err != nil {
+			return err
+		}
+		if n < 1 || n > len(out) {
+			return fmt.Errorf("an answer to use %d of %d", n, len(out))
+		}
+		plan.Modules = make([]account.Module, len(modules))
+		for i, m := range modules {
+			plan.Modules[i] = account.Module(m)
+		}
+		switch {
+		case !found:
+			out[n-1] = account.AIUnitsUsed{Err: account.ErrWorkspaceNotFound}
+		case !granted:
+			out[n-1] = account.AIUnitsUsed{Plan: plan, Err: account.ErrQuotaExceeded}
+		default:
+			out[n-1] = account.AIUnitsUsed{Plan: plan}
+		}
+		answered++
+		return nil
+	})
+	if err == nil && answered != len(uses) {
+		err = fmt.Errorf("%d answers to %d uses", answered, len(uses))
+	}
 	if err != nil {
-		return account.Plan{}, fmt.Errorf("use %d AI units of workspace %s: %w", units, id, err)
+		return nil, fmt.Errorf("use the AI units of %d workspaces: %w", len(uses), err)
 	}
-	if len(rows) == 1 {
-		return rows[0].toDomain().Plan, nil
-	}
-	if _, err := s.Get(ctx, id); err != nil {
-		return account.Plan{}, err
-	}
-	return account.Plan{}, account.ErrQuotaExceeded
+	return out, nil
 }
+
+// useAIUnitsStatement takes the uses as two arrays, workspace ids and
+// units. locked holds each named workspace that exists, locked, as it
+// stands (in READ COMMITTED a row another call changed meanwhile is read
+// again once that call commits); used updates those whose use fits; each
+// use is answered once, by its number.
+const useAIUnitsStatement = `
+WITH uses AS (
+	SELECT u.n, u.id, u.units
+	  FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS u(id, units, n)
+), locked AS (
+	SELECT w.id, w.plan_name, w.modules, w.ai_used, w.ai_limit, u.units
+	  FROM ` + Schema + `.workspaces w JOIN uses u ON u.id = w.id
+	 ORDER BY w.id
+	   FOR UPDATE OF w
+), used AS (
+	UPDATE ` + Schema + `.workspaces w
+	   SET ai_used = GREATEST(l.ai_used + l.units, 0)
+	  FROM locked l
+	 WHERE w.id = l.id AND (l.units <= 0 OR l.ai_used + l.units <= l.ai_limit)
+	RETURNING w.id, w.ai_used
+)
+SELECT u.n, l.id IS NOT NULL, d.id IS NOT NULL, COALESCE(l.plan_name, ''), COALESCE(l.modules, '{}'),
+       COALESCE(d.ai_used, l.ai_used, 0), COALESCE(l.ai_limit, 0)
+  FROM uses u LEFT JOIN locked l ON l.id = u.id LEFT JOIN used d ON d.id = u.id`

@@ -67,8 +67,8 @@ func update[T any](s *stores, m map[string]T, id string, change func(*T) error, 
 	return v, nil
 }
 
-func (s *stores) UseAIUnits(context.Context, string, int64) (account.Plan, error) {
-	return account.Plan{}, errors.ErrUnsupported
+func (s *stores) UseAIUnits(context.Context, []account.AIUnitsUse) ([]account.AIUnitsUsed, error) {
+	return nil, errors.ErrUnsupported
 }
 
 // keyStore is stores seen as a KeyStore, whose Create and Update differ

@@ -249,10 +249,12 @@ type WorkspaceStore interface {
 	// Update loads a workspace, lets change edit it and saves the result,
 	// atomically; ErrWorkspaceNotFound if there is none.
 	Update(ctx context.Context, id string, change func(*Workspace) error) (Workspace, error)
-	// UseAIUnits adds units (negative: gives them back) to the plan's
-	// ai_used in one atomic step and returns the plan after it. A use that
-	// would pass ai_limit changes nothing and is ErrQuotaExceeded; a give
-	// back never takes ai_used below 0. ErrWorkspaceNotFound if there is
-	// none.
-	UseAIUnits(ctx context.Context, id string, units int64) (Plan, error)
+	// UseAIUnits adds each use's units (negative: gives them back) to its
+	// workspace's ai_used, all or nothing per workspace, in one atomic
+	// step, and answers each use in order. A use that would pass ai_limit
+	// changes nothing and is ErrQuotaExceeded, one of a missing workspace
+	// ErrWorkspaceNotFound, and neither changes what the others do; a give
+	// back never takes ai_used below 0. The uses pass CheckAIUnitsUses. An
+	// error returned means no use was made.
+	UseAIUnits(ctx context.Context, uses []AIUnitsUse) ([]AIUnitsUsed, error)
 }

@@ -35,10 +35,10 @@ func NewAdmin(d AdminDeps) *echo.Echo {
 	e.GET("/admin/workspaces/:id", a.getWorkspace)
 	e.PATCH("/admin/workspaces/:id", a.updateWorkspace)
 	e.PUT("/admin/workspaces/:id/features/:feature", a.setFeature)
-	e.POST("/admin/workspaces/:id/ai-units", a.useAIUnits)
 	e.POST("/admin/workspaces/:id/api-keys", a.createAPIKey)
 	e.GET("/admin/workspaces/:id/api-keys", a.listAPIKeys)
 	e.DELETE("/admin/api-keys/:id", a.revokeAPIKey)
+	e.POST("/admin/ai-units", a.useAIUnits)
 	return e
 }
 
@@ -158,24 +158,35 @@ func (a *admin) revokeAPIKey(c echo.Context) error {
 	return c.JSON(http.StatusOK, gatewayapi.RevokedAPIKey{ID: k.ID, RevokedAt: httpx.Timestamp(*k.RevokedAt)})
 }
 
-// maxAIUnitsPerCall bounds one use of AI units, so that a mistaken call
-// cannot spend a plan at once.
-const maxAIUnitsPerCall = 1000
-
-// useAIUnits is the flow-runner's billing call: {"units": n} adds n to the
-// plan's ai_used (a negative n gives units back) and answers the plan;
-// 409 quota_exceeded when the use would pass ai_limit.
+// useAIUnits is the flow-runner's billing call: each use adds its units
+// to its workspace's ai_used (negative units give them back), all or
+// nothing per workspace, and is answered in order: the plan's units, or
+// why it was refused (quota_exceeded, workspace_not_found) without
+// touching the others. Input that is not a list of valid uses is 400
+// invalid_request, and no use is made.
 func (a *admin) useAIUnits(c echo.Context) error {
 	var in gatewayapi.UseAIUnits
 	if err := httpx.BindJSON(c, &in); err != nil {
 		return err
 	}
-	if in.Units == 0 || in.Units > maxAIUnitsPerCall || in.Units < -maxAIUnitsPerCall {
-		return errs.InvalidRequest("units: must be a non-zero integer from %d to %d", -maxAIUnitsPerCall, maxAIUnitsPerCall)
+	uses := make([]account.AIUnitsUse, len(in.Uses))
+	for i, u := range in.Uses {
+		uses[i] = account.AIUnitsUse{WorkspaceID: u.WorkspaceID, Units: u.Units}
 	}
-	plan, err := a.app.UseAIUnits(c.Request().Context(), c.Param("id"), in.Units)
+	used, err := a.app.UseAIUnits(c.Request().Context(), uses)
 	if err != nil {
 		return toHTTP(err)
 	}
-	return c.JSON(http.StatusOK, gatewayapi.AIUnitsAnswer{AIUsed: plan.AIUsed, AILimit: plan.AILimit})
+	out := gatewayapi.AIUnitsAnswer{Uses: make([]gatewayapi.AIUnitsUsed, len(used))}
+	for i, u := range used {
+		out.Uses[i] = gatewayapi.AIUnitsUsed{WorkspaceID: in.Uses[i].WorkspaceID, AIUsed: u.Plan.AIUsed, AILimit: u.Plan.AILimit}
+		if u.Err != nil {
+			e, ok := errs.As(toHTTP(u.Err))
+			if !ok {
+				return u.Err
+			}
+			out.Uses[i].Error = &gatewayapi.AIUnitsRefusal{Code: e.Code, Message: e.Message}
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
