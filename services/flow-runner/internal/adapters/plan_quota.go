@@ -56,7 +56,7 @@ func NewPlanQuota(client adminclient.Caller) *PlanQuota {
 // either way.
 func (q *PlanQuota) Reserve(ctx context.Context, workspaceID string) error {
 	if !ids.Valid(workspaceID) {
-		return notAWorkspace(workspaceID)
+		return notAWorkspace()
 	}
 	return q.reserves.Do(ctx, ids.Canonical(workspaceID))
 }
@@ -64,7 +64,7 @@ func (q *PlanQuota) Reserve(ctx context.Context, workspaceID string) error {
 // Refund implements run.Quota.
 func (q *PlanQuota) Refund(ctx context.Context, workspaceID string) error {
 	if !ids.Valid(workspaceID) {
-		return notAWorkspace(workspaceID)
+		return notAWorkspace()
 	}
 	answers, err := q.use(ctx, []gatewayapi.AIUnitsUse{{WorkspaceID: workspaceID, Units: -1}})
 	if err != nil {
@@ -73,10 +73,11 @@ func (q *PlanQuota) Refund(ctx context.Context, workspaceID string) error {
 	return answers[0].err
 }
 
-// notAWorkspace answers a use for an id no workspace has, as the gateway
-// would, without making the others of its call refused with it.
-func notAWorkspace(workspaceID string) error {
-	return fmt.Errorf("use AI units of %q: workspace_not_found: not a workspace id", workspaceID)
+// notAWorkspace answers a use for an id no workspace has, without a call
+// (the gateway would refuse the whole call, the others' uses with it). It
+// does not echo the id, which may be anything.
+func notAWorkspace() error {
+	return errors.New("use AI units: workspace_not_found: the workspace id is no id")
 }
 
 // reserveAll uses one unit for each job of batch, each workspace's in

@@ -44,7 +44,7 @@ func CheckAIUnitsUses(uses []AIUnitsUse) error {
 	seen := make(map[string]bool, len(uses))
 	for i, u := range uses {
 		if !ids.Valid(u.WorkspaceID) {
-			return invalid(useField(i, "workspace_id"), "must be a workspace id (a UUID)")
+			return invalid(useField(i, "workspace_id"), "must be a workspace id (UUID)")
 		}
 		id := ids.Canonical(u.WorkspaceID)
 		if seen[id] {
