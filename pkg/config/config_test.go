@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 )
 
 type testConfig struct {
@@ -106,4 +107,12 @@ func TestMaskedRedactsEveryURLOfAList(t *testing.T) {
 	if got, want := config.Masked(cfg)["NATS_URL"], "nats://parley:***@n1:4222,nats://parley:***@n2:4222"; got != want {
 		t.Errorf("NATS_URL masked as %q, want %q", got, want)
 	}
+}
+
+// TestSharedSettingsAreTheDocumentedOnes: the settings every service
+// reads have the names and defaults of docs/operations.md "Every
+// service"; the logger reads LOG_LEVEL and LOG_FORMAT (pkg/logging).
+func TestSharedSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[config.Connections](t, "Every service", nil, "LOG_LEVEL", "LOG_FORMAT")
 }

@@ -6,6 +6,7 @@ import (
 
 	pkgconfig "github.com/parleyhq/parley/pkg/config"
 	"github.com/parleyhq/parley/pkg/httpx"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 	"github.com/parleyhq/parley/services/console/internal/config"
 )
 
@@ -50,4 +51,12 @@ func TestLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettingsAreTheDocumentedOnes: every setting the console reads is in
+// docs/operations.md "Configuration" under its name, with the default the
+// code takes, and every setting documented for the console is read.
+func TestSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[config.Config](t, "console", []string{"Every service"})
 }

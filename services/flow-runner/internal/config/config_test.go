@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/bytesize"
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/flow"
 )
 
@@ -161,4 +162,12 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettingsAreTheDocumentedOnes: every setting the flow-runner reads is in
+// docs/operations.md "Configuration" under its name, with the default the
+// code takes, and every setting documented for the flow-runner is read.
+func TestSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[Config](t, "flow-runner", []string{"Every service"})
 }

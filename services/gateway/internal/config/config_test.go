@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 	"github.com/parleyhq/parley/services/gateway/internal/config"
 )
 
@@ -53,4 +54,12 @@ func TestLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettingsAreTheDocumentedOnes: every setting the gateway reads is in
+// docs/operations.md "Configuration" under its name, with the default the
+// code takes, and every setting documented for the gateway is read.
+func TestSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[config.Config](t, "gateway", []string{"Every service"})
 }

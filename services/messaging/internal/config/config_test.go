@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 	"github.com/parleyhq/parley/services/messaging/internal/config"
 )
 
@@ -144,4 +145,12 @@ func TestDefaults(t *testing.T) {
 	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"PRIVATE_REPLY_DAILY_CAP": "0"}); err == nil {
 		t.Error("PRIVATE_REPLY_DAILY_CAP=0 loaded, want an error")
 	}
+}
+
+// TestSettingsAreTheDocumentedOnes: every setting the messaging reads is in
+// docs/operations.md "Configuration" under its name, with the default the
+// code takes, and every setting documented for the messaging is read.
+func TestSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[config.Config](t, "messaging", []string{"Every service"})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/pkg/config"
+	"github.com/parleyhq/parley/pkg/testenv/configdoc"
 )
 
 // Defaults are the documented values (docs/operations.md
@@ -60,4 +61,12 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettingsAreTheDocumentedOnes: every setting the webhook-dispatcher reads is in
+// docs/operations.md "Configuration" under its name, with the default the
+// code takes, and every setting documented for the webhook-dispatcher is read.
+func TestSettingsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	configdoc.Check[Config](t, "webhook-dispatcher", []string{"Every service"})
 }

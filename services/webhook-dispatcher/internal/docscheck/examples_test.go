@@ -15,6 +15,7 @@ import (
 
 	eventsv1 "github.com/parleyhq/parley/pkg/gen/parley/events/v1"
 	"github.com/parleyhq/parley/pkg/testenv/lines"
+	"github.com/parleyhq/parley/pkg/testenv/repo"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/webhookhttp"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/envelope"
@@ -255,21 +256,5 @@ func (rx *runningExample) expectAccepted(t *testing.T, want string) {
 	}
 }
 
-// repoRoot is the directory holding go.work, above this package.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.work not found above the test's directory")
-		}
-		dir = parent
-	}
-}
+// repoRoot is the repository's root.
+func repoRoot(t *testing.T) string { return repo.Root(t) }
