@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/config"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
@@ -57,17 +58,58 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, text)
 		return nil
 	}
+	// NATS is reached at the first call, once the command line is read: a
+	// mistake in it is told as one (exit 2) at once, NATS up or not.
+	caller := &lazyCaller{cfg: cfg}
+	defer caller.close()
+	// Each call is bounded by rpc.CallTimeout (the client applies it); a
+	// command making several (a replay queued in parts) is not cut short.
+	return cli.New(cfg, caller, stdout).Run(ctx, args)
+}
+
+// lazyCaller connects to NATS at its first call and makes every call
+// through that one connection.
+type lazyCaller struct {
+	cfg    ctlconfig.Config
+	client *rpc.Client
+	closed func() // closes the connection, once made
+}
+
+func (c *lazyCaller) connect(ctx context.Context) (*rpc.Client, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
 	// An operator waits a few seconds for a NATS that is starting, not for ever.
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	nc, err := natsx.Connect(connectCtx, cfg.Connections, "parleyctl", zap.NewNop())
+	nc, err := natsx.Connect(connectCtx, c.cfg.Connections, "parleyctl", zap.NewNop())
 	if err != nil {
-		return fmt.Errorf("%w (is `make run` up?)", err)
+		return nil, fmt.Errorf("%w (is `make run` up?)", err)
 	}
-	defer nc.Close()
-	// Each call is bounded by rpc.CallTimeout (the client applies it); a
-	// command making several (a replay queued in parts) is not cut short.
-	return cli.New(cfg, rpc.NewClient(nc, cfg.RPCSubjectPrefix), stdout).Run(ctx, args)
+	c.client, c.closed = rpc.NewClient(nc, c.cfg.RPCSubjectPrefix), nc.Close
+	return c.client, nil
+}
+
+func (c *lazyCaller) CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error {
+	client, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return client.CallJSON(ctx, service, endpoint, workspaceID, method, path, in, out)
+}
+
+func (c *lazyCaller) CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error {
+	client, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return client.CallRaw(ctx, service, endpoint, req, out)
+}
+
+func (c *lazyCaller) close() {
+	if c.closed != nil {
+		c.closed()
+	}
 }
 
 // oneLine keeps the error on the single line the operator CLI promises

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/services/parleyctl/internal/cli"
 	ctlconfig "github.com/parleyhq/parley/services/parleyctl/internal/config"
@@ -42,5 +45,36 @@ func TestFailIsOneLineAndItsExitStatus(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", stderr.String(), tt.wantStderr)
 			}
 		})
+	}
+}
+
+// TestAMistakeInTheCommandLineNeedsNoNATS: a mistake in the command line
+// exits 2 with its usage error at once, NATS reachable or not; a correct
+// command with NATS unreachable fails 1 saying so (docs/operations.md
+// "The operator CLI: parleyctl"). Before, parleyctl reached NATS first,
+// so a missing flag waited five seconds and exited 1 with "no servers".
+func TestAMistakeInTheCommandLineNeedsNoNATS(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	t.Setenv("NATS_URL", "nats://"+addr)
+
+	start := time.Now()
+	err = run(context.Background(), []string{"workspace", "create", "--slug", "acme"}, io.Discard)
+	var stderr bytes.Buffer
+	if exit := fail(&stderr, err); exit != 2 || !strings.Contains(stderr.String(), "--name is required") {
+		t.Fatalf("a missing --name: exit %d, stderr %q; want 2 and the usage error", exit, stderr.String())
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the usage error took %s", took)
+	}
+
+	err = run(context.Background(), []string{"workspace", "create", "--name", "Acme"}, io.Discard)
+	stderr.Reset()
+	if exit := fail(&stderr, err); exit != 1 || !strings.Contains(stderr.String(), "make run") {
+		t.Fatalf("NATS down: exit %d, stderr %q; want 1 and what to check", exit, stderr.String())
 	}
 }
