@@ -65,7 +65,13 @@ type chatShop struct {
 
 func (cs *chatSuite) shop(t *testing.T, mode string, aiLimit int) *chatShop {
 	t.Helper()
-	ws, key := cs.workspaceWithKey(t, "Chat", "developer_api,flows,flow_ai")
+	return cs.shopWith(t, mode, aiLimit, "developer_api,flows,flow_ai")
+}
+
+// shopWith is shop on a plan of the given modules (comma-separated).
+func (cs *chatSuite) shopWith(t *testing.T, mode string, aiLimit int, modules string) *chatShop {
+	t.Helper()
+	ws, key := cs.workspaceWithKey(t, "Chat", modules)
 	cs.ctl(t, nil, "workspace", "update", "--workspace", ws, "--ai-limit", fmt.Sprint(aiLimit))
 	token := fmt.Sprintf("%d:AAH-chat-%s", 700000000+rand.IntN(99999999), uuid.NewString()[:8])
 	sh := &chatShop{s: cs, ws: ws, key: key, token: token, rcv: newReceiver(t)}
