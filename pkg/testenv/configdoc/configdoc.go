@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,7 +122,7 @@ func Check[T any](t *testing.T, own string, others []string, readElsewhere ...st
 		}
 	}
 	for name := range ownVars {
-		if _, ok := read[name]; !ok && !contains(readElsewhere, name) {
+		if _, ok := read[name]; !ok && !slices.Contains(readElsewhere, name) {
 			t.Errorf("%s is documented in %s %q but not read", name, guide, own)
 		}
 	}
@@ -138,13 +139,4 @@ func Check[T any](t *testing.T, own string, others []string, readElsewhere ...st
 			t.Errorf("%s: documented default %q, but the code's default is %q", name, s.Default, read[name])
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
