@@ -225,6 +225,16 @@ func TestRetryRules(t *testing.T) {
 		{"503 without Retry-After backs off", RetryPolicy{MaxAttempts: 3}, 503, "guard_not_wired", "", 3, ErrGuardNotWired},
 		{"400 is final", RetryPolicy{}, 400, "input_invalid", "", 1, ErrInputInvalid},
 		{"409 session_busy is final", RetryPolicy{}, 409, "session_busy", "", 1, ErrSessionBusy},
+		// Every other refusal is final, whatever Retry-After it carries:
+		// only 429, 503 and 409 idempotency_in_progress are retried.
+		{"401 is final", RetryPolicy{}, 401, "unauthorized", "1", 1, ErrUnauthorized},
+		{"404 is final", RetryPolicy{}, 404, "flow_not_found", "1", 1, ErrFlowNotFound},
+		{"408 is final", RetryPolicy{}, 408, "request_timeout", "1", 1, ErrRequestTimeout},
+		{"409 idempotency_response_unavailable is final", RetryPolicy{}, 409, "idempotency_response_unavailable", "1", 1, ErrIdempotencyResponseUnavailable},
+		{"422 idempotency_key_reuse is final", RetryPolicy{}, 422, "idempotency_key_reuse", "1", 1, ErrIdempotencyKeyReuse},
+		{"500 is final", RetryPolicy{}, 500, "internal_error", "1", 1, ErrInternalError},
+		{"502 is final: the platform may have acted", RetryPolicy{}, 502, "platform_error", "1", 1, ErrPlatformError},
+		{"409 idempotency_in_progress backs off up to MaxAttempts", RetryPolicy{}, 409, "idempotency_in_progress", "", 4, ErrIdempotencyInProgress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
