@@ -334,6 +334,14 @@ func TestStreamOfAHostileServer(t *testing.T) {
 		{"comments, retry and id fields", []string{": ping\n\nretry: 10\nid: 7\n\n: ping\nevent: run_start\nretry: -1\ndata: {\"run_id\":\"r\"}\n\n", end}, 2, nil},
 		{"an unknown event", []string{"event: novel\ndata: {}\n\n", end}, 1, nil},
 		{"no end event", []string{"event: run_start\ndata: {\"run_id\":\"r\"}\n\n"}, 1, ErrStreamDropped},
+		// An event is whole at its blank line: one the stream ends before
+		// is not dispatched, the end event least of all.
+		{"the end event without its blank line", []string{"event: run_start\ndata: {\"run_id\":\"r\"}\n\nevent: end\ndata: {\"status\":\"completed\"}\n"}, 1, ErrStreamDropped},
+		{"the end event without its last newline", []string{"event: run_start\ndata: {\"run_id\":\"r\"}\n\nevent: end\ndata: {\"status\":\"completed\"}"}, 1, ErrStreamDropped},
+		{"the end event cut within its data", []string{"event: run_start\ndata: {\"run_id\":\"r\"}\n\nevent: end\ndata: {\"status\":\"comp"}, 1, ErrStreamDropped},
+		{"data: without its space, a field without a colon", []string{"event:run_start\ndata:{\"run_id\":\ndata\ndata:\"r\"}\n\n", end}, 2, nil},
+		{"an event name without data is no event", []string{"event: end\n\n", "event: run_start\nid: 1\n\n", end}, 1, nil},
+		{"events after the end event are not read", []string{end, "event: run_start\ndata: <html>\n\n"}, 1, nil},
 		{"data that is not JSON", []string{"event: run_start\ndata: <html>\n\n", end}, 0, ErrMalformedAnswer},
 		{"a line over the bound", []string{"event: run_start\ndata: {\"run_id\":\"" + strings.Repeat("r", 2<<10) + "\"}\n\n", end}, 0, ErrMalformedAnswer},
 		{"a comment over the bound", []string{": " + strings.Repeat("p", 2<<10) + "\n\n", end}, 0, ErrMalformedAnswer},
