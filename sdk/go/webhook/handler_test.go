@@ -166,6 +166,39 @@ func TestHandlerHandlesOnce(t *testing.T) {
 	}
 }
 
+// TestHandlerReplayOfARecordedDelivery: an attempt recorded on its way
+// (its headers and body as sent) and sent again is answered 200 without
+// being handled while its timestamp verifies, and refused 401 once it no
+// longer does, the store having remembered its id all along.
+func TestHandlerReplayOfARecordedDelivery(t *testing.T) {
+	t.Parallel()
+	sent := time.Unix(1_800_000_000, 0)
+	now := sent
+	var rec recorder
+	h := NewHandler(testSecret, NewMemoryStore(0, 0), rec.handle, WithClock(func() time.Time { return now }))
+	recorded := delivery(t, "/", testSecret, sent, "d1", testBody("d1"))
+	replay := func() (int, string) {
+		r := recorded.Clone(context.Background())
+		r.Body = io.NopCloser(strings.NewReader(string(testBody("d1"))))
+		return serve(h, r)
+	}
+	for _, tt := range []struct {
+		after time.Duration
+		code  int
+	}{
+		{0, http.StatusOK},           // the genuine attempt
+		{time.Second, http.StatusOK}, // replayed at once
+		{Tolerance, http.StatusOK},   // at the window's edge
+		{Tolerance + time.Second, http.StatusUnauthorized},
+		{DefaultTTL + time.Hour, http.StatusUnauthorized}, // the id forgotten, the timestamp still refused
+	} {
+		now = sent.Add(tt.after)
+		if code, body := replay(); code != tt.code || rec.calls() != 1 {
+			t.Fatalf("%s after it was sent: %d %q, %d calls; want %d, 1 call", tt.after, code, body, rec.calls(), tt.code)
+		}
+	}
+}
+
 func TestHandlerFailureIsRetried(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)

@@ -38,7 +38,10 @@ const (
 )
 
 // NewMemoryStore returns a MemoryStore that remembers an id for ttl and at
-// most max ids; zero or less means DefaultTTL, DefaultMaxIDs.
+// most max ids; zero or less means DefaultTTL, DefaultMaxIDs. Keep ttl at
+// least twice Tolerance (10 minutes): an attempt recorded on its way
+// verifies for up to that long after it first arrived, and one whose id
+// the store forgot by then would be handled again.
 func NewMemoryStore(ttl time.Duration, max int) *MemoryStore {
 	if ttl <= 0 {
 		ttl = DefaultTTL
