@@ -91,6 +91,19 @@ var sdkWebhookEvents = map[string]sdkWebhookEvent{
 	"test":              {webhook.KindTest, webhook.Test{}},                         // onTestEvent
 }
 
+// sdkEnums lists the constants the client declares for each of its string
+// types that stands for an enum of the document: wherever such a type
+// meets a schema with an enum, the two must hold the same values.
+var sdkEnums = map[reflect.Type][]string{
+	reflect.TypeFor[parley.Platform](): {string(parley.PlatformMessenger), string(parley.PlatformInstagram),
+		string(parley.PlatformTelegram), string(parley.PlatformWebchat)},
+	reflect.TypeFor[parley.EventKind](): {string(parley.EventMessageReceived), string(parley.EventPostbackReceived),
+		string(parley.EventCommentReceived), string(parley.EventTest)},
+	reflect.TypeFor[parley.DeliveryStatus](): {string(parley.DeliveryPending), string(parley.DeliveryDelivered),
+		string(parley.DeliveryFailed), string(parley.DeliverySkipped)},
+	reflect.TypeFor[parley.RunStatus](): {string(parley.RunCompleted), string(parley.RunWaiting), string(parley.RunFailed)},
+}
+
 // sdkErrorFields maps every property of an error body to its
 // *parley.Error field.
 var sdkErrorFields = map[string]string{
@@ -129,6 +142,8 @@ func TestSDKContractBites(t *testing.T) {
 	comment.Properties["author"] = comment.Properties["from"]
 	delete(comment.Properties, "from")
 	doc.Webhooks["reaction.received"] = doc.Webhooks["test"]
+	platform := doc.Components.Schemas["Platform"].Value
+	platform.Enum = append(platform.Enum, "whatsapp")
 	doc.Paths.Set("/brand-new", &openapi3.PathItem{Get: &openapi3.Operation{OperationID: "getBrandNew", Responses: openapi3.NewResponses()}})
 
 	sdkWantReported(t, sdkProblems(doc),
@@ -142,6 +157,7 @@ func TestSDKContractBites(t *testing.T) {
 		"webhook event comment.received: data.comment.author: no field",
 		"webhook event comment.received: data.comment.from: a field (From) the document does not have",
 		"webhook event reaction.received: no row in sdkWebhookEvents",
+		"getMe response channels[].kind: the enum [instagram messenger telegram webchat whatsapp], the client's parley.Platform constants",
 	)
 }
 
@@ -455,6 +471,15 @@ func sdkCompare(where string, s *openapi3.Schema, t reflect.Type, request bool, 
 	case t.Kind() == reflect.String:
 		if !permits("string") {
 			report("%s: a string for %v", where, s.Type)
+		}
+		if consts, ok := sdkEnums[t]; ok && len(s.Enum) > 0 {
+			var enum []string
+			for _, v := range s.Enum {
+				enum = append(enum, fmt.Sprint(v))
+			}
+			if slices.Sort(enum); !slices.Equal(enum, slices.Sorted(slices.Values(consts))) {
+				report("%s: the enum %v, the client's %s constants %v", where, enum, t, slices.Sorted(slices.Values(consts)))
+			}
 		}
 	case t.Kind() == reflect.Bool:
 		if !permits("boolean") {

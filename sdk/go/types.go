@@ -441,8 +441,8 @@ type RunTrace struct {
 type Run struct {
 	ID     string `json:"id"`
 	FlowID string `json:"flow_id"`
-	// Status is completed, waiting, failed, or running while a call of the
-	// run is under way.
+	// Status is completed, waiting or failed: a run is stored when its
+	// call ends.
 	Status RunStatus `json:"status"`
 	// CurrentNodeID is the node being run, the question a waiting run waits
 	// at, or the node the run ended at.
