@@ -219,6 +219,8 @@ func FuzzReadEvents(f *testing.F) {
 	f.Add("event: run_start\ndata: {\"run_id\":\"r\"}\n\n: ping\n\nevent: end\ndata: {}\n\n")
 	f.Add("data: {\"type\":\"text\"}\r\n\r\n")
 	f.Add("event: message\ndata: {\ndata: }\n\n")
+	f.Add("event:end\ndata:{\"status\":\"completed\"}")
+	f.Add("event: run_start\n\ndata\ndata:{\"run_id\":\"r\"}\r\n\r\nevent: end\r")
 	f.Fuzz(func(t *testing.T, s string) {
 		var ended bool
 		readEvents(context.Background(), strings.NewReader(s), 1<<10, func(ev RunEvent, err error) bool {
