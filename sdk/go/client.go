@@ -103,6 +103,29 @@ type CallOption func(*callConfig)
 
 type callConfig struct {
 	idempotencyKey string
+	info           *CallInfo
+}
+
+// CallInfo is what a call that takes an Idempotency-Key says beyond its
+// answer's body, filled in by WithCallInfo.
+type CallInfo struct {
+	// IdempotencyKey is the key the call carried, given or generated, set
+	// before the first attempt (also when the call fails): kept, it repeats
+	// the call after a restart of your program (WithIdempotencyKey).
+	IdempotencyKey string
+	// Replayed says the answer is the first call's answer with this key
+	// again (Idempotent-Replayed: true): nothing was done this time.
+	Replayed bool
+	// RequestID is the successful answer's X-Request-Id, to quote to
+	// support (a failed call's is in its *Error).
+	RequestID string
+}
+
+// WithCallInfo fills info in as the call goes: its Idempotency-Key at
+// once, and from its successful answer whether it was a replay and its
+// request id. For a stream, the answer is the one the stream arrives in.
+func WithCallInfo(info *CallInfo) CallOption {
+	return func(cc *callConfig) { cc.info = info }
 }
 
 // WithIdempotencyKey sends key as the call's Idempotency-Key (at most 128
@@ -138,6 +161,7 @@ type request struct {
 	// mayHaveActed is set once an attempt may have reached the server and
 	// acted without its answer coming back (a lost or cut answer, a 503).
 	mayHaveActed bool
+	info         *CallInfo // WithCallInfo's; nil without
 }
 
 func (c *Client) newRequest(method, path string, body any, keyed bool, opts []CallOption) *request {
@@ -157,6 +181,9 @@ func (c *Client) newRequest(method, path string, body any, keyed bool, opts []Ca
 		r.key = cc.idempotencyKey
 		if r.key == "" {
 			r.key = newIdempotencyKey()
+		}
+		if r.info = cc.info; r.info != nil {
+			*r.info = CallInfo{IdempotencyKey: r.key}
 		}
 		// A character outside printable ASCII cannot be sent in the header
 		// (net/http refuses a control character): no attempt could go out,
@@ -199,6 +226,10 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			continue
 		}
 		if resp.StatusCode < 300 {
+			if r.info != nil {
+				r.info.Replayed = strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true")
+				r.info.RequestID = resp.Header.Get("X-Request-Id")
+			}
 			return resp, nil
 		}
 		apiErr := readError(resp)

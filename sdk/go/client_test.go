@@ -777,3 +777,44 @@ func TestIdempotencyKeyOfAFailedCall(t *testing.T) {
 		}
 	})
 }
+
+// TestCallInfo: WithCallInfo gives the key a call carried (generated or
+// given, also when the call fails), and from the answer that succeeded
+// its request id and whether it was the first answer replayed
+// (Idempotent-Replayed: true); a retried call's info is its last answer's.
+func TestCallInfo(t *testing.T) {
+	t.Parallel()
+	c, rec, _ := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch n {
+		case 1:
+			apiError(w, 503, "service_unavailable", "1")
+		case 2:
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeJSON(w, 201, sentMessage)
+		case 3:
+			writeJSON(w, 201, sentMessage)
+		default:
+			apiError(w, 409, "idempotency_key_reused", "")
+		}
+	})
+	ctx := context.Background()
+	var info CallInfo
+	if _, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithCallInfo(&info)); err != nil {
+		t.Fatal(err)
+	}
+	if sent := rec.all()[0].header.Get("Idempotency-Key"); info.IdempotencyKey != sent || sent == "" || !info.Replayed || info.RequestID != "req-1" {
+		t.Errorf("a replayed answer: %+v, key sent %q", info, sent)
+	}
+	if _, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithCallInfo(&info), WithIdempotencyKey("order-42")); err != nil {
+		t.Fatal(err)
+	}
+	if info != (CallInfo{IdempotencyKey: "order-42", RequestID: "req-1"}) {
+		t.Errorf("a first answer: %+v", info)
+	}
+	if _, err := c.SendMessage(ctx, SendMessageRequest{ConversationID: "c1", Text: "hi"}, WithCallInfo(&info), WithIdempotencyKey("order-43")); err == nil {
+		t.Fatal("a refused call succeeded")
+	}
+	if info != (CallInfo{IdempotencyKey: "order-43"}) {
+		t.Errorf("a refused call: %+v", info)
+	}
+}

@@ -184,9 +184,13 @@ func TestStreamReplayedAsJSON(t *testing.T) {
 			"error":    map[string]any{"code": "node_failed", "message": "boom"},
 		})
 	})
-	evs, errs := collect(t, c.InvokeStream(context.Background(), "f1", nil, WithIdempotencyKey("again")))
+	var info CallInfo
+	evs, errs := collect(t, c.InvokeStream(context.Background(), "f1", nil, WithIdempotencyKey("again"), WithCallInfo(&info)))
 	if len(errs) != 0 {
 		t.Fatal(errs)
+	}
+	if info != (CallInfo{IdempotencyKey: "again", Replayed: true, RequestID: "req-1"}) {
+		t.Errorf("call info %+v", info)
 	}
 	want := []RunEvent{
 		&RunStart{RunID: "r1"},
