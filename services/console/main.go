@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ratelimit"
 	"github.com/parleyhq/parley/pkg/redisx"
 	"github.com/parleyhq/parley/pkg/rpc"
@@ -100,6 +101,7 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Webhooks:   services,
 		Flows:      services,
 		Inbox:      services,
+		Replies:    idempotency.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, replyKeyScope, idempotency.Options{Log: svc.Log()}),
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
@@ -120,6 +122,10 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Endpoints: []service.Endpoint{{Name: rpc.EndpointAdmin, Handler: httpport.NewAdmin(httpport.AdminDeps{App: console, Log: svc.Log()})}},
 	}, nil
 }
+
+// replyKeyScope is the Redis scope of the reply forms' send ids
+// (app.Deps.Replies).
+const replyKeyScope = "console.reply"
 
 // pruneSessions deletes expired sessions every pruneEvery until ctx ends.
 func pruneSessions(ctx context.Context, a *app.App, log *zap.Logger) {

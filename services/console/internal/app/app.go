@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 	"github.com/parleyhq/parley/services/console/internal/domain/session"
@@ -41,6 +42,7 @@ type App struct {
 	flows      FlowRunner
 	webhooks   Webhooks
 	inbox      Inbox
+	replies    *idempotency.Store
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -58,9 +60,12 @@ type Deps struct {
 	Flows      FlowRunner
 	Webhooks   Webhooks
 	Inbox      Inbox
-	Limiter    SignInLimiter
-	Hasher     *operator.Hasher
-	Policy     session.Policy
+	// Replies remember the reply forms sent (Reply's sendID), so that a
+	// form posted twice sends once; nil remembers none.
+	Replies *idempotency.Store
+	Limiter SignInLimiter
+	Hasher  *operator.Hasher
+	Policy  session.Policy
 	// NewID returns a fresh row id (a UUID).
 	NewID func() string
 	// Clock dates sessions and operators; time.Now when nil.
@@ -76,7 +81,7 @@ func New(d Deps) *App {
 	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
 		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now,
 		apiKeys: d.APIKeys, channels: d.Channels,
-		flows: d.Flows, inbox: d.Inbox}
+		flows: d.Flows, inbox: d.Inbox, replies: d.Replies}
 }
 
 // ErrWorkspaceNotFound is a workspace that does not exist or that the

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
@@ -122,17 +124,68 @@ func (a *App) Conversation(ctx context.Context, op operator.Operator, workspaceI
 	return out, nil
 }
 
+// ErrReplySent is a reply form posted again after it was sent: nothing is
+// sent again.
+var ErrReplySent = errors.New("this reply was sent already")
+
+// ErrReplySending is a reply form posted again while its first post is
+// still sending.
+var ErrReplySending = errors.New("this reply is still being sent")
+
 // Reply sends an operator's reply to the conversation's customer through
-// messaging's send path, as sender user with op's email kept.
-func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conversationID string, m messagingapi.OutboundMessage) (messagingapi.Message, error) {
+// messaging's send path, as sender user with op's email kept. sendID is
+// the reply form's (drawn once with the page): a form posted again with the
+// same message, a double click or a browser's resubmit, is ErrReplySent or
+// ErrReplySending and sends nothing; "" or one that is no id sends without
+// that check.
+func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conversationID, sendID string, m messagingapi.OutboundMessage) (messagingapi.Message, error) {
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return messagingapi.Message{}, err
 	}
+	var claim *idempotency.Claim
+	if a.replies != nil && IsID(sendID) {
+		var err error
+		if claim, err = a.claimReply(ctx, workspaceID, conversationID, sendID, m); err != nil {
+			return messagingapi.Message{}, err
+		}
+	}
 	sent, err := a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m})
+	if claim != nil {
+		// A refused reply may be posted again; a sent one is done. Either
+		// failing only loses the guard against a repeat, not the reply.
+		cctx := context.WithoutCancel(ctx)
+		if err != nil {
+			_ = claim.Release(cctx)
+		} else {
+			_ = claim.Complete(cctx, idempotency.Response{Status: http.StatusCreated, Ref: sent.ID})
+		}
+	}
 	if err != nil {
 		return messagingapi.Message{}, conversationError("send reply", err)
 	}
 	return sent, nil
+}
+
+// claimReply claims the reply form's sendID for this message to this
+// conversation: another message sent from the same form (the browser's
+// back button, the text changed) is a reply of its own.
+func (a *App) claimReply(ctx context.Context, workspaceID, conversationID, sendID string, m messagingapi.OutboundMessage) (*idempotency.Claim, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("reply fingerprint: %w", err)
+	}
+	fp := idempotency.Fingerprint(http.MethodPost, conversationID, body)
+	res, err := a.replies.Begin(ctx, workspaceID, sendID+"/"+fp, fp)
+	if err != nil {
+		return nil, fmt.Errorf("claim reply: %w", err)
+	}
+	switch res.State {
+	case idempotency.Claimed:
+		return res.Claim, nil
+	case idempotency.InProgress:
+		return nil, ErrReplySending
+	}
+	return nil, ErrReplySent
 }
 
 // SendSuggestion sends the waiting suggestion as op's reply, as drafted

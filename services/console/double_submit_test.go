@@ -1,0 +1,151 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+var sendIDInput = regexp.MustCompile(`name="send_id" value="([^"]*)"`)
+
+// postConcurrently posts form to path n times at once, as a double click
+// or a browser's resubmit would, and returns the statuses.
+func postConcurrently(t *testing.T, b *browser, path string, form url.Values, n int) []int {
+	t.Helper()
+	statuses := make([]int, n)
+	errors := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequest(http.MethodPost, b.h.url+path, strings.NewReader(form.Encode()))
+			if err != nil {
+				errors[i] = err
+				return
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", b.h.url)
+			resp, err := b.client.Do(req)
+			if err != nil {
+				errors[i] = err
+				return
+			}
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	for _, err := range errors {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return statuses
+}
+
+// replies is how many operator's sends reached the fake messaging.
+func (m *fakeMessaging) repliesSent() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.inbox.replies)
+}
+
+// TestInboxReplyPostedTwiceSendsOnce: the reply form posted again, at
+// once (a double click) or later (the browser's resubmit), sends the reply
+// once; each post is answered 303 to the page or 409 in words, never an
+// error. The same form with another text (back, edited) is a reply of its
+// own, and so is the form posted again after messaging refused it.
+func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	page := b.get(path)
+	id := sendIDInput.FindStringSubmatch(page.body)
+	if id == nil || id[1] == "" {
+		t.Fatalf("the reply form has no send_id:\n%s", page.body)
+	}
+	if again := sendIDInput.FindStringSubmatch(b.get(path).body); again == nil || again[1] == id[1] {
+		t.Fatalf("the page drawn again has the same send_id %q", id[1])
+	}
+	form := url.Values{"csrf_token": {csrf(t, page)}, "send_id": {id[1]}, "text": {"On its way"}}
+
+	for i, status := range postConcurrently(t, b, path+"/reply", form, 4) {
+		if status != http.StatusSeeOther && status != http.StatusConflict {
+			t.Errorf("post %d of the same form = %d", i, status)
+		}
+	}
+	if n := h.messaging.repliesSent(); n != 1 {
+		t.Fatalf("the form posted 4 times at once sent %d replies, want 1", n)
+	}
+	r := b.do(http.MethodPost, path+"/reply", form, nil)
+	if r.status != http.StatusSeeOther || r.location() != path+"?done=sent#reply" {
+		t.Fatalf("the form posted again = %d %q: %s", r.status, r.location(), r.body)
+	}
+	if n := h.messaging.repliesSent(); n != 1 {
+		t.Fatalf("the form posted again sent %d replies in all, want 1", n)
+	}
+
+	// Back, the text changed, posted: a reply of its own.
+	if r := b.do(http.MethodPost, path+"/reply", with(form, "text", "On its way, Ada"), nil); r.status != http.StatusSeeOther {
+		t.Fatalf("the form with another text = %d: %s", r.status, r.body)
+	}
+	if n := h.messaging.repliesSent(); n != 2 {
+		t.Fatalf("the form with another text: %d replies in all, want 2", n)
+	}
+
+	// Refused by messaging, then posted again: sent.
+	h.messaging.mu.Lock()
+	h.messaging.inbox.sendRefusal = errs.New(http.StatusBadGateway, "platform_error", "the platform refused the message")
+	h.messaging.mu.Unlock()
+	retry := with(form, "text", "Still there?")
+	if r := b.do(http.MethodPost, path+"/reply", retry, nil); r.status != http.StatusBadGateway {
+		t.Fatalf("a refused reply = %d: %s", r.status, r.body)
+	}
+	if r := b.do(http.MethodPost, path+"/reply", retry, nil); r.status != http.StatusSeeOther {
+		t.Fatalf("the refused reply posted again = %d: %s", r.status, r.body)
+	}
+	if n := h.messaging.repliesSent(); n != 4 {
+		t.Fatalf("refused then sent: %d sends in all, want 4", n)
+	}
+}
+
+// TestInboxSuggestionSentTwiceSendsOnce: Send on the suggestion, posted
+// several times at once, sends it once (messaging takes it for one of
+// them); the others are told in words that no suggestion waits (404),
+// never an error.
+func TestInboxSuggestionSentTwiceSendsOnce(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "where is my mug"})
+	path := "/workspaces/" + own + "/conversations/" + conv
+	form := url.Values{"csrf_token": {b.pageCSRF(path)}}
+	for _, f := range []url.Values{form, with(form, "edited", "1")} {
+		h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "It ships today."}}})
+		sent, gone := 0, 0
+		for _, status := range postConcurrently(t, b, path+"/suggestion/send", f, 4) {
+			switch status {
+			case http.StatusSeeOther:
+				sent++
+			case http.StatusNotFound:
+				gone++
+			default:
+				t.Errorf("Send %v = %d", f, status)
+			}
+		}
+		if sent != 1 || gone != 3 {
+			t.Fatalf("Send %v 4 times: %d sent, %d told none waits; want 1 and 3", f, sent, gone)
+		}
+		if r := b.do(http.MethodPost, path+"/suggestion/send", f, nil); r.status != http.StatusNotFound ||
+			!strings.Contains(r.body, "No suggestion waits any more") {
+			t.Fatalf("Send %v again = %d: %s", f, r.status, r.body)
+		}
+	}
+}
