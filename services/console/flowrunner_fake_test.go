@@ -205,6 +205,15 @@ func (f *fakeFlowRunner) adminRoutes(e *echo.Echo) {
 		}
 		return c.JSON(http.StatusOK, out)
 	})
+	e.GET("/admin/workspaces/:ws/runs/:runId", func(c echo.Context) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		t, ok := f.traces[c.Param("ws")+" "+c.Param("runId")]
+		if !ok {
+			return errs.NotFound("run_not_found", "run not found")
+		}
+		return c.JSON(http.StatusOK, t)
+	})
 	e.GET("/admin/workspaces/:ws/kb/documents", func(c echo.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 )
@@ -413,8 +414,27 @@ func TestInboxAnotherWorkspacesConversation(t *testing.T) {
 			t.Fatalf("%s on another workspace's conversation differs from a missing one's:\n%s\n---\n%s", action, a, b)
 		}
 	}
+	// Their suggestion, sent from the edit form or opened in it.
+	h.messaging.suggest(theirs, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "their draft"}}})
+	edited := url.Values{"csrf_token": {token}, "edited": {"1"}, "text_0": {"sent anyway"}}
+	if a, b := page(http.MethodPost, theirs, "/suggestion/send", edited), page(http.MethodPost, uuid.NewString(), "/suggestion/send", edited); a != b {
+		t.Fatalf("Send edited on another workspace's conversation differs from a missing one's:\n%s\n---\n%s", a, b)
+	}
+	if a, b := page(http.MethodGet, theirs, "?edit=1", nil), page(http.MethodGet, uuid.NewString(), "?edit=1", nil); a != b || strings.Contains(a, "their draft") {
+		t.Fatalf("another workspace's edit form differs from a missing one's:\n%s\n---\n%s", a, b)
+	}
+	// Their channel as the list's filter: nothing of theirs.
+	h.messaging.mu.Lock()
+	theirChannel := h.messaging.inbox.conversations[theirs].state.ChannelID
+	h.messaging.mu.Unlock()
+	if r := b.get("/workspaces/" + own + "/conversations?channel_id=" + theirChannel); r.status != http.StatusOK || strings.Contains(r.body, "Grace") || strings.Contains(r.body, theirs) {
+		t.Fatalf("the list filtered by another workspace's channel = %d: %s", r.status, r.body)
+	}
 	h.messaging.mu.Lock()
 	defer h.messaging.mu.Unlock()
+	if h.messaging.inbox.conversations[theirs].suggestion == nil {
+		t.Fatal("another workspace's suggestion was sent or discarded")
+	}
 	if st := h.messaging.inbox.conversations[theirs].state; len(st.Tags) != 0 || st.Assignee != "" || len(h.messaging.inbox.replies) != 0 {
 		t.Fatalf("another workspace's conversation was changed: %+v, replies %v", st, h.messaging.inbox.replies)
 	}
@@ -489,4 +509,48 @@ func TestInboxReplyWithButtons(t *testing.T) {
 		t.Fatalf("the quick replies went as %+v", replies[1].Message)
 	}
 	mustContain(t, b.get(path+"?done=sent"), "Your reply was sent.", "Operator ann@example.com", "Which one?")
+}
+
+// TestInboxChatRunOfAnotherWorkspace: a conversation's chat run opens
+// from the workspace it ran in, with the way back to the conversation;
+// another workspace's run, named under one's own, is the same 404 page as
+// a run that does not exist, and shows nothing of it.
+func TestInboxChatRunOfAnotherWorkspace(t *testing.T) {
+	t.Parallel()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
+	globex := h.workspace("Globex")
+	mine, theirs := uuid.NewString(), uuid.NewString()
+	h.flows.mu.Lock()
+	h.flows.traces[own+" "+mine] = flowrunnerapi.Trace{Run: flowrunnerapi.Run{ID: mine, Status: "completed", StartedAt: "2026-11-24T04:00:00Z"},
+		NodeRuns: []flowrunnerapi.NodeRun{{NodeID: "assistant", NodeType: "ai", StartedAt: "2026-11-24T04:00:00Z", Output: map[string]any{"text": "our answer"}}}}
+	h.flows.traces[globex+" "+theirs] = flowrunnerapi.Trace{Run: flowrunnerapi.Run{ID: theirs, Status: "completed", StartedAt: "2026-11-24T04:00:00Z"},
+		NodeRuns: []flowrunnerapi.NodeRun{{NodeID: "globex-secret-node", NodeType: "ai", StartedAt: "2026-11-24T04:00:00Z", Output: map[string]any{"text": "their answer"}}}}
+	h.flows.mu.Unlock()
+	base := "/workspaces/" + own + "/runs/"
+
+	r := b.get(base + mine + "?conversation=" + conv)
+	if r.status != http.StatusOK {
+		t.Fatalf("our chat run = %d: %s", r.status, r.body)
+	}
+	mustContain(t, r, "<code>"+mine+"</code>", "assistant", `href="/workspaces/`+own+`/conversations/`+conv+`"`)
+
+	notFound := func(id string) string {
+		t.Helper()
+		r := b.get(base + id + "?conversation=" + conv)
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, "This workspace has no such run") {
+			t.Fatalf("run %s = %d: %s", id, r.status, r.body)
+		}
+		if strings.Contains(r.body, "globex-secret-node") || strings.Contains(r.body, "their answer") {
+			t.Fatalf("another workspace's run shows under ours: %s", r.body)
+		}
+		return strings.ReplaceAll(r.body, id, "ID")
+	}
+	if a, b := notFound(theirs), notFound(uuid.NewString()); a != b {
+		t.Fatalf("another workspace's run differs from a missing one:\n%s\n---\n%s", a, b)
+	}
+	// Under the other workspace's id: that workspace is not ours.
+	if r := b.get("/workspaces/" + globex + "/runs/" + theirs); r.status != http.StatusNotFound || strings.Contains(r.body, "globex-secret-node") {
+		t.Fatalf("the other workspace's run under its own id = %d: %s", r.status, r.body)
+	}
 }
