@@ -43,18 +43,20 @@ func (h *harness) changesUpstream() int {
 
 // sweepPaths are the console's routes (but its static files, and the
 // sign-in form, which has its own tests) with their parameters filled
-// with ids of the workspace's own things, so that each would act if it
-// were let through; change is the chat state change posted.
-func sweepPaths(t *testing.T, h *harness, ws string) map[*routeKey]string {
+// with ids of the workspace's own things, each named what name says, so
+// that each would act if it were let through; change is the chat state
+// change posted.
+func sweepPaths(t *testing.T, h *harness, ws, name string) map[*routeKey]string {
 	t.Helper()
-	ch := h.messaging.channel(ws, "messenger", "106372195099001", messagingapi.AIModeSuggest)
-	conv := h.messaging.conversation(ws, ch, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
-		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
-	h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi"}}})
+	ch := h.messaging.channel(ws, "messenger", "page "+name, messagingapi.AIModeSuggest)
+	conv := h.messaging.conversation(ws, ch, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada " + name}},
+		Tags: []string{"tag " + name}, Assignee: "ann@example.com"},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello " + name})
+	h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi " + name}}})
 	ids := map[string]string{
 		":id": ws, ":conv": conv, ":channel": ch.ID, ":change": "handover",
-		":flowId": h.flows.addFlow(ws, "orders", 1), ":docId": h.flows.addDocument(ws, "Returns", 3),
-		":key":        h.apiKey(ws, gatewayapi.APIKey{Name: "ci", Prefix: "pk_live_ab12"}).ID,
+		":flowId": h.flows.addFlow(ws, "orders "+name, 1), ":docId": h.flows.addDocument(ws, "Returns "+name, 3),
+		":key":        h.apiKey(ws, gatewayapi.APIKey{Name: "ci " + name, Prefix: "pk_live_ab12"}).ID,
 		":deliveryId": uuid.NewString(), ":runId": uuid.NewString(),
 	}
 	out := map[*routeKey]string{}
@@ -90,7 +92,7 @@ type routeKey struct{ method, path string }
 func TestEveryRouteRefusedUnheard(t *testing.T) {
 	t.Parallel()
 	h, ws, b := signedInToAcme(t)
-	paths := sweepPaths(t, h, ws)
+	paths := sweepPaths(t, h, ws, "plain")
 	token := b.pageCSRF("/workspaces/" + ws)
 	form := func(extra url.Values) url.Values {
 		f := url.Values{"csrf_token": {token}, "text": {"sent anyway"}, "tags": {"x"}, "me": {"1"}, "name": {"ci"}, "url": {"https://hooks.example/x"}}
@@ -153,4 +155,61 @@ func TestEveryRouteRefusedUnheard(t *testing.T) {
 	if n := h.changesUpstream(); n != 0 {
 		t.Fatalf("%d changes reached the services from an expired session", n)
 	}
+}
+
+// TestEveryPageEscapesNames: what customers, platforms and operators name
+// (the workspace, a channel's page id, a contact, its messages and tags,
+// the AI's draft, a flow, a document, an API key) is drawn as text on
+// every page that shows it, never as HTML.
+func TestEveryPageEscapesNames(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	ws := h.workspace("Acme " + hostile)
+	h.operator(t, "ann@example.com", ws)
+	b := h.browser(t)
+	b.mustSignIn("ann@example.com")
+	h.operator(t, "root@example.com", "")
+	root := h.browser(t)
+	root.mustSignIn("root@example.com")
+	paths := sweepPaths(t, h, ws, hostile)
+	pages := map[string]*browser{}
+	for r, p := range paths {
+		if r.method == http.MethodGet && !strings.HasSuffix(r.path, "/events") {
+			pages[p] = b
+		}
+	}
+	for _, extra := range []string{"/keys?revoke=" + strings.Split(paths[keyOf(t, paths, "/workspaces/:id/keys/:key/revoke")], "/")[4],
+		"/conversations/" + strings.Split(paths[keyOf(t, paths, "/workspaces/:id/conversations/:conv")], "/")[4] + "?edit=1"} {
+		pages["/workspaces/"+ws+extra] = b
+	}
+	pages["/workspaces"] = root // the list of every workspace
+	escaped := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"
+	for p, br := range pages {
+		r := br.get(p)
+		if r.status >= 500 {
+			t.Errorf("GET %s = %d", p, r.status)
+		}
+		for _, raw := range []string{"<script>alert", "<b>bold"} {
+			if strings.Contains(r.body, raw) {
+				t.Errorf("GET %s draws %q as HTML:\n%s", p, raw, r.body)
+			}
+		}
+		// Every page drawn (but the webhook's two, which name nothing of
+		// this) shows some name, escaped.
+		if r.status < 300 && !strings.HasSuffix(p, "/webhook") && !strings.HasSuffix(p, "/deliveries") && !strings.Contains(r.body, escaped) {
+			t.Errorf("GET %s = %d shows no name escaped: the test names nothing it draws:\n%s", p, r.status, r.body)
+		}
+	}
+}
+
+// keyOf is the key of paths for the route with path.
+func keyOf(t *testing.T, paths map[*routeKey]string, path string) *routeKey {
+	t.Helper()
+	for r := range paths {
+		if r.path == path {
+			return r
+		}
+	}
+	t.Fatalf("no route %s", path)
+	return nil
 }
