@@ -75,6 +75,18 @@ func TestInboxEscapesContactText(t *testing.T) {
 	mustContain(t, edit, `name="text_0" rows="4">draft `+escaped+`</textarea>`)
 }
 
+// draftWaits is Acme signed in as ann, with a conversation whose
+// customer wrote "Hello?" and the AI's draft "Hi" waiting: the
+// conversation page's path and its csrf_token.
+func draftWaits(t *testing.T) (h *harness, path, token string, b *browser) {
+	t.Helper()
+	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "6843", Name: "Ada"}}},
+		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
+	h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi"}}})
+	path = "/workspaces/" + own + "/conversations/" + conv
+	return h, path, b.pageCSRF(path), b
+}
+
 // inboxPosts are the conversation page's actions, each with a form that
 // would pass.
 var inboxPosts = map[string]url.Values{
@@ -92,11 +104,7 @@ var inboxPosts = map[string]url.Values{
 // another origin, and nothing reaches messaging; with both it passes.
 func TestInboxActionsRefuseForgedPosts(t *testing.T) {
 	t.Parallel()
-	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "6843", Name: "Ada"}}},
-		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
-	h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "Hi"}}})
-	path := "/workspaces/" + own + "/conversations/" + conv
-	token := b.pageCSRF(path)
+	h, path, token, b := draftWaits(t)
 	checked := 0
 	for _, route := range routes() {
 		action, ok := strings.CutPrefix(route.Path, "/workspaces/:id/conversations/:conv/")

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -146,7 +145,7 @@ func TestEveryRouteRefusedUnheard(t *testing.T) {
 	}
 
 	// Idle past the session's TTL: every route sends to sign in.
-	h.clock.advance(2 * time.Hour)
+	h.clock.advance(2 * defaults().idleTTL)
 	for r, p := range paths {
 		if resp := b.do(r.method, p, form(nil), nil); resp.status != http.StatusSeeOther || resp.location() != "/login" {
 			t.Errorf("%s %s with an expired session = %d %q", r.method, p, resp.status, resp.location())
