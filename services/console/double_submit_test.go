@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/errs"
 )
@@ -117,35 +119,68 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 	}
 }
 
-// TestInboxSuggestionSentTwiceSendsOnce: Send on the suggestion, posted
-// several times at once, sends it once (messaging takes it for one of
-// them); the others are told in words that no suggestion waits (404),
-// never an error.
+var seenInput = regexp.MustCompile(`name="seen" value="([^"]*)"`)
+
+// TestInboxSuggestionSentTwiceSendsOnce: Send on the suggestion, as
+// drafted or from the edit form, posted several times at once, sends it
+// once; the others are told in words that no suggestion waits (404),
+// never an error. Posted again after a newer draft came, the form that
+// showed the older one sends nothing (409, in words), and the newer draft
+// still waits: an operator never sends a draft unread.
 func TestInboxSuggestionSentTwiceSendsOnce(t *testing.T) {
 	t.Parallel()
-	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
-		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "where is my mug"})
-	path := "/workspaces/" + own + "/conversations/" + conv
-	form := url.Values{"csrf_token": {b.pageCSRF(path)}}
-	for _, f := range []url.Values{form, with(form, "edited", "1")} {
-		h.messaging.suggest(conv, messagingapi.Suggestion{Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "It ships today."}}})
+	h, path, token, b := draftWaits(t)
+	conv := path[strings.LastIndex(path, "/")+1:]
+	draft := func(text string) messagingapi.Suggestion {
+		return messagingapi.Suggestion{RunID: uuid.NewString(), CreatedAt: "2026-11-24T04:00:00Z", Messages: []messagingapi.OutboundMessage{{Type: "text", Text: text}}}
+	}
+	sends := func() int {
+		h.messaging.mu.Lock()
+		defer h.messaging.mu.Unlock()
+		return len(h.messaging.inbox.sentSuggestions)
+	}
+	for _, edit := range []string{"", "?edit=1"} {
+		h.messaging.suggest(conv, draft("It ships today."))
+		seen := seenInput.FindStringSubmatch(b.get(path + edit).body)
+		if seen == nil || seen[1] == "" {
+			t.Fatalf("the suggestion's form (%q) has no seen mark", edit)
+		}
+		form := url.Values{"csrf_token": {token}, "seen": {seen[1]}}
+		if edit != "" {
+			form.Set("edited", "1")
+			form.Set("text_0", "It ships tomorrow.")
+		}
+
 		sent, gone := 0, 0
-		for _, status := range postConcurrently(t, b, path+"/suggestion/send", f, 4) {
+		for _, status := range postConcurrently(t, b, path+"/suggestion/send", form, 4) {
 			switch status {
 			case http.StatusSeeOther:
 				sent++
 			case http.StatusNotFound:
 				gone++
 			default:
-				t.Errorf("Send %v = %d", f, status)
+				t.Errorf("Send %v = %d", form, status)
 			}
 		}
 		if sent != 1 || gone != 3 {
-			t.Fatalf("Send %v 4 times: %d sent, %d told none waits; want 1 and 3", f, sent, gone)
+			t.Fatalf("Send %v 4 times: %d sent, %d told none waits; want 1 and 3", form, sent, gone)
 		}
-		if r := b.do(http.MethodPost, path+"/suggestion/send", f, nil); r.status != http.StatusNotFound ||
-			!strings.Contains(r.body, "No suggestion waits any more") {
-			t.Fatalf("Send %v again = %d: %s", f, r.status, r.body)
+		// A newer draft came; the old page's form is posted again.
+		h.messaging.suggest(conv, draft("A newer answer"))
+		sentBefore := sends()
+		r := b.do(http.MethodPost, path+"/suggestion/send", form, nil)
+		if r.status != http.StatusConflict || !strings.Contains(r.body, "The suggestion was not sent: a newer one replaced the one you read.") ||
+			!strings.Contains(r.body, "A newer answer") {
+			t.Fatalf("Send %v over a newer draft = %d: %s", form, r.status, r.body)
+		}
+		if n := sends(); n != sentBefore {
+			t.Fatalf("Send over a newer draft reached messaging's send (%d sends, %d before)", n, sentBefore)
+		}
+		h.messaging.mu.Lock()
+		waiting := h.messaging.inbox.conversations[conv].suggestion
+		h.messaging.mu.Unlock()
+		if waiting == nil || waiting.Messages[0].Text != "A newer answer" {
+			t.Fatalf("the newer draft does not wait any more: %+v", waiting)
 		}
 	}
 }

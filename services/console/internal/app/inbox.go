@@ -188,11 +188,42 @@ func (a *App) claimReply(ctx context.Context, workspaceID, conversationID, sendI
 	return nil, ErrReplySent
 }
 
+// ErrNoSuggestion is a send of a suggestion when none waits: another
+// operator sent or discarded it.
+var ErrNoSuggestion = errors.New("no suggestion waits")
+
+// ErrSuggestionReplaced is a send of a suggestion the operator saw after a
+// newer one replaced it: what waits now was not read.
+var ErrSuggestionReplaced = errors.New("a newer suggestion replaced the one seen")
+
+// SuggestionMark names one draft, as the page that shows it tells it to
+// the send: its run and when it was drafted ("" when it names neither).
+func SuggestionMark(s messagingapi.Suggestion) string {
+	if s.RunID == "" && s.CreatedAt == "" {
+		return ""
+	}
+	return s.RunID + "@" + s.CreatedAt
+}
+
 // SendSuggestion sends the waiting suggestion as op's reply, as drafted
-// or, with edited, as edited.
-func (a *App) SendSuggestion(ctx context.Context, op operator.Operator, workspaceID, conversationID string, edited []messagingapi.OutboundMessage) ([]messagingapi.Message, error) {
+// or, with edited, as edited. seen is the SuggestionMark of the draft the
+// operator read: when given, a send finding none waiting is
+// ErrNoSuggestion and one finding another is ErrSuggestionReplaced, and
+// nothing is sent (a form posted twice, a newer draft come meanwhile).
+func (a *App) SendSuggestion(ctx context.Context, op operator.Operator, workspaceID, conversationID, seen string, edited []messagingapi.OutboundMessage) ([]messagingapi.Message, error) {
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return nil, err
+	}
+	if seen != "" {
+		waiting, err := a.inbox.Suggestion(ctx, workspaceID, conversationID)
+		switch {
+		case err != nil:
+			return nil, conversationError("get suggestion", err)
+		case waiting == nil:
+			return nil, ErrNoSuggestion
+		case SuggestionMark(*waiting) != seen:
+			return nil, ErrSuggestionReplaced
+		}
 	}
 	sent, err := a.inbox.SendSuggestion(ctx, conversationID, messagingapi.SendSuggestion{WorkspaceID: workspaceID, Operator: op.Email, Messages: edited})
 	if err != nil {

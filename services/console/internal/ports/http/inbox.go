@@ -260,8 +260,11 @@ type conversationView struct {
 	// in an edit form.
 	Suggestion      []suggestionRow
 	SuggestionRunID string
-	Editing         bool
-	HandedOver      bool
+	// SuggestionSeen is the drawn draft's app.SuggestionMark, which its
+	// forms send back.
+	SuggestionSeen string
+	Editing        bool
+	HandedOver     bool
 	// WindowEnds is when the platform's window closes, "" when it has
 	// none; WindowClosed says it has.
 	WindowEnds   string
@@ -327,7 +330,7 @@ func (c *Console) drawConversation(ctx echo.Context, status int, message string,
 		cv.Newer = cv.Path
 	}
 	if sg := conv.Suggestion; sg != nil {
-		cv.SuggestionRunID = sg.RunID
+		cv.SuggestionRunID, cv.SuggestionSeen = sg.RunID, app.SuggestionMark(*sg)
 		for i, m := range sg.Messages {
 			cv.Suggestion = append(cv.Suggestion, suggestionRow{OutboundMessage: m, Index: i})
 		}
@@ -347,6 +350,9 @@ func (c *Console) drawConversation(ctx echo.Context, status int, message string,
 	v.Status, v.Message, v.Page = status, message, cv
 	return c.render(ctx, status, "conversation", v)
 }
+
+// noSuggestion says why a suggestion the page showed cannot be sent.
+const noSuggestion = "No suggestion waits any more: another operator sent or discarded it, or a newer one replaced it."
 
 func conversationNotFound() error {
 	return errs.NotFound(codeConversationNotFound, "this workspace has no such conversation: go back to the inbox and choose one from it")
@@ -431,7 +437,7 @@ func (c *Console) sendSuggestion(ctx echo.Context) error {
 			return c.inboxActionError(ctx, err, "The suggestion was not sent", replyForm{})
 		}
 		if conv.Suggestion == nil {
-			return c.drawConversation(ctx, http.StatusNotFound, "No suggestion waits any more: another operator sent or discarded it, or a newer one replaced it.", replyForm{})
+			return c.drawConversation(ctx, http.StatusNotFound, noSuggestion, replyForm{})
 		}
 		for i, m := range conv.Suggestion.Messages {
 			if m.Type != "carousel" {
@@ -440,7 +446,13 @@ func (c *Console) sendSuggestion(ctx echo.Context) error {
 			edited = append(edited, m)
 		}
 	}
-	if _, err := c.app.SendSuggestion(ctx.Request().Context(), op, id, convID, edited); err != nil {
+	_, err := c.app.SendSuggestion(ctx.Request().Context(), op, id, convID, ctx.FormValue("seen"), edited)
+	switch {
+	case errors.Is(err, app.ErrNoSuggestion):
+		return c.drawConversation(ctx, http.StatusNotFound, "The suggestion was not sent. "+noSuggestion, replyForm{})
+	case errors.Is(err, app.ErrSuggestionReplaced):
+		return c.drawConversation(ctx, http.StatusConflict, "The suggestion was not sent: a newer one replaced the one you read. Read it below, then send, edit or discard it.", replyForm{})
+	case err != nil:
 		return c.inboxActionError(ctx, err, "The suggestion was not sent", replyForm{})
 	}
 	return ctx.Redirect(http.StatusSeeOther, conversationPath(id, convID)+"?done=suggestion-sent")
@@ -487,7 +499,7 @@ func (c *Console) inboxActionError(ctx echo.Context, err error, notDone string, 
 	case "outside_messaging_window":
 		message = "The platform's 24-hour window closed: it takes no reply until the customer writes again."
 	case "suggestion_not_found":
-		message = "No suggestion waits any more: another operator sent or discarded it, or a newer one replaced it."
+		message = noSuggestion
 	case errs.CodeInvalidRequest:
 		message = fullStop(e.Message)
 	}
