@@ -184,3 +184,36 @@ func TestInboxSuggestionSentTwiceSendsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestInboxDiscardNeverDropsAnUnreadDraft: Discard posted twice at once
+// discards the draft shown (each post 303); the same form posted again
+// after a newer draft came is 409 in words and the newer draft still
+// waits.
+func TestInboxDiscardNeverDropsAnUnreadDraft(t *testing.T) {
+	t.Parallel()
+	h, path, token, b := draftWaits(t)
+	conv := path[strings.LastIndex(path, "/")+1:]
+	h.messaging.suggest(conv, messagingapi.Suggestion{RunID: uuid.NewString(), CreatedAt: "2026-11-24T04:00:00Z", Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "first"}}})
+	seen := seenInput.FindAllStringSubmatch(b.get(path).body, -1)
+	if len(seen) != 2 || seen[1][1] == "" {
+		t.Fatalf("the page's Send and Discard forms carry %v, want the draft's mark", seen)
+	}
+	form := url.Values{"csrf_token": {token}, "seen": {seen[1][1]}}
+	for i, status := range postConcurrently(t, b, path+"/discard-suggestion", form, 2) {
+		if status != http.StatusSeeOther {
+			t.Fatalf("Discard %d of 2 = %d", i, status)
+		}
+	}
+	h.messaging.suggest(conv, messagingapi.Suggestion{RunID: uuid.NewString(), CreatedAt: "2026-11-24T04:01:00Z", Messages: []messagingapi.OutboundMessage{{Type: "text", Text: "A newer answer"}}})
+	r := b.do(http.MethodPost, path+"/discard-suggestion", form, nil)
+	if r.status != http.StatusConflict || !strings.Contains(r.body, "The suggestion was not discarded: a newer one replaced the one you read.") ||
+		!strings.Contains(r.body, "A newer answer") {
+		t.Fatalf("Discard over a newer draft = %d: %s", r.status, r.body)
+	}
+	h.messaging.mu.Lock()
+	waiting := h.messaging.inbox.conversations[conv].suggestion
+	h.messaging.mu.Unlock()
+	if waiting == nil || waiting.Messages[0].Text != "A newer answer" {
+		t.Fatalf("the newer draft was discarded unread: %+v", waiting)
+	}
+}

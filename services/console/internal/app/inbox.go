@@ -214,22 +214,32 @@ func (a *App) SendSuggestion(ctx context.Context, op operator.Operator, workspac
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return nil, err
 	}
-	if seen != "" {
-		waiting, err := a.inbox.Suggestion(ctx, workspaceID, conversationID)
-		switch {
-		case err != nil:
-			return nil, conversationError("get suggestion", err)
-		case waiting == nil:
-			return nil, ErrNoSuggestion
-		case SuggestionMark(*waiting) != seen:
-			return nil, ErrSuggestionReplaced
-		}
+	if err := a.stillWaits(ctx, workspaceID, conversationID, seen); err != nil {
+		return nil, err
 	}
 	sent, err := a.inbox.SendSuggestion(ctx, conversationID, messagingapi.SendSuggestion{WorkspaceID: workspaceID, Operator: op.Email, Messages: edited})
 	if err != nil {
 		return sent, conversationError("send suggestion", err)
 	}
 	return sent, nil
+}
+
+// stillWaits is nil when seen is "" or names the draft that waits, else
+// ErrNoSuggestion or ErrSuggestionReplaced.
+func (a *App) stillWaits(ctx context.Context, workspaceID, conversationID, seen string) error {
+	if seen == "" {
+		return nil
+	}
+	waiting, err := a.inbox.Suggestion(ctx, workspaceID, conversationID)
+	switch {
+	case err != nil:
+		return conversationError("get suggestion", err)
+	case waiting == nil:
+		return ErrNoSuggestion
+	case SuggestionMark(*waiting) != seen:
+		return ErrSuggestionReplaced
+	}
+	return nil
 }
 
 // ConversationChange is an operator's change to a conversation's chat
@@ -241,6 +251,10 @@ type ConversationChange struct {
 	// assign, "" to unassign (ChangeAssign).
 	Tags     []string
 	Assignee string
+	// Seen is the SuggestionMark of the draft discarded
+	// (ChangeDiscardSuggestion): another waiting is ErrSuggestionReplaced,
+	// and none waiting is no change; "" discards whatever waits.
+	Seen string
 }
 
 // The changes an operator makes to a conversation from the inbox.
@@ -265,6 +279,11 @@ func (a *App) ChangeConversation(ctx context.Context, op operator.Operator, work
 	var err error
 	switch c.Action {
 	case ChangeDiscardSuggestion:
+		if err = a.stillWaits(ctx, workspaceID, conversationID, c.Seen); errors.Is(err, ErrNoSuggestion) {
+			err = nil // gone already: discarding it again changes nothing
+		} else if err != nil {
+			return messagingapi.ConversationState{}, err
+		}
 		s, err = a.inbox.DiscardSuggestion(ctx, workspaceID, conversationID)
 	case ChangeHandOver:
 		s, err = a.inbox.HandOver(ctx, workspaceID, conversationID, "operator "+op.Email+" in the console")

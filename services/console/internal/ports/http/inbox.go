@@ -354,6 +354,9 @@ func (c *Console) drawConversation(ctx echo.Context, status int, message string,
 // noSuggestion says why a suggestion the page showed cannot be sent.
 const noSuggestion = "No suggestion waits any more: another operator sent or discarded it, or a newer one replaced it."
 
+// newerSuggestion says why the draft the page showed is not what waits.
+const newerSuggestion = "a newer one replaced the one you read. Read it below, then send, edit or discard it."
+
 func conversationNotFound() error {
 	return errs.NotFound(codeConversationNotFound, "this workspace has no such conversation: go back to the inbox and choose one from it")
 }
@@ -451,7 +454,7 @@ func (c *Console) sendSuggestion(ctx echo.Context) error {
 	case errors.Is(err, app.ErrNoSuggestion):
 		return c.drawConversation(ctx, http.StatusNotFound, "The suggestion was not sent. "+noSuggestion, replyForm{})
 	case errors.Is(err, app.ErrSuggestionReplaced):
-		return c.drawConversation(ctx, http.StatusConflict, "The suggestion was not sent: a newer one replaced the one you read. Read it below, then send, edit or discard it.", replyForm{})
+		return c.drawConversation(ctx, http.StatusConflict, "The suggestion was not sent: "+newerSuggestion, replyForm{})
 	case err != nil:
 		return c.inboxActionError(ctx, err, "The suggestion was not sent", replyForm{})
 	}
@@ -462,7 +465,7 @@ func (c *Console) sendSuggestion(ctx echo.Context) error {
 // discard the suggestion, hand over, resume the AI, add tags, assign.
 func (c *Console) changeConversation(ctx echo.Context) error {
 	id, convID := ctx.Param("id"), ctx.Param("conv")
-	change := app.ConversationChange{Action: ctx.Param("change"), Assignee: strings.TrimSpace(ctx.FormValue("assignee"))}
+	change := app.ConversationChange{Action: ctx.Param("change"), Assignee: strings.TrimSpace(ctx.FormValue("assignee")), Seen: ctx.FormValue("seen")}
 	for _, t := range strings.Split(ctx.FormValue("tags"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			change.Tags = append(change.Tags, t)
@@ -474,6 +477,9 @@ func (c *Console) changeConversation(ctx echo.Context) error {
 	_, err := c.app.ChangeConversation(ctx.Request().Context(), operatorOf(ctx), id, convID, change)
 	if errors.Is(err, app.ErrUnknownChange) {
 		return errs.NotFound(errs.CodeNotFound, "no such page")
+	}
+	if errors.Is(err, app.ErrSuggestionReplaced) {
+		return c.drawConversation(ctx, http.StatusConflict, "The suggestion was not discarded: "+newerSuggestion, replyForm{})
 	}
 	if err != nil {
 		return c.inboxActionError(ctx, err, "Nothing was changed", replyForm{})
