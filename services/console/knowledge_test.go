@@ -102,6 +102,18 @@ func TestKnowledgeBase(t *testing.T) {
 	if r.status != http.StatusNotFound || !strings.Contains(r.body, "This workspace has no such document") {
 		t.Fatalf("a second delete = %d: %s", r.status, r.body)
 	}
+	// An id that is no id (urn:uuid:, 2,000 characters, a NUL, ../) is the
+	// same 404, and the flow-runner is not asked.
+	asked := len(s.fr.received())
+	for _, bad := range []string{"urn:uuid:" + docID, strings.Repeat("a", 2000), "x%00y", "..%2F.."} {
+		r = s.b.do(http.MethodPost, base+"/kb/"+bad+"/delete", url.Values{"csrf_token": {s.csr}}, nil)
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, "This workspace has no such document") {
+			t.Fatalf("delete of %.40s = %d: %.300s", bad, r.status, r.body)
+		}
+	}
+	if got := s.fr.received(); len(got) != asked {
+		t.Fatalf("ids that are no ids reached the flow-runner: %+v", got[asked:])
+	}
 }
 
 func assertDocumentSent(t *testing.T, s flowsSetup, title, markdown string) {

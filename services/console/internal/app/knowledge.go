@@ -43,6 +43,10 @@ func (a *App) DeleteDocument(ctx context.Context, op operator.Operator, workspac
 	if err := visible(op, workspaceID); err != nil {
 		return err
 	}
+	if !IsID(documentID) {
+		// Names no document: the flow-runner is not asked.
+		return ErrDocumentNotFound
+	}
 	_, err := a.flows.DeleteDocument(ctx, documentID, workspaceID)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusNotFound {
 		return ErrDocumentNotFound
