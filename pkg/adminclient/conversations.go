@@ -73,10 +73,16 @@ func (c *Client) SendSuggestion(ctx context.Context, conversationID string, s me
 	return out.Messages, err
 }
 
-// DiscardSuggestion drops the waiting suggestion, if one waits.
-func (c *Client) DiscardSuggestion(ctx context.Context, workspaceID, conversationID string) (messagingapi.ConversationState, error) {
+// DiscardSuggestion drops the waiting suggestion, if one waits; given
+// seen, only that draft (409 suggestion_replaced when another waits).
+func (c *Client) DiscardSuggestion(ctx context.Context, workspaceID, conversationID string, seen *messagingapi.SuggestionSeen) (messagingapi.ConversationState, error) {
 	var out messagingapi.ConversationStateAnswer
-	err := c.admin(ctx, rpc.ServiceMessaging, http.MethodDelete, withQuery(conversationPath(conversationID, "/suggestion"), inWorkspace(workspaceID)), nil, &out)
+	q := inWorkspace(workspaceID)
+	if seen != nil {
+		q.Set("run_id", seen.RunID)
+		q.Set("created_at", seen.CreatedAt)
+	}
+	err := c.admin(ctx, rpc.ServiceMessaging, http.MethodDelete, withQuery(conversationPath(conversationID, "/suggestion"), q), nil, &out)
 	return out.Conversation, err
 }
 

@@ -86,10 +86,16 @@ func TestConversationCalls(t *testing.T) {
 	}
 	wantBody("SendSuggestion as drafted", map[string]any{"workspace_id": "w1", "operator": "ann@example.com"})
 
-	if got, err := client.DiscardSuggestion(ctx, "w1", "v1"); err != nil || !reflect.DeepEqual(got, wantState) {
+	if got, err := client.DiscardSuggestion(ctx, "w1", "v1", nil); err != nil || !reflect.DeepEqual(got, wantState) {
 		t.Fatalf("DiscardSuggestion = %+v, %v", got, err)
 	}
 	wantQuery("DiscardSuggestion")
+	if _, err := client.DiscardSuggestion(ctx, "w1", "v1", &messagingapi.SuggestionSeen{RunID: "r1", CreatedAt: "2026-11-29T10:00:00.123456Z"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.last(t); r.query != "created_at=2026-11-29T10%3A00%3A00.123456Z&run_id=r1&workspace_id=w1" {
+		t.Errorf("DiscardSuggestion of a draft seen sent query %q", r.query)
+	}
 
 	changes := []struct {
 		name string

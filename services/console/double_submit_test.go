@@ -174,7 +174,7 @@ func TestInboxSuggestionSentTwiceSendsOnce(t *testing.T) {
 			t.Fatalf("Send %v over a newer draft = %d: %s", form, r.status, r.body)
 		}
 		if n := sends(); n != sentBefore {
-			t.Fatalf("Send over a newer draft reached messaging's send (%d sends, %d before)", n, sentBefore)
+			t.Fatalf("Send over a newer draft sent it (%d sends, %d before)", n, sentBefore)
 		}
 		h.messaging.mu.Lock()
 		waiting := h.messaging.inbox.conversations[conv].suggestion

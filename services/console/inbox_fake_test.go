@@ -20,7 +20,8 @@ type fakeInbox struct {
 	// /admin/conversations/:id/handover"), replies the operators' sends.
 	changes []string
 	replies []messagingapi.SendOperatorMessage
-	// sentSuggestions are the suggestion sends that reached the fake.
+	// sentSuggestions are the suggestion sends the fake made (a send
+	// refused, none waiting or another than the one seen, is not one).
 	sentSuggestions []messagingapi.SendSuggestion
 	// sendRefusal, when set, answers the next operator's send instead.
 	sendRefusal *errs.Error
@@ -169,7 +170,6 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.inbox.changes = append(m.inbox.changes, c.Request().Method+" "+c.Path())
-		m.inbox.sentSuggestions = append(m.inbox.sentSuggestions, in)
 		conv, err := of(c, in.WorkspaceID)
 		if err != nil {
 			return err
@@ -177,6 +177,10 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		if conv.suggestion == nil {
 			return errs.NotFound("suggestion_not_found", "no suggestion waits")
 		}
+		if in.Seen != nil && !isDraft(conv.suggestion, *in.Seen) {
+			return errs.New(http.StatusConflict, "suggestion_replaced", "a newer suggestion replaced the one named")
+		}
+		m.inbox.sentSuggestions = append(m.inbox.sentSuggestions, in)
 		conv.suggestion, conv.state.SuggestionWaiting = nil, false
 		return c.JSON(http.StatusCreated, messagingapi.SuggestionSent{Messages: []messagingapi.Message{}})
 	})
@@ -187,6 +191,10 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		conv, err := of(c, c.QueryParam("workspace_id"))
 		if err != nil {
 			return err
+		}
+		seen := messagingapi.SuggestionSeen{RunID: c.QueryParam("run_id"), CreatedAt: c.QueryParam("created_at")}
+		if seen.RunID != "" && conv.suggestion != nil && !isDraft(conv.suggestion, seen) {
+			return errs.New(http.StatusConflict, "suggestion_replaced", "a newer suggestion replaced the one named")
 		}
 		conv.suggestion, conv.state.SuggestionWaiting = nil, false
 		return stateAnswer(c, conv)
@@ -214,4 +222,9 @@ func (m *fakeMessaging) serveInbox(e *echo.Echo) {
 		e.POST("/admin/conversations/:id/"+path, change)
 	}
 	e.PUT("/admin/conversations/:id/assignee", change)
+}
+
+// isDraft reports whether s is the draft seen names, as messaging tells.
+func isDraft(s *messagingapi.Suggestion, seen messagingapi.SuggestionSeen) bool {
+	return s.RunID == seen.RunID && s.CreatedAt == seen.CreatedAt
 }

@@ -500,10 +500,10 @@ func TestSuggestions(t *testing.T) {
 	}
 
 	// Discarded.
-	if s, err := ops.DiscardSuggestion(ctx, ws, conv.ID); err != nil || s.SuggestionWaiting || waiting() != nil {
+	if s, err := ops.DiscardSuggestion(ctx, ws, conv.ID, nil); err != nil || s.SuggestionWaiting || waiting() != nil {
 		t.Fatalf("discard: %+v, %v", s, err)
 	}
-	if _, err := ops.DiscardSuggestion(ctx, ws, conv.ID); err != nil {
+	if _, err := ops.DiscardSuggestion(ctx, ws, conv.ID, nil); err != nil {
 		t.Fatalf("discarding none: %v", err)
 	}
 
@@ -675,7 +675,7 @@ func TestConversationRoutesAreWorkspaceScoped(t *testing.T) {
 			_, err := ops.SendSuggestion(ctx, id, messagingapi.SendSuggestion{WorkspaceID: ws})
 			return err
 		},
-		"DiscardSuggestion": func(ws, id string) error { _, err := ops.DiscardSuggestion(ctx, ws, id); return err },
+		"DiscardSuggestion": func(ws, id string) error { _, err := ops.DiscardSuggestion(ctx, ws, id, nil); return err },
 	}
 	for name, call := range calls {
 		for _, target := range []struct{ what, ws, id string }{

@@ -96,6 +96,18 @@ type SendSuggestion struct {
 	// Operator is who sent it (an email), kept in the messages' metadata.
 	Operator string            `json:"operator,omitempty"`
 	Messages []OutboundMessage `json:"messages,omitempty"`
+	// Seen is the draft the operator read: only that one is sent, and
+	// another waiting is 409 suggestion_replaced. Without it, whichever
+	// waits is sent.
+	Seen *SuggestionSeen `json:"seen,omitempty"`
+}
+
+// SuggestionSeen names one draft by its Suggestion's run_id and
+// created_at, as the suggestion answered them (DiscardSuggestion takes
+// them as the query's run_id and created_at).
+type SuggestionSeen struct {
+	RunID     string `json:"run_id"`
+	CreatedAt string `json:"created_at"`
 }
 
 // SuggestionSent is the 201 of SendSuggestion: the messages as stored.

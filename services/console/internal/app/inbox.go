@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
@@ -29,7 +30,7 @@ type Inbox interface {
 	Suggestion(ctx context.Context, workspaceID, conversationID string) (*messagingapi.Suggestion, error)
 	SendOperatorMessage(ctx context.Context, conversationID string, m messagingapi.SendOperatorMessage) (messagingapi.Message, error)
 	SendSuggestion(ctx context.Context, conversationID string, s messagingapi.SendSuggestion) ([]messagingapi.Message, error)
-	DiscardSuggestion(ctx context.Context, workspaceID, conversationID string) (messagingapi.ConversationState, error)
+	DiscardSuggestion(ctx context.Context, workspaceID, conversationID string, seen *messagingapi.SuggestionSeen) (messagingapi.ConversationState, error)
 	HandOver(ctx context.Context, workspaceID, conversationID, reason string) (messagingapi.ConversationState, error)
 	ResumeAI(ctx context.Context, workspaceID, conversationID string) (messagingapi.ConversationState, error)
 	AddTags(ctx context.Context, workspaceID, conversationID string, tags []string) (messagingapi.ConversationState, error)
@@ -205,6 +206,34 @@ func SuggestionMark(s messagingapi.Suggestion) string {
 	return s.RunID + "@" + s.CreatedAt
 }
 
+// seenDraft is the draft a SuggestionMark names, nil for "": messaging
+// acts on that draft only, in the same statement that takes it.
+func seenDraft(mark string) *messagingapi.SuggestionSeen {
+	if mark == "" {
+		return nil
+	}
+	i := strings.LastIndex(mark, "@")
+	if i < 0 {
+		return &messagingapi.SuggestionSeen{RunID: mark} // no mark: messaging refuses it
+	}
+	return &messagingapi.SuggestionSeen{RunID: mark[:i], CreatedAt: mark[i+1:]}
+}
+
+// suggestionError is conversationError for a send or discard of a
+// suggestion: none waiting is ErrNoSuggestion, another waiting than the
+// one seen ErrSuggestionReplaced.
+func suggestionError(doing string, err error) error {
+	if e, ok := adminclient.AsError(err); ok {
+		switch {
+		case e.Status == http.StatusNotFound && e.Code == "suggestion_not_found":
+			return ErrNoSuggestion
+		case e.Status == http.StatusConflict && e.Code == "suggestion_replaced":
+			return ErrSuggestionReplaced
+		}
+	}
+	return conversationError(doing, err)
+}
+
 // SendSuggestion sends the waiting suggestion as op's reply, as drafted
 // or, with edited, as edited. seen is the SuggestionMark of the draft the
 // operator read: when given, a send finding none waiting is
@@ -214,32 +243,11 @@ func (a *App) SendSuggestion(ctx context.Context, op operator.Operator, workspac
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return nil, err
 	}
-	if err := a.stillWaits(ctx, workspaceID, conversationID, seen); err != nil {
-		return nil, err
-	}
-	sent, err := a.inbox.SendSuggestion(ctx, conversationID, messagingapi.SendSuggestion{WorkspaceID: workspaceID, Operator: op.Email, Messages: edited})
+	sent, err := a.inbox.SendSuggestion(ctx, conversationID, messagingapi.SendSuggestion{WorkspaceID: workspaceID, Operator: op.Email, Messages: edited, Seen: seenDraft(seen)})
 	if err != nil {
-		return sent, conversationError("send suggestion", err)
+		return sent, suggestionError("send suggestion", err)
 	}
 	return sent, nil
-}
-
-// stillWaits is nil when seen is "" or names the draft that waits, else
-// ErrNoSuggestion or ErrSuggestionReplaced.
-func (a *App) stillWaits(ctx context.Context, workspaceID, conversationID, seen string) error {
-	if seen == "" {
-		return nil
-	}
-	waiting, err := a.inbox.Suggestion(ctx, workspaceID, conversationID)
-	switch {
-	case err != nil:
-		return conversationError("get suggestion", err)
-	case waiting == nil:
-		return ErrNoSuggestion
-	case SuggestionMark(*waiting) != seen:
-		return ErrSuggestionReplaced
-	}
-	return nil
 }
 
 // ConversationChange is an operator's change to a conversation's chat
@@ -279,12 +287,10 @@ func (a *App) ChangeConversation(ctx context.Context, op operator.Operator, work
 	var err error
 	switch c.Action {
 	case ChangeDiscardSuggestion:
-		if err = a.stillWaits(ctx, workspaceID, conversationID, c.Seen); errors.Is(err, ErrNoSuggestion) {
-			err = nil // gone already: discarding it again changes nothing
-		} else if err != nil {
-			return messagingapi.ConversationState{}, err
+		// A draft gone already is no change; another waiting is refused.
+		if s, err = a.inbox.DiscardSuggestion(ctx, workspaceID, conversationID, seenDraft(c.Seen)); err != nil {
+			return messagingapi.ConversationState{}, suggestionError(c.Action, err)
 		}
-		s, err = a.inbox.DiscardSuggestion(ctx, workspaceID, conversationID)
 	case ChangeHandOver:
 		s, err = a.inbox.HandOver(ctx, workspaceID, conversationID, "operator "+op.Email+" in the console")
 	case ChangeResumeAI:

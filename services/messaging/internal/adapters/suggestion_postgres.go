@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -100,13 +101,33 @@ func (s *SuggestionStore) Draft(ctx context.Context, sg conversation.Suggestion,
 	})
 }
 
-// Take deletes the conversation's waiting suggestion and returns it: of
-// two operators sending it at once, one gets it.
-func (s *SuggestionStore) Take(ctx context.Context, conversationID string) (conversation.Suggestion, error) {
+// Take deletes the conversation's waiting suggestion (the one seen names,
+// when given) and returns it: of two operators sending it at once, one
+// gets it.
+func (s *SuggestionStore) Take(ctx context.Context, conversationID string, seen *conversation.SuggestionMark) (conversation.Suggestion, error) {
 	if !validID(conversationID) {
 		return conversation.Suggestion{}, conversation.ErrNoSuggestion
 	}
-	return s.one(s.db.WithContext(ctx), `DELETE FROM messaging.suggestions WHERE conversation_id = ? RETURNING `+suggestionColumns, conversationID)
+	db := s.db.WithContext(ctx)
+	if seen == nil {
+		return s.one(db, `DELETE FROM messaging.suggestions WHERE conversation_id = ? RETURNING `+suggestionColumns, conversationID)
+	}
+	sg, err := s.one(db, `DELETE FROM messaging.suggestions WHERE conversation_id = ? AND run_id = ? AND created_at = ? RETURNING `+suggestionColumns,
+		conversationID, seen.RunID, seen.CreatedAt)
+	if errors.Is(err, conversation.ErrNoSuggestion) {
+		return conversation.Suggestion{}, s.notSeen(ctx, conversationID)
+	}
+	return sg, err
+}
+
+// notSeen is why a draft named was not found: none waits
+// (ErrNoSuggestion), or another does (ErrSuggestionReplaced).
+func (s *SuggestionStore) notSeen(ctx context.Context, conversationID string) error {
+	_, err := s.Get(ctx, conversationID)
+	if err == nil {
+		return conversation.ErrSuggestionReplaced
+	}
+	return err
 }
 
 // PutBack stores sg again unless another suggestion waits by now.
@@ -124,13 +145,34 @@ func (s *SuggestionStore) PutBack(ctx context.Context, sg conversation.Suggestio
 	return nil
 }
 
-// Discard deletes the conversation's waiting suggestion.
-func (s *SuggestionStore) Discard(ctx context.Context, conversationID string) error {
+// Discard deletes the conversation's waiting suggestion (the one seen
+// names, when given).
+func (s *SuggestionStore) Discard(ctx context.Context, conversationID string, seen *conversation.SuggestionMark) error {
 	if !validID(conversationID) {
 		return nil
 	}
-	if err := s.db.WithContext(ctx).Exec(`DELETE FROM messaging.suggestions WHERE conversation_id = ?`, conversationID).Error; err != nil {
-		return fmt.Errorf("discard suggestion: %w", err)
+	db := s.db.WithContext(ctx)
+	if seen == nil {
+		if err := db.Exec(`DELETE FROM messaging.suggestions WHERE conversation_id = ?`, conversationID).Error; err != nil {
+			return fmt.Errorf("discard suggestion: %w", err)
+		}
+		return nil
+	}
+	res := db.Exec(`DELETE FROM messaging.suggestions WHERE conversation_id = ? AND run_id = ? AND created_at = ?`, conversationID, seen.RunID, seen.CreatedAt)
+	if res.Error != nil {
+		return fmt.Errorf("discard suggestion: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return s.notSeenToDiscard(ctx, conversationID)
+	}
+	return nil
+}
+
+// notSeenToDiscard is notSeen for a discard, to which none waiting is no
+// error: the draft is gone already.
+func (s *SuggestionStore) notSeenToDiscard(ctx context.Context, conversationID string) error {
+	if err := s.notSeen(ctx, conversationID); !errors.Is(err, conversation.ErrNoSuggestion) {
+		return err
 	}
 	return nil
 }

@@ -17,7 +17,9 @@ import (
 // other). A message the send path refuses stops it: the messages not sent
 // wait again as the suggestion (unless a newer draft came meanwhile), and
 // the refusal is returned with the messages that went out before it.
-func (a *App) SendSuggestion(ctx context.Context, workspaceID, conversationID, operator string, edited []conversation.Outbound) ([]conversation.Message, error) {
+// Given seen, the draft the operator read, only that one is sent: another
+// waiting is conversation.ErrSuggestionReplaced, and nothing is sent.
+func (a *App) SendSuggestion(ctx context.Context, workspaceID, conversationID, operator string, seen *conversation.SuggestionMark, edited []conversation.Outbound) ([]conversation.Message, error) {
 	operator = strings.ToLower(strings.TrimSpace(operator))
 	if operator != "" {
 		if err := conversation.CheckEmail("operator", operator); err != nil {
@@ -33,7 +35,7 @@ func (a *App) SendSuggestion(ctx context.Context, workspaceID, conversationID, o
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.suggestions.Take(ctx, conv.ID)
+	s, err := a.suggestions.Take(ctx, conv.ID, seen)
 	if err != nil {
 		return nil, err
 	}

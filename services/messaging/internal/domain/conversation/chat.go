@@ -260,6 +260,24 @@ type Suggestion struct {
 // ErrNoSuggestion is a suggestion to send when none waits.
 var ErrNoSuggestion = errors.New("no suggestion waits in this conversation")
 
+// SuggestionMark names one draft, as an operator read it: its run and
+// when it was drafted (a run that waits at a question and drafts again
+// keeps its id). A send or discard given a mark acts on that draft only.
+type SuggestionMark struct {
+	RunID     string
+	CreatedAt time.Time
+}
+
+// Is reports whether s is the draft m names.
+func (s Suggestion) Is(m SuggestionMark) bool {
+	return s.RunID == m.RunID && s.CreatedAt.Equal(m.CreatedAt)
+}
+
+// ErrSuggestionReplaced is a send or discard of a draft that no longer
+// waits because a newer one replaced it: nothing is done, so that no
+// operator sends or drops a draft they did not read.
+var ErrSuggestionReplaced = errors.New("a newer suggestion replaced the one named")
+
 // CheckMessages validates the messages of a suggestion, drafted or as an
 // operator edited them: 1 to MaxSuggestionMessages, each sendable.
 func CheckMessages(msgs []Outbound) error {

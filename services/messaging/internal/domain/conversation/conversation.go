@@ -172,14 +172,16 @@ type Suggestions interface {
 	Draft(ctx context.Context, s Suggestion, rec *receipt.Receipt) error
 	// Take removes the conversation's waiting suggestion and returns it,
 	// so that only one operator sends it; ErrNoSuggestion when none
-	// waits.
-	Take(ctx context.Context, conversationID string) (Suggestion, error)
+	// waits. Given seen, only that draft is taken: another waiting is
+	// ErrSuggestionReplaced, and stays.
+	Take(ctx context.Context, conversationID string, seen *SuggestionMark) (Suggestion, error)
 	// PutBack makes s, taken but not (all) sent, the waiting suggestion
 	// again, unless a newer draft waits by now.
 	PutBack(ctx context.Context, s Suggestion) error
 	// Discard removes the conversation's waiting suggestion, if one
-	// waits.
-	Discard(ctx context.Context, conversationID string) error
+	// waits. Given seen, only that draft is removed: another waiting is
+	// ErrSuggestionReplaced, and stays.
+	Discard(ctx context.Context, conversationID string, seen *SuggestionMark) error
 	// Waiting says which of the conversations have a waiting suggestion.
 	Waiting(ctx context.Context, conversationIDs []string) (map[string]bool, error)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -241,20 +243,49 @@ func (h *adminHandlers) sendSuggestion(c echo.Context) error {
 	if len(req.Messages) > 0 {
 		edited = fromAPIOutbounds(req.Messages)
 	}
-	sent, err := h.app.SendSuggestion(c.Request().Context(), ws, c.Param("id"), req.Operator, edited)
+	var seen *conversation.SuggestionMark
+	if req.Seen != nil {
+		if seen, err = suggestionMark("seen.", req.Seen.RunID, req.Seen.CreatedAt); err != nil {
+			return err
+		}
+	}
+	sent, err := h.app.SendSuggestion(c.Request().Context(), ws, c.Param("id"), req.Operator, seen, edited)
 	if err != nil {
 		return chatFieldsHTTP("")(err)
 	}
 	return c.JSON(http.StatusCreated, messagingapi.SuggestionSent{Messages: toAPIMessages(sent)})
 }
 
-// DELETE /admin/conversations/:id/suggestion?workspace_id=W
+// maxRunIDLength bounds a run_id named in a query: a chat run's id is a
+// UUID, and a draft's is what the run gave.
+const maxRunIDLength = 128
+
+// suggestionMark reads the draft an operator read, as its suggestion's
+// run_id and created_at (under prefix, for the refusal's words).
+func suggestionMark(prefix, runID, createdAt string) (*conversation.SuggestionMark, error) {
+	if runID == "" || len(runID) > maxRunIDLength || !utf8.ValidString(runID) || strings.ContainsRune(runID, 0) {
+		return nil, errs.InvalidRequest("%srun_id must be the suggestion's run_id", prefix)
+	}
+	at, err := time.Parse(time.RFC3339Nano, createdAt)
+	if err != nil {
+		return nil, errs.InvalidRequest("%screated_at must be the suggestion's created_at (RFC 3339)", prefix)
+	}
+	return &conversation.SuggestionMark{RunID: runID, CreatedAt: at}, nil
+}
+
+// DELETE /admin/conversations/:id/suggestion?workspace_id=W[&run_id=R&created_at=T]
 func (h *adminHandlers) discardSuggestion(c echo.Context) error {
 	ws, err := workspaceID(c.QueryParam("workspace_id"))
 	if err != nil {
 		return err
 	}
-	s, err := h.app.DiscardSuggestion(c.Request().Context(), ws, c.Param("id"))
+	var seen *conversation.SuggestionMark
+	if runID, at := c.QueryParam("run_id"), c.QueryParam("created_at"); runID != "" || at != "" {
+		if seen, err = suggestionMark("", runID, at); err != nil {
+			return err
+		}
+	}
+	s, err := h.app.DiscardSuggestion(c.Request().Context(), ws, c.Param("id"), seen)
 	if err != nil {
 		return toHTTP(err)
 	}

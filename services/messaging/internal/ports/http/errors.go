@@ -25,6 +25,9 @@ const (
 	// in ai_mode external.
 	CodeAIModeExternal     = "ai_mode_external"
 	CodeSuggestionNotFound = "suggestion_not_found"
+	// CodeSuggestionReplaced is a send or discard of a draft a newer one
+	// replaced.
+	CodeSuggestionReplaced = "suggestion_replaced"
 	// CodePlatformUnsupported is a send to a platform Parley cannot send to
 	// yet (501): the request is right, the service cannot do it.
 	CodePlatformUnsupported = "platform_unsupported"
@@ -62,6 +65,8 @@ func toHTTP(err error) error {
 		return errs.New(http.StatusConflict, CodeAIModeExternal, "the channel is in ai_mode external: the developer answers there, and the AI sends nothing")
 	case errors.Is(err, conversation.ErrNoSuggestion):
 		return errs.NotFound(CodeSuggestionNotFound, "no suggestion waits in this conversation")
+	case errors.Is(err, conversation.ErrSuggestionReplaced):
+		return errs.New(http.StatusConflict, CodeSuggestionReplaced, "a newer suggestion replaced the one named: nothing was done")
 	case errors.Is(err, conversation.ErrOutsideWindow):
 		return errs.New(http.StatusConflict, CodeOutsideWindow, "the customer's last message is older than the messaging window (24 hours on messenger and instagram); nothing was sent")
 	case errors.As(err, &platform):
