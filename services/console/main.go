@@ -101,7 +101,7 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Webhooks:   services,
 		Flows:      services,
 		Inbox:      services,
-		Replies:    idempotency.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, replyKeyScope, idempotency.Options{Log: svc.Log()}),
+		Replies:    adapters.NewReplyForms(idempotency.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, replyKeyScope, idempotency.Options{Log: svc.Log()})),
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/parleyhq/parley/pkg/adminclient"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
-	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/pkg/ids"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 	"github.com/parleyhq/parley/services/console/internal/domain/session"
@@ -42,7 +41,7 @@ type App struct {
 	flows      FlowRunner
 	webhooks   Webhooks
 	inbox      Inbox
-	replies    *idempotency.Store
+	replies    ReplyForms
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -62,7 +61,7 @@ type Deps struct {
 	Inbox      Inbox
 	// Replies remember the reply forms sent (Reply's sendID), so that a
 	// form posted twice sends once; nil remembers none.
-	Replies *idempotency.Store
+	Replies ReplyForms
 	Limiter SignInLimiter
 	Hasher  *operator.Hasher
 	Policy  session.Policy

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	flowrunnerapi "github.com/parleyhq/parley/pkg/api/flowrunner"
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
-	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/services/console/internal/domain/operator"
 )
 
@@ -133,6 +131,23 @@ var ErrReplySent = errors.New("this reply was sent already")
 // still sending.
 var ErrReplySending = errors.New("this reply is still being sent")
 
+// ReplyForms remember the reply forms sent (Deps.Replies), so that a form
+// posted twice sends once.
+type ReplyForms interface {
+	// Claim takes the send of message m from the reply form formID to the
+	// workspace's conversation: ErrReplySent when that form sent m
+	// before, ErrReplySending while it is sending it.
+	Claim(ctx context.Context, workspaceID, conversationID, formID string, m messagingapi.OutboundMessage) (ReplyClaim, error)
+}
+
+// ReplyClaim is a reply form's send, claimed.
+type ReplyClaim interface {
+	// Sent keeps the form sent: posted again, it sends nothing.
+	Sent(ctx context.Context, messageID string)
+	// Refused frees the form: posted again, it sends.
+	Refused(ctx context.Context)
+}
+
 // Reply sends an operator's reply to the conversation's customer through
 // messaging's send path, as sender user with op's email kept. sendID is
 // the reply form's (drawn once with the page): a form posted again with the
@@ -143,50 +158,26 @@ func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conv
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return messagingapi.Message{}, err
 	}
-	var claim *idempotency.Claim
+	var claim ReplyClaim
 	if a.replies != nil && IsID(sendID) {
 		var err error
-		if claim, err = a.claimReply(ctx, workspaceID, conversationID, sendID, m); err != nil {
+		if claim, err = a.replies.Claim(ctx, workspaceID, conversationID, sendID, m); err != nil {
 			return messagingapi.Message{}, err
 		}
 	}
 	sent, err := a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m})
 	if claim != nil {
-		// A refused reply may be posted again; a sent one is done. Either
-		// failing only loses the guard against a repeat, not the reply.
-		cctx := context.WithoutCancel(ctx)
+		// A refused reply may be posted again; a sent one is done.
 		if err != nil {
-			_ = claim.Release(cctx)
+			claim.Refused(context.WithoutCancel(ctx))
 		} else {
-			_ = claim.Complete(cctx, idempotency.Response{Status: http.StatusCreated, Ref: sent.ID})
+			claim.Sent(context.WithoutCancel(ctx), sent.ID)
 		}
 	}
 	if err != nil {
 		return messagingapi.Message{}, conversationError("send reply", err)
 	}
 	return sent, nil
-}
-
-// claimReply claims the reply form's sendID for this message to this
-// conversation: another message sent from the same form (the browser's
-// back button, the text changed) is a reply of its own.
-func (a *App) claimReply(ctx context.Context, workspaceID, conversationID, sendID string, m messagingapi.OutboundMessage) (*idempotency.Claim, error) {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("reply fingerprint: %w", err)
-	}
-	fp := idempotency.Fingerprint(http.MethodPost, conversationID, body)
-	res, err := a.replies.Begin(ctx, workspaceID, sendID+"/"+fp, fp)
-	if err != nil {
-		return nil, fmt.Errorf("claim reply: %w", err)
-	}
-	switch res.State {
-	case idempotency.Claimed:
-		return res.Claim, nil
-	case idempotency.InProgress:
-		return nil, ErrReplySending
-	}
-	return nil, ErrReplySent
 }
 
 // ErrNoSuggestion is a send of a suggestion when none waits: another
