@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -78,4 +79,11 @@ func TestSuggestionSeenIsTheOneSentOrDiscarded(t *testing.T) {
 	wantErr(t, err, http.StatusBadRequest, "invalid_request", "run_id")
 	_, err = ops.DiscardSuggestion(ctx, ws, conv.ID, &messagingapi.SuggestionSeen{CreatedAt: third.CreatedAt})
 	wantErr(t, err, http.StatusBadRequest, "invalid_request", "run_id")
+	// A run_id of up to 128 characters names a draft (here none waits);
+	// a longer one is refused.
+	draft("turn-3:1", "run-3", "Bye.")
+	_, err = ops.SendSuggestion(ctx, conv.ID, messagingapi.SendSuggestion{WorkspaceID: ws, Seen: &messagingapi.SuggestionSeen{RunID: strings.Repeat("r", 128), CreatedAt: third.CreatedAt}})
+	wantErr(t, err, http.StatusConflict, "suggestion_replaced", "")
+	_, err = ops.SendSuggestion(ctx, conv.ID, messagingapi.SendSuggestion{WorkspaceID: ws, Seen: &messagingapi.SuggestionSeen{RunID: strings.Repeat("r", 129), CreatedAt: third.CreatedAt}})
+	wantErr(t, err, http.StatusBadRequest, "invalid_request", "seen.run_id")
 }
