@@ -504,8 +504,6 @@ func (c *Console) inboxActionError(ctx echo.Context, err error, notDone string, 
 	switch e.Code {
 	case "outside_messaging_window":
 		message = "The platform's 24-hour window closed: it takes no reply until the customer writes again."
-	case "suggestion_not_found":
-		message = noSuggestion
 	case errs.CodeInvalidRequest:
 		message = fullStop(e.Message)
 	}
