@@ -31,16 +31,8 @@ func TestPutResumesAPausedWebhook(t *testing.T) {
 	rcv.SetStatus(http.StatusInternalServerError)
 	ws := uuid.NewString()
 	oldSecret := h.saveWebhook(ws, rcv.URL)
-	fail := func() {
-		t.Helper()
-		ev := messageEvent(ws, false)
-		h.publish(ev)
-		if d := h.waitDelivery(ws, ev.GetId()); d.Status != dispatcherapi.DeliveryFailed {
-			t.Fatalf("delivery to a failing receiver: %s", jsonOf(d))
-		}
-	}
-	fail()
-	fail()
+	h.failDelivery(ws)
+	h.failDelivery(ws)
 	if w := call[dispatcherapi.WebhookResponse](h, ws, http.MethodGet, "/v1/webhook", nil, http.StatusOK).Webhook; w.Status != "paused" {
 		t.Fatalf("after 2 failures with WEBHOOK_PAUSE_AFTER=2 the webhook is %q", w.Status)
 	}
@@ -57,7 +49,7 @@ func TestPutResumesAPausedWebhook(t *testing.T) {
 	}
 
 	// The count starts again from zero: one failure does not pause it.
-	fail()
+	h.failDelivery(ws)
 	if st, failures := h.webhookRow(ws); st != "active" || failures != 1 {
 		t.Fatalf("one failure after the PUT: %s with %d failures, want active with 1", st, failures)
 	}
@@ -123,14 +115,6 @@ func TestTestEventLeavesThePauseCountAlone(t *testing.T) {
 	rcv.SetStatus(http.StatusInternalServerError)
 	ws := uuid.NewString()
 	h.saveWebhook(ws, rcv.URL)
-	fail := func() {
-		t.Helper()
-		ev := messageEvent(ws, false)
-		h.publish(ev)
-		if d := h.waitDelivery(ws, ev.GetId()); d.Status != dispatcherapi.DeliveryFailed {
-			t.Fatalf("delivery to a failing receiver: %s", jsonOf(d))
-		}
-	}
 	test := func(wantStatus string, wantFailures int) {
 		t.Helper()
 		before := len(rcv.Requests())
@@ -144,12 +128,23 @@ func TestTestEventLeavesThePauseCountAlone(t *testing.T) {
 			t.Fatalf("after a delivered test event: %s with %d failures, want %s with %d", st, failures, wantStatus, wantFailures)
 		}
 	}
-	fail()
-	fail()
+	h.failDelivery(ws)
+	h.failDelivery(ws)
 	test("active", 2)
-	fail()
+	h.failDelivery(ws)
 	if st, _ := h.webhookRow(ws); st != "paused" {
 		t.Fatalf("the third failure in a row left the webhook %s", st)
 	}
 	test("paused", 3)
+}
+
+// failDelivery publishes a message event of ws, whose webhook's receiver
+// refuses every attempt, and waits for its delivery to fail.
+func (h *harness) failDelivery(ws string) {
+	h.t.Helper()
+	ev := messageEvent(ws, false)
+	h.publish(ev)
+	if d := h.waitDelivery(ws, ev.GetId()); d.Status != dispatcherapi.DeliveryFailed {
+		h.t.Fatalf("delivery to a failing receiver: %s", jsonOf(d))
+	}
 }
