@@ -100,15 +100,23 @@ import (
 //     servers of their own with three replicas of every stream, and the
 //     ratios to the one-server figures (pipeline_cluster_test.go;
 //     -pipeline.cluster);
+//   - pipeline-quiet-before-noisy: the paced run again, every webhook
+//     healthy, counting only the workspaces whose webhooks will hang in
+//     the next line (noisyHealthy): the quiet reference of pipeline-noisy,
+//     taken right before it on the same suite, history and hour, so that
+//     the ratio below measures the hanging webhooks and not the minutes
+//     and the kills between the first paced run and the last;
 //   - pipeline-noisy: the paced run again, one instance each, with
 //     -pipeline.hanging of the workspaces' webhooks saved to an endpoint
 //     (a server of its own, as another host would be) that accepts the
 //     request and never answers until the benchmark ends. Latency and
 //     loss count only the healthy workspaces' messages; beside their
-//     p50/p99 it reports the quiet paced run's (quiet-p50-ms,
-//     quiet-p99-ms) and the ratios. The hanging webhooks get paused after
-//     WEBHOOK_PAUSE_AFTER failed deliveries, as they should; it is last
-//     because what hangs stays in flight until the end.
+//     p50/p99 it reports pipeline-quiet-before-noisy's (quiet-p50-ms,
+//     quiet-p99-ms) and the ratios to them, and the ratios to the first
+//     paced run's (p50-ratio-to-first-quiet, p99-ratio-to-first-quiet).
+//     The hanging webhooks get paused after WEBHOOK_PAUSE_AFTER failed
+//     deliveries, as they should; it is last because what hangs stays in
+//     flight until the end.
 //
 // Each run also says where the time goes. CPU time per message:
 // gateway-cpu-ms, messaging-cpu-ms and dispatcher-cpu-ms (the processes
@@ -210,6 +218,7 @@ func BenchmarkPipeline(b *testing.B) {
 	if *pipelineCluster > 0 {
 		b.Run(fmt.Sprintf("cluster%d", *pipelineCluster), pb.onCluster)
 	}
+	b.Run("pipeline-quiet-before-noisy", pb.quietBeforeNoisy)
 	b.Run("pipeline-noisy", pb.noisy)
 
 	fmt.Printf("loadavg-end: %s\n", loadAverage())
@@ -244,9 +253,10 @@ type pipelineBench struct {
 	// Figures of earlier sub-benchmarks that later ones are a ratio of;
 	// zero when not run (filtered out).
 	floorHTTP, floorPGJS pipelineBare
-	maxRate              float64 // pipeline-max/instances=1's messages/s
-	maxCPU               float64 // and its total-cpu-ms
-	quiet                pipelineResult
+	maxRate              float64        // pipeline-max/instances=1's messages/s
+	maxCPU               float64        // and its total-cpu-ms
+	quiet                pipelineResult // the first paced run's
+	quietNear            pipelineResult // pipeline-quiet-before-noisy's
 	rssIdle              map[string]float64
 	// dispatchers, messagings and runners (flow-runners) are the
 	// processes of each service now running whose CPU time the runs
@@ -941,24 +951,47 @@ func (pb *pipelineBench) paced(b *testing.B) {
 	}
 }
 
+// noisyHanging is how many workspaces' webhooks hang in pipeline-noisy:
+// the last ones.
+func (pb *pipelineBench) noisyHanging() int {
+	return int(math.Round(*pipelineHanging * float64(len(pb.spaces))))
+}
+
+// noisyHealthy says whether workspace ws's webhook stays healthy in
+// pipeline-noisy: only those workspaces' messages count there and in its
+// quiet reference.
+func (pb *pipelineBench) noisyHealthy(ws int) bool {
+	return ws < len(pb.spaces)-pb.noisyHanging()
+}
+
+// quietBeforeNoisy is pipeline-quiet-before-noisy: pipeline-noisy's
+// quiet reference.
+func (pb *pipelineBench) quietBeforeNoisy(b *testing.B) {
+	pb.quietNear, _ = pb.pacedRun(b, *pipelinePaced, pb.pacedRate(), pb.noisyHealthy)
+}
+
 // noisy is pipeline-noisy: the paced run with some workspaces' webhooks
 // hanging; only the others' messages count.
 func (pb *pipelineBench) noisy(b *testing.B) {
-	hanging := int(math.Round(*pipelineHanging * float64(len(pb.spaces))))
-	for i := len(pb.spaces) - hanging; i < len(pb.spaces); i++ {
-		if !pb.spaces[i].hanging {
-			pb.putWebhook(b, pb.spaces[i].key, pb.hang.url)
+	hanging := pb.noisyHanging()
+	for i, w := range pb.spaces {
+		if !pb.noisyHealthy(i) && !w.hanging {
+			pb.putWebhook(b, w.key, pb.hang.url)
 			pb.spaces[i].hanging = true
 		}
 	}
-	res, _ := pb.pacedRun(b, *pipelinePaced, pb.pacedRate(), func(ws int) bool { return !pb.spaces[ws].hanging })
+	res, _ := pb.pacedRun(b, *pipelinePaced, pb.pacedRate(), pb.noisyHealthy)
 	b.ReportMetric(float64(hanging), "hanging-webhooks")
 	b.ReportMetric(float64(pb.hang.held.Load()), "hung-requests")
-	if pb.quiet.messages > 0 {
-		b.ReportMetric(pb.quiet.p50, "quiet-p50-ms")
-		b.ReportMetric(pb.quiet.p99, "quiet-p99-ms")
-		b.ReportMetric(res.p50/pb.quiet.p50, "p50-ratio-to-quiet")
-		b.ReportMetric(res.p99/pb.quiet.p99, "p99-ratio-to-quiet")
+	if q := pb.quietNear; q.messages > 0 {
+		b.ReportMetric(q.p50, "quiet-p50-ms")
+		b.ReportMetric(q.p99, "quiet-p99-ms")
+		b.ReportMetric(res.p50/q.p50, "p50-ratio-to-quiet")
+		b.ReportMetric(res.p99/q.p99, "p99-ratio-to-quiet")
+	}
+	if q := pb.quiet; q.messages > 0 {
+		b.ReportMetric(res.p50/q.p50, "p50-ratio-to-first-quiet")
+		b.ReportMetric(res.p99/q.p99, "p99-ratio-to-first-quiet")
 	}
 	paused := 0
 	for _, w := range pb.spaces {
