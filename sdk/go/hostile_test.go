@@ -330,6 +330,10 @@ func TestStreamOfAHostileServer(t *testing.T) {
 		wantErr error // nil: the stream ends with RunEnd
 	}{
 		{"CRLF line ends", []string{"event: run_start\r\ndata: {\"run_id\":\"r\"}\r\n\r\nevent: end\r\ndata: {\"status\":\"completed\"}\r\n\r\n"}, 2, nil},
+		{"bare CR line ends", []string{"event: run_start\rdata: {\"run_id\":\"r\"}\r\revent: end\rdata: {\"status\":\"completed\"}\r\r"}, 2, nil},
+		// A proxy's writes may part a CRLF: still one line end.
+		{"CR and LF in separate writes", []string{"event: run_start\r", "\ndata: {\"run_id\":\r", "\ndata: \"r\"}\r", "\n\r", "\n", end}, 2, nil},
+		{"a byte order mark over two writes", []string{"\xEF\xBB", "\xBFevent: run_start\ndata: {\"run_id\":\"r\"}\n\n", end}, 2, nil},
 		{"an event split byte by byte", strings.Split("event: run_start\ndata: {\"run_id\":\"r\"}\n\n"+end, ""), 2, nil},
 		{"comments, retry and id fields", []string{": ping\n\nretry: 10\nid: 7\n\n: ping\nevent: run_start\nretry: -1\ndata: {\"run_id\":\"r\"}\n\n", end}, 2, nil},
 		{"an unknown event", []string{"event: novel\ndata: {}\n\n", end}, 1, nil},
@@ -345,6 +349,7 @@ func TestStreamOfAHostileServer(t *testing.T) {
 		{"data that is not JSON", []string{"event: run_start\ndata: <html>\n\n", end}, 0, ErrMalformedAnswer},
 		{"a line over the bound", []string{"event: run_start\ndata: {\"run_id\":\"" + strings.Repeat("r", 2<<10) + "\"}\n\n", end}, 0, ErrMalformedAnswer},
 		{"a comment over the bound", []string{": " + strings.Repeat("p", 2<<10) + "\n\n", end}, 0, ErrMalformedAnswer},
+		{"a comment over the bound in bare CR lines", []string{": ping\r: " + strings.Repeat("p", 2<<10) + "\r\r", end}, 0, ErrMalformedAnswer},
 		// JSON, as the lines join with "\n": only its size is wrong.
 		{"an event over the bound in short lines", []string{"event: message\ndata: {\n" + strings.Repeat("data:         \n", 200) + "data: }\n\n", end}, 0, ErrMalformedAnswer},
 	} {

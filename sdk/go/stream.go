@@ -2,6 +2,7 @@ package parley
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -182,30 +183,33 @@ func replayEvents(res *InvokeResult, yield func(RunEvent, error) bool) {
 }
 
 // readEvents parses Server-Sent Events from body and yields each known
-// event until the end event, the caller's break or the stream's loss.
-// Comment lines (": ping") are skipped, as are the fields other than
-// event and data (id, retry) and events of names this client does not
-// know; several data lines of one event join with "\n". A line, or an
-// event's data, over limit bytes ends the stream with an error, as does
-// an event whose data is not its JSON: the connection is then closed,
-// which stops the run.
+// event until the end event, the caller's break or the stream's loss. It
+// follows the event-stream format of the HTML standard ("Server-sent
+// events", docs/client.md "Streaming a run"): lines end at CRLF, LF or a
+// bare CR (lineReader), a leading byte order mark is skipped, comment lines
+// (": ping") are skipped, as are the fields other than event and data (id,
+// retry) and events of names this client does not know; a field without a
+// colon has an empty value, one space after the colon is dropped, several
+// data lines of one event join with "\n", and an event without data is not
+// dispatched. A line, or an event's data, over limit bytes ends the stream
+// with an error, as does an event whose data is not its JSON: the
+// connection is then closed, which stops the run.
 func readEvents(ctx context.Context, body io.Reader, limit int64, yield func(RunEvent, error) bool) {
-	br := bufio.NewReader(body)
+	lines := newLineReader(body, limit)
 	var name string
 	var data strings.Builder
 	var hasData bool
 	for {
-		line, err := readLine(br, limit)
+		line, err := lines.next()
 		if errors.Is(err, ErrMalformedAnswer) {
 			yield(nil, fmt.Errorf("%w: %w", ErrStreamDropped, err))
 			return
 		}
 		if err != nil {
-			// A last line without its newline is not a whole event either.
+			// A last line without its line end is not a whole event either.
 			yield(nil, dropped(ctx, err))
 			return
 		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		switch {
 		case line == "":
 			if !hasData {
@@ -255,19 +259,72 @@ func readEvents(ctx context.Context, body io.Reader, limit int64, yield func(Run
 	}
 }
 
-// readLine reads one line, its "\n" included, of at most limit bytes; a
-// longer one is an error wrapping ErrMalformedAnswer, read no further.
-func readLine(br *bufio.Reader, limit int64) (string, error) {
+// byteOrderMark is U+FEFF in UTF-8: an event stream may start with one.
+const byteOrderMark = "\uFEFF"
+
+// lineReader splits an event stream into its lines, which end at CRLF, LF
+// or a bare CR, whatever the reads the bytes come in.
+type lineReader struct {
+	br    *bufio.Reader
+	limit int64
+	// started is set once the leading byte order mark, if any, is skipped.
+	started bool
+	// afterCR: the last line ended at a CR, so an LF next is the rest of
+	// its line end (CRLF), not an empty line. It is looked at only when
+	// the next line is asked for: a line is returned at its CR, without
+	// waiting for a byte that may be long in coming.
+	afterCR bool
+}
+
+func newLineReader(r io.Reader, limit int64) *lineReader {
+	return &lineReader{br: bufio.NewReader(r), limit: limit}
+}
+
+// next returns the next line without its line end. A line of more than
+// limit bytes is an error wrapping ErrMalformedAnswer, read no further. At
+// the end of the stream it returns the reader's error (io.EOF), and drops
+// a last line that has no line end.
+func (lr *lineReader) next() (string, error) {
+	if !lr.started {
+		lr.started = true
+		// A 3-byte wait at most, before the first line: no event is that
+		// short.
+		if b, err := lr.br.Peek(len(byteOrderMark)); err == nil && string(b) == byteOrderMark {
+			lr.br.Discard(len(byteOrderMark))
+		}
+	}
+	if lr.afterCR {
+		lr.afterCR = false
+		b, err := lr.br.ReadByte()
+		if err != nil {
+			return "", err
+		}
+		if b != '\n' {
+			lr.br.UnreadByte()
+		}
+	}
 	var line []byte
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if int64(len(line)+len(chunk)) > limit {
-			return "", fmt.Errorf("%w: a line over %d bytes", ErrMalformedAnswer, limit)
+		if lr.br.Buffered() == 0 {
+			if _, err := lr.br.Peek(1); err != nil {
+				return "", err
+			}
 		}
-		line = append(line, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return string(line), err
+		buf, _ := lr.br.Peek(lr.br.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			i = len(buf)
 		}
+		if int64(len(line)+i) > lr.limit {
+			return "", fmt.Errorf("%w: a line over %d bytes", ErrMalformedAnswer, lr.limit)
+		}
+		line = append(line, buf[:i]...)
+		if i < len(buf) {
+			lr.afterCR = buf[i] == '\r'
+			lr.br.Discard(i + 1)
+			return string(line), nil
+		}
+		lr.br.Discard(i)
 	}
 }
 
