@@ -23,7 +23,8 @@ const DefaultBodyLimit = 1 << 20
 // the others did: for example Redis, where Claim is SET key 1 NX EX ttl
 // (first is whether it set the key) and Release is DEL key. Whatever the
 // store, Claim must be atomic: two concurrent claims of one id may not both
-// be first.
+// be first, and a claimed id must be remembered at least MinTTL (an EX of
+// 601 or more), as long as a replay of its delivery verifies.
 type Store interface {
 	// Claim records id and reports whether it is new (first): false means
 	// the delivery was handled, or is being handled, already.

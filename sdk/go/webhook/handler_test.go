@@ -169,33 +169,52 @@ func TestHandlerHandlesOnce(t *testing.T) {
 // TestHandlerReplayOfARecordedDelivery: an attempt recorded on its way
 // (its headers and body as sent) and sent again is answered 200 without
 // being handled while its timestamp verifies, and refused 401 once it no
-// longer does, the store having remembered its id all along.
+// longer does, the store having remembered its id all along, whatever TTL
+// it was given. The attempt is stamped Tolerance ahead of the receiver's
+// clock, so it verifies for the longest: from its arrival until its stamp
+// is Tolerance behind, and a second more (whole seconds).
 func TestHandlerReplayOfARecordedDelivery(t *testing.T) {
 	t.Parallel()
-	sent := time.Unix(1_800_000_000, 0)
-	now := sent
-	var rec recorder
-	h := NewHandler(testSecret, NewMemoryStore(0, 0), rec.handle, WithClock(func() time.Time { return now }))
-	recorded := delivery(t, "/", testSecret, sent, "d1", testBody("d1"))
-	replay := func() (int, string) {
-		r := recorded.Clone(context.Background())
-		r.Body = io.NopCloser(strings.NewReader(string(testBody("d1"))))
-		return serve(h, r)
-	}
-	for _, tt := range []struct {
-		after time.Duration
-		code  int
-	}{
-		{0, http.StatusOK},           // the genuine attempt
-		{time.Second, http.StatusOK}, // replayed at once
-		{Tolerance, http.StatusOK},   // at the window's edge
-		{Tolerance + time.Second, http.StatusUnauthorized},
-		{DefaultTTL + time.Hour, http.StatusUnauthorized}, // the id forgotten, the timestamp still refused
-	} {
-		now = sent.Add(tt.after)
-		if code, body := replay(); code != tt.code || rec.calls() != 1 {
-			t.Fatalf("%s after it was sent: %d %q, %d calls; want %d, 1 call", tt.after, code, body, rec.calls(), tt.code)
-		}
+	for _, ttl := range []time.Duration{0, time.Nanosecond, time.Minute, 2 * Tolerance} {
+		t.Run(fmt.Sprintf("ttl %s", ttl), func(t *testing.T) {
+			t.Parallel()
+			sent := time.Unix(1_800_000_000, 0)
+			arrived := sent.Add(-Tolerance)
+			now := arrived
+			clock := func() time.Time { return now }
+			store := NewMemoryStore(ttl, 0)
+			store.now = clock
+			var rec recorder
+			h := NewHandler(testSecret, store, rec.handle, WithClock(clock))
+			recorded := delivery(t, "/", testSecret, sent, "d1", testBody("d1"))
+			replay := func() (int, string) {
+				r := recorded.Clone(context.Background())
+				r.Body = io.NopCloser(strings.NewReader(string(testBody("d1"))))
+				return serve(h, r)
+			}
+			for _, tt := range []struct {
+				after time.Duration
+				code  int
+			}{
+				{0, http.StatusOK},           // the genuine attempt
+				{time.Second, http.StatusOK}, // replayed at once
+				{Tolerance, http.StatusOK},
+				{2*Tolerance + 999*time.Millisecond, http.StatusOK}, // at the window's far edge
+				{2*Tolerance + time.Second, http.StatusUnauthorized},
+				{DefaultTTL + time.Hour, http.StatusUnauthorized}, // the id forgotten, the timestamp still refused
+			} {
+				now = arrived.Add(tt.after)
+				if code, body := replay(); code != tt.code || rec.calls() != 1 {
+					t.Fatalf("%s after it arrived: %d %q, %d calls; want %d, 1 call", tt.after, code, body, rec.calls(), tt.code)
+				}
+			}
+			// The far edge is in the window: another delivery sent then is
+			// handled.
+			now = arrived.Add(2*Tolerance + 999*time.Millisecond)
+			if code, _ := serve(h, delivery(t, "/", testSecret, sent, "d2", testBody("d2"))); code != http.StatusOK || rec.calls() != 2 {
+				t.Fatalf("another delivery at the far edge: %d, %d calls; want 200, 2", code, rec.calls())
+			}
+		})
 	}
 }
 

@@ -8,10 +8,10 @@ import (
 )
 
 // MemoryStore is a Store in the process's memory, for a receiver that runs
-// as one instance: it remembers a delivery id for a TTL, and at most a
-// number of ids, forgetting the oldest first. It is safe for concurrent
-// use. The ids are lost when the process stops; several instances need a
-// shared Store (see Store).
+// as one instance: it remembers a delivery id for a TTL of at least
+// MinTTL, and at most a number of ids older than MinTTL, forgetting the
+// oldest first. It is safe for concurrent use. The ids are lost when the
+// process stops; several instances need a shared Store (see Store).
 type MemoryStore struct {
 	ttl time.Duration
 	max int
@@ -27,7 +27,7 @@ type claim struct {
 	at time.Time
 }
 
-// Defaults of NewMemoryStore.
+// Defaults and bounds of NewMemoryStore.
 const (
 	// DefaultTTL is how long a delivery id is remembered: Parley retries a
 	// delivery within seconds, but an operator's replay of an event can
@@ -35,16 +35,28 @@ const (
 	DefaultTTL = 24 * time.Hour
 	// DefaultMaxIDs bounds the memory the ids take (about 100 bytes each).
 	DefaultMaxIDs = 100_000
+	// MinTTL is the least time a MemoryStore remembers an id, whatever it
+	// was asked: as long as an attempt of the delivery can still verify.
+	// An attempt stamped Tolerance ahead of the receiver's clock verifies
+	// when it first arrives and again, recorded and sent anew, until it is
+	// Tolerance behind (VerifyAt compares whole seconds: up to a second
+	// more); an id forgotten sooner would be handled twice.
+	MinTTL = 2*Tolerance + time.Second
 )
 
-// NewMemoryStore returns a MemoryStore that remembers an id for ttl and at
-// most max ids; zero or less means DefaultTTL, DefaultMaxIDs. Keep ttl at
-// least twice Tolerance (10 minutes): an attempt recorded on its way
-// verifies for up to that long after it first arrived, and one whose id
-// the store forgot by then would be handled again.
+// NewMemoryStore returns a MemoryStore that remembers an id for ttl, and at
+// most max ids; zero or less means DefaultTTL, DefaultMaxIDs. A ttl under
+// MinTTL is MinTTL, and an id younger than MinTTL is never forgotten for
+// max: an id is remembered as long as its delivery verifies, so a replay is
+// never handled again. The ids of the last MinTTL are kept beyond max,
+// their number bounded by the deliveries Parley makes in that time (a
+// forged one is refused before its id is stored).
 func NewMemoryStore(ttl time.Duration, max int) *MemoryStore {
 	if ttl <= 0 {
 		ttl = DefaultTTL
+	}
+	if ttl < MinTTL {
+		ttl = MinTTL
 	}
 	if max <= 0 {
 		max = DefaultMaxIDs
@@ -64,8 +76,8 @@ func (s *MemoryStore) Claim(_ context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	s.byID[id] = s.order.PushBack(&claim{id: id, at: now})
-	for s.order.Len() > s.max {
-		s.remove(s.order.Front())
+	for e := s.order.Front(); s.order.Len() > s.max && now.Sub(e.Value.(*claim).at) >= MinTTL; e = s.order.Front() {
+		s.remove(e)
 	}
 	return true, nil
 }
