@@ -14,7 +14,7 @@ import (
 	"github.com/parleyhq/parley/pkg/errs"
 )
 
-var sendIDInput = regexp.MustCompile(`name="send_id" value="([^"]*)"`)
+var formIDInput = regexp.MustCompile(`name="form_id" value="([^"]*)"`)
 
 // postConcurrently posts form to path n times at once, as a double click
 // or a browser's resubmit would, and returns the statuses.
@@ -70,14 +70,14 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 		messagingapi.Message{Sender: messagingapi.SenderContact, Type: "text", Content: "Hello?"})
 	path := "/workspaces/" + own + "/conversations/" + conv
 	page := b.get(path)
-	id := sendIDInput.FindStringSubmatch(page.body)
+	id := formIDInput.FindStringSubmatch(page.body)
 	if id == nil || id[1] == "" {
-		t.Fatalf("the reply form has no send_id:\n%s", page.body)
+		t.Fatalf("the reply form has no form_id:\n%s", page.body)
 	}
-	if again := sendIDInput.FindStringSubmatch(b.get(path).body); again == nil || again[1] == id[1] {
-		t.Fatalf("the page drawn again has the same send_id %q", id[1])
+	if again := formIDInput.FindStringSubmatch(b.get(path).body); again == nil || again[1] == id[1] {
+		t.Fatalf("the page drawn again has the same form_id %q", id[1])
 	}
-	form := url.Values{"csrf_token": {csrf(t, page)}, "send_id": {id[1]}, "text": {"On its way"}}
+	form := url.Values{"csrf_token": {csrf(t, page)}, "form_id": {id[1]}, "text": {"On its way"}}
 
 	for i, status := range postConcurrently(t, b, path+"/reply", form, 4) {
 		if status != http.StatusSeeOther && status != http.StatusConflict {
@@ -88,7 +88,7 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 		t.Fatalf("the form posted 4 times at once sent %d replies, want 1", n)
 	}
 	r := b.do(http.MethodPost, path+"/reply", form, nil)
-	if r.status != http.StatusSeeOther || r.location() != path+"?done=sent#reply" {
+	if r.status != http.StatusSeeOther || r.location() != path+"?done=sent&again=1#reply" {
 		t.Fatalf("the form posted again = %d %q: %s", r.status, r.location(), r.body)
 	}
 	if n := h.messaging.repliesSent(); n != 1 {

@@ -15,7 +15,7 @@ var formFields = []string{
 	"until", "status", "since", "event", "url", "unanswered", "token", "to", "title", "text", "tags", "suggestion",
 	"secret", "run_id", "quick_replies", "name", "mine", "me", "markdown", "kind", "handed_over", "from", "external_id",
 	"edited", "document", "channel_id", "buttons", "assignee", "ai_mode", "text_0", "version", "before", "done",
-	"conversation", "email", "password", "send_id",
+	"conversation", "email", "password", "form_id",
 }
 
 // TestEveryRouteRefusesHostileInput sends every page and action of the

@@ -101,7 +101,7 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 		Webhooks:   services,
 		Flows:      services,
 		Inbox:      services,
-		Replies:    adapters.NewReplyForms(idempotency.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, replyKeyScope, idempotency.Options{Log: svc.Log()})),
+		Forms:      adapters.NewForms(idempotency.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, formKeyScope, idempotency.Options{Log: svc.Log()})),
 		Limiter:    adapters.NewSignInLimits(limiter, cfg.LoginFailuresPerMinute, cfg.LoginAccountFailuresPerMinute),
 		Hasher:     hasher,
 		Policy:     session.Policy{IdleTTL: cfg.SessionTTL, MaxAge: cfg.SessionMaxAge},
@@ -123,9 +123,8 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 	}, nil
 }
 
-// replyKeyScope is the Redis scope of the reply forms' send ids
-// (app.Deps.Replies).
-const replyKeyScope = "console.reply"
+// formKeyScope is the Redis scope of the forms' ids (app.Deps.Forms).
+const formKeyScope = "console.form"
 
 // pruneSessions deletes expired sessions every pruneEvery until ctx ends.
 func pruneSessions(ctx context.Context, a *app.App, log *zap.Logger) {

@@ -42,8 +42,10 @@ func (a *App) APIKeys(ctx context.Context, op operator.Operator, id string) ([]g
 }
 
 // CreateAPIKey creates a key named name in workspace id and returns it
-// with its plaintext, which exists only in this answer.
-func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name string) (gatewayapi.CreatedAPIKey, error) {
+// with its plaintext, which exists only in this answer. formID is the
+// create form's: posted again, it creates nothing (once), and the repeat
+// names the key made (its id) but cannot give its plaintext again.
+func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, formID, name string) (gatewayapi.CreatedAPIKey, error) {
 	if err := visible(op, id); err != nil {
 		return gatewayapi.CreatedAPIKey{}, err
 	}
@@ -51,11 +53,13 @@ func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, name s
 	if name == "" {
 		return gatewayapi.CreatedAPIKey{}, ErrKeyNameRequired
 	}
-	k, err := a.apiKeys.CreateAPIKey(ctx, id, gatewayapi.NewAPIKey{Name: name})
-	if err != nil {
-		return gatewayapi.CreatedAPIKey{}, workspaceError(id, "create API key", err)
-	}
-	return k, nil
+	return once(ctx, a, id, formID, FormCreateAPIKey, name, func() (gatewayapi.CreatedAPIKey, error) {
+		k, err := a.apiKeys.CreateAPIKey(ctx, id, gatewayapi.NewAPIKey{Name: name})
+		if err != nil {
+			return gatewayapi.CreatedAPIKey{}, workspaceError(id, "create API key", err)
+		}
+		return k, nil
+	}, func(k gatewayapi.CreatedAPIKey) string { return k.ID })
 }
 
 // RevokeAPIKey revokes key keyID of workspace id at once, after checking

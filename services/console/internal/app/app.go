@@ -41,7 +41,7 @@ type App struct {
 	flows      FlowRunner
 	webhooks   Webhooks
 	inbox      Inbox
-	replies    ReplyForms
+	forms      Forms
 	limiter    SignInLimiter
 	hasher     *operator.Hasher
 	policy     session.Policy
@@ -59,9 +59,9 @@ type Deps struct {
 	Flows      FlowRunner
 	Webhooks   Webhooks
 	Inbox      Inbox
-	// Replies remember the reply forms sent (Reply's sendID), so that a
-	// form posted twice sends once; nil remembers none.
-	Replies ReplyForms
+	// Forms remember the forms posted (each use case's formID), so that
+	// a form posted twice does its work once; nil remembers none.
+	Forms   Forms
 	Limiter SignInLimiter
 	Hasher  *operator.Hasher
 	Policy  session.Policy
@@ -80,7 +80,7 @@ func New(d Deps) *App {
 	return &App{operators: d.Operators, sessions: d.Sessions, workspaces: d.Workspaces, webhooks: d.Webhooks, limiter: d.Limiter,
 		hasher: d.Hasher, policy: d.Policy, newID: d.NewID, now: now,
 		apiKeys: d.APIKeys, channels: d.Channels,
-		flows: d.Flows, inbox: d.Inbox, replies: d.Replies}
+		flows: d.Flows, inbox: d.Inbox, forms: d.Forms}
 }
 
 // ErrWorkspaceNotFound is a workspace that does not exist or that the

@@ -41,17 +41,21 @@ func (a *App) Channels(ctx context.Context, op operator.Operator, id string) ([]
 
 // CreateChannel creates a channel in workspace id, after checking the
 // workspace exists (messaging would store an orphan channel otherwise).
-// Messaging validates the rest and words its refusals per field.
-func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id string, ch messagingapi.NewChannel) (messagingapi.AdminChannel, error) {
+// Messaging validates the rest and words its refusals per field. formID
+// is the create form's: posted again, it creates nothing (once), and the
+// repeat names the channel made.
+func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id, formID string, ch messagingapi.NewChannel) (messagingapi.AdminChannel, error) {
 	if _, err := a.Workspace(ctx, op, id); err != nil {
 		return messagingapi.AdminChannel{}, err
 	}
 	ch.WorkspaceID = id
-	created, err := a.channels.CreateChannel(ctx, ch)
-	if err != nil {
-		return messagingapi.AdminChannel{}, fmt.Errorf("create channel in workspace %s: %w", id, err)
-	}
-	return created, nil
+	return once(ctx, a, id, formID, FormCreateChannel, ch, func() (messagingapi.AdminChannel, error) {
+		created, err := a.channels.CreateChannel(ctx, ch)
+		if err != nil {
+			return messagingapi.AdminChannel{}, fmt.Errorf("create channel in workspace %s: %w", id, err)
+		}
+		return created, nil
+	}, func(created messagingapi.AdminChannel) string { return created.ID })
 }
 
 // SetChannelAIMode sets the ai_mode of channel channelID of workspace id,

@@ -124,11 +124,24 @@ func flowRunnerError(doing string, err error) error {
 
 // PublishFlow publishes document as a new flow of the workspace, or with
 // flowID as a new version of that flow. A document the flow-runner refuses
-// is a *FlowRefusedError saying which node and field.
-func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID string, document []byte) (flowrunnerapi.PublishedFlow, error) {
+// is a *FlowRefusedError saying which node and field. formID is the
+// publish form's: posted again, it publishes nothing (once), and the
+// repeat names the flow published.
+func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID, flowID, formID string, document []byte) (flowrunnerapi.PublishedFlow, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return flowrunnerapi.PublishedFlow{}, err
 	}
+	input := struct {
+		FlowID   string `json:"flow_id"`
+		Document []byte `json:"document"`
+	}{flowID, document}
+	return once(ctx, a, workspaceID, formID, FormPublishFlow, input, func() (flowrunnerapi.PublishedFlow, error) {
+		return a.publishFlow(ctx, workspaceID, flowID, document)
+	}, func(p flowrunnerapi.PublishedFlow) string { return p.ID })
+}
+
+// publishFlow is PublishFlow's call to the flow-runner.
+func (a *App) publishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (flowrunnerapi.PublishedFlow, error) {
 	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
 		return flowrunnerapi.PublishedFlow{}, &FlowRefusedError{Problem: FlowProblemOf(e)}

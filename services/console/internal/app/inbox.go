@@ -123,61 +123,28 @@ func (a *App) Conversation(ctx context.Context, op operator.Operator, workspaceI
 	return out, nil
 }
 
-// ErrReplySent is a reply form posted again after it was sent: nothing is
-// sent again.
-var ErrReplySent = errors.New("this reply was sent already")
-
-// ErrReplySending is a reply form posted again while its first post is
-// still sending.
-var ErrReplySending = errors.New("this reply is still being sent")
-
-// ReplyForms remember the reply forms sent (Deps.Replies), so that a form
-// posted twice sends once.
-type ReplyForms interface {
-	// Claim takes the send of message m from the reply form formID to the
-	// workspace's conversation: ErrReplySent when that form sent m
-	// before, ErrReplySending while it is sending it.
-	Claim(ctx context.Context, workspaceID, conversationID, formID string, m messagingapi.OutboundMessage) (ReplyClaim, error)
-}
-
-// ReplyClaim is a reply form's send, claimed.
-type ReplyClaim interface {
-	// Sent keeps the form sent: posted again, it sends nothing.
-	Sent(ctx context.Context, messageID string)
-	// Refused frees the form: posted again, it sends.
-	Refused(ctx context.Context)
+// replyInput is what a reply form's claim holds: the same message to
+// another conversation, or another message, is a reply of its own.
+type replyInput struct {
+	ConversationID string                       `json:"conversation_id"`
+	Message        messagingapi.OutboundMessage `json:"message"`
 }
 
 // Reply sends an operator's reply to the conversation's customer through
-// messaging's send path, as sender user with op's email kept. sendID is
-// the reply form's (drawn once with the page): a form posted again with the
-// same message, a double click or a browser's resubmit, is ErrReplySent or
-// ErrReplySending and sends nothing; "" or one that is no id sends without
-// that check.
-func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conversationID, sendID string, m messagingapi.OutboundMessage) (messagingapi.Message, error) {
+// messaging's send path, as sender user with op's email kept. formID is
+// the reply form's: the form posted again with the same message sends
+// nothing (once).
+func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conversationID, formID string, m messagingapi.OutboundMessage) (messagingapi.Message, error) {
 	if err := inConversation(op, workspaceID, conversationID); err != nil {
 		return messagingapi.Message{}, err
 	}
-	var claim ReplyClaim
-	if a.replies != nil && IsID(sendID) {
-		var err error
-		if claim, err = a.replies.Claim(ctx, workspaceID, conversationID, sendID, m); err != nil {
-			return messagingapi.Message{}, err
-		}
-	}
-	sent, err := a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m})
-	if claim != nil {
-		// A refused reply may be posted again; a sent one is done.
+	return once(ctx, a, workspaceID, formID, FormReply, replyInput{conversationID, m}, func() (messagingapi.Message, error) {
+		sent, err := a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m})
 		if err != nil {
-			claim.Refused(context.WithoutCancel(ctx))
-		} else {
-			claim.Sent(context.WithoutCancel(ctx), sent.ID)
+			return messagingapi.Message{}, conversationError("send reply", err)
 		}
-	}
-	if err != nil {
-		return messagingapi.Message{}, conversationError("send reply", err)
-	}
-	return sent, nil
+		return sent, nil
+	}, func(sent messagingapi.Message) string { return sent.ID })
 }
 
 // ErrNoSuggestion is a send of a suggestion when none waits: another

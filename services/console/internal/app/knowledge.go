@@ -23,15 +23,19 @@ func (a *App) Documents(ctx context.Context, op operator.Operator, workspaceID s
 }
 
 // AddDocument adds a Markdown document to the workspace's knowledge base.
-func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, title, markdown string) (flowrunnerapi.KnowledgeDocument, error) {
+// formID is the add form's: posted again, it adds nothing (once).
+func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID, formID, title, markdown string) (flowrunnerapi.KnowledgeDocument, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return flowrunnerapi.KnowledgeDocument{}, err
 	}
-	d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
-	if err != nil {
-		return flowrunnerapi.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
-	}
-	return d, nil
+	input := [2]string{title, markdown}
+	return once(ctx, a, workspaceID, formID, FormAddDocument, input, func() (flowrunnerapi.KnowledgeDocument, error) {
+		d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
+		if err != nil {
+			return flowrunnerapi.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
+		}
+		return d, nil
+	}, func(d flowrunnerapi.KnowledgeDocument) string { return d.ID })
 }
 
 // ErrDocumentNotFound is a document the workspace does not have.

@@ -100,17 +100,20 @@ type TestResult struct {
 }
 
 // SendTestEvent sends a test event to the workspace's webhook and returns
-// how its one attempt ended.
-func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspaceID string) (TestResult, error) {
+// how its one attempt ended. formID is the test form's: posted again, it
+// sends nothing (once), and the repeat names the test's delivery.
+func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspaceID, formID string) (TestResult, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return TestResult{}, err
 	}
-	start := a.now()
-	d, err := a.webhooks.SendTestEvent(ctx, workspaceID)
-	if err != nil {
-		return TestResult{}, err
-	}
-	return TestResult{Delivery: d, Took: a.now().Sub(start)}, nil
+	return once(ctx, a, workspaceID, formID, FormTestEvent, nil, func() (TestResult, error) {
+		start := a.now()
+		d, err := a.webhooks.SendTestEvent(ctx, workspaceID)
+		if err != nil {
+			return TestResult{}, err
+		}
+		return TestResult{Delivery: d, Took: a.now().Sub(start)}, nil
+	}, func(r TestResult) string { return r.Delivery.ID })
 }
 
 // Resaved is an operator's re-save: the webhook with its new secret and,
@@ -220,7 +223,8 @@ func (a *App) Delivery(ctx context.Context, op operator.Operator, workspaceID, i
 
 // ReplayRange queues the workspace's events stored in [since, until) (until
 // zero: up to the last), of kind event ("" for all), for delivery again.
-func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID string, since, until time.Time, event string) (dispatcherapi.Replay, error) {
+// formID is the replay form's: posted again, it queues nothing (once).
+func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID, formID string, since, until time.Time, event string) (dispatcherapi.Replay, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return dispatcherapi.Replay{}, err
 	}
@@ -231,21 +235,29 @@ func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID
 	if !until.IsZero() {
 		req.Until = new(until.UTC().Format(time.RFC3339Nano))
 	}
-	return a.webhooks.Replay(ctx, req)
+	return a.replay(ctx, formID, FormReplayRange, req)
+}
+
+// replay queues req once for form formID's action (once).
+func (a *App) replay(ctx context.Context, formID, action string, req dispatcherapi.ReplayRequest) (dispatcherapi.Replay, error) {
+	return once(ctx, a, req.WorkspaceID, formID, action, req, func() (dispatcherapi.Replay, error) {
+		return a.webhooks.Replay(ctx, req)
+	}, func(r dispatcherapi.Replay) string { return r.ID })
 }
 
 // ReplayDelivery queues one delivery's event, and only it, for delivery
 // again under its id. The dispatcher refuses, in its words, a delivery the
 // log does not hold, a test event's (never in the event stream) and one
-// whose event the stream no longer keeps.
-func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, id string) (dispatcherapi.Replay, error) {
+// whose event the stream no longer keeps. formID is the replay form's:
+// posted again, it queues nothing (once).
+func (a *App) ReplayDelivery(ctx context.Context, op operator.Operator, workspaceID, formID, id string) (dispatcherapi.Replay, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return dispatcherapi.Replay{}, err
 	}
 	if !IsID(id) {
 		return dispatcherapi.Replay{}, ErrDeliveryNotFound
 	}
-	r, err := a.webhooks.Replay(ctx, dispatcherapi.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: &id})
+	r, err := a.replay(ctx, formID, FormReplayDelivery, dispatcherapi.ReplayRequest{WorkspaceID: workspaceID, DeliveryID: &id})
 	if e, ok := adminclient.AsError(err); ok && e.Code == codeNoDelivery {
 		return dispatcherapi.Replay{}, ErrDeliveryNotFound
 	}

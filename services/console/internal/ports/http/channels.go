@@ -95,11 +95,19 @@ func (c *Console) createChannel(ctx echo.Context) error {
 		Token:      ctx.FormValue("token"),
 		Secret:     ctx.FormValue("secret"),
 	}
-	ch, err := c.app.CreateChannel(ctx.Request().Context(), operatorOf(ctx), id, form)
+	ch, err := c.app.CreateChannel(ctx.Request().Context(), operatorOf(ctx), id, formID(ctx), form)
+	created := func(channelID string) string {
+		return workspacePath(id) + "/channels?created=" + url.QueryEscape(channelID) + "#channel-" + url.PathEscape(channelID)
+	}
 	if err == nil {
-		return ctx.Redirect(http.StatusSeeOther, workspacePath(id)+"/channels?created="+url.QueryEscape(ch.ID)+"#channel-"+url.PathEscape(ch.ID))
+		return ctx.Redirect(http.StatusSeeOther, created(ch.ID))
 	}
 	refused := channelsView{Form: form}
+	if repeated, answer := formRepeat(ctx, err, created, func(status int, message string) error {
+		return c.drawChannels(ctx, refused, status, message, nil)
+	}); repeated {
+		return answer
+	}
 	if field, message, status, ok := fieldRefusal(err, "kind", "external_id", "token", "secret"); ok {
 		refused.Errors = map[string]string{field: message}
 		return c.drawChannels(ctx, refused, status, "The channel was not created: "+message, nil)

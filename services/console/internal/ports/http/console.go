@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"go.uber.org/zap"
@@ -246,11 +247,16 @@ type view struct {
 	// Status and Message report an error in words.
 	Status  int
 	Message string
-	Page    any
+	// FormID is new with each page drawn: the hidden form_id of its forms
+	// that make or send something, posted once (forms.go).
+	FormID string
+	// Again says the page is where a form posted again led (?again=1).
+	Again bool
+	Page  any
 }
 
 func (c *Console) view(ctx echo.Context, title string) view {
-	v := view{Title: title}
+	v := view{Title: title, FormID: uuid.NewString(), Again: ctx.QueryParam(againParam) != ""}
 	if tok := tokenOf(ctx); tok != "" {
 		op := operatorOf(ctx)
 		v.Operator = &op

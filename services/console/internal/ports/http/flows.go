@@ -252,7 +252,14 @@ func (c *Console) publish(ctx echo.Context, flowID string) error {
 	if strings.TrimSpace(document) == "" {
 		return redraw(ctx, http.StatusBadRequest, "Paste a flow's JSON document into the box, or choose a file with one, then publish.", fv)
 	}
-	published, err := c.app.PublishFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), flowID, []byte(document))
+	published, err := c.app.PublishFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), flowID, formID(ctx), []byte(document))
+	if repeated, answer := formRepeat(ctx, err, func(flowID string) string {
+		return flowPath(ctx, flowID) + "?done=published"
+	}, func(status int, message string) error {
+		return redraw(ctx, status, message, fv)
+	}); repeated {
+		return answer
+	}
 	var refused *app.FlowRefusedError
 	if errors.As(err, &refused) {
 		p := refused.Problem

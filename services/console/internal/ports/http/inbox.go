@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
@@ -282,9 +281,6 @@ type replyForm struct {
 	Text         string
 	QuickReplies string
 	Buttons      string
-	// SendID is new with each page drawn: the form's hidden send_id,
-	// which makes a second post of it send nothing (app.Reply).
-	SendID string
 }
 
 // conversationPage draws a conversation: its messages, the waiting
@@ -345,7 +341,6 @@ func (c *Console) drawConversation(ctx echo.Context, status int, message string,
 	if conv.RunsUnavailable != nil {
 		c.log.Warn("chat runs not listed", zap.String("conversation_id", convID), zap.Error(conv.RunsUnavailable))
 	}
-	cv.Reply.SendID = uuid.NewString()
 	v.Title = cv.Contact + " · Conversation"
 	v.Status, v.Message, v.Page = status, message, cv
 	return c.render(ctx, status, "conversation", v)
@@ -412,17 +407,17 @@ func (c *Console) replyToConversation(ctx echo.Context) error {
 	id, convID := ctx.Param("id"), ctx.Param("conv")
 	form := replyForm{Text: ctx.FormValue("text"), QuickReplies: ctx.FormValue("quick_replies"), Buttons: ctx.FormValue("buttons")}
 	m := messagingapi.OutboundMessage{Type: "text", Text: form.Text, QuickReplies: lines(form.QuickReplies), Buttons: buttonsOf(form.Buttons)}
-	_, err := c.app.Reply(ctx.Request().Context(), operatorOf(ctx), id, convID, ctx.FormValue("send_id"), m)
-	switch {
-	case errors.Is(err, app.ErrReplySent):
-		// Posted twice: the first post sent it, and the page shows it.
-		return ctx.Redirect(http.StatusSeeOther, conversationPath(id, convID)+"?done=sent#reply")
-	case errors.Is(err, app.ErrReplySending):
-		return c.drawConversation(ctx, http.StatusConflict, "Your reply is being sent already: reload the page in a moment to see it.", replyForm{})
-	case err != nil:
+	_, err := c.app.Reply(ctx.Request().Context(), operatorOf(ctx), id, convID, formID(ctx), m)
+	sent := conversationPath(id, convID) + "?done=sent#reply"
+	if repeated, answer := formRepeat(ctx, err, func(string) string { return sent }, func(status int, message string) error {
+		return c.drawConversation(ctx, status, message, replyForm{})
+	}); repeated {
+		return answer
+	}
+	if err != nil {
 		return c.inboxActionError(ctx, err, "Your reply was not sent", form)
 	}
-	return ctx.Redirect(http.StatusSeeOther, conversationPath(id, convID)+"?done=sent#reply")
+	return ctx.Redirect(http.StatusSeeOther, sent)
 }
 
 // sendSuggestion sends the waiting suggestion, as drafted or, from the

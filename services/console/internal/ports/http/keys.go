@@ -77,7 +77,8 @@ func displayTime(s string) string {
 }
 
 // keysPage lists the workspace's keys. ?revoke=KEY asks to confirm that
-// key's revoke; ?revoked=KEY reports one just revoked.
+// key's revoke; ?revoked=KEY reports one just revoked, ?created=KEY one a
+// create form posted again had made.
 func (c *Console) keysPage(ctx echo.Context) error {
 	q := ctx.QueryParams()
 	return c.drawKeys(ctx, keysView{}, http.StatusOK, "", func(kv *keysView) (int, string) {
@@ -89,6 +90,13 @@ func (c *Console) keysPage(ctx echo.Context) error {
 				}
 			}
 			return http.StatusNotFound, "There is no active API key with this id in the workspace: it may have been revoked already. Choose a key from the list."
+		}
+		if id := q.Get("created"); id != "" {
+			for _, k := range kv.Keys {
+				if k.ID == id {
+					kv.Notice = "Key " + k.Label() + " was created by this form's first post. The key itself was shown once, on the page that post led to, and cannot be shown again: if it was not stored, revoke this key and create another."
+				}
+			}
 		}
 		if id := q.Get("revoked"); id != "" {
 			for _, k := range kv.Keys {
@@ -136,7 +144,16 @@ type keyCreatedView struct {
 func (c *Console) createKey(ctx echo.Context) error {
 	id := ctx.Param("id")
 	name := ctx.FormValue("name")
-	k, err := c.app.CreateAPIKey(ctx.Request().Context(), operatorOf(ctx), id, name)
+	k, err := c.app.CreateAPIKey(ctx.Request().Context(), operatorOf(ctx), id, formID(ctx), name)
+	if repeated, answer := formRepeat(ctx, err, func(keyID string) string {
+		// The list, naming the key: its plaintext was in the first
+		// post's answer only.
+		return workspacePath(id) + "/keys?created=" + url.QueryEscape(keyID)
+	}, func(status int, message string) error {
+		return c.drawKeys(ctx, keysView{Name: name}, status, message, nil)
+	}); repeated {
+		return answer
+	}
 	if errors.Is(err, app.ErrKeyNameRequired) {
 		return c.drawKeys(ctx, keysView{Name: name, NameError: "Give the key a name, such as the place it is used (ci, production)."},
 			http.StatusBadRequest, "The key was not created: it needs a name.", nil)

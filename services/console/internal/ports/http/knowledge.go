@@ -72,14 +72,20 @@ func (c *Console) addDocument(ctx echo.Context) error {
 	if title == "" || strings.TrimSpace(markdown) == "" {
 		return c.drawKnowledge(ctx, http.StatusBadRequest, "Give the document a title and its Markdown text (typed, or a .md file), then add it.", kv)
 	}
-	_, err = c.app.AddDocument(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), title, markdown)
+	_, err = c.app.AddDocument(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx), title, markdown)
+	added := workspacePath(ctx.Param("id")) + "/kb?done=added"
+	if repeated, answer := formRepeat(ctx, err, func(string) string { return added }, func(status int, message string) error {
+		return c.drawKnowledge(ctx, status, message, kv)
+	}); repeated {
+		return answer
+	}
 	if e, message, ok := c.refusal(ctx, "kb", err); ok {
 		return c.drawKnowledge(ctx, e.Status, message+hintFor(e.Code), kv)
 	}
 	if err != nil {
 		return c.flowsError(ctx, "kb", c.knowledgeView(ctx), err)
 	}
-	return ctx.Redirect(http.StatusSeeOther, workspacePath(ctx.Param("id"))+"/kb?done=added")
+	return ctx.Redirect(http.StatusSeeOther, added)
 }
 
 // deleteDocumentForm asks to confirm a deletion.

@@ -95,7 +95,16 @@ func (c *Console) saveWebhook(ctx echo.Context) error {
 
 // testWebhook sends the test event and shows how its one attempt ended.
 func (c *Console) testWebhook(ctx echo.Context) error {
-	result, testErr := c.app.SendTestEvent(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
+	result, testErr := c.app.SendTestEvent(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx))
+	if repeated, answer := formRepeat(ctx, testErr, func(deliveryID string) string {
+		// The test's delivery, which the first post's answer showed.
+		if deliveryID == "" {
+			return workspacePath(ctx.Param("id")) + "/deliveries"
+		}
+		return workspacePath(ctx.Param("id")) + "/deliveries/" + url.PathEscape(deliveryID)
+	}, nil); repeated {
+		return answer
+	}
 	v, wv, err := c.webhookView(ctx)
 	if testErr == nil {
 		testErr = err
@@ -214,7 +223,10 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 	}
 	var replayed dispatcherapi.Replay
 	if err == nil {
-		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, since, until, ctx.FormValue("event"))
+		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, formID(ctx), since, until, ctx.FormValue("event"))
+	}
+	if repeated, answer := formRepeat(ctx, err, func(string) string { return workspacePath(v.Workspace) + "/deliveries" }, nil); repeated {
+		return answer
 	}
 	if err != nil {
 		// The log is still shown under the refusal.
@@ -262,7 +274,12 @@ func (c *Console) deliveryPage(ctx echo.Context) error {
 // replayDelivery replays one delivery's event, and only it, then shows the
 // delivery again with the replay's result (or its refusal) above it.
 func (c *Console) replayDelivery(ctx echo.Context) error {
-	replayed, replayErr := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), ctx.Param("deliveryId"))
+	replayed, replayErr := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx), ctx.Param("deliveryId"))
+	if repeated, answer := formRepeat(ctx, replayErr, func(string) string {
+		return workspacePath(ctx.Param("id")) + "/deliveries/" + url.PathEscape(ctx.Param("deliveryId"))
+	}, nil); repeated {
+		return answer
+	}
 	v, dv, err := c.loadDelivery(ctx)
 	if err != nil {
 		return c.serviceError(ctx, "delivery", v, webhookError(err))
