@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -112,5 +113,38 @@ func TestOperatorAnswerIsTheDeclaredBody(t *testing.T) {
 			(got.WorkspaceID != nil && *got.WorkspaceID != give.WorkspaceID) {
 			t.Fatalf("created %s = %+v", give.Email, got)
 		}
+	}
+}
+
+// TestCreateOperatorPostedTwiceCreatesOne: parleyctl's create sent 4
+// times at once (a retried call) makes one operator: its email is
+// unique, so the others are 409 operator_exists, not a second operator
+// (docs/console.md "Forms posted twice").
+func TestCreateOperatorPostedTwiceCreatesOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	ws := h.workspace("Acme")
+	answers := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			_, answers[i] = h.admin.CreateOperator(context.Background(), consoleapi.NewOperator{Email: "ann@example.com", Password: password, WorkspaceID: ws})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range answers {
+		if err == nil {
+			created++
+			continue
+		}
+		if e, ok := adminclient.AsError(err); !ok || e.Status != http.StatusConflict || e.Code != "operator_exists" {
+			t.Fatalf("a create sent again = %v, want 409 operator_exists", err)
+		}
+	}
+	var n int64
+	h.gdb.Table("console.operators").Count(&n)
+	if created != 1 || n != 1 {
+		t.Fatalf("4 creates at once: %d answered 201, %d stored; want 1 and 1", created, n)
 	}
 }

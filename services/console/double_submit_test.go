@@ -61,8 +61,8 @@ func (m *fakeMessaging) repliesSent() int {
 
 // TestInboxReplyPostedTwiceSendsOnce: the reply form posted again, at
 // once (a double click) or later (the browser's resubmit), sends the reply
-// once; each post is answered 303 to the page or 409 in words, never an
-// error. The same form with another text (back, edited) is a reply of its
+// once; each post is answered 303 to the page (saying, after a repeat,
+// that the form was submitted already) or 409 in words, never an error. The same form with another text (back, edited) is a reply of its
 // own, and so is the form posted again after messaging refused it.
 func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 	t.Parallel()
@@ -91,6 +91,7 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 	if r.status != http.StatusSeeOther || r.location() != path+"?done=sent&again=1#reply" {
 		t.Fatalf("the form posted again = %d %q: %s", r.status, r.location(), r.body)
 	}
+	mustContain(t, b.get(path+"?done=sent&again=1"), "Your reply was sent.", formAgain)
 	if n := h.messaging.repliesSent(); n != 1 {
 		t.Fatalf("the form posted again sent %d replies in all, want 1", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/parleyhq/parley/pkg/errs"
 	"github.com/parleyhq/parley/pkg/idempotency"
 	"github.com/parleyhq/parley/services/console/internal/app"
 )
@@ -34,35 +35,31 @@ func (f *Forms) Claim(ctx context.Context, workspaceID, formID, action string, i
 		return nil, fmt.Errorf("%s form fingerprint: %w", action, err)
 	}
 	fp := idempotency.Fingerprint(http.MethodPost, action, body)
-	res, err := f.store.Begin(ctx, workspaceID, formID+"/"+fp, fp)
-	if err != nil {
-		return nil, fmt.Errorf("claim %s form: %w", action, err)
+	claim, first, err := f.store.Decide(ctx, workspaceID, formID+"/"+fp, fp)
+	switch {
+	case first != nil:
+		return nil, &app.FormDoneError{Ref: first.Ref}
+	case err != nil:
+		if e, ok := errs.As(err); ok && e.Code == idempotency.CodeInProgress {
+			return nil, app.ErrFormRunning
+		}
+		// Redis not answering: 503 in words, logged. (The fingerprint is
+		// part of the key, so a key is never reused for another post.)
+		return nil, err
 	}
-	switch res.State {
-	case idempotency.Claimed:
-		return formClaim{res.Claim}, nil
-	case idempotency.InProgress:
-		return nil, app.ErrFormRunning
-	}
-	// Done (Replay): the fingerprint is part of the key, so a key is never
-	// reused for another post.
-	done := &app.FormDoneError{}
-	if res.Stored != nil {
-		done.Ref = res.Stored.Ref
-	}
-	return nil, done
+	return formClaim{claim}, nil
 }
 
 // formClaim is app.FormClaim over an idempotency claim. Either write
-// failing only loses the guard against a repeat, not the work.
+// failing (logged) only loses the guard against a repeat, not the work.
 type formClaim struct {
 	claim *idempotency.Claim
 }
 
 func (c formClaim) Done(ctx context.Context, ref string) {
-	_ = c.claim.Complete(ctx, idempotency.Response{Status: http.StatusCreated, Ref: ref})
+	c.claim.Answered(ctx, idempotency.Response{Status: http.StatusCreated, Ref: ref})
 }
 
 func (c formClaim) Refused(ctx context.Context) {
-	_ = c.claim.Release(ctx)
+	c.claim.Refused(ctx)
 }
