@@ -32,6 +32,8 @@ type guardedForm struct {
 	// after it goes to, given that answer.
 	status int
 	after  func(first response) string
+	// notes are what the page a repeat goes to says besides the note.
+	notes []string
 	// made counts what reached the service the form calls.
 	made func() int
 	// refuse makes that service refuse the form (on) or not.
@@ -119,14 +121,14 @@ var guardedForms = map[string]func(t *testing.T) guardedForm{
 		h.dispatcher.test = test
 		h.dispatcher.mu.Unlock()
 		h.dispatcher.log(ws, test)
-		return h.dispatcherForm(b, base+"/webhook", base+"/webhook/test", "/v1/webhook/test", nil, http.StatusOK,
+		return h.dispatcherForm(b, base+"/webhook", base+"/webhook/test", "POST /v1/webhook/test", nil, http.StatusOK,
 			base+"/deliveries/"+test.ID+"?again=1")
 	},
 	"replay a time range": func(t *testing.T) guardedForm {
 		h, ws, b := signedInToAcme(t)
 		base := "/workspaces/" + ws
 		h.dispatcher.webhook(ws, "active", "2026-11-24T04:00:00Z")
-		return h.dispatcherForm(b, base+"/deliveries", base+"/deliveries/replay", "/admin/replays",
+		return h.dispatcherForm(b, base+"/deliveries", base+"/deliveries/replay", "POST /admin/replays",
 			url.Values{"since": {"2026-11-24T10:00"}}, http.StatusOK, base+"/deliveries?again=1")
 	},
 	"replay a delivery": func(t *testing.T) guardedForm {
@@ -134,7 +136,26 @@ var guardedForms = map[string]func(t *testing.T) guardedForm{
 		delivery := "/workspaces/" + ws + "/deliveries/" + uuid.NewString()
 		h.dispatcher.webhook(ws, "active", "2026-11-24T04:00:00Z")
 		h.dispatcher.log(ws, hookDelivery(delivery[strings.LastIndex(delivery, "/")+1:], "message.received", "failed", "2026-11-24T04:10:00Z"))
-		return h.dispatcherForm(b, delivery, delivery+"/replay", "/admin/replays", nil, http.StatusOK, delivery+"?again=1")
+		return h.dispatcherForm(b, delivery, delivery+"/replay", "POST /admin/replays", nil, http.StatusOK, delivery+"?again=1")
+	},
+	// Every save issues a new secret: saved twice, the secret shown
+	// would not be the one deliveries are signed with.
+	"save the webhook": func(t *testing.T) guardedForm {
+		h, ws, b := signedInToAcme(t)
+		base := "/workspaces/" + ws
+		g := h.dispatcherForm(b, base+"/webhook", base+"/webhook", "PUT /v1/webhook",
+			url.Values{"url": {"https://hooks.example.com/parley"}}, http.StatusOK, base+"/webhook?secret_shown=1&again=1")
+		g.notes = []string{"The secret of that save was shown once, on the page its first post led to, and cannot be shown again"}
+		return g
+	},
+	"re-save the webhook": func(t *testing.T) guardedForm {
+		h, ws, b := signedInToAcme(t)
+		base := "/workspaces/" + ws
+		h.dispatcher.webhook(ws, "paused", "2026-11-24T04:00:00Z")
+		g := h.dispatcherForm(b, base+"/webhook", base+"/webhook/resave", "POST /admin/webhooks/"+ws+"/resave", nil, http.StatusOK,
+			base+"/webhook?secret_shown=1&again=1")
+		g.notes = []string{"cannot be shown again"}
+		return g
 	},
 }
 
@@ -152,16 +173,17 @@ func (s flowsSetup) publishForm(page, post string, after func(response) string) 
 		refuse: func(on bool) { s.fr.setRefusal(route, on) }}
 }
 
-// dispatcherForm is a form whose post calls the dispatcher's route.
+// dispatcherForm is a form whose post calls the dispatcher's route
+// ("METHOD path").
 func (h *harness) dispatcherForm(b *browser, page, post, route string, fields url.Values, status int, after string) guardedForm {
 	return guardedForm{h: h, b: b, page: page, post: post, fields: fields, status: status,
 		after: func(response) string { return after },
-		made:  func() int { return len(h.dispatcher.received(http.MethodPost + " " + route)) },
+		made:  func() int { return len(h.dispatcher.received(route)) },
 		refuse: func(on bool) {
 			if on {
-				h.dispatcher.refuse(http.MethodPost+" "+route, busy)
+				h.dispatcher.refuse(route, busy)
 			} else {
-				h.dispatcher.refuse(http.MethodPost+" "+route, nil)
+				h.dispatcher.refuse(route, nil)
 			}
 		}}
 }
@@ -242,7 +264,7 @@ func TestEveryFormThatMakesSomethingActsOnce(t *testing.T) {
 			if n := g.made(); n != 2 {
 				t.Fatalf("the form posted again: the service reached %d times in all, want 2", n)
 			}
-			mustContain(t, g.b.get(again.location()), formAgain)
+			mustContain(t, g.b.get(again.location()), append([]string{formAgain}, g.notes...)...)
 
 			// Refused, then posted again: it acts.
 			refused := g.filled(t)

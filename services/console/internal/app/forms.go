@@ -24,6 +24,8 @@ const (
 	FormTestEvent      = "send-test-event"
 	FormReplayRange    = "replay-range"
 	FormReplayDelivery = "replay-delivery"
+	FormSaveWebhook    = "save-webhook"
+	FormResaveWebhook  = "resave-webhook"
 )
 
 // ErrFormRunning is a form posted again while its first post is still

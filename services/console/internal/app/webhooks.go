@@ -84,12 +84,16 @@ func (a *App) Webhook(ctx context.Context, op operator.Operator, workspaceID str
 }
 
 // SaveWebhook saves the workspace's webhook URL; the answer carries the new
-// secret, shown once.
-func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, webhookURL string) (dispatcherapi.SavedWebhook, error) {
+// secret, shown once. Every save issues a new secret, so formID, the save
+// form's, makes a post of it again save nothing (once): a secret shown is
+// never replaced behind the operator's back.
+func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID, formID, webhookURL string) (dispatcherapi.SavedWebhook, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return dispatcherapi.SavedWebhook{}, err
 	}
-	return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
+	return once(ctx, a, workspaceID, formID, FormSaveWebhook, webhookURL, func() (dispatcherapi.SavedWebhook, error) {
+		return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
+	}, func(s dispatcherapi.SavedWebhook) string { return s.Webhook.ID })
 }
 
 // TestResult is a test event's delivery and how long the console waited
@@ -130,11 +134,19 @@ type Resaved struct {
 // ResaveWebhook saves the workspace's webhook again as an operator: a new
 // secret, and a paused webhook active again. The pause's time is read
 // first, since the re-save moves it; with no webhook saved, the re-save
-// itself answers so.
-func (a *App) ResaveWebhook(ctx context.Context, op operator.Operator, workspaceID string) (Resaved, error) {
+// itself answers so. formID is the re-save form's: posted again, it saves
+// nothing (once), as SaveWebhook.
+func (a *App) ResaveWebhook(ctx context.Context, op operator.Operator, workspaceID, formID string) (Resaved, error) {
 	if err := visible(op, workspaceID); err != nil {
 		return Resaved{}, err
 	}
+	return once(ctx, a, workspaceID, formID, FormResaveWebhook, nil, func() (Resaved, error) {
+		return a.resaveWebhook(ctx, workspaceID)
+	}, func(r Resaved) string { return r.Saved.Webhook.ID })
+}
+
+// resaveWebhook is ResaveWebhook's calls to the dispatcher.
+func (a *App) resaveWebhook(ctx context.Context, workspaceID string) (Resaved, error) {
 	before, err := a.webhooks.WebhookStatus(ctx, workspaceID)
 	if e, ok := adminclient.AsError(err); err != nil && (!ok || e.Code != codeNoWebhook) {
 		return Resaved{}, fmt.Errorf("get webhook of %s: %w", workspaceID, err)

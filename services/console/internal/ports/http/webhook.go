@@ -46,6 +46,9 @@ type webhookView struct {
 	// paused.
 	Resaved *app.Resaved
 	Test    *app.TestResult
+	// SecretShown says a save posted again led here: its secret was in
+	// the first post's answer only (?secret_shown=1).
+	SecretShown bool
 }
 
 // TestMillis is the test event's round trip in whole milliseconds.
@@ -69,8 +72,20 @@ func (c *Console) webhookPage(ctx echo.Context) error {
 	if err != nil {
 		return c.serviceError(ctx, "webhook", v, webhookError(err))
 	}
+	wv.SecretShown = ctx.QueryParam(secretShownParam) != ""
 	v.Page = wv
 	return c.render(ctx, http.StatusOK, "webhook", v)
+}
+
+// secretShownParam marks the webhook page a save posted again led to.
+const secretShownParam = "secret_shown"
+
+// webhookSaveRepeat answers a save or re-save posted again (formRepeat):
+// the webhook page, saying its secret cannot be shown again.
+func (c *Console) webhookSaveRepeat(ctx echo.Context, err error) (repeated bool, answer error) {
+	return formRepeat(ctx, err, func(string) string {
+		return workspacePath(ctx.Param("id")) + "/webhook?" + secretShownParam + "=1"
+	}, nil)
 }
 
 // saveWebhook saves the URL and shows the new secret once; a refused URL
@@ -78,7 +93,10 @@ func (c *Console) webhookPage(ctx echo.Context) error {
 func (c *Console) saveWebhook(ctx echo.Context) error {
 	op, id := operatorOf(ctx), ctx.Param("id")
 	typed := strings.TrimSpace(ctx.FormValue("url"))
-	saved, saveErr := c.app.SaveWebhook(ctx.Request().Context(), op, id, typed)
+	saved, saveErr := c.app.SaveWebhook(ctx.Request().Context(), op, id, formID(ctx), typed)
+	if repeated, answer := c.webhookSaveRepeat(ctx, saveErr); repeated {
+		return answer
+	}
 	v, wv, err := c.webhookView(ctx)
 	if saveErr != nil {
 		wv.URL = typed
@@ -122,7 +140,10 @@ func (c *Console) testWebhook(ctx echo.Context) error {
 // shown once; a paused webhook resumes) and offers to replay the paused
 // period.
 func (c *Console) resaveWebhook(ctx echo.Context) error {
-	resaved, resaveErr := c.app.ResaveWebhook(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"))
+	resaved, resaveErr := c.app.ResaveWebhook(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx))
+	if repeated, answer := c.webhookSaveRepeat(ctx, resaveErr); repeated {
+		return answer
+	}
 	v, wv, err := c.webhookView(ctx)
 	if resaveErr == nil {
 		resaveErr = err
