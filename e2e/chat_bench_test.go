@@ -191,8 +191,8 @@ func (cb *chatBench) paced(b *testing.B) {
 	b.ReportMetric((cb.turnHandlings()-handled)/float64(*chatBenchPaced), "handlings/msg")
 }
 
-// chatTurnHandlings matches each outcome's line of flow_chat_turns_total.
-var chatTurnHandlings = regexp.MustCompile(`(?m)^flow_chat_turns_total\{outcome="[a-z_]+"\} (\S+)$`)
+// chatTurnHandlings matches each outcome's line of parley_flow_runner_chat_turns_total.
+var chatTurnHandlings = regexp.MustCompile(`(?m)^parley_flow_runner_chat_turns_total\{outcome="[a-z_]+"\} (\S+)$`)
 
 // turnHandlings is how many times the flow-runners have handled a chat
 // turn so far, whatever became of it: more than one a message is turns

@@ -451,8 +451,8 @@ func (c *benchClient) measure(b *testing.B, op func() error, runners []string, r
 var (
 	upstreamSum   = regexp.MustCompile(`(?m)^parley_gateway_upstream_duration_seconds_sum\{service="flow-runner"\} (\S+)$`)
 	upstreamCount = regexp.MustCompile(`(?m)^parley_gateway_upstream_duration_seconds_count\{service="flow-runner"\} (\S+)$`)
-	engineSum     = regexp.MustCompile(`(?m)^flow_run_duration_seconds_sum\{status="completed"\} (\S+)$`)
-	completedRuns = regexp.MustCompile(`(?m)^flow_runs_total\{status="completed"\} (\S+)$`)
+	engineSum     = regexp.MustCompile(`(?m)^parley_flow_runner_run_duration_seconds_sum\{status="completed"\} (\S+)$`)
+	completedRuns = regexp.MustCompile(`(?m)^parley_flow_runner_runs_total\{status="completed"\} (\S+)$`)
 	processCPU    = regexp.MustCompile(`(?m)^process_cpu_seconds_total (\S+)$`)
 )
 

@@ -235,7 +235,7 @@ func TestCompletedRunAndTrace(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`flow_runs_total{status="completed"} 1`, `flow_run_duration_seconds_count{status="completed"} 1`} {
+	for _, want := range []string{`parley_flow_runner_runs_total{status="completed"} 1`, `parley_flow_runner_run_duration_seconds_count{status="completed"} 1`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Fatalf("/metrics lacks %s", want)
 		}

@@ -244,7 +244,7 @@ func hasLabels(m *dto.Metric, pairs []string) bool {
 
 // streams is the widget streams the instance holds.
 func (in *instance) streams() int {
-	return int(in.metric("messaging_webchat_streams"))
+	return int(in.metric("parley_messaging_webchat_streams"))
 }
 
 // --- parleyctl's side: admin calls ---

@@ -383,7 +383,7 @@ func TestMetaIngressHostileEntries(t *testing.T) {
 		t.Fatalf("comment stored %d times, want once", n)
 	}
 	// Per delivery: 8 entries and 2 changes dropped.
-	if n := h.metric("messaging_ingress_updates_total", "platform", "messenger", "outcome", "invalid"); n != 20 {
+	if n := h.metric("parley_messaging_ingress_updates_total", "platform", "messenger", "outcome", "invalid"); n != 20 {
 		t.Fatalf("%v counted invalid, want 20", n)
 	}
 }

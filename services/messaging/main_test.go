@@ -92,11 +92,11 @@ func TestRunServesAndStops(t *testing.T) {
 	wait.For(t, 5*time.Second, "the metrics", func() error {
 		metrics := getText(t, base+"/metrics")
 		for _, want := range []string{
-			`messaging_ingress_updates_total{outcome="stored",platform="telegram"} 1`,
-			`messaging_sends_total{outcome="sent",platform="telegram"} 1`,
-			`messaging_outbox_published_total 1`,
-			`messaging_outbox_backlog`,
-			`messaging_webchat_streams 0`,
+			`parley_messaging_ingress_updates_total{outcome="stored",platform="telegram"} 1`,
+			`parley_messaging_sends_total{outcome="sent",platform="telegram"} 1`,
+			`parley_messaging_outbox_published_total 1`,
+			`parley_messaging_outbox_backlog`,
+			`parley_messaging_webchat_streams 0`,
 			`go_goroutines`,
 		} {
 			if !strings.Contains(metrics, want) {

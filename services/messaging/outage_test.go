@@ -97,7 +97,7 @@ func TestOutboxSurvivesNATSOutage(t *testing.T) {
 	}
 	// Let the relay try and fail at least once.
 	wait.Until(t, 10*time.Second, "a failed relay pass", func() bool {
-		return h.metric("messaging_outbox_publish_failures_total") >= 1
+		return h.metric("parley_messaging_outbox_publish_failures_total") >= 1
 	})
 	if n := h.count("outbox", ""); n != 1 {
 		t.Fatalf("unpublished rows = %d during the outage", n)

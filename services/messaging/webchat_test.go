@@ -525,7 +525,7 @@ func TestWebchatRateLimitPerVisitor(t *testing.T) {
 		t.Fatalf("messages = %d, want 3", n)
 	}
 	ingress := func(outcome string) float64 {
-		return h.metric("messaging_ingress_updates_total", "platform", "webchat", "outcome", outcome)
+		return h.metric("parley_messaging_ingress_updates_total", "platform", "webchat", "outcome", outcome)
 	}
 	if ingress("stored") != 3 || ingress("rate_limited") != 1 {
 		t.Fatalf("ingress metrics: stored %v, rate_limited %v", ingress("stored"), ingress("rate_limited"))

@@ -1105,7 +1105,7 @@ func (o *turnOutcomes) ChatTurn(outcome string) {
 }
 
 // TestAnswerTurnOutcomesAreCounted: each handling of a turn is reported
-// with what became of it, for the flow_chat_turns_total metric.
+// with what became of it, for the parley_flow_runner_chat_turns_total metric.
 func TestAnswerTurnOutcomesAreCounted(t *testing.T) {
 	t.Parallel()
 	f := newChatFixture(t)

@@ -29,17 +29,17 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 	o := &Observer{
 		log: log,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flow_runs_total",
+			Namespace: "parley", Subsystem: "flow_runner", Name: "runs_total",
 			Help: "Invokes and continues that ran, by the status the run reached.",
 		}, []string{"status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "flow_run_duration_seconds",
+			Namespace: "parley", Subsystem: "flow_runner", Name: "run_duration_seconds",
 			Help: "How long the engine took for one invoke or continue, by the status the run reached.",
 			// From a few node runs without I/O to the 60 s budget.
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"status"}),
 		chatTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flow_chat_turns_total",
+			Namespace: "parley", Subsystem: "flow_runner", Name: "chat_turns_total",
 			Help: "Chat turns handled, by outcome: answered, answered_before (a redelivery), early, busy and behind_delay (handed back to wait their turn), failed (retried later).",
 		}, []string{"outcome"}),
 	}

@@ -32,23 +32,23 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 		log: log,
 		reg: reg,
 		ingress: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "messaging_ingress_updates_total",
+			Namespace: "parley", Subsystem: "messaging", Name: "ingress_updates_total",
 			Help: "Platform deliveries received, by platform and outcome.",
 		}, []string{"platform", "outcome"}),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "messaging_sends_total",
+			Namespace: "parley", Subsystem: "messaging", Name: "sends_total",
 			Help: "Messages sent through the API, by platform and outcome.",
 		}, []string{"platform", "outcome"}),
 		outboxBacklog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "messaging_outbox_backlog",
+			Namespace: "parley", Subsystem: "messaging", Name: "outbox_backlog",
 			Help: "Events written to the outbox and not yet published.",
 		}),
 		outboxPublished: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "messaging_outbox_published_total",
+			Namespace: "parley", Subsystem: "messaging", Name: "outbox_published_total",
 			Help: "Events published to the stream by this process.",
 		}),
 		outboxFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "messaging_outbox_publish_failures_total",
+			Namespace: "parley", Subsystem: "messaging", Name: "outbox_publish_failures_total",
 			Help: "Relay passes that stopped on an error (NATS or the database).",
 		}),
 	}
@@ -60,7 +60,7 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 // holds, as a gauge read at each scrape.
 func (o *Observer) WatchWebchatStreams(streams func() int) {
 	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "messaging_webchat_streams",
+		Namespace: "parley", Subsystem: "messaging", Name: "webchat_streams",
 		Help: "Webchat widget streams (SSE) open in this process.",
 	}, func() float64 { return float64(streams()) }))
 }
