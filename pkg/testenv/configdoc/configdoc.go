@@ -6,9 +6,6 @@
 package configdoc
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -16,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/pkg/config"
-	"github.com/parleyhq/parley/pkg/testenv/repo"
+	"github.com/parleyhq/parley/pkg/testenv/opsdoc"
 )
 
 // Setting is one documented variable: its default as the brackets after
@@ -28,7 +25,7 @@ type Setting struct {
 }
 
 // guide is the one list of settings, from the repository's root.
-const guide = "docs/operations.md"
+const guide = opsdoc.Guide
 
 // cell is one variable of a table's first column: `NAME` and, if any,
 // its bracketed default.
@@ -38,47 +35,12 @@ var cell = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`(?:\\s*\\[([^\\]]*)\\])?")
 // "Configuration" ("Every service", "gateway", ...), by variable.
 func Sections(t testing.TB, sections ...string) map[string]Setting {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repo.Root(t), guide))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	want := map[string]bool{}
-	for _, s := range sections {
-		want[s] = true
-	}
 	out := map[string]Setting{}
-	found := map[string]bool{}
-	inConfig, inSection := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "## "):
-			inConfig, inSection = line == "## Configuration", false
-			continue
-		case strings.HasPrefix(line, "### "):
-			name := strings.TrimPrefix(line, "### ")
-			inSection = inConfig && want[name]
-			if inSection {
-				found[name] = true
+	for _, rows := range opsdoc.Rows(t, "Configuration", sections...) {
+		for _, row := range rows {
+			for _, m := range cell.FindAllStringSubmatch(row[0], -1) {
+				out[m[1]] = parseDefault(m[2], strings.Contains(m[0], "["))
 			}
-			continue
-		}
-		if !inSection || !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		first := strings.SplitN(line, "|", 3)[1]
-		for _, m := range cell.FindAllStringSubmatch(first, -1) {
-			out[m[1]] = parseDefault(m[2], strings.Contains(m[0], "["))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sections {
-		if !found[s] {
-			t.Fatalf("%s has no section %q under Configuration", guide, s)
 		}
 	}
 	return out

@@ -1,0 +1,18 @@
+package observe_test
+
+import (
+	"testing"
+
+	"github.com/parleyhq/parley/pkg/testenv/metricsdoc"
+	"github.com/parleyhq/parley/services/console/internal/adapters/observe"
+)
+
+// TestMetricsAreTheDocumentedOnes: every metric the console registers is in
+// its table in docs/operations.md "Metrics", under its name and type, and
+// every metric of the table is registered.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	reg := metricsdoc.NewRegistry()
+	observe.New(reg)
+	metricsdoc.Check(t, "console", reg)
+}
