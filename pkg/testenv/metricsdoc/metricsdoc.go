@@ -20,22 +20,17 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/opsdoc"
 )
 
-// Registry is a prometheus.Registry that keeps the collectors registered
+// registry is a prometheus.Registry that keeps the collectors registered
 // on it, to read every metric's name from their descriptors: a vector's
 // too before it has a series, which a scrape would not show.
-type Registry struct {
+type registry struct {
 	*prometheus.Registry
 	mu         sync.Mutex
 	collectors []prometheus.Collector
 }
 
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry {
-	return &Registry{Registry: prometheus.NewRegistry()}
-}
-
 // Register implements prometheus.Registerer.
-func (r *Registry) Register(c prometheus.Collector) error {
+func (r *registry) Register(c prometheus.Collector) error {
 	if err := r.Registry.Register(c); err != nil {
 		return err
 	}
@@ -46,7 +41,7 @@ func (r *Registry) Register(c prometheus.Collector) error {
 }
 
 // MustRegister implements prometheus.Registerer.
-func (r *Registry) MustRegister(cs ...prometheus.Collector) {
+func (r *registry) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {
 			panic(err)
@@ -55,7 +50,7 @@ func (r *Registry) MustRegister(cs ...prometheus.Collector) {
 }
 
 // Unregister implements prometheus.Registerer.
-func (r *Registry) Unregister(c prometheus.Collector) bool {
+func (r *registry) Unregister(c prometheus.Collector) bool {
 	if !r.Registry.Unregister(c) {
 		return false
 	}
@@ -74,11 +69,14 @@ const (
 	unknown   = "metric of unknown type (no series to read it from)"
 )
 
-// Exported reads the metrics registered on r: their types by name. A
-// vector's type is its collector's; any other collector's is read from
-// the series it collects (a gauge func's, a counter's).
-func (r *Registry) Exported(t testing.TB) map[string]string {
+// Exported reads the metrics register registers (a service's observe
+// adapter's New, say): their types by name. A vector's type is its
+// collector's; any other collector's is read from the series it collects
+// (a gauge func's, a counter's).
+func Exported(t testing.TB, register func(prometheus.Registerer)) map[string]string {
 	t.Helper()
+	r := &registry{Registry: prometheus.NewRegistry()}
+	register(r)
 	r.mu.Lock()
 	collectors := slices.Clone(r.collectors)
 	r.mu.Unlock()
@@ -218,11 +216,12 @@ func Compare(service string, documented, exported map[string]string) []string {
 	return problems
 }
 
-// Check holds the metrics registered on reg, every one the service
-// registers, to service's table.
-func Check(t testing.TB, service string, reg *Registry) {
+// Check holds the metrics register registers, which must be every one
+// the service does (each call of its main's that registers some), to
+// service's table.
+func Check(t testing.TB, service string, register func(prometheus.Registerer)) {
 	t.Helper()
-	for _, p := range Compare(service, Documented(t, service), reg.Exported(t)) {
+	for _, p := range Compare(service, Documented(t, service), Exported(t, register)) {
 		t.Error(p)
 	}
 }

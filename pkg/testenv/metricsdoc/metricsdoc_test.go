@@ -15,26 +15,27 @@ import (
 // series, plain metrics, gauge funcs registered once per const label.
 func TestExportedReadsEveryRegisteredMetric(t *testing.T) {
 	t.Parallel()
-	reg := metricsdoc.NewRegistry()
 	gauge := func(queue string) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "parley", Subsystem: "x", Name: "in_flight", Help: "h", ConstLabels: prometheus.Labels{"queue": queue},
 		}, func() float64 { return 1 })
 	}
 	dropped := prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped_total", Help: "h"})
-	reg.MustRegister(
-		prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "parley", Subsystem: "x", Name: "requests_total", Help: "h"}, []string{"status"}),
-		prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "parley_x_lag", Help: "h"}, []string{"queue", "state"}),
-		prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "parley_x_duration_seconds", Help: "h"}, []string{"result"}),
-		prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: "parley_x_size_bytes", Help: "h"}, []string{"kind"}),
-		prometheus.NewCounter(prometheus.CounterOpts{Name: "parley_x_limited_total", Help: "h"}),
-		prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_x_backlog", Help: "h"}),
-		prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_x_wait_seconds", Help: "h"}),
-		gauge("events"), gauge("replay"),
-		dropped,
-	)
-	if !reg.Unregister(dropped) {
-		t.Fatal("not unregistered")
+	register := func(reg prometheus.Registerer) {
+		reg.MustRegister(
+			prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "parley", Subsystem: "x", Name: "requests_total", Help: "h"}, []string{"status"}),
+			prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "parley_x_lag", Help: "h"}, []string{"queue", "state"}),
+			prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "parley_x_duration_seconds", Help: "h"}, []string{"result"}),
+			prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: "parley_x_size_bytes", Help: "h"}, []string{"kind"}),
+			prometheus.NewCounter(prometheus.CounterOpts{Name: "parley_x_limited_total", Help: "h"}),
+			prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_x_backlog", Help: "h"}),
+			prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_x_wait_seconds", Help: "h"}),
+			gauge("events"), gauge("replay"),
+			dropped,
+		)
+		if !reg.Unregister(dropped) {
+			t.Fatal("not unregistered")
+		}
 	}
 	want := map[string]string{
 		"parley_x_requests_total":   "counter",
@@ -46,7 +47,7 @@ func TestExportedReadsEveryRegisteredMetric(t *testing.T) {
 		"parley_x_wait_seconds":     "histogram",
 		"parley_x_in_flight":        "gauge",
 	}
-	if got := reg.Exported(t); !maps.Equal(got, want) {
+	if got := metricsdoc.Exported(t, register); !maps.Equal(got, want) {
 		t.Errorf("exported %v, want %v", got, want)
 	}
 }
