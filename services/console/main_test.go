@@ -11,11 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parleyhq/parley/pkg/adminclient"
 	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/metricsdoc"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/services/console/internal/adapters/observe"
 )
 
 // TestRunServesAndStops starts the console as main does, from the
@@ -77,4 +81,11 @@ func get(t *testing.T, c *http.Client, u string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestMetricsAreTheDocumentedOnes: what main registers is what
+// docs/operations.md "Metrics" lists, names and types.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	metricsdoc.Check(t, "console", func(reg prometheus.Registerer) { observe.New(reg) })
 }

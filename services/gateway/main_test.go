@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/metricsdoc"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
+	"github.com/parleyhq/parley/services/gateway/internal/adapters/observe"
 )
 
 // TestRunServesAndStops starts the gateway as main does, from the
@@ -63,4 +67,11 @@ func TestRunServesAndStops(t *testing.T) {
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("still serving after stop")
 	}
+}
+
+// TestMetricsAreTheDocumentedOnes: what main registers is what
+// docs/operations.md "Metrics" lists, names and types.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	metricsdoc.Check(t, "gateway", func(reg prometheus.Registerer) { observe.New(reg) })
 }

@@ -11,14 +11,18 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
 	"github.com/parleyhq/parley/pkg/natsx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
+	"github.com/parleyhq/parley/pkg/testenv/metricsdoc"
 	"github.com/parleyhq/parley/pkg/testenv/ports"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/messaging/internal/adapters/observe"
 )
 
 // TestRunServesAndStops runs the service as main does, from the
@@ -133,4 +137,13 @@ func getText(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestMetricsAreTheDocumentedOnes: what main registers is what
+// docs/operations.md "Metrics" lists, names and types.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	metricsdoc.Check(t, "messaging", func(reg prometheus.Registerer) {
+		observe.New(zap.NewNop(), reg).WatchWebchatStreams(func() int { return 0 })
+	})
 }

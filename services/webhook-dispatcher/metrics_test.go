@@ -10,10 +10,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	dispatcherapi "github.com/parleyhq/parley/pkg/api/dispatcher"
+	"github.com/parleyhq/parley/pkg/testenv/metricsdoc"
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
+	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -132,5 +137,16 @@ func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 			return fmt.Errorf("paused %v", m[pausedWebhooks])
 		}
 		return nil
+	})
+}
+
+// TestMetricsAreTheDocumentedOnes: what main registers is what
+// docs/operations.md "Metrics" lists, names and types.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
+	metricsdoc.Check(t, "webhook-dispatcher", func(reg prometheus.Registerer) {
+		observe.New(zap.NewNop(), reg)
+		observe.WatchCapacity(reg, func() app.Capacity { return app.Capacity{} })
+		observe.NewSampler(reg, map[string]observe.LagFunc{"events": nil, "replay": nil}, nil, zap.NewNop())
 	})
 }
