@@ -59,12 +59,14 @@ bench-e2e: deps ## the whole pipeline through the built binaries (Telegram ingre
 	@set -o pipefail; cd e2e && go test -run '^$$' -bench '^BenchmarkPipeline$$' -benchtime 1x -timeout 30m . \
 		-pipeline.messages 20000 -pipeline.paced 20000 $(BENCH_E2E_FLAGS) | tee ../bench/e2e.txt
 
-lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, GOWORK=off builds
+lint: proto-check ## gofmt, go vet per module, buf lint, stale generated code, GOWORK=off builds, tidy go.mod files
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES); do (cd $$m && go vet ./...); done
 	@cd proto && $(TOOLS)/buf lint
 	@# The Dockerfiles build each service on its own module; so must we.
 	@for s in $(SERVICES) parleyctl; do (cd services/$$s && GOWORK=off go build -o /dev/null .) || exit 1; done
+	@# go.work hides a requirement missing from a module's go.mod; alone, each must be tidy.
+	@for m in $(MODULES); do (cd $$m && GOWORK=off go mod tidy -diff >/dev/null) || { echo "$$m: go.mod is not tidy (make tidy)"; exit 1; }; done
 	@# The Go client is installed alone: it must build with the standard library only.
 	@cd sdk/go && GOWORK=off go build ./...
 	@echo "lint: clean"
