@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -49,6 +50,8 @@ type settings struct {
 	withoutGateway      bool
 	withoutFlowRunner   bool
 	insecureCookies     bool
+	// redisHook sees every call of the console's Redis client.
+	redisHook redis.Hook
 }
 
 func defaults() settings {
@@ -107,7 +110,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	}
 	clk := &clock{}
 	bg := testenv.Serve(t, "console", func(ctx context.Context) error {
-		return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now, passwordCost: testCost})
+		return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now, passwordCost: testCost, redisHook: s.redisHook})
 	})
 	url := "http://" + cfg.Addr
 	// Ready once the listener answers: the rpc endpoints are served by then.

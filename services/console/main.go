@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/parleyhq/parley/pkg/adminclient"
@@ -59,6 +60,9 @@ type seams struct {
 	// operator.DefaultParams when zero. Tests make it cheap: every
 	// operator created and every sign-in hashes.
 	passwordCost operator.Params
+	// redisHook sees every call of the console's Redis client; none when
+	// nil.
+	redisHook redis.Hook
 }
 
 // serve opens the console's connections, wires it on them and serves until
@@ -87,6 +91,9 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 	hasher, err := operator.NewHasher(cost)
 	if err != nil {
 		return service.Ports{}, fmt.Errorf("password hasher: %w", err)
+	}
+	if s.redisHook != nil {
+		svc.Redis.AddHook(s.redisHook)
 	}
 	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
 	obs := observe.New(svc.Metrics)
