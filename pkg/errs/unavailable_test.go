@@ -31,7 +31,7 @@ func TestDependencyDownRecognisesTheDriversErrors(t *testing.T) {
 	defer cancel()
 	// A port nothing listens on: connecting is refused at once, as when
 	// the server is down.
-	addr := ports.FreeAddr(t)
+	addr := ports.Refused(t)
 
 	_, pgErr := pgx.Connect(ctx, "postgres://postgres@"+addr+"/parley?sslmode=disable")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})

@@ -140,7 +140,7 @@ func TestConnectGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := natsx.Connect(ctx, config.Connections{NATSURL: "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0])}, "test", zap.NewNop())
+	_, err := natsx.Connect(ctx, config.Connections{NATSURL: "nats://" + ports.Refused(t)}, "test", zap.NewNop())
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, nats.ErrNoServers) {
 		t.Fatalf("err = %v, want no servers and the deadline", err)
 	}
@@ -177,7 +177,7 @@ func TestRequestWhileDisconnectedFailsAtOnce(t *testing.T) {
 func TestConnectTakesAList(t *testing.T) {
 	t.Parallel()
 	srv := authServer(t, ports.Free(t, 1)[0], "", "", "")
-	down := "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0])
+	down := "nats://" + ports.Refused(t)
 	// The client tries the servers in a random order: each run of a few
 	// meets the dead one first at least once, almost surely.
 	for range 5 {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/parleyhq/parley/pkg/testenv/ports"
 )
 
 func TestHealthcheck(t *testing.T) {
@@ -14,10 +16,6 @@ func TestHealthcheck(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ready.Close)
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	down.Close() // nothing listens there any more
 
 	tests := []struct {
 		name    string
@@ -26,7 +24,7 @@ func TestHealthcheck(t *testing.T) {
 	}{
 		{"ready", ready.URL + "/readyz", true},
 		{"not ready", ready.URL + "/other", false},
-		{"nothing listening", down.URL + "/readyz", false},
+		{"nothing listening", "http://" + ports.Refused(t) + "/readyz", false},
 		{"not a URL", "127.0.0.1:8080", false},
 		{"not http", "ftp://127.0.0.1/readyz", false},
 	}
