@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,7 +40,7 @@ import (
 func TestEventsReplicasRaisedOnARunningSystem(t *testing.T) {
 	t.Parallel()
 	c := natscluster.Start(t, 3)
-	down := "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0])
+	down := "nats://" + ports.Refused(t)
 	_, botAPI := telegramfake.Start(t)
 	s := startSuiteEnv(t, []testenv.Option{testenv.NATS(c.URL())}, nil, "NATS_URL="+down+","+c.URL(), "EVENTS_REPLICAS=1",
 		"TELEGRAM_API_BASE="+botAPI, "WEBHOOK_ALLOW_PRIVATE_TARGETS=true")

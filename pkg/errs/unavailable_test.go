@@ -75,7 +75,7 @@ func TestDependencyDownRecognisesTheDriversErrors(t *testing.T) {
 
 func TestEchoHandlerAnswersDependencyDown503WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	_, err := pgx.Connect(context.Background(), "postgres://postgres:hunter2@"+ports.FreeAddr(t)+"/parley?sslmode=disable")
+	_, err := pgx.Connect(context.Background(), "postgres://postgres:hunter2@"+ports.Refused(t)+"/parley?sslmode=disable")
 	core, logs := observer.New(zap.DebugLevel)
 	rec := httptest.NewRecorder()
 	c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/v1/me", nil), rec)

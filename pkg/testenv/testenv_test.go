@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -18,7 +17,7 @@ import (
 // its streams are removed from them when the test ends.
 func TestNATS(t *testing.T) {
 	t.Parallel()
-	list := "nats://127.0.0.1:" + strconv.Itoa(ports.Free(t, 1)[0]) + "," + getenv("NATS_URL", nats.DefaultURL)
+	list := "nats://" + ports.Refused(t) + "," + getenv("NATS_URL", nats.DefaultURL)
 	var stream string
 	t.Run("env", func(t *testing.T) {
 		e := New(t, NATS(list))

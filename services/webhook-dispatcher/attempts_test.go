@@ -326,7 +326,7 @@ func TestFailingReceivers(t *testing.T) {
 }
 
 // serve starts c's receiver and returns its webhook URL. A "connection
-// refused" receiver is a port that was listened on and closed.
+// refused" receiver is a port that refuses (ports.Refused).
 func (c *hostile) serve(t *testing.T) string {
 	t.Helper()
 	switch {
@@ -372,7 +372,7 @@ func (c *hostile) serve(t *testing.T) string {
 		})
 		return "http://" + l.Addr().String() + "/hook"
 	default:
-		return "http://" + ports.FreeAddr(t) + "/hook"
+		return "http://" + ports.Refused(t) + "/hook"
 	}
 }
 
