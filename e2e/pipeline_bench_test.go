@@ -134,7 +134,8 @@ import (
 // dispatcher (the durable consumer's pending and unacknowledged
 // messages).
 // -pipeline.trace prints those every second with the messages accepted
-// and delivered so far.
+// and delivered so far; -pipeline.windows breaks each run down by half
+// second (pipeline_halfseconds_test.go).
 //
 // Every run sends its own fixed number of messages whatever b.N is, so
 // run it with -benchtime 1x; ns/op is per message for the throughput runs
@@ -866,6 +867,9 @@ func (pb *pipelineBench) measure(b *testing.B, run *pipelineRun, send func(*pipe
 	b.ReportMetric(res.p50, "p50-ms")
 	b.ReportMetric(res.p99, "p99-ms")
 	pb.reportPG(b, pg, run.n)
+	if *pipelineWindows {
+		printWindows(b.Name(), pb.windows(run, watch.machine))
+	}
 	if res.early > 0 {
 		// The dispatcher can be that quick.
 		b.Logf("%d of %d deliveries arrived before their ingress 2xx was read; counted as 0 ms", res.early, res.messages)
@@ -1021,6 +1025,7 @@ type pipelineWatch struct {
 	rss            map[string]float64 // MB, by service
 	outbox, stream int64
 	trace          []string
+	machine        []machineSample // -pipeline.windows
 }
 
 func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
@@ -1033,6 +1038,9 @@ func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		for k := 0; ; k++ {
+			if *pipelineWindows {
+				w.machine = append(w.machine, sampleMachine())
+			}
 			for name, mb := range pb.rss() {
 				w.rss[name] = max(w.rss[name], mb)
 			}
