@@ -1039,7 +1039,7 @@ func (pb *pipelineBench) watch(run *pipelineRun) *pipelineWatch {
 		defer tick.Stop()
 		for k := 0; ; k++ {
 			if *pipelineWindows {
-				w.machine = append(w.machine, sampleMachine())
+				w.machine = append(w.machine, pb.sampleMachine())
 			}
 			for name, mb := range pb.rss() {
 				w.rss[name] = max(w.rss[name], mb)

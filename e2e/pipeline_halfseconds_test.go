@@ -16,12 +16,13 @@ import (
 // steady slowdown from a few stalls and to put each stall beside what
 // the machine did meanwhile: for the messages of the half second, how
 // many, their latency's p99 and maximum and their ingress p99; for the
-// same half second, the machine's CPU
-// busy share (/proc/stat) and its disks' cache flushes (one per fsync
-// reaching the device, PostgreSQL's commits among them), with their mean
+// same half second, the machine's CPU busy share (/proc/stat), the share
+// of a core that messaging, the dispatcher (the first process of each)
+// and PostgreSQL used, and the disks' cache flushes (one per fsync
+// reaching the device, PostgreSQL's commits among them) with their mean
 // time (/proc/diskstats). Printed as "window <line> ..." lines, then the
 // run's three slowest half seconds beside the median one.
-var pipelineWindows = flag.Bool("pipeline.windows", false, "print each run's half seconds: the counted messages' latency, the machine's CPU busy share and its disks' flushes with their mean time")
+var pipelineWindows = flag.Bool("pipeline.windows", false, "print each run's half seconds: the counted messages' latency beside the machine's CPU busy share, the services' CPU and the disks' flushes with their mean time")
 
 // windowWidth is the width of a -pipeline.windows window.
 const windowWidth = 500 * time.Millisecond
@@ -35,13 +36,22 @@ type machineSample struct {
 	flushes, flushMS uint64
 	writes, writeMS  uint64
 	ok               bool
+	// CPU seconds so far of the first messaging and dispatcher processes
+	// and of PostgreSQL's.
+	messaging, dispatcher, postgres float64
 }
 
-// sampleMachine reads /proc/stat and /proc/diskstats; on a machine
-// without them the sample says so and the windows print no machine
-// figures.
-func sampleMachine() machineSample {
-	s := machineSample{at: time.Now()}
+// sampleMachine reads /proc/stat, /proc/diskstats and the CPU of
+// messaging, the dispatcher and PostgreSQL; on a machine without them
+// the sample says so and the windows print no machine figures.
+func (pb *pipelineBench) sampleMachine() machineSample {
+	s := machineSample{at: time.Now(), postgres: serverCPU("postgres")}
+	if len(pb.messagings) > 0 {
+		_, s.messaging = procCPU(strconv.Itoa(pb.messagings[0].cmd.Process.Pid))
+	}
+	if len(pb.dispatchers) > 0 {
+		_, s.dispatcher = procCPU(strconv.Itoa(pb.dispatchers[0].cmd.Process.Pid))
+	}
 	stat, err1 := os.ReadFile("/proc/stat")
 	disks, err2 := os.ReadFile("/proc/diskstats")
 	if err1 != nil || err2 != nil {
@@ -94,12 +104,15 @@ func wholeDisk(name string) bool {
 
 // runWindow is one half second of a run's schedule.
 type runWindow struct {
-	from                  time.Duration // since the run's start
-	messages              int
-	p99, max, ingressP99  float64 // ms
-	cpuBusy               float64 // %, -1 unknown
-	flushes               uint64
-	flushMS, writeMSPerIO float64 // mean ms a flush, a write; -1 unknown
+	from                 time.Duration // since the run's start
+	messages             int
+	p99, max, ingressP99 float64 // ms
+	cpuBusy              float64 // %, -1 unknown
+	// the share of one core each used, %: messaging, the dispatcher
+	// (each a process of GOMAXPROCS 1) and PostgreSQL
+	messaging, dispatcher, postgres float64
+	flushes                         uint64
+	flushMS, writeMSPerIO           float64 // mean ms a flush, a write; -1 unknown
 }
 
 // windows breaks run down by half second of accepted time, with the
@@ -133,6 +146,10 @@ func (pb *pipelineBench) windows(run *pipelineRun, samples []machineSample) []ru
 		if a, b, ok := samplesAround(samples, from, to); ok {
 			if dt := b.total - a.total; dt > 0 {
 				w.cpuBusy = 100 * float64(b.busy-a.busy) / float64(dt)
+			}
+			if span := b.at.Sub(a.at).Seconds(); span > 0 {
+				share := func(x, y float64) float64 { return 100 * (y - x) / span }
+				w.messaging, w.dispatcher, w.postgres = share(a.messaging, b.messaging), share(a.dispatcher, b.dispatcher), share(a.postgres, b.postgres)
 			}
 			w.flushes = b.flushes - a.flushes
 			if w.flushes > 0 {
@@ -175,9 +192,9 @@ func printWindows(name string, ws []runWindow) {
 		return fmt.Sprintf(format, v)
 	}
 	line := func(w runWindow) string {
-		return fmt.Sprintf("%5.1fs  msgs %4d  p99 %7.1f ms  max %7.1f ms  ingress-p99 %7.1f ms  cpu-busy %5s %%  flushes %4d  ms/flush %6s  ms/write %6s",
-			w.from.Seconds(), w.messages, w.p99, w.max, w.ingressP99, figure(w.cpuBusy, "%.0f"), w.flushes,
-			figure(w.flushMS, "%.2f"), figure(w.writeMSPerIO, "%.2f"))
+		return fmt.Sprintf("%5.1fs  msgs %4d  p99 %7.1f ms  max %7.1f ms  ingress-p99 %7.1f ms  cpu-busy %5s %%  messaging %3.0f %%  dispatcher %3.0f %%  postgres %3.0f %%  flushes %4d  ms/flush %6s  ms/write %6s",
+			w.from.Seconds(), w.messages, w.p99, w.max, w.ingressP99, figure(w.cpuBusy, "%.0f"), w.messaging, w.dispatcher, w.postgres,
+			w.flushes, figure(w.flushMS, "%.2f"), figure(w.writeMSPerIO, "%.2f"))
 	}
 	for _, w := range ws {
 		fmt.Printf("window %s %s\n", name, line(w))
