@@ -1,5 +1,6 @@
 // Package logging builds the zap logger every Parley process uses: JSON by
-// default, human-readable with LOG_FORMAT=console, level from LOG_LEVEL.
+// default, human-readable with LOG_FORMAT=console, level from LOG_LEVEL,
+// repeated lines sampled (docs/operations.md "Logs").
 package logging
 
 import (
@@ -25,6 +26,10 @@ func New(service string) (*zap.Logger, error) {
 		cfg.DisableStacktrace = true
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
+	// A line a delivery or a request would cost a busy service a write
+	// each: of the lines with the same message and level, the first 100
+	// of each second are written, then every 100th, in either format.
+	cfg.Sampling = &zap.SamplingConfig{Initial: 100, Thereafter: 100}
 	cfg.EncoderConfig.TimeKey = "ts"
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	log, err := cfg.Build()
