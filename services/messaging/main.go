@@ -99,7 +99,6 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		return service.Ports{}, fmt.Errorf("DAILY_RESET_TZ: %w", err)
 	}
 	redisKeys := redisx.Keys{Prefix: cfg.RedisPrefix}
-	observer := observe.New(log, svc.Metrics)
 
 	// adapters
 	// The sends' idempotency receipts are written with what each send
@@ -115,7 +114,7 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 	// Webchat replies go out on NATS, so a widget connected to any instance
 	// gets them.
 	webchatBus := webchat.NewBus(svc.NATS, cfg.RPCSubjectPrefix, webchat.Limits{MaxStreams: cfg.WebchatMaxStreams})
-	observer.WatchWebchatStreams(webchatBus.Streams)
+	observer := observe.New(log, svc.Metrics, webchatBus.Streams)
 
 	// app
 	relay := app.NewRelay(app.RelayDeps{

@@ -16,7 +16,6 @@ import (
 // (which counts the ingress it refuses before the app sees it).
 type Observer struct {
 	log             *zap.Logger
-	reg             prometheus.Registerer
 	ingress         *prometheus.CounterVec
 	sends           *prometheus.CounterVec
 	outboxBacklog   prometheus.Gauge
@@ -26,11 +25,13 @@ type Observer struct {
 
 var _ app.Observer = (*Observer)(nil)
 
-// New returns an Observer logging to log, its series registered with reg.
-func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
+// New returns an Observer logging to log, with every series messaging
+// exports registered with reg (main registers nothing else, so the metrics
+// test, which calls New too, sees them all). webchatStreams reads the
+// widget streams this process holds at each scrape; nil reads 0.
+func New(log *zap.Logger, reg prometheus.Registerer, webchatStreams func() int) *Observer {
 	o := &Observer{
 		log: log,
-		reg: reg,
 		ingress: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "parley", Subsystem: "messaging", Name: "ingress_updates_total",
 			Help: "Platform deliveries received, by platform and outcome.",
@@ -52,17 +53,17 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 			Help: "Relay passes that stopped on an error (NATS or the database).",
 		}),
 	}
-	reg.MustRegister(o.ingress, o.sends, o.outboxBacklog, o.outboxPublished, o.outboxFailures)
-	return o
-}
-
-// WatchWebchatStreams exports streams, the widget streams this process
-// holds, as a gauge read at each scrape.
-func (o *Observer) WatchWebchatStreams(streams func() int) {
-	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "parley", Subsystem: "messaging", Name: "webchat_streams",
 		Help: "Webchat widget streams (SSE) open in this process.",
-	}, func() float64 { return float64(streams()) }))
+	}, func() float64 {
+		if webchatStreams == nil {
+			return 0
+		}
+		return float64(webchatStreams())
+	})
+	reg.MustRegister(o.ingress, o.sends, o.outboxBacklog, o.outboxPublished, o.outboxFailures, streams)
+	return o
 }
 
 // Ingress counts one platform delivery.
