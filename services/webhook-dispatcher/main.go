@@ -118,7 +118,18 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 		Circuit:             isolation.Policy{After: cfg.CircuitAfter, CoolDown: cfg.CircuitCoolDown},
 	}
 	webhooks := adapters.NewWebhookStore(svc.DB)
-	uc := app.New(app.Deps{
+	// The capacity gauges read the use cases, which count on the
+	// observer: uc is set before Serve, so before any scrape.
+	var uc *app.App
+	observer, sampler := observe.Register(svc.Metrics, log, observe.Sources{
+		Capacity: func() app.Capacity { return uc.Capacity() },
+		Lag: map[string]observe.LagFunc{
+			"events": events.Lag(js, eventsStream, cfg.Consumer),
+			"replay": events.Lag(js, replayStream, cfg.Consumer),
+		},
+		CountPaused: webhooks.CountPaused,
+	})
+	uc = app.New(app.Deps{
 		Policy:     policy,
 		Webhooks:   webhooks,
 		Deliveries: adapters.NewDeliveryStore(svc.DB),
@@ -130,20 +141,15 @@ func wire(ctx context.Context, cfg svcconfig.Config, svc *service.App, s seams) 
 			IdleConnsPerHost:    cfg.Concurrency + cfg.ReplayConcurrency,
 		}),
 		Resolver: resolver,
-		Observer: observe.New(log, svc.Metrics),
+		Observer: observer,
 		Clock:    clock,
 	})
-	observe.WatchCapacity(svc.Metrics, uc.Capacity)
 	replays := app.NewReplays(app.ReplaysDeps{
 		App:        uc,
 		Source:     replaystream.NewSource(js, eventsStream),
 		Queue:      replaystream.NewQueue(js, replayStream),
 		Deliveries: adapters.NewReplayStore(svc.DB),
 	})
-	sampler := observe.NewSampler(svc.Metrics, map[string]observe.LagFunc{
-		"events": events.Lag(js, eventsStream, cfg.Consumer),
-		"replay": events.Lag(js, replayStream, cfg.Consumer),
-	}, webhooks.CountPaused, log)
 
 	// The consumer holds up to DISPATCHER_IN_HAND events; the use case
 	// bounds the attempts in flight among them (DISPATCHER_CONCURRENCY,

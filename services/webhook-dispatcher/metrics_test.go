@@ -18,7 +18,6 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/receiver"
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/adapters/observe"
-	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	svcconfig "github.com/parleyhq/parley/services/webhook-dispatcher/internal/config"
 )
 
@@ -144,9 +143,5 @@ func TestMetricsShowLagPausedWebhooksAndOutcomes(t *testing.T) {
 // docs/operations.md "Metrics" lists, names and types.
 func TestMetricsAreTheDocumentedOnes(t *testing.T) {
 	t.Parallel()
-	metricsdoc.Check(t, "webhook-dispatcher", func(reg prometheus.Registerer) {
-		observe.New(zap.NewNop(), reg)
-		observe.WatchCapacity(reg, func() app.Capacity { return app.Capacity{} })
-		observe.NewSampler(reg, map[string]observe.LagFunc{"events": nil, "replay": nil}, nil, zap.NewNop())
-	})
+	metricsdoc.Check(t, "webhook-dispatcher", func(reg prometheus.Registerer) { observe.Register(reg, zap.NewNop(), observe.Sources{}) })
 }

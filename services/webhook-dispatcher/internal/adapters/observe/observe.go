@@ -28,8 +28,33 @@ type Observer struct {
 
 var _ app.Observer = (*Observer)(nil)
 
+// Sources are what the gauges read from outside the observer. Each may be
+// nil: its gauges are still registered, and read 0 (Capacity) or are not
+// sampled (Lag, CountPaused).
+type Sources struct {
+	// Capacity is read at each scrape.
+	Capacity CapacityFunc
+	// Lag reads each durable consumer's lag ("events", "replay") at each
+	// sample.
+	Lag map[string]LagFunc
+	// CountPaused counts the paused webhooks at each sample.
+	CountPaused CountFunc
+}
+
+// Register registers on reg every metric the dispatcher exports, and
+// returns the Observer that counts the use cases' work and the Sampler to
+// run for the gauges read from src. It is the only registration main
+// makes, and the metrics test makes the same call, so a metric added here
+// is held to docs/operations.md "Metrics".
+func Register(reg prometheus.Registerer, log *zap.Logger, src Sources) (*Observer, *Sampler) {
+	o := New(log, reg)
+	watchCapacity(reg, src.Capacity)
+	return o, newSampler(reg, src.Lag, src.CountPaused, log)
+}
+
 // New returns an observer logging to log and counting in metrics it
-// registers on reg.
+// registers on reg: the Observer alone, which the app's tests use;
+// Register is the service's.
 func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 	o := &Observer{
 		log: log,
@@ -66,14 +91,20 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 // CapacityFunc reads what the instance's places and circuits hold.
 type CapacityFunc func() app.Capacity
 
-// WatchCapacity registers the gauges read from capacity at each scrape:
+// watchCapacity registers the gauges read from capacity at each scrape:
 // attempts in flight (by queue), attempts waiting for a place (for their
-// webhook's share, or for a slot of the instance) and open circuits.
-func WatchCapacity(reg prometheus.Registerer, capacity CapacityFunc) {
+// webhook's share, or for a slot of the instance) and open circuits. A nil
+// capacity reads 0.
+func watchCapacity(reg prometheus.Registerer, capacity CapacityFunc) {
 	gauge := func(name, help string, labels prometheus.Labels, read func(app.Capacity) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "parley", Subsystem: "dispatcher", Name: name, Help: help, ConstLabels: labels,
-		}, func() float64 { return float64(read(capacity())) })
+		}, func() float64 {
+			if capacity == nil {
+				return 0
+			}
+			return float64(read(capacity()))
+		})
 	}
 	const (
 		inFlight = "HTTP attempts sent and not yet answered on this instance."

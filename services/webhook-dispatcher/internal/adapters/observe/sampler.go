@@ -28,9 +28,9 @@ type Sampler struct {
 	log         *zap.Logger
 }
 
-// NewSampler registers the gauges on reg. queues names each durable
+// newSampler registers the gauges on reg. queues names each durable
 // consumer whose lag is sampled ("events", "replay").
-func NewSampler(reg prometheus.Registerer, queues map[string]LagFunc, countPaused CountFunc, log *zap.Logger) *Sampler {
+func newSampler(reg prometheus.Registerer, queues map[string]LagFunc, countPaused CountFunc, log *zap.Logger) *Sampler {
 	s := &Sampler{
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "parley",
