@@ -64,8 +64,10 @@ type App struct {
 	DB    *gorm.DB
 	Redis *redis.Client
 	NATS  *nats.Conn
-	// Metrics is the process's Prometheus registry, with the Go and
-	// process collectors; MountProbes serves it on /metrics.
+	// Metrics is the process's Prometheus registry, empty: the service
+	// registers every collector it exports, the runtime's among them
+	// (RegisterRuntime), with one function its metrics test calls too.
+	// MountProbes serves it on /metrics.
 	Metrics *prometheus.Registry
 
 	name    string
@@ -120,12 +122,19 @@ func Open(ctx context.Context, name, version string, log *zap.Logger, conn confi
 		o(&w)
 	}
 	a := &App{name: name, version: version, conn: conn, log: log, Metrics: prometheus.NewRegistry()}
-	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := a.open(ctx, conn, w); err != nil {
 		a.closeConnections()
 		return nil, err
 	}
 	return a, nil
+}
+
+// RegisterRuntime registers on reg the Go runtime's and the process's
+// collectors (go_*, process_*), which every service exports: each
+// service's registering function calls it, so that its metrics test
+// (pkg/testenv/metricsdoc) sees them as main's path does.
+func RegisterRuntime(reg prometheus.Registerer) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 func (a *App) open(ctx context.Context, conn config.Connections, w wants) error {

@@ -188,15 +188,22 @@ func Documented(t testing.TB, service string) map[string]string {
 	return out
 }
 
+// runtimePrefixes name the Go runtime's and the process's metrics, which
+// every service exports (service.RegisterRuntime) and no table lists.
+var runtimePrefixes = []string{"go_", "process_"}
+
 // Compare lists, sorted, how the exported metrics differ from the
 // documented ones of service: exported and not documented, documented and
 // not exported, or of another type. The Go runtime's and the process's
-// (go_*, process_*), which every service exports, are left out.
+// (go_*, process_*) are not the table's: they must be exported, whatever
+// their names.
 func Compare(service string, documented, exported map[string]string) []string {
 	var problems []string
 	where := fmt.Sprintf("%s \"Metrics\" %q", opsdoc.Guide, service)
+	runtime := map[string]bool{}
 	for name, kind := range exported {
-		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+		if i := slices.IndexFunc(runtimePrefixes, func(p string) bool { return strings.HasPrefix(name, p) }); i >= 0 {
+			runtime[runtimePrefixes[i]] = true
 			continue
 		}
 		doc, ok := documented[name]
@@ -212,13 +219,19 @@ func Compare(service string, documented, exported map[string]string) []string {
 			problems = append(problems, fmt.Sprintf("%s is documented in %s but not exported", name, where))
 		}
 	}
+	for _, p := range runtimePrefixes {
+		if !runtime[p] {
+			problems = append(problems, fmt.Sprintf("no %s* metric is exported: %s says every service exports the Go runtime's and the process's (service.RegisterRuntime)", p, opsdoc.Guide))
+		}
+	}
 	slices.Sort(problems)
 	return problems
 }
 
-// Check holds the metrics register registers, which must be every one
-// the service does (each call of its main's that registers some), to
-// service's table.
+// Check holds the metrics register registers to service's table:
+// register calls the one function that registers every collector the
+// service exports, the one its main calls, so that a metric added there is
+// seen.
 func Check(t testing.TB, service string, register func(prometheus.Registerer)) {
 	t.Helper()
 	for _, p := range Compare(service, Documented(t, service), Exported(t, register)) {

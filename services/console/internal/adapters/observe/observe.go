@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/pkg/adminclient"
 	"github.com/parleyhq/parley/pkg/errs"
 	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
+	"github.com/parleyhq/parley/pkg/service"
 	httpport "github.com/parleyhq/parley/services/console/internal/ports/http"
 )
 
@@ -47,7 +48,9 @@ type Observer struct {
 
 var _ httpport.Observer = (*Observer)(nil)
 
-// New registers the series with reg.
+// New registers with reg every metric the console exports, the runtime's
+// too: main registers nothing else, and the metrics test calls New as main
+// does.
 func New(reg prometheus.Registerer) *Observer {
 	o := &Observer{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -68,6 +71,7 @@ func New(reg prometheus.Registerer) *Observer {
 		o.signIns.WithLabelValues(outcome) // present at 0, so rates and alerts see them from the start
 	}
 	reg.MustRegister(o.requests, o.signIns, o.upstream)
+	service.RegisterRuntime(reg)
 	return o
 }
 

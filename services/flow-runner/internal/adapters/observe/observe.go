@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/flow-runner/internal/app"
 	"github.com/parleyhq/parley/services/flow-runner/internal/domain/run"
 )
@@ -23,8 +24,9 @@ type Observer struct {
 
 var _ app.Observer = (*Observer)(nil)
 
-// New returns an Observer logging to log, with the run metrics registered
-// on reg.
+// New returns an Observer logging to log, with every metric the
+// flow-runner exports registered on reg, the runtime's too: main registers
+// nothing else, and the metrics test calls New as main does.
 func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 	o := &Observer{
 		log: log,
@@ -44,6 +46,7 @@ func New(log *zap.Logger, reg prometheus.Registerer) *Observer {
 		}, []string{"outcome"}),
 	}
 	reg.MustRegister(o.calls, o.duration, o.chatTurns)
+	service.RegisterRuntime(reg)
 	return o
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/pkg/service"
 	httpport "github.com/parleyhq/parley/services/gateway/internal/ports/http"
 )
 
@@ -22,7 +23,9 @@ type Observer struct {
 
 var _ httpport.Observer = (*Observer)(nil)
 
-// New registers the series with reg.
+// New registers with reg every metric the gateway exports, the runtime's
+// too: main registers nothing else, and the metrics test calls New as main
+// does.
 func New(reg prometheus.Registerer) *Observer {
 	o := &Observer{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,6 +43,7 @@ func New(reg prometheus.Registerer) *Observer {
 		}, []string{"service"}),
 	}
 	reg.MustRegister(o.requests, o.rateLimited, o.upstream)
+	service.RegisterRuntime(reg)
 	return o
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/messaging/internal/app"
 )
 
@@ -25,10 +26,10 @@ type Observer struct {
 
 var _ app.Observer = (*Observer)(nil)
 
-// New returns an Observer logging to log, with every series messaging
-// exports registered with reg (main registers nothing else, so the metrics
-// test, which calls New too, sees them all). webchatStreams reads the
-// widget streams this process holds at each scrape; nil reads 0.
+// New returns an Observer logging to log, with every metric messaging
+// exports registered with reg, the runtime's too: main registers nothing
+// else, and the metrics test calls New as main does. webchatStreams reads
+// the widget streams this process holds at each scrape; nil reads 0.
 func New(log *zap.Logger, reg prometheus.Registerer, webchatStreams func() int) *Observer {
 	o := &Observer{
 		log: log,
@@ -63,6 +64,7 @@ func New(log *zap.Logger, reg prometheus.Registerer, webchatStreams func() int) 
 		return float64(webchatStreams())
 	})
 	reg.MustRegister(o.ingress, o.sends, o.outboxBacklog, o.outboxPublished, o.outboxFailures, streams)
+	service.RegisterRuntime(reg)
 	return o
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/parleyhq/parley/pkg/service"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/app"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/delivery"
 	"github.com/parleyhq/parley/services/webhook-dispatcher/internal/domain/replay"
@@ -41,14 +42,15 @@ type Sources struct {
 	CountPaused CountFunc
 }
 
-// Register registers on reg every metric the dispatcher exports, and
-// returns the Observer that counts the use cases' work and the Sampler to
-// run for the gauges read from src. It is the only registration main
-// makes, and the metrics test makes the same call, so a metric added here
-// is held to docs/operations.md "Metrics".
+// Register registers on reg every metric the dispatcher exports, the
+// runtime's too, and returns the Observer that counts the use cases' work
+// and the Sampler to run for the gauges read from src. It is the only
+// registration main makes, and the metrics test makes the same call, so a
+// metric added here is held to docs/operations.md "Metrics".
 func Register(reg prometheus.Registerer, log *zap.Logger, src Sources) (*Observer, *Sampler) {
 	o := New(log, reg)
 	watchCapacity(reg, src.Capacity)
+	service.RegisterRuntime(reg)
 	return o, newSampler(reg, src.Lag, src.CountPaused, log)
 }
 
