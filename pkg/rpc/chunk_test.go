@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -211,8 +212,8 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 	p.Cut()
 	select {
 	case err := <-inFlight:
-		if e, ok := errs.As(err); !ok || e.Status != http.StatusServiceUnavailable {
-			t.Fatalf("the call under way ended with %v, want 503", err)
+		if e, ok := errs.As(err); !ok || e.Status != http.StatusServiceUnavailable || errors.Is(err, rpc.ErrNotSent) {
+			t.Fatalf("the call under way ended with %v, want 503, not rpc.ErrNotSent (it was sent)", err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the call under way still waits 2 s after NATS went")
@@ -222,8 +223,8 @@ func TestNATSDownIs503AtOnceAndRecovers(t *testing.T) {
 		start := time.Now()
 		err := call()
 		e, ok := errs.As(err)
-		if !ok || e.Status != http.StatusServiceUnavailable || e.Code != errs.CodeServiceUnavailable || e.Header.Get("Retry-After") == "" {
-			t.Fatalf("during the outage: %v, want 503 service_unavailable with Retry-After", err)
+		if !ok || e.Status != http.StatusServiceUnavailable || e.Code != errs.CodeServiceUnavailable || e.Header.Get("Retry-After") == "" || !errors.Is(err, rpc.ErrNotSent) {
+			t.Fatalf("during the outage: %v, want 503 service_unavailable with Retry-After, rpc.ErrNotSent", err)
 		}
 		if took := time.Since(start); took > 100*time.Millisecond {
 			t.Fatalf("the refusal took %s", took)

@@ -27,6 +27,23 @@ const CallTimeout = HandlerTimeout + 5*time.Second
 // WithHandlerTimeout(LongHandlerTimeout); give it as the ctx deadline.
 const LongCallTimeout = LongHandlerTimeout + 5*time.Second
 
+// ErrNotSent is in the error of a call that certainly reached no instance
+// of the service: none was running (NATS answered "no responders"), NATS
+// was not connected, or the request could not be published. The service
+// did nothing, so the call may be made again; every other error of a call
+// (no answer in time, the connection lost while waiting, an answer that
+// could not be read) leaves open whether the service did its work.
+var ErrNotSent = errors.New("rpc: the request reached no service")
+
+// notSentError is a call's answer to its caller (e) when the request was
+// not sent: errs.As finds e, errors.Is finds ErrNotSent.
+type notSentError struct{ answer *errs.Error }
+
+func notSent(e *errs.Error) error { return &notSentError{answer: e} }
+
+func (e *notSentError) Error() string   { return e.answer.Error() }
+func (e *notSentError) Unwrap() []error { return []error{e.answer, ErrNotSent} }
+
 // Client calls services' endpoints. Its replies arrive on one inbox
 // subscription of its own (see chunk.go), which takes replies of any size
 // and streams (see stream.go).
@@ -111,13 +128,17 @@ func (c *Client) Open(ctx context.Context, service, endpoint string, req *rpcv1.
 	msg, call, err := c.request(ctx, Subject(c.prefix, service, endpoint), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, errs.ServiceUnavailable("%s is not running; try again shortly", service)
+		return nil, notSent(errs.ServiceUnavailable("%s is not running; try again shortly", service))
 	case errors.Is(err, nats.ErrMaxPayload):
 		// Replies of any size come back in chunks; a request must fit one
 		// message (the gateway's body limit sees to that for the API).
-		return nil, errs.Newf(http.StatusRequestEntityTooLarge, errs.CodePayloadTooLarge,
-			"request of %d bytes is over the %d-byte bound of one message", len(data), c.nc.MaxPayload())
+		return nil, notSent(errs.Newf(http.StatusRequestEntityTooLarge, errs.CodePayloadTooLarge,
+			"request of %d bytes is over the %d-byte bound of one message", len(data), c.nc.MaxPayload()))
+	case natsx.Unavailable(err) && errors.Is(err, ErrNotSent):
+		return nil, notSent(errs.ServiceUnavailable("the message bus is unreachable; try again shortly"))
 	case natsx.Unavailable(err):
+		// The connection dropped after the request went: its reply is
+		// lost, whatever the service did.
 		return nil, errs.ServiceUnavailable("the message bus is unreachable; try again shortly")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return nil, errs.ServiceUnavailable("%s did not answer in time; try again shortly", service)
@@ -156,11 +177,11 @@ func (c *Client) request(ctx context.Context, subject string, data []byte) (*nat
 	if !c.nc.IsConnected() {
 		// Whatever the state between connections, nothing sent now
 		// would be answered.
-		return nil, call{}, nats.ErrDisconnected
+		return nil, call{}, fmt.Errorf("%w: %w", ErrNotSent, nats.ErrDisconnected)
 	}
 	inbox, p, err := c.replies.open()
 	if err != nil {
-		return nil, call{}, err
+		return nil, call{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	msg := &nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: nats.Header{
 		HeaderAcceptChunks: {"1"},
@@ -168,7 +189,7 @@ func (c *Client) request(ctx context.Context, subject string, data []byte) (*nat
 	}}
 	if err := c.nc.PublishMsg(msg); err != nil {
 		c.replies.close(inbox)
-		return nil, call{}, err
+		return nil, call{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	reply, err := p.wait(ctx, c.replies.gap)
 	if err != nil {
