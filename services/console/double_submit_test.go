@@ -63,7 +63,9 @@ func (m *fakeMessaging) repliesSent() int {
 // once (a double click) or later (the browser's resubmit), sends the reply
 // once; each post is answered 303 to the page (saying, after a repeat,
 // that the form was submitted already) or 409 in words, never an error. The same form with another text (back, edited) is a reply of its
-// own, and so is the form posted again after messaging refused it.
+// own, and so is the form posted again after messaging refused it (4xx);
+// after messaging answered 5xx it may have been sent, and posted again
+// it sends nothing (409, in words).
 func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 	t.Parallel()
 	h, own, conv, b := inboxAcme(t, messagingapi.ConversationState{Conversation: messagingapi.Conversation{Contact: messagingapi.Contact{SenderID: "1", Name: "Ada"}}},
@@ -106,10 +108,10 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 
 	// Refused by messaging, then posted again: sent.
 	h.messaging.mu.Lock()
-	h.messaging.inbox.sendRefusal = errs.New(http.StatusBadGateway, "platform_error", "the platform refused the message")
+	h.messaging.inbox.sendRefusal = errs.New(http.StatusConflict, "outside_messaging_window", "the messaging window is closed")
 	h.messaging.mu.Unlock()
 	retry := with(form, "text", "Still there?")
-	if r := b.do(http.MethodPost, path+"/reply", retry, nil); r.status != http.StatusBadGateway {
+	if r := b.do(http.MethodPost, path+"/reply", retry, nil); r.status != http.StatusConflict {
 		t.Fatalf("a refused reply = %d: %s", r.status, r.body)
 	}
 	if r := b.do(http.MethodPost, path+"/reply", retry, nil); r.status != http.StatusSeeOther {
@@ -118,6 +120,22 @@ func TestInboxReplyPostedTwiceSendsOnce(t *testing.T) {
 	if n := h.messaging.repliesSent(); n != 4 {
 		t.Fatalf("refused then sent: %d sends in all, want 4", n)
 	}
+
+	// Answered 502 platform_error, which is also the platform not
+	// answering in time: the customer may have the reply, so posted
+	// again it sends nothing and says so.
+	h.messaging.mu.Lock()
+	h.messaging.inbox.sendRefusal = errs.New(http.StatusBadGateway, "platform_error", "telegram: the platform did not answer in time")
+	h.messaging.mu.Unlock()
+	unknown := with(form, "text", "Anyone?")
+	if r := b.do(http.MethodPost, path+"/reply", unknown, nil); r.status != http.StatusBadGateway {
+		t.Fatalf("a reply answered 502 = %d: %s", r.status, r.body)
+	}
+	r = b.do(http.MethodPost, path+"/reply", unknown, nil)
+	if r.status != http.StatusConflict || h.messaging.repliesSent() != 5 {
+		t.Fatalf("the reply answered 502, posted again = %d, %d sends in all, want 409 and 5: %s", r.status, h.messaging.repliesSent(), r.body)
+	}
+	mustContain(t, r, "may have been done", "Check the conversation&#39;s messages below; to do it anyway, reload the page and post the new form.")
 }
 
 var seenInput = regexp.MustCompile(`name="seen" value="([^"]*)"`)

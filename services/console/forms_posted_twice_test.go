@@ -47,26 +47,7 @@ var busy = errs.New(http.StatusTooManyRequests, "rate_limited", "too many admin 
 // reply has its own test (TestInboxReplyPostedTwiceSendsOnce).
 var guardedForms = map[string]func(t *testing.T) guardedForm{
 	"create an API key": func(t *testing.T) guardedForm {
-		h, ws, b := signedInToAcme(t)
-		base := "/workspaces/" + ws
-		return guardedForm{h: h, b: b, page: base + "/keys", post: base + "/keys", fields: url.Values{"name": {"ci"}},
-			status: http.StatusCreated,
-			after: func(response) string {
-				h.gateway.mu.Lock()
-				defer h.gateway.mu.Unlock()
-				keys := h.gateway.keys.byWorkspace[ws]
-				return base + "/keys?created=" + keys[len(keys)-1].ID + "&again=1"
-			},
-			made: func() int {
-				h.gateway.mu.Lock()
-				defer h.gateway.mu.Unlock()
-				return len(h.gateway.keys.created)
-			},
-			refuse: func(on bool) {
-				h.gateway.mu.Lock()
-				defer h.gateway.mu.Unlock()
-				h.gateway.keys.refusal = map[bool]*errs.Error{true: busy}[on]
-			}}
+		return keysForm(signedInToAcme(t))
 	},
 	"create a channel": func(t *testing.T) guardedForm {
 		h, ws, b := signedInToAcme(t)
@@ -157,6 +138,30 @@ var guardedForms = map[string]func(t *testing.T) guardedForm{
 		g.notes = []string{"cannot be shown again"}
 		return g
 	},
+}
+
+// keysForm is the form creating an API key in workspace ws, b signed in
+// to it.
+func keysForm(h *harness, ws string, b *browser) guardedForm {
+	base := "/workspaces/" + ws
+	return guardedForm{h: h, b: b, page: base + "/keys", post: base + "/keys", fields: url.Values{"name": {"ci"}},
+		status: http.StatusCreated,
+		after: func(response) string {
+			h.gateway.mu.Lock()
+			defer h.gateway.mu.Unlock()
+			keys := h.gateway.keys.byWorkspace[ws]
+			return base + "/keys?created=" + keys[len(keys)-1].ID + "&again=1"
+		},
+		made: func() int {
+			h.gateway.mu.Lock()
+			defer h.gateway.mu.Unlock()
+			return len(h.gateway.keys.created)
+		},
+		refuse: func(on bool) {
+			h.gateway.mu.Lock()
+			defer h.gateway.mu.Unlock()
+			h.gateway.keys.refusal = map[bool]*errs.Error{true: busy}[on]
+		}}
 }
 
 // publishForm is a flow's publish form, drawn on page and posted to post.

@@ -24,6 +24,7 @@ import (
 	consoleapi "github.com/parleyhq/parley/pkg/api/console"
 	gatewayapi "github.com/parleyhq/parley/pkg/api/gateway"
 	"github.com/parleyhq/parley/pkg/errs"
+	rpcv1 "github.com/parleyhq/parley/pkg/gen/parley/rpc/v1"
 	"github.com/parleyhq/parley/pkg/httpx"
 	"github.com/parleyhq/parley/pkg/rpc"
 	"github.com/parleyhq/parley/pkg/testenv"
@@ -52,6 +53,9 @@ type settings struct {
 	insecureCookies     bool
 	// redisHook sees every call of the console's Redis client.
 	redisHook redis.Hook
+	// callTimeout, when set, is how long the console waits for a
+	// service's answer (rpc.CallTimeout otherwise).
+	callTimeout time.Duration
 }
 
 func defaults() settings {
@@ -110,7 +114,7 @@ func newHarness(t *testing.T, s settings) *harness {
 	}
 	clk := &clock{}
 	bg := testenv.Serve(t, "console", func(ctx context.Context) error {
-		return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now, passwordCost: testCost, redisHook: s.redisHook})
+		return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now, passwordCost: testCost, redisHook: s.redisHook, upstream: s.upstream()})
 	})
 	url := "http://" + cfg.Addr
 	// Ready once the listener answers: the rpc endpoints are served by then.
@@ -118,6 +122,36 @@ func newHarness(t *testing.T, s settings) *harness {
 	return &harness{env: env, url: url, gdb: env.DB(t, adapters.Schema, migrations.FS), gateway: gw, clock: clk,
 		dispatcher: dispatcher, messaging: messaging, flows: flows,
 		admin: adminclient.New(rpc.NewClient(env.NATS(t), env.RPCPrefix))}
+}
+
+// upstream is the seam that gives the console's calls callTimeout, nil
+// when it is not set.
+func (s settings) upstream() func(adminclient.Caller) adminclient.Caller {
+	if s.callTimeout == 0 {
+		return nil
+	}
+	return func(call adminclient.Caller) adminclient.Caller {
+		return deadlineCaller{call: call, timeout: s.callTimeout}
+	}
+}
+
+// deadlineCaller makes each call give up after timeout, as rpc's client
+// does after rpc.CallTimeout.
+type deadlineCaller struct {
+	call    adminclient.Caller
+	timeout time.Duration
+}
+
+func (c deadlineCaller) CallJSON(ctx context.Context, service, endpoint, workspaceID, method, path string, in, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.call.CallJSON(ctx, service, endpoint, workspaceID, method, path, in, out)
+}
+
+func (c deadlineCaller) CallRaw(ctx context.Context, service, endpoint string, req *rpcv1.Request, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.call.CallRaw(ctx, service, endpoint, req, out)
 }
 
 // clock is a settable clock: the real time plus an offset tests move.
@@ -140,6 +174,8 @@ type fakeGateway struct {
 	refusals map[string]*errs.Error
 	// keys are the workspaces' API keys (keys_channels_fakes_test.go).
 	keys fakeKeys
+	// stop takes the fake away (serveFake) until it is served again.
+	stop func()
 }
 
 func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
@@ -167,15 +203,27 @@ func (g *fakeGateway) serve(t *testing.T, env *testenv.Env) {
 		return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
 	})
 	g.serveAPIKeys(e)
-	serveFake(t, env, rpc.ServiceGateway, map[string]http.Handler{rpc.EndpointAdmin: e})
+	g.stop = serveFake(t, env, rpc.ServiceGateway, map[string]http.Handler{rpc.EndpointAdmin: e})
 }
 
 // serveFake serves each endpoint's routes as the service over NATS until
-// the test ends. Each fake has its own connection, as the service's own
-// process would.
-func serveFake(t *testing.T, env *testenv.Env, service string, endpoints map[string]http.Handler) {
+// the test ends, or until stop: once stop returns, a call to the service
+// finds none running (NATS answers "no responders"). Each fake has its
+// own connection, as the service's own process would.
+func serveFake(t *testing.T, env *testenv.Env, service string, endpoints map[string]http.Handler) (stop func()) {
 	t.Helper()
-	rpcserver.Serve(t, env.NATS(t), env.RPCPrefix, service, env.Logger(t), endpoints)
+	nc := env.NATS(t)
+	srv := rpcserver.Serve(t, nc, env.RPCPrefix, service, env.Logger(t), endpoints)
+	return func() {
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+		// The server has taken the subscriptions away once it has read
+		// all this connection sent.
+		if err := nc.Flush(); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // recorder is a fake's middleware that hands note each request with its
@@ -220,7 +268,13 @@ func (h *harness) operator(t *testing.T, email, workspaceID string) {
 // signed in as its workspace operator, ann.
 func signedInToAcme(t *testing.T) (*harness, string, *browser) {
 	t.Helper()
-	h := newHarness(t, defaults())
+	return signedInToAcmeWith(t, defaults())
+}
+
+// signedInToAcmeWith is signedInToAcme on a harness with settings s.
+func signedInToAcmeWith(t *testing.T, s settings) (*harness, string, *browser) {
+	t.Helper()
+	h := newHarness(t, s)
 	own := h.workspace("Acme")
 	h.operator(t, "ann@example.com", own)
 	b := h.browser(t)

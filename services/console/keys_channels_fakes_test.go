@@ -28,6 +28,11 @@ type fakeKeys struct {
 	revoked []string
 	// refusal, when set, answers every API key call.
 	refusal *errs.Error
+	// failAfter, when set, answers a create that made its key.
+	failAfter *errs.Error
+	// late, when set, holds a create that made its key until it is
+	// closed: its answer comes after the console stopped waiting.
+	late chan struct{}
 }
 
 // serveAPIKeys adds the gateway's admin API key routes to e; g.mu guards
@@ -38,21 +43,20 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 		if err := httpx.BindJSON(c, &in); err != nil {
 			return err
 		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if err := g.keysRefusal(c.Param("id")); err != nil {
+		created, err := g.createAPIKey(c.Param("id"), in.Name)
+		if err != nil {
 			return err
 		}
-		g.keys.created = append(g.keys.created, in.Name)
-		if len(in.Name) > 100 {
-			return errs.InvalidRequest("name must be at most 100 characters")
+		g.mu.Lock()
+		failAfter, late := g.keys.failAfter, g.keys.late
+		g.mu.Unlock()
+		if late != nil {
+			<-late
 		}
-		raw := make([]byte, 16)
-		_, _ = rand.Read(raw)
-		plain := "pk_live_" + hex.EncodeToString(raw)
-		k := gatewayapi.APIKey{ID: uuid.NewString(), Name: in.Name, Prefix: plain[:12], CreatedAt: time.Now().UTC().Format(time.RFC3339)}
-		g.keys.byWorkspace[c.Param("id")] = append(g.keys.byWorkspace[c.Param("id")], k)
-		return c.JSON(http.StatusCreated, gatewayapi.CreatedAPIKey{ID: k.ID, Key: plain})
+		if failAfter != nil {
+			return failAfter
+		}
+		return c.JSON(http.StatusCreated, created)
 	})
 	e.GET("/admin/workspaces/:id/api-keys", func(c echo.Context) error {
 		g.mu.Lock()
@@ -83,6 +87,26 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 		}
 		return errs.NotFound("api_key_not_found", "API key not found")
 	})
+}
+
+// createAPIKey is the gateway's create of a key named name in workspace
+// id, counted in created.
+func (g *fakeGateway) createAPIKey(id, name string) (gatewayapi.CreatedAPIKey, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.keysRefusal(id); err != nil {
+		return gatewayapi.CreatedAPIKey{}, err
+	}
+	g.keys.created = append(g.keys.created, name)
+	if len(name) > 100 {
+		return gatewayapi.CreatedAPIKey{}, errs.InvalidRequest("name must be at most 100 characters")
+	}
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	plain := "pk_live_" + hex.EncodeToString(raw)
+	k := gatewayapi.APIKey{ID: uuid.NewString(), Name: name, Prefix: plain[:12], CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+	g.keys.byWorkspace[id] = append(g.keys.byWorkspace[id], k)
+	return gatewayapi.CreatedAPIKey{ID: k.ID, Key: plain}, nil
 }
 
 // keysRefusal is the gateway's answer before it touches workspace id's

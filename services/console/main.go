@@ -63,6 +63,10 @@ type seams struct {
 	// redisHook sees every call of the console's Redis client; none when
 	// nil.
 	redisHook redis.Hook
+	// upstream wraps the console's calls to the services when set: tests
+	// give them a deadline shorter than rpc.CallTimeout, to meet a
+	// service that answers too late.
+	upstream func(adminclient.Caller) adminclient.Caller
 }
 
 // serve opens the console's connections, wires it on them and serves until
@@ -98,7 +102,11 @@ func wire(cfg consoleconfig.Config, svc *service.App, s seams) (service.Ports, e
 	limiter := ratelimit.New(svc.Redis, redisx.Keys{Prefix: cfg.RedisPrefix}, time.Minute)
 	obs := observe.New(svc.Metrics)
 	// The other services, through the one client parleyctl uses too.
-	services := adminclient.New(obs.Upstream(rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)))
+	var upstream adminclient.Caller = rpc.NewClient(svc.NATS, cfg.RPCSubjectPrefix)
+	if s.upstream != nil {
+		upstream = s.upstream(upstream)
+	}
+	services := adminclient.New(obs.Upstream(upstream))
 	console := app.New(app.Deps{
 		Operators:  adapters.NewOperatorStore(svc.DB),
 		Sessions:   adapters.NewSessionStore(svc.DB),

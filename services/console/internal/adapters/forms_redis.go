@@ -37,6 +37,8 @@ func (f *Forms) Claim(ctx context.Context, workspaceID, formID, action string, i
 	fp := idempotency.Fingerprint(http.MethodPost, action, body)
 	claim, first, err := f.store.Decide(ctx, workspaceID, formID+"/"+fp, fp)
 	switch {
+	case first != nil && first.Status == statusOutcomeUnknown:
+		return nil, app.ErrFormOutcomeUnknown
 	case first != nil:
 		return nil, &app.FormDoneError{Ref: first.Ref}
 	case err != nil:
@@ -50,7 +52,12 @@ func (f *Forms) Claim(ctx context.Context, workspaceID, formID, action string, i
 	return formClaim{claim}, nil
 }
 
-// formClaim is app.FormClaim over an idempotency claim. Either write
+// statusOutcomeUnknown is what a form whose outcome is unknown keeps as
+// its answer (app.FormClaim.Unknown): a service that did not answer in
+// time, as a proxy says it. A form done keeps 201.
+const statusOutcomeUnknown = http.StatusGatewayTimeout
+
+// formClaim is app.FormClaim over an idempotency claim. Each write
 // failing (logged) only loses the guard against a repeat, not the work.
 type formClaim struct {
 	claim *idempotency.Claim
@@ -62,4 +69,8 @@ func (c formClaim) Done(ctx context.Context, ref string) {
 
 func (c formClaim) Refused(ctx context.Context) {
 	c.claim.Refused(ctx)
+}
+
+func (c formClaim) Unknown(ctx context.Context) {
+	c.claim.Answered(ctx, idempotency.Response{Status: statusOutcomeUnknown})
 }

@@ -253,9 +253,13 @@ func (c *Console) publish(ctx echo.Context, flowID string) error {
 		return redraw(ctx, http.StatusBadRequest, "Paste a flow's JSON document into the box, or choose a file with one, then publish.", fv)
 	}
 	published, err := c.app.PublishFlow(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), flowID, formID(ctx), []byte(document))
+	where := "the flows below"
+	if flowID != "" {
+		where = "the flow's versions below"
+	}
 	if repeated, answer := formRepeat(ctx, err, func(flowID string) string {
 		return flowPath(ctx, flowID) + "?done=published"
-	}, func(status int, message string) error {
+	}, where, func(status int, message string) error {
 		return redraw(ctx, status, message, fv)
 	}); repeated {
 		return answer

@@ -149,7 +149,7 @@ func (c *Console) createKey(ctx echo.Context) error {
 		// The list, naming the key: its plaintext was in the first
 		// post's answer only.
 		return workspacePath(id) + "/keys?created=" + url.QueryEscape(keyID)
-	}, func(status int, message string) error {
+	}, "the keys below", func(status int, message string) error {
 		return c.drawKeys(ctx, keysView{Name: name}, status, message, nil)
 	}); repeated {
 		return answer

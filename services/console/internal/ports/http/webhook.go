@@ -85,7 +85,7 @@ const secretShownParam = "secret_shown"
 func (c *Console) webhookSaveRepeat(ctx echo.Context, err error) (repeated bool, answer error) {
 	return formRepeat(ctx, err, func(string) string {
 		return workspacePath(ctx.Param("id")) + "/webhook?" + secretShownParam + "=1"
-	}, nil)
+	}, "the webhook page, whether it shows the URL and a new save time", nil)
 }
 
 // saveWebhook saves the URL and shows the new secret once; a refused URL
@@ -120,7 +120,7 @@ func (c *Console) testWebhook(ctx echo.Context) error {
 			return workspacePath(ctx.Param("id")) + "/deliveries"
 		}
 		return workspacePath(ctx.Param("id")) + "/deliveries/" + url.PathEscape(deliveryID)
-	}, nil); repeated {
+	}, "the delivery log for a new test event", nil); repeated {
 		return answer
 	}
 	v, wv, err := c.webhookView(ctx)
@@ -246,7 +246,7 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 	if err == nil {
 		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, formID(ctx), since, until, ctx.FormValue("event"))
 	}
-	if repeated, answer := formRepeat(ctx, err, func(string) string { return workspacePath(v.Workspace) + "/deliveries" }, nil); repeated {
+	if repeated, answer := formRepeat(ctx, err, func(string) string { return workspacePath(v.Workspace) + "/deliveries" }, "the delivery log for the replayed deliveries", nil); repeated {
 		return answer
 	}
 	if err != nil {
@@ -298,7 +298,7 @@ func (c *Console) replayDelivery(ctx echo.Context) error {
 	replayed, replayErr := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx), ctx.Param("deliveryId"))
 	if repeated, answer := formRepeat(ctx, replayErr, func(string) string {
 		return workspacePath(ctx.Param("id")) + "/deliveries/" + url.PathEscape(ctx.Param("deliveryId"))
-	}, nil); repeated {
+	}, "the delivery's page for a new attempt", nil); repeated {
 		return answer
 	}
 	v, dv, err := c.loadDelivery(ctx)

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/pkg/errs"
+)
+
+// unknownOutcome is what a form posted again after its first post's
+// outcome was unknown says, on the API keys' page.
+var unknownOutcome = []string{
+	"<h1>API keys</h1>",
+	"first post may have been done: the service did not answer in time, so the console cannot tell, and this post did nothing.",
+	"Check the keys below; to do it anyway, reload the page and post the new form.",
+}
+
+// TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown: a form whose
+// service did the work and then did not answer in time, or answered 5xx,
+// keeps its claim: posted again, it does nothing and says in words (409,
+// on its page) that the first post may have been done, where to look, and
+// how to do it anyway; a page drawn anew is a new form and acts. A post
+// that reached no service (none running) did nothing, so posted again it
+// acts. (A service's 4xx refusal frees the form too:
+// TestEveryFormThatMakesSomethingActsOnce.)
+func TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown(t *testing.T) {
+	t.Parallel()
+	t.Run("no answer in time", func(t *testing.T) {
+		t.Parallel()
+		s := defaults()
+		s.callTimeout = 2 * time.Second
+		g := keysForm(signedInToAcmeWith(t, s))
+		late := make(chan struct{})
+		answer := sync.OnceFunc(func() { close(late) })
+		t.Cleanup(answer)
+		g.h.gateway.mu.Lock()
+		g.h.gateway.keys.late = late
+		g.h.gateway.mu.Unlock()
+
+		form := g.filled(t)
+		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status != http.StatusServiceUnavailable || g.made() != 1 {
+			t.Fatalf("the first post, not answered in time = %d, %d keys made: %s", r.status, g.made(), r.body)
+		}
+		answer()
+		g.h.gateway.mu.Lock()
+		g.h.gateway.keys.late = nil
+		g.h.gateway.mu.Unlock()
+		again := g.b.do(http.MethodPost, g.post, form, nil)
+		if again.status != http.StatusConflict || g.made() != 1 {
+			t.Fatalf("the form posted again = %d, %d keys made in all, want 409 and 1: %s", again.status, g.made(), again.body)
+		}
+		mustContain(t, again, unknownOutcome...)
+		if r := g.b.do(http.MethodPost, g.post, g.filled(t), nil); r.status != g.status || g.made() != 2 {
+			t.Fatalf("the page drawn anew, posted = %d, %d keys made in all, want 2", r.status, g.made())
+		}
+	})
+	t.Run("5xx after the work", func(t *testing.T) {
+		t.Parallel()
+		g := guardedForms["create an API key"](t)
+		g.h.gateway.mu.Lock()
+		g.h.gateway.keys.failAfter = errs.New(http.StatusInternalServerError, errs.CodeInternal, "internal server error")
+		g.h.gateway.mu.Unlock()
+		form := g.filled(t)
+		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status < http.StatusInternalServerError || g.made() != 1 {
+			t.Fatalf("the first post, answered 500 = %d, %d keys made: %s", r.status, g.made(), r.body)
+		}
+		g.h.gateway.mu.Lock()
+		g.h.gateway.keys.failAfter = nil
+		g.h.gateway.mu.Unlock()
+		again := g.b.do(http.MethodPost, g.post, form, nil)
+		if again.status != http.StatusConflict || g.made() != 1 {
+			t.Fatalf("the form posted again = %d, %d keys made in all, want 409 and 1: %s", again.status, g.made(), again.body)
+		}
+		mustContain(t, again, unknownOutcome...)
+	})
+	t.Run("no service running", func(t *testing.T) {
+		t.Parallel()
+		g := guardedForms["create an API key"](t)
+		form := g.filled(t)
+		g.h.gateway.stop()
+		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status != http.StatusServiceUnavailable || g.made() != 0 {
+			t.Fatalf("the form posted with no gateway running = %d, %d keys made: %s", r.status, g.made(), r.body)
+		}
+		g.h.gateway.serve(t, g.h.env)
+		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status != g.status || g.made() != 1 {
+			t.Fatalf("the form posted again once the gateway runs = %d, %d keys made: %s", r.status, g.made(), r.body)
+		}
+	})
+}
