@@ -27,54 +27,42 @@ var unknownOutcome = []string{
 // TestEveryFormThatMakesSomethingActsOnce.)
 func TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown(t *testing.T) {
 	t.Parallel()
-	t.Run("no answer in time", func(t *testing.T) {
-		t.Parallel()
-		s := defaults()
-		s.callTimeout = 2 * time.Second
-		g := keysForm(signedInToAcmeWith(t, s))
-		late := make(chan struct{})
-		answer := sync.OnceFunc(func() { close(late) })
-		t.Cleanup(answer)
-		g.h.gateway.mu.Lock()
-		g.h.gateway.keys.late = late
-		g.h.gateway.mu.Unlock()
+	for name, tt := range map[string]struct {
+		late      bool        // the gateway answers once the console stopped waiting
+		failAfter *errs.Error // what it answers
+	}{
+		"no answer in time":  {late: true},
+		"5xx after the work": {failAfter: errs.Internal()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := defaults()
+			s.callTimeout = 2 * time.Second
+			g := keysForm(signedInToAcmeWith(t, s))
+			late := make(chan struct{})
+			answer := sync.OnceFunc(func() { close(late) })
+			t.Cleanup(answer)
+			if !tt.late {
+				answer()
+			}
+			g.h.gateway.answerCreates(late, tt.failAfter)
 
-		form := g.filled(t)
-		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status != http.StatusServiceUnavailable || g.made() != 1 {
-			t.Fatalf("the first post, not answered in time = %d, %d keys made: %s", r.status, g.made(), r.body)
-		}
-		answer()
-		g.h.gateway.mu.Lock()
-		g.h.gateway.keys.late = nil
-		g.h.gateway.mu.Unlock()
-		again := g.b.do(http.MethodPost, g.post, form, nil)
-		if again.status != http.StatusConflict || g.made() != 1 {
-			t.Fatalf("the form posted again = %d, %d keys made in all, want 409 and 1: %s", again.status, g.made(), again.body)
-		}
-		mustContain(t, again, unknownOutcome...)
-		if r := g.b.do(http.MethodPost, g.post, g.filled(t), nil); r.status != g.status || g.made() != 2 {
-			t.Fatalf("the page drawn anew, posted = %d, %d keys made in all, want 2", r.status, g.made())
-		}
-	})
-	t.Run("5xx after the work", func(t *testing.T) {
-		t.Parallel()
-		g := guardedForms["create an API key"](t)
-		g.h.gateway.mu.Lock()
-		g.h.gateway.keys.failAfter = errs.New(http.StatusInternalServerError, errs.CodeInternal, "internal server error")
-		g.h.gateway.mu.Unlock()
-		form := g.filled(t)
-		if r := g.b.do(http.MethodPost, g.post, form, nil); r.status < http.StatusInternalServerError || g.made() != 1 {
-			t.Fatalf("the first post, answered 500 = %d, %d keys made: %s", r.status, g.made(), r.body)
-		}
-		g.h.gateway.mu.Lock()
-		g.h.gateway.keys.failAfter = nil
-		g.h.gateway.mu.Unlock()
-		again := g.b.do(http.MethodPost, g.post, form, nil)
-		if again.status != http.StatusConflict || g.made() != 1 {
-			t.Fatalf("the form posted again = %d, %d keys made in all, want 409 and 1: %s", again.status, g.made(), again.body)
-		}
-		mustContain(t, again, unknownOutcome...)
-	})
+			form := g.filled(t)
+			if r := g.b.do(http.MethodPost, g.post, form, nil); r.status < http.StatusInternalServerError || g.made() != 1 {
+				t.Fatalf("the first post = %d, %d keys made, want 5xx and 1: %s", r.status, g.made(), r.body)
+			}
+			answer()
+			g.h.gateway.answerCreates(nil, nil)
+			again := g.b.do(http.MethodPost, g.post, form, nil)
+			if again.status != http.StatusConflict || g.made() != 1 {
+				t.Fatalf("the form posted again = %d, %d keys made in all, want 409 and 1: %s", again.status, g.made(), again.body)
+			}
+			mustContain(t, again, unknownOutcome...)
+			if r := g.b.do(http.MethodPost, g.post, g.filled(t), nil); r.status != g.status || g.made() != 2 {
+				t.Fatalf("the page drawn anew, posted = %d, %d keys made in all, want 2", r.status, g.made())
+			}
+		})
+	}
 	t.Run("no service running", func(t *testing.T) {
 		t.Parallel()
 		g := guardedForms["create an API key"](t)

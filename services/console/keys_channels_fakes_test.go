@@ -89,6 +89,14 @@ func (g *fakeGateway) serveAPIKeys(e *echo.Echo) {
 	})
 }
 
+// answerCreates makes each create that made its key answer once late is
+// closed (nil: at once), with failAfter when it is set.
+func (g *fakeGateway) answerCreates(late chan struct{}, failAfter *errs.Error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.keys.late, g.keys.failAfter = late, failAfter
+}
+
 // createAPIKey is the gateway's create of a key named name in workspace
 // id, counted in created.
 func (g *fakeGateway) createAPIKey(id, name string) (gatewayapi.CreatedAPIKey, error) {

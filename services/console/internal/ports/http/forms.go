@@ -51,9 +51,9 @@ func formID(ctx echo.Context) string { return ctx.FormValue(formIDField) }
 // after its first post was done, a redirect to done(ref) (ref naming what
 // the first post made) with againParam; while it runs, or when its first
 // post's outcome is unknown (where saying what shows whether it was
-// done), 409 drawn by running, or the error page when running is nil.
-// repeated is false for any other err, which the caller answers.
-func formRepeat(ctx echo.Context, err error, done func(ref string) string, where string, running func(status int, message string) error) (repeated bool, answer error) {
+// done), 409 drawn by draw (the form's page), or the error page when draw
+// is nil. repeated is false for any other err, which the caller answers.
+func formRepeat(ctx echo.Context, err error, done func(ref string) string, where string, draw func(status int, message string) error) (repeated bool, answer error) {
 	var first *app.FormDoneError
 	code, message := "", ""
 	switch {
@@ -66,10 +66,10 @@ func formRepeat(ctx echo.Context, err error, done func(ref string) string, where
 	default:
 		return false, nil
 	}
-	if running == nil {
+	if draw == nil {
 		return true, errs.New(http.StatusConflict, code, message)
 	}
-	return true, running(http.StatusConflict, message)
+	return true, draw(http.StatusConflict, message)
 }
 
 // withAgain is location with againParam added to its query, before its

@@ -85,7 +85,7 @@ const secretShownParam = "secret_shown"
 func (c *Console) webhookSaveRepeat(ctx echo.Context, err error) (repeated bool, answer error) {
 	return formRepeat(ctx, err, func(string) string {
 		return workspacePath(ctx.Param("id")) + "/webhook?" + secretShownParam + "=1"
-	}, "the webhook page, whether it shows the URL and a new save time", nil)
+	}, "the webhook page", nil)
 }
 
 // saveWebhook saves the URL and shows the new secret once; a refused URL
