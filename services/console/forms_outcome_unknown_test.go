@@ -19,7 +19,9 @@ var unknownOutcome = []string{
 
 // TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown: a form whose
 // service did the work and then did not answer in time, or answered 5xx,
-// keeps its claim: posted again, it does nothing and says in words (409,
+// says so on its page (its status, the words: it may have been done,
+// where to look, that posting it again does nothing) and keeps its
+// claim: posted again, it does nothing and says in words (409,
 // on its page) that the first post may have been done, where to look, and
 // how to do it anyway; a page drawn anew is a new form and acts. A post
 // that reached no service (none running) did nothing, so posted again it
@@ -48,9 +50,13 @@ func TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown(t *testing.T) {
 			g.h.gateway.answerCreates(late, tt.failAfter)
 
 			form := g.filled(t)
-			if r := g.b.do(http.MethodPost, g.post, form, nil); r.status < http.StatusInternalServerError || g.made() != 1 {
-				t.Fatalf("the first post = %d, %d keys made, want 5xx and 1: %s", r.status, g.made(), r.body)
+			first := g.b.do(http.MethodPost, g.post, form, nil)
+			if first.status < http.StatusInternalServerError || g.made() != 1 {
+				t.Fatalf("the first post = %d, %d keys made, want 5xx and 1: %s", first.status, g.made(), first.body)
 			}
+			// Not "try again": posted again, the form does nothing.
+			mustContain(t, first, "<h1>API keys</h1>", "This post may have been done: ",
+				"so the console cannot tell. Check the keys below before posting it again; posted again, this form does nothing, so to do it anyway, reload the page and post the new form.")
 			answer()
 			g.h.gateway.answerCreates(nil, nil)
 			again := g.b.do(http.MethodPost, g.post, form, nil)

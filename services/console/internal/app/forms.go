@@ -44,6 +44,17 @@ var ErrFormRunning = errors.New("this form is still being submitted")
 // post does nothing. A form drawn anew is a post of its own.
 var ErrFormOutcomeUnknown = errors.New("this form's first post may have been done: the service did not answer in time")
 
+// FormOutcomeUnknownError is a form's post whose service gave no answer
+// saying whether it did the work (Err, the call's error): it may have,
+// and the form stays claimed, so that posted again it does nothing
+// (ErrFormOutcomeUnknown).
+type FormOutcomeUnknownError struct {
+	Err error
+}
+
+func (e *FormOutcomeUnknownError) Error() string { return e.Err.Error() }
+func (e *FormOutcomeUnknownError) Unwrap() error { return e.Err }
+
 // FormDoneError is a form posted again after its first post was done:
 // nothing is done again. Ref names what the first post made, as its use
 // case says (an API key's id, a channel's, a flow's, a delivery's).
@@ -78,8 +89,8 @@ type FormClaim interface {
 // once does do as form formID's action in the workspace with input,
 // once: a repeat is the claim's error and does nothing. ref names what
 // do made, for the repeats. A refusal frees the form, an outcome unknown
-// (outcomeUnknown) keeps it; a form id that is no id, or no Forms, does
-// do unchecked.
+// (outcomeUnknown) keeps it and is a *FormOutcomeUnknownError; a form id
+// that is no id, or no Forms, does do unchecked.
 func once[T any](ctx context.Context, a *App, workspaceID, formID, action string, input any, do func() (T, error), ref func(T) string) (T, error) {
 	var claim FormClaim
 	if a.forms != nil && IsID(formID) {
@@ -96,6 +107,7 @@ func once[T any](ctx context.Context, a *App, workspaceID, formID, action string
 			claim.Done(context.WithoutCancel(ctx), ref(out))
 		case outcomeUnknown(err):
 			claim.Unknown(context.WithoutCancel(ctx))
+			err = &FormOutcomeUnknownError{Err: err}
 		default:
 			claim.Refused(context.WithoutCancel(ctx))
 		}

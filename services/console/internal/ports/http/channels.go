@@ -103,7 +103,7 @@ func (c *Console) createChannel(ctx echo.Context) error {
 		return ctx.Redirect(http.StatusSeeOther, created(ch.ID))
 	}
 	refused := channelsView{Form: form}
-	if repeated, answer := formRepeat(ctx, err, created, "the channels below", func(status int, message string) error {
+	if repeated, answer := c.formRepeat(ctx, err, created, "the channels below", func(status int, message string) error {
 		return c.drawChannels(ctx, refused, status, message, nil)
 	}); repeated {
 		return answer

@@ -257,7 +257,7 @@ func (c *Console) publish(ctx echo.Context, flowID string) error {
 	if flowID != "" {
 		where = "the flow's versions below"
 	}
-	if repeated, answer := formRepeat(ctx, err, func(flowID string) string {
+	if repeated, answer := c.formRepeat(ctx, err, func(flowID string) string {
 		return flowPath(ctx, flowID) + "?done=published"
 	}, where, func(status int, message string) error {
 		return redraw(ctx, status, message, fv)

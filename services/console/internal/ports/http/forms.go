@@ -44,18 +44,30 @@ func formOutcomeUnknown(where string) string {
 		"Check " + where + "; to do it anyway, reload the page and post the new form."
 }
 
+// formMayHaveBeenDone says what a form's post whose service gave no answer
+// saying whether it did the work (said, in the service's words) may have
+// done, and what to do: the same as its repeats will say.
+func formMayHaveBeenDone(said, where string) string {
+	return "This post may have been done: " + said + ", so the console cannot tell. " +
+		"Check " + where + " before posting it again; posted again, this form does nothing, so to do it anyway, reload the page and post the new form."
+}
+
 // formID is the form id the post carries, "" for a post without one.
 func formID(ctx echo.Context) string { return ctx.FormValue(formIDField) }
 
-// formRepeat answers a guarded form posted again, when err says it was:
-// after its first post was done, a redirect to done(ref) (ref naming what
-// the first post made) with againParam; while it runs, or when its first
-// post's outcome is unknown (where saying what shows whether it was
-// done), 409 drawn by draw (the form's page), or the error page when draw
-// is nil. repeated is false for any other err, which the caller answers.
-func formRepeat(ctx echo.Context, err error, done func(ref string) string, where string, draw func(status int, message string) error) (repeated bool, answer error) {
+// formRepeat answers a guarded form's post whose claim decided the
+// answer, when err says so: posted again after its first post was done, a
+// redirect to done(ref) (ref naming what the first post made) with
+// againParam; posted again while it runs, or after a first post whose
+// outcome is unknown (where saying what shows whether it was done), 409;
+// a post whose outcome is unknown, its service's status (5xx) with words
+// saying it may have been done and where to look (logged as a refusal
+// is). Drawn by draw (the form's page), or the error page when draw is
+// nil. repeated is false for any other err, which the caller answers.
+func (c *Console) formRepeat(ctx echo.Context, err error, done func(ref string) string, where string, draw func(status int, message string) error) (repeated bool, answer error) {
 	var first *app.FormDoneError
-	code, message := "", ""
+	var unknown *app.FormOutcomeUnknownError
+	status, code, message := http.StatusConflict, "", ""
 	switch {
 	case errors.As(err, &first):
 		return true, ctx.Redirect(http.StatusSeeOther, withAgain(done(first.Ref)))
@@ -63,13 +75,21 @@ func formRepeat(ctx echo.Context, err error, done func(ref string) string, where
 		code, message = codeFormRunning, formRunning
 	case errors.Is(err, app.ErrFormOutcomeUnknown):
 		code, message = codeFormOutcomeUnknown, formOutcomeUnknown(where)
+	case errors.As(err, &unknown):
+		// A service's 5xx or no answer (always an *errs.Error); anything
+		// else is the console's own failure, for the error page.
+		e, _, ok := c.refusal(ctx, "form", err)
+		if !ok {
+			return false, nil
+		}
+		status, code, message = e.Status, e.Code, formMayHaveBeenDone(strings.TrimSuffix(e.Message, "; try again shortly"), where)
 	default:
 		return false, nil
 	}
 	if draw == nil {
-		return true, errs.New(http.StatusConflict, code, message)
+		return true, errs.New(status, code, message)
 	}
-	return true, draw(http.StatusConflict, message)
+	return true, draw(status, message)
 }
 
 // withAgain is location with againParam added to its query, before its

@@ -409,7 +409,7 @@ func (c *Console) replyToConversation(ctx echo.Context) error {
 	m := messagingapi.OutboundMessage{Type: "text", Text: form.Text, QuickReplies: lines(form.QuickReplies), Buttons: buttonsOf(form.Buttons)}
 	_, err := c.app.Reply(ctx.Request().Context(), operatorOf(ctx), id, convID, formID(ctx), m)
 	sent := conversationPath(id, convID) + "?done=sent#reply"
-	if repeated, answer := formRepeat(ctx, err, func(string) string { return sent }, "the conversation's messages below", func(status int, message string) error {
+	if repeated, answer := c.formRepeat(ctx, err, func(string) string { return sent }, "the conversation's messages below", func(status int, message string) error {
 		return c.drawConversation(ctx, status, message, replyForm{})
 	}); repeated {
 		return answer

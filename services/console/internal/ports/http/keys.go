@@ -145,7 +145,7 @@ func (c *Console) createKey(ctx echo.Context) error {
 	id := ctx.Param("id")
 	name := ctx.FormValue("name")
 	k, err := c.app.CreateAPIKey(ctx.Request().Context(), operatorOf(ctx), id, formID(ctx), name)
-	if repeated, answer := formRepeat(ctx, err, func(keyID string) string {
+	if repeated, answer := c.formRepeat(ctx, err, func(keyID string) string {
 		// The list, naming the key: its plaintext was in the first
 		// post's answer only.
 		return workspacePath(id) + "/keys?created=" + url.QueryEscape(keyID)

@@ -74,7 +74,7 @@ func (c *Console) addDocument(ctx echo.Context) error {
 	}
 	_, err = c.app.AddDocument(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx), title, markdown)
 	added := workspacePath(ctx.Param("id")) + "/kb?done=added"
-	if repeated, answer := formRepeat(ctx, err, func(string) string { return added }, "the documents below", func(status int, message string) error {
+	if repeated, answer := c.formRepeat(ctx, err, func(string) string { return added }, "the documents below", func(status int, message string) error {
 		return c.drawKnowledge(ctx, status, message, kv)
 	}); repeated {
 		return answer

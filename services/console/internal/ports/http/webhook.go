@@ -83,7 +83,7 @@ const secretShownParam = "secret_shown"
 // webhookSaveRepeat answers a save or re-save posted again (formRepeat):
 // the webhook page, saying its secret cannot be shown again.
 func (c *Console) webhookSaveRepeat(ctx echo.Context, err error) (repeated bool, answer error) {
-	return formRepeat(ctx, err, func(string) string {
+	return c.formRepeat(ctx, err, func(string) string {
 		return workspacePath(ctx.Param("id")) + "/webhook?" + secretShownParam + "=1"
 	}, "the webhook page", nil)
 }
@@ -114,7 +114,7 @@ func (c *Console) saveWebhook(ctx echo.Context) error {
 // testWebhook sends the test event and shows how its one attempt ended.
 func (c *Console) testWebhook(ctx echo.Context) error {
 	result, testErr := c.app.SendTestEvent(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx))
-	if repeated, answer := formRepeat(ctx, testErr, func(deliveryID string) string {
+	if repeated, answer := c.formRepeat(ctx, testErr, func(deliveryID string) string {
 		// The test's delivery, which the first post's answer showed.
 		if deliveryID == "" {
 			return workspacePath(ctx.Param("id")) + "/deliveries"
@@ -246,7 +246,7 @@ func (c *Console) replayDeliveries(ctx echo.Context) error {
 	if err == nil {
 		replayed, err = c.app.ReplayRange(ctx.Request().Context(), operatorOf(ctx), v.Workspace, formID(ctx), since, until, ctx.FormValue("event"))
 	}
-	if repeated, answer := formRepeat(ctx, err, func(string) string { return workspacePath(v.Workspace) + "/deliveries" }, "the delivery log for the replayed deliveries", nil); repeated {
+	if repeated, answer := c.formRepeat(ctx, err, func(string) string { return workspacePath(v.Workspace) + "/deliveries" }, "the delivery log for the replayed deliveries", nil); repeated {
 		return answer
 	}
 	if err != nil {
@@ -296,7 +296,7 @@ func (c *Console) deliveryPage(ctx echo.Context) error {
 // delivery again with the replay's result (or its refusal) above it.
 func (c *Console) replayDelivery(ctx echo.Context) error {
 	replayed, replayErr := c.app.ReplayDelivery(ctx.Request().Context(), operatorOf(ctx), ctx.Param("id"), formID(ctx), ctx.Param("deliveryId"))
-	if repeated, answer := formRepeat(ctx, replayErr, func(string) string {
+	if repeated, answer := c.formRepeat(ctx, replayErr, func(string) string {
 		return workspacePath(ctx.Param("id")) + "/deliveries/" + url.PathEscape(ctx.Param("deliveryId"))
 	}, "the delivery's page for a new attempt", nil); repeated {
 		return answer
