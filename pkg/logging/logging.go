@@ -20,10 +20,16 @@ func New(service string) (*zap.Logger, error) {
 		}
 	}
 	cfg := zap.NewProductionConfig()
-	if os.Getenv("LOG_FORMAT") == "console" {
+	switch format := os.Getenv("LOG_FORMAT"); format {
+	case "", "json":
+	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		cfg.DisableStacktrace = true
+	default:
+		// A mistyped format would otherwise log JSON without a word, as a
+		// bad value of any other setting stops the service at start.
+		return nil, fmt.Errorf("LOG_FORMAT: %q is neither json nor console", format)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
 	// A line a delivery or a request would cost a busy service a write

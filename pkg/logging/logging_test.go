@@ -69,6 +69,24 @@ func TestBadLevelIsRefused(t *testing.T) {
 	}
 }
 
+// TestBadFormatIsRefused names the variable, as any bad setting stops
+// the service at start (docs/operations.md "Configuration").
+func TestBadFormatIsRefused(t *testing.T) {
+	t.Setenv("LOG_LEVEL", "")
+	for _, format := range []string{"text", "Console", "jsn"} {
+		t.Setenv("LOG_FORMAT", format)
+		if _, err := New("gateway"); err == nil || !strings.Contains(err.Error(), "LOG_FORMAT") {
+			t.Fatalf("LOG_FORMAT=%s: err = %v, want one naming LOG_FORMAT", format, err)
+		}
+	}
+	for _, format := range []string{"", "json", "console"} {
+		t.Setenv("LOG_FORMAT", format)
+		if _, err := New("gateway"); err != nil {
+			t.Fatalf("LOG_FORMAT=%q: %v", format, err)
+		}
+	}
+}
+
 // TestRepeatedLinesAreSampled: of the lines with the same message and
 // level, a service writes the first 100 of each second and then every
 // 100th (docs/operations.md "Logs"); other messages are counted apart.
