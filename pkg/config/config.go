@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 	_ "time/tzdata" // DAILY_RESET_TZ must load on hosts without a zoneinfo database
@@ -240,7 +241,10 @@ func mask(v reflect.Value, out map[string]string) {
 // RedactURL hides the secrets of raw, one URL or several comma-separated
 // (NATS_URL lists a cluster's servers): the password of each, and the
 // user of a NATS URL without one, which is a token (nats://TOKEN@host).
-// What does not parse is hidden whole.
+// PostgreSQL also takes a password as a parameter, in a URL's query
+// (?password=) or in a keyword DSN (host=db password=…), both of which
+// DATABASE_URL accepts: those are hidden too. What does not parse is
+// hidden whole.
 func RedactURL(raw string) string {
 	urls := strings.Split(raw, ",")
 	for i, one := range urls {
@@ -249,10 +253,31 @@ func RedactURL(raw string) string {
 	return strings.Join(urls, ",")
 }
 
+// passwordParams are the parameters of a PostgreSQL connection string that
+// hold a secret (pgconn's password and sslpassword).
+var passwordParams = map[string]bool{"password": true, "sslpassword": true}
+
+// dsnPassword is a password parameter of a keyword DSN, its value bare or
+// single-quoted as libpq writes it.
+var dsnPassword = regexp.MustCompile(`(?i)\b((?:ssl)?password)\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)`)
+
 func redactOne(raw string) string {
+	if !strings.Contains(raw, "://") && strings.Contains(raw, "=") {
+		return dsnPassword.ReplaceAllString(raw, "${1}=***")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "***"
+	}
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			if key, _, _ := strings.Cut(p, "="); passwordParams[strings.ToLower(key)] {
+				params[i] = key + "=***"
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+		raw = u.String()
 	}
 	if u.User == nil {
 		return raw

@@ -84,6 +84,12 @@ func TestRedactURL(t *testing.T) {
 		{"one of three unparsable", "nats://parley:s3cret@n1:4222,nats://parley:s3cret@[n2,nats://n3:4222",
 			"nats://parley:***@n1:4222,***,nats://n3:4222"},
 		{"a user is no secret elsewhere", "postgres://parley@db:5432/parley", "postgres://parley@db:5432/parley"},
+		{"a password in the query", "postgres://parley@db:5432/parley?sslmode=require&password=s3cret&PGSSLPASSWORD=x&sslpassword=s3cret",
+			"postgres://parley@db:5432/parley?sslmode=require&password=***&PGSSLPASSWORD=x&sslpassword=***"},
+		{"a password in the query and the user's", "postgres://parley:s3cret@db/parley?password=s3cret", "postgres://parley:***@db/parley?password=***"},
+		{"a keyword DSN", "host=db user=parley password=s3cret dbname=parley", "host=db user=parley password=*** dbname=parley"},
+		{"a keyword DSN, quoted", "host=db password = 's3cret with \\' quote' sslpassword=s3cret dbname=parley",
+			"host=db password=*** sslpassword=*** dbname=parley"},
 	}
 	for _, tt := range tests {
 		got := config.RedactURL(tt.give)
