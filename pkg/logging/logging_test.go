@@ -112,17 +112,22 @@ func testSampling(t *testing.T, format string) {
 		for range 3 {
 			log.Info("webhook circuit opened")
 		}
+		// Errors too (docs/operations.md "Logs": a 500's line may be left
+		// out in an outage).
+		for range 250 {
+			log.Error("request failed")
+		}
 		_ = log.Sync()
 	})
 	count := map[string]int{}
 	for _, l := range lines {
-		for _, msg := range []string{"webhook attempt delivered", "webhook circuit opened"} {
+		for _, msg := range []string{"webhook attempt delivered", "webhook circuit opened", "request failed"} {
 			if strings.Contains(l, msg) {
 				count[msg]++
 			}
 		}
 	}
-	if count["webhook attempt delivered"] != 101 || count["webhook circuit opened"] != 3 {
-		t.Fatalf("lines by message = %v, want 101 of the 250 repeated (the first 100, then the 200th) and all 3 others", count)
+	if count["webhook attempt delivered"] != 101 || count["webhook circuit opened"] != 3 || count["request failed"] != 101 {
+		t.Fatalf("lines by message = %v, want 101 of each 250 repeated (the first 100, then the 200th), errors too, and all 3 others", count)
 	}
 }
