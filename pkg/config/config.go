@@ -123,6 +123,12 @@ func (c Connections) Validate() error {
 	if err := c.Listening.Validate(); err != nil {
 		return err
 	}
+	if err := checkURLs("REDIS_URL", c.RedisURL); err != nil {
+		return err
+	}
+	if err := checkURLs("NATS_URL", c.NATSURL); err != nil {
+		return err
+	}
 	if c.EventsReplicas < 1 || c.EventsReplicas > MaxStreamReplicas {
 		return fmt.Errorf("EVENTS_REPLICAS: %d is not between 1 and %d", c.EventsReplicas, MaxStreamReplicas)
 	}
@@ -251,6 +257,24 @@ func RedactURL(raw string) string {
 		urls[i] = redactOne(strings.TrimSpace(one))
 	}
 	return strings.Join(urls, ",")
+}
+
+// checkURLs refuses a setting holding a URL (or a comma-separated list, as
+// NATS_URL) that does not parse, without repeating it: the clients'
+// parse error quotes the whole URL, so a password with an unescaped "%"
+// would otherwise reach the log when the service fails at start. A NATS
+// server given without a scheme is nats://, as the NATS client reads it.
+func checkURLs(name, raw string) error {
+	for _, one := range strings.Split(raw, ",") {
+		one = strings.TrimSpace(one)
+		if name == "NATS_URL" && !strings.Contains(one, "://") {
+			one = "nats://" + one
+		}
+		if _, err := url.Parse(one); err != nil {
+			return fmt.Errorf("%s: not a valid URL (escape the characters of a user or password, e.g. %%25 for %%, %%40 for @, %%2F for /)", name)
+		}
+	}
+	return nil
 }
 
 // passwordParams are the parameters of a PostgreSQL connection string that

@@ -68,6 +68,35 @@ func TestLoadRejectsBadValues(t *testing.T) {
 	}
 }
 
+// TestABadURLIsRefusedWithoutItsSecret: a REDIS_URL or NATS_URL that does
+// not parse stops the service at start naming the variable, and the
+// error, which the start-up log shows, does not repeat the password.
+func TestABadURLIsRefusedWithoutItsSecret(t *testing.T) {
+	tests := []struct{ key, value string }{
+		{"REDIS_URL", "redis://:s3cr%zzet@127.0.0.1:6379/0"},
+		{"NATS_URL", "nats://parley:s3cr%zzet@127.0.0.1:4222"},
+		{"NATS_URL", "nats://127.0.0.1:4222, nats://parley:s3cr%zzet@n2:4222"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			t.Setenv(tt.key, tt.value)
+			_, err := config.Load[testConfig]()
+			if err == nil || !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("%s=%q: err = %v, want one naming %s", tt.key, tt.value, err, tt.key)
+			}
+			if strings.Contains(err.Error(), "s3cr") {
+				t.Fatalf("the error repeats the password: %v", err)
+			}
+		})
+	}
+	// What the clients take stays accepted: a NATS server without a scheme.
+	t.Setenv("NATS_URL", "127.0.0.1:4222,nats://parley:p%25w@n2:4222")
+	t.Setenv("REDIS_URL", "redis://:p%25w@127.0.0.1:6379/0")
+	if _, err := config.Load[testConfig](); err != nil {
+		t.Fatalf("valid URLs refused: %v", err)
+	}
+}
+
 // TestRedactURL: NATS_URL lists a cluster's servers; the password (or the
 // token a NATS URL gives as its user) of every one is hidden, and the rest
 // is kept to tell the servers apart.
