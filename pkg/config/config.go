@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -99,6 +100,17 @@ type Listening struct {
 func (l Listening) Validate() error {
 	if l.HTTPReadTimeout <= 0 {
 		return fmt.Errorf("HTTP_READ_TIMEOUT: %s must be more than 0", l.HTTPReadTimeout)
+	}
+	return nil
+}
+
+// CheckListenAddr refuses a service's listen address (GATEWAY_ADDR, …)
+// that is no host:port, ":8080" or "127.0.0.1:8080": at start, naming the
+// variable, rather than once the service has migrated and connected and
+// its listener fails on it.
+func CheckListenAddr(name, addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("%s: %q is not a listen address host:port, such as :8080 or 127.0.0.1:8080", name, addr)
 	}
 	return nil
 }

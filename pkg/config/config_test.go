@@ -76,6 +76,19 @@ func TestLoadRejectsBadValues(t *testing.T) {
 	}
 }
 
+// TestCheckListenAddr: a listen address is host:port; an empty host is
+// every interface.
+func TestCheckListenAddr(t *testing.T) {
+	t.Parallel()
+	for addr, ok := range map[string]bool{":8080": true, "127.0.0.1:8080": true, "[::1]:8080": true, "localhost:0": true,
+		"": false, "8080": false, "127.0.0.1": false, "127.0.0.1:": false, "http://127.0.0.1:8080": false} {
+		err := config.CheckListenAddr("GATEWAY_ADDR", addr)
+		if ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "GATEWAY_ADDR")) {
+			t.Errorf("%q: %v", addr, err)
+		}
+	}
+}
+
 // TestValidURLsAreAccepted: what the clients take passes the check of
 // TestLoadRejectsBadValues's URLs: a NATS server without a scheme, an
 // escaped password.

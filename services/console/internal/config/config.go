@@ -2,7 +2,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,8 +46,8 @@ func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {
 		return err
 	}
-	if c.Addr == "" {
-		return errors.New("CONSOLE_ADDR: must not be empty")
+	if err := config.CheckListenAddr("CONSOLE_ADDR", c.Addr); err != nil {
+		return err
 	}
 	if c.SessionTTL < time.Second {
 		return fmt.Errorf("CONSOLE_SESSION_TTL: %s must be at least 1s", c.SessionTTL)

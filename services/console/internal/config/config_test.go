@@ -27,6 +27,7 @@ func TestLoad(t *testing.T) {
 		{name: "a TTL under a second", env: map[string]string{"CONSOLE_SESSION_TTL": "10ms"}, wantErr: true},
 		{name: "a TTL that is no duration", env: map[string]string{"CONSOLE_SESSION_TTL": "12"}, wantErr: true},
 		{name: "zero failures", env: map[string]string{"CONSOLE_LOGIN_FAILURES_PER_MINUTE": "0"}, wantErr: true},
+		{name: "an address without its colon", env: map[string]string{"CONSOLE_ADDR": "8084"}, wantErr: true},
 		{name: "zero account failures", env: map[string]string{"CONSOLE_LOGIN_ACCOUNT_FAILURES_PER_MINUTE": "0"}, wantErr: true},
 		{name: "a proxy that is no address", env: map[string]string{"TRUSTED_PROXIES": "proxy.internal"}, wantErr: true},
 		{name: "shared settings are validated too", env: map[string]string{"DAILY_RESET_TZ": "Mars/Olympus"}, wantErr: true},

@@ -150,8 +150,8 @@ func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {
 		return err
 	}
-	if c.Addr == "" {
-		return errors.New("FLOW_RUNNER_ADDR: must not be empty")
+	if err := config.CheckListenAddr("FLOW_RUNNER_ADDR", c.Addr); err != nil {
+		return err
 	}
 	if c.SessionTTL <= 0 {
 		return fmt.Errorf("FLOW_SESSION_TTL: must be positive, got %s", c.SessionTTL)

@@ -124,6 +124,7 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"zero ttl", map[string]string{"FLOW_SESSION_TTL": "0s"}, "FLOW_SESSION_TTL"},
+		{"an address without its colon", map[string]string{"FLOW_RUNNER_ADDR": "8083"}, "FLOW_RUNNER_ADDR"},
 		{"zero chat session", map[string]string{"CHAT_SESSION_TTL": "0s"}, "CHAT_SESSION_TTL"},
 		{"no chat concurrency", map[string]string{"CHAT_CONCURRENCY": "0"}, "CHAT_CONCURRENCY"},
 		{"chat ack wait under a second", map[string]string{"CHAT_ACK_WAIT": "500ms"}, "CHAT_ACK_WAIT"},

@@ -3,7 +3,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,8 +37,8 @@ func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {
 		return err
 	}
-	if c.Addr == "" {
-		return errors.New("GATEWAY_ADDR: must not be empty")
+	if err := config.CheckListenAddr("GATEWAY_ADDR", c.Addr); err != nil {
+		return err
 	}
 	if c.RatePerMinute < 1 {
 		return fmt.Errorf("RATE_LIMIT_PER_MINUTE: %d must be at least 1", c.RatePerMinute)

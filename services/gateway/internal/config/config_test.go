@@ -29,6 +29,7 @@ func TestLoad(t *testing.T) {
 		{name: "a proxy that is no address", env: map[string]string{"TRUSTED_PROXIES": "proxy.internal"}, wantErr: true},
 		{name: "overrides", env: map[string]string{"GATEWAY_ADDR": "127.0.0.1:9000", "RATE_LIMIT_PER_MINUTE": "3"}, wantAddr: "127.0.0.1:9000", wantRate: 3, wantAuth: 30},
 		{name: "zero rate", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "0"}, wantErr: true},
+		{name: "an address without its colon", env: map[string]string{"GATEWAY_ADDR": "8080"}, wantErr: true},
 		{name: "rate not a number", env: map[string]string{"RATE_LIMIT_PER_MINUTE": "lots"}, wantErr: true},
 		{name: "shared settings are validated too", env: map[string]string{"DAILY_RESET_TZ": "Mars/Olympus"}, wantErr: true},
 	}

@@ -3,7 +3,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -105,8 +104,8 @@ func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {
 		return err
 	}
-	if c.Addr == "" {
-		return errors.New("MESSAGING_ADDR: must not be empty")
+	if err := config.CheckListenAddr("MESSAGING_ADDR", c.Addr); err != nil {
+		return err
 	}
 	for name, base := range map[string]string{"TELEGRAM_API_BASE": c.TelegramAPIBase, "META_GRAPH_API_BASE": c.MetaGraphAPIBase} {
 		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

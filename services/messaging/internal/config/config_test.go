@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"PRIVATE_REPLY_DAILY_CAP": "0"}); err == nil {
 		t.Error("PRIVATE_REPLY_DAILY_CAP=0 loaded, want an error")
+	}
+	if _, err := pkgconfig.LoadFrom[config.Config](map[string]string{"MESSAGING_ADDR": "8081"}); err == nil || !strings.Contains(err.Error(), "MESSAGING_ADDR") {
+		t.Errorf("MESSAGING_ADDR=8081: %v, want an error naming it", err)
 	}
 }
 

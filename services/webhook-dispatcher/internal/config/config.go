@@ -4,7 +4,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,8 +70,8 @@ func (c Config) Validate() error {
 	if err := c.Connections.Validate(); err != nil {
 		return err
 	}
-	if c.Addr == "" {
-		return errors.New("DISPATCHER_ADDR: must not be empty")
+	if err := config.CheckListenAddr("DISPATCHER_ADDR", c.Addr); err != nil {
+		return err
 	}
 	if len(c.RetryDelays) > MaxRetries {
 		return fmt.Errorf("WEBHOOK_RETRY_DELAYS: at most %d delays, got %d", MaxRetries, len(c.RetryDelays))

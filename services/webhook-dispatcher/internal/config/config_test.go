@@ -51,6 +51,7 @@ func TestInvalidSettingsFailFast(t *testing.T) {
 		{"DISPATCHER_CIRCUIT_AFTER", "-1", "DISPATCHER_CIRCUIT_AFTER"},
 		{"DISPATCHER_CIRCUIT_COOLDOWN", "0s", "DISPATCHER_CIRCUIT_COOLDOWN"},
 		{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe", "WEBHOOK_ALLOW_PRIVATE_TARGETS"},
+		{"DISPATCHER_ADDR", "8082", "DISPATCHER_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
