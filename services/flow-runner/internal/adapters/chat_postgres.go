@@ -86,6 +86,11 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, chann
 	}
 	c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode,
 		ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion}
+	if row.AnsweredSeq > 0 {
+		// The row is written when a turn is answered or a run woken; its
+		// insert for a first turn not answered yet is neither.
+		c.MovedAt = row.UpdatedAt.UTC()
+	}
 	if row.WaitingRunID != nil {
 		if c.Waiting, err = LoadRun(tx, *row.WaitingRunID); err != nil {
 			return fmt.Errorf("load waiting run: %w", err)
@@ -161,6 +166,7 @@ type heldConversation struct {
 	Mode                        string
 	WaitingRunID                *string
 	WaitingSince                *time.Time
+	UpdatedAt                   time.Time
 	ChatFlowID                  string
 	ChatFlowVersion             int
 }
@@ -168,7 +174,7 @@ type heldConversation struct {
 // lockConversationStatement locks the conversation's row ($3, of
 // workspace $4), only it (the chat flow's rows are read, not locked), and
 // reads the chat flow of channel $5 (NULL for none) with it.
-var lockConversationStatement = `SELECT c.workspace_id, c.conversation_id, c.answered_seq, c.mode, c.waiting_run_id, c.waiting_since,
+var lockConversationStatement = `SELECT c.workspace_id, c.conversation_id, c.answered_seq, c.mode, c.waiting_run_id, c.waiting_since, c.updated_at,
 		coalesce(cf.flow_id::text, ''), coalesce(f.published_version, 0)
 	FROM ` + Schema + `.chat_conversations c
 	LEFT JOIN (` + chatFlowJoin(1) + `) ON cf.channel_id = $5 AND cf.workspace_id = c.workspace_id
@@ -187,7 +193,7 @@ func lockConversation(ctx context.Context, held *db.HeldTx, workspaceID, convers
 		var row heldConversation
 		err := held.QueryRow(ctx, lockConversationStatement,
 			append(chatFlowArgs(), conversationID, workspaceID, channel),
-			&row.WorkspaceID, &row.ConversationID, &row.AnsweredSeq, &row.Mode, &row.WaitingRunID, &row.WaitingSince,
+			&row.WorkspaceID, &row.ConversationID, &row.AnsweredSeq, &row.Mode, &row.WaitingRunID, &row.WaitingSince, &row.UpdatedAt,
 			&row.ChatFlowID, &row.ChatFlowVersion)
 		switch {
 		case err == nil:

@@ -30,23 +30,26 @@ func held(t *testing.T, chats *ChatStore, ws, conv string) catalog.ChatConversat
 }
 
 // TestHoldCreatesAndKeepsTheConversation: the first Hold creates the
-// conversation (nothing answered, auto); what fn changes is stored.
+// conversation (nothing answered, auto, not moved); what fn changes is
+// stored, with when it moved.
 func TestHoldCreatesAndKeepsTheConversation(t *testing.T) {
 	t.Parallel()
 	ws, _, runs := publishedFlow(t, time.Hour)
 	chats := NewChatStore(runs.db)
 	conv := uuid.NewString()
-	if c := held(t, chats, ws, conv); c.WorkspaceID != ws || c.ConversationID != conv || c.AnsweredSeq != 0 || c.Mode != "auto" || c.Waiting != nil {
+	if c := held(t, chats, ws, conv); c.WorkspaceID != ws || c.ConversationID != conv || c.AnsweredSeq != 0 || c.Mode != "auto" || c.Waiting != nil || !c.MovedAt.IsZero() {
 		t.Fatalf("a new conversation %+v", c)
 	}
+	before := time.Now()
 	if err := chats.Hold(context.Background(), ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
 		c.AnsweredSeq, c.Mode = 3, "suggest"
 		return nil, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if c := held(t, chats, ws, conv); c.AnsweredSeq != 3 || c.Mode != "suggest" {
-		t.Fatalf("after a change %+v", c)
+	// Answered: the conversation moved then.
+	if c := held(t, chats, ws, conv); c.AnsweredSeq != 3 || c.Mode != "suggest" || c.MovedAt.Before(before.Truncate(time.Microsecond)) || c.MovedAt.After(time.Now()) {
+		t.Fatalf("after a change %+v (since %s)", c, before)
 	}
 
 	// Another workspace's conversation of that id, or no id, is refused

@@ -39,7 +39,7 @@ func (a *App) AnswerTurn(ctx context.Context, t Turn) error {
 		switch {
 		case t.Seq <= c.AnsweredSeq:
 			return nil, errAnswered
-		case t.Seq > c.AnsweredSeq+1 && a.now().Sub(t.CreatedAt) < a.chatGapWait:
+		case t.Seq > c.AnsweredSeq+1 && a.now().Sub(later(t.CreatedAt, c.MovedAt)) < a.chatGapWait:
 			return nil, ErrTurnEarly
 		}
 		if until, ok := c.Waiting.Wake(); ok {
@@ -53,6 +53,14 @@ func (a *App) AnswerTurn(ctx context.Context, t Turn) error {
 		return nil
 	}
 	return err
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Outcomes of handling a chat turn (Observer.ChatTurn).

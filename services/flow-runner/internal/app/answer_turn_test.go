@@ -41,6 +41,8 @@ type memChats struct {
 	during func()
 	// chatFlows answers the chat flow of the channel Hold is given.
 	chatFlows catalog.ChatFlowStore
+	// now stamps a conversation's change (its MovedAt).
+	now func() time.Time
 }
 
 type memConv struct {
@@ -49,10 +51,11 @@ type memConv struct {
 	mode         string
 	waitingRunID string
 	waitingSince time.Time
+	movedAt      time.Time
 }
 
 func newMemChats() *memChats {
-	return &memChats{convs: map[string]*memConv{}, runs: map[string][]byte{}, nodeRuns: map[string][]run.NodeRun{}, held: map[string]bool{}}
+	return &memChats{convs: map[string]*memConv{}, runs: map[string][]byte{}, nodeRuns: map[string][]run.NodeRun{}, held: map[string]bool{}, now: time.Now}
 }
 
 func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c *catalog.ChatConversation) (*catalog.ChatRun, error)) error {
@@ -66,7 +69,7 @@ func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c
 	if !ok {
 		row = &memConv{workspaceID: ws, mode: ModeAuto}
 	}
-	c := &catalog.ChatConversation{WorkspaceID: ws, ConversationID: conv, AnsweredSeq: row.answered, Mode: row.mode}
+	c := &catalog.ChatConversation{WorkspaceID: ws, ConversationID: conv, AnsweredSeq: row.answered, Mode: row.mode, MovedAt: row.movedAt}
 	if row.waitingRunID != "" {
 		c.Waiting, c.WaitingSince = m.load(row.waitingRunID), row.waitingSince
 	}
@@ -102,7 +105,7 @@ func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c
 		m.store(changed.Run)
 		m.nodeRuns[changed.Run.ID] = append(m.nodeRuns[changed.Run.ID], changed.NodeRuns...)
 	}
-	next := &memConv{workspaceID: ws, answered: c.AnsweredSeq, mode: c.Mode}
+	next := &memConv{workspaceID: ws, answered: c.AnsweredSeq, mode: c.Mode, movedAt: m.now()}
 	if c.Waiting != nil {
 		next.waitingRunID, next.waitingSince = c.Waiting.ID, c.WaitingSince
 	}
@@ -414,7 +417,7 @@ func newChatFixture(t *testing.T) *chatFixture {
 		quota: &unitQuota{limit: 100},
 		clock: &testClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)},
 	}
-	f.chats.chatFlows = f.catalog
+	f.chats.chatFlows, f.chats.now = f.catalog, f.clock.Now
 	f.engine = &run.Engine{LLM: f.llm, Guard: passingGuard{}, Knowledge: oneCardKB{}, Quota: f.quota, Now: f.clock.Now}
 	f.app = New(Deps{
 		Flows: f.catalog, ChatFlows: f.catalog, Engine: f.engine, Guard: readyGuard{},
@@ -629,6 +632,54 @@ func TestAnswerTurnWhileADelayWaits(t *testing.T) {
 	// The turn that waited starts a new run now.
 	f.answer(t, second)
 	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(second)+" A")
+}
+
+// TestAnswerTurnsBehindADelayKeepTheirOrder: two messages that came while
+// the run waited at a delay longer than ChatGapWait wait for it, and once
+// the run has gone on they are answered in order, whichever comes back
+// first: the later one is early until its predecessor is answered (or the
+// conversation has not moved for ChatGapWait), not answered without it
+// (which would drop its predecessor as answered before).
+func TestAnswerTurnsBehindADelayKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	f := newChatFixture(t)
+	f.chatFlow(t, "f1", []string{"chat"}, "a",
+		`{"id": "a", "type": "send_message", "message": {"text": "to {{vars.message.text}}"}, "next": "d"}`,
+		`{"id": "d", "type": "delay", "seconds": 300}`)
+	first := f.turn(1, "first")
+	f.answer(t, first)
+	id := runOf(first)
+	f.clock.Advance(10 * time.Second)
+	second, third := f.turn(2, "second"), f.turn(3, "third")
+	var waiting *WaitingAtDelay
+	if err := f.app.AnswerTurn(context.Background(), second); !errors.As(err, &waiting) {
+		t.Fatalf("the second turn during the delay: %v", err)
+	}
+	f.clock.Advance(gapWait)
+	if err := f.app.AnswerTurn(context.Background(), third); !errors.As(err, &waiting) {
+		t.Fatalf("the third turn during the delay: %v", err)
+	}
+
+	f.clock.Advance(300 * time.Second)
+	if err := f.app.WakeChatRun(context.Background(), catalog.Wakeup{WorkspaceID: chatWS, ConversationID: chatConv, RunID: id}); err != nil {
+		t.Fatal(err)
+	}
+	wantRun(t, f, id, run.StatusCompleted)
+	f.convs.reset()
+
+	// The third comes back first: its predecessor is on its way.
+	if err := f.app.AnswerTurn(context.Background(), third); !errors.Is(err, ErrTurnEarly) {
+		t.Fatalf("the third turn before the second, right after the wake: %v", err)
+	}
+	f.answer(t, second)
+	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(second)+" to second")
+	if c := f.chats.conv(chatConv); c.answered != 2 {
+		t.Fatalf("conversation %+v", c)
+	}
+	// The second's run waits at the delay in turn: the third waits for it.
+	if err := f.app.AnswerTurn(context.Background(), third); !errors.As(err, &waiting) {
+		t.Fatalf("the third turn behind the second's delay: %v", err)
+	}
 }
 
 // TestAnswerTurnAtTheAILimit: with one AI reply left the turn is answered;

@@ -28,6 +28,11 @@ type ChatConversation struct {
 	Waiting *run.Run
 	// WaitingSince is when Waiting began to wait.
 	WaitingSince time.Time
+	// MovedAt is when a turn was last answered or a run woken in the
+	// conversation; zero before its first answer. A turn whose
+	// predecessor is missing waits ChatGapWait from it too: turns held
+	// back behind a delay come back together once the run goes on.
+	MovedAt time.Time
 	// ChatFlowID and ChatFlowVersion are the chat flow of the channel
 	// Hold was given, as ChatFlowStore.ChatFlow reads it, read with the
 	// lock: "" and 0 when the assistant answers, or when Hold was given
