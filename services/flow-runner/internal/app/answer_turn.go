@@ -102,7 +102,9 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 	t.Chat.WorkspaceName = ws.Name
 	modules := ws.Plan.Modules
 	if waiting := c.Waiting; waiting != nil {
-		if a.now().Sub(c.WaitingSince) <= a.chatSessionTTL {
+		// The window is the message's: a turn answered late (a backlog,
+		// an outage it waited out) still continues the run it was sent to.
+		if t.CreatedAt.Sub(c.WaitingSince) <= a.chatSessionTTL {
 			if waiting.Chat != nil {
 				// Not stored with the run: its ai_response nodes are told
 				// the workspace's name as it is now.

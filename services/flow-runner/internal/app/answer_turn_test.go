@@ -895,6 +895,22 @@ func TestAnswerTurnAtTheSessionWindowsLastInstant(t *testing.T) {
 	wantRun(t, f, runOf(first), run.StatusCompleted)
 }
 
+// TestAnswerTurnStoredWithinTheSessionWindowAnsweredAfterIt: the window
+// is the message's: one stored before the run's wait expired continues it
+// though it is answered later (the flow-runner was behind, or a service it
+// needed was down and the turn came again).
+func TestAnswerTurnStoredWithinTheSessionWindowAnsweredAfterIt(t *testing.T) {
+	t.Parallel()
+	f, first := waitingForOrderNumber(t)
+	f.clock.Advance(sessionTTL - time.Second)
+	late := f.turn(2, "42")
+	f.clock.Advance(time.Minute)
+	f.convs.reset()
+	f.answer(t, late)
+	f.wantCalls(t, "send ws/conv1 key=turn-2/0 run="+runOf(first)+" Order 42")
+	wantRun(t, f, runOf(first), run.StatusCompleted)
+}
+
 // TestAnswerTurnAfterTheSessionExpired: a message more than
 // CHAT_SESSION_TTL after the run began to wait starts a new run; the
 // expired one stays stored as it was.
