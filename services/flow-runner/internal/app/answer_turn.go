@@ -110,7 +110,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 				// the workspace's name as it is now.
 				waiting.Chat.WorkspaceName = ws.Name
 			}
-			return a.continueChat(ctx, c, waiting, modules, run.Continuation{Text: t.Message.Text, Message: &t.Message}, t.ID)
+			return a.continueChat(ctx, c, waiting, ws.Plan, run.Continuation{Text: t.Message.Text, Message: &t.Message}, t.ID)
 		}
 		// Expired: the run stays stored as it was, and the message
 		// starts a new one.
@@ -144,7 +144,7 @@ func (a *App) answer(ctx context.Context, c *catalog.ChatConversation, t Turn) (
 	}
 	var res *run.Result
 	if flowID != "" && !ws.Plan.Flows {
-		res = a.refused(inv, def, run.CodeModuleInactive, "the plan has no flows module, which chat flows need")
+		res = a.refused(inv, def, run.CodeModuleInactive, noFlowsModule)
 	} else {
 		began := a.now()
 		res = a.engine.Invoke(ctx, def, inv)
@@ -167,8 +167,19 @@ func (a *App) refused(inv run.Invocation, def *flow.Definition, code, message st
 	}}
 }
 
-// continueChat goes on with the conversation's waiting run.
-func (a *App) continueChat(ctx context.Context, c *catalog.ChatConversation, r *run.Run, modules run.Modules, cont run.Continuation, key string) (*catalog.ChatRun, error) {
+// noFlowsModule is why a chat flow's run fails without the flows module.
+const noFlowsModule = "the plan has no flows module, which chat flows need"
+
+// continueChat goes on with the conversation's waiting run, with plan as
+// it is now: a chat flow's run whose plan has lost the flows module since
+// it began fails, as one that starts without it does.
+func (a *App) continueChat(ctx context.Context, c *catalog.ChatConversation, r *run.Run, plan Plan, cont run.Continuation, key string) (*catalog.ChatRun, error) {
+	if r.FlowID != "" && !plan.Flows {
+		now := a.now()
+		r.Status, r.Error, r.CompletedAt, r.WakeAt = run.StatusFailed, &run.Error{Code: run.CodeModuleInactive, Message: noFlowsModule}, &now, nil
+		return a.settle(ctx, c, &run.Result{Run: r}, false, key)
+	}
+	modules := plan.Modules
 	def := flow.Assistant()
 	if r.FlowID != "" {
 		v, err := a.flows.Version(ctx, r.FlowID, r.Version)

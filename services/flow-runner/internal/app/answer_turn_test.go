@@ -784,6 +784,22 @@ func TestAnswerTurnWithoutTheFlowsModule(t *testing.T) {
 		t.Fatalf("run %+v", r)
 	}
 	f.wantCalls(t, "handover ws/conv1 the chat run "+id+" failed: module_inactive: the plan has no flows module, which chat flows need")
+
+	// The same for a run that began with the module and waits at a
+	// question when the plan loses it: the answer does not continue it.
+	g, first := waitingForOrderNumber(t)
+	g.ws.ws.Plan = Plan{Modules: run.Modules{FlowAI: true}}
+	g.convs.reset()
+	g.answer(t, g.turn(2, "42"))
+	id = runOf(first)
+	r, _ = wantRun(t, g, id, run.StatusFailed)
+	if r.Error.Code != run.CodeModuleInactive || r.Vars["order"] != nil {
+		t.Fatalf("continued run %+v", r)
+	}
+	g.wantCalls(t, "handover ws/conv1 the chat run "+id+" failed: module_inactive: the plan has no flows module, which chat flows need")
+	if c := g.chats.conv(chatConv); c.waitingRunID != "" || c.answered != 2 {
+		t.Fatalf("conversation %+v", c)
+	}
 }
 
 // TestAnswerTurnWithoutTheFlowAIModule: a chat flow's AI node needs the

@@ -66,6 +66,6 @@ func (a *App) WakeChatRun(ctx context.Context, w catalog.Wakeup) error {
 		if r.Chat != nil {
 			r.Chat.WorkspaceName = ws.Name
 		}
-		return a.continueChat(ctx, c, r, ws.Plan.Modules, run.Continuation{Wake: true}, wakeKey(r.ID, at))
+		return a.continueChat(ctx, c, r, ws.Plan, run.Continuation{Wake: true}, wakeKey(r.ID, at))
 	})
 }
