@@ -3,6 +3,7 @@ package webhookhttp
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -174,5 +175,39 @@ func TestSenderFailures(t *testing.T) {
 	res = s.Send(ctx, delivery.Request{URL: url, Secret: "k", Event: "test", DeliveryID: "d", Body: []byte(`{}`)})
 	if res.Status != 0 || !strings.Contains(res.Error, "connection refused") || strings.Contains(res.Error, "Post \"") {
 		t.Errorf("closed port: %+v", res)
+	}
+}
+
+// TestSenderReadsAtMost64KiBOfHeaders: a receiver's answer is read only
+// up to 64 KiB of headers (docs/webhooks.md "Answering a delivery"): past
+// that the attempt fails with no status, rather than the dispatcher
+// holding whatever a hostile receiver sends; headers within it are read.
+func TestSenderReadsAtMost64KiBOfHeaders(t *testing.T) {
+	t.Parallel()
+	headers := func(kib int) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			value := strings.Repeat("v", 1<<10)
+			for i := range kib {
+				w.Header().Set(fmt.Sprintf("X-Padding-%d", i), value)
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/within", headers(48))
+	mux.HandleFunc("/over", headers(80))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s := New(Options{AllowPrivateTargets: true, UserAgent: "Parley-Webhooks/test"})
+	send := func(path string) delivery.Result {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return s.Send(ctx, delivery.Request{URL: srv.URL + path, Secret: "k", Event: "test", DeliveryID: "d", Body: []byte(`{}`)})
+	}
+	if res := send("/within"); res.Status != http.StatusNoContent || res.Error != "" {
+		t.Errorf("48 KiB of headers: %+v, want the 204 read", res)
+	}
+	if res := send("/over"); res.Status != 0 || !strings.Contains(res.Error, "65536 bytes") {
+		t.Errorf("80 KiB of headers: %+v, want a failed attempt with no status", res)
 	}
 }
