@@ -179,6 +179,34 @@ func TestChatNodeFailures(t *testing.T) {
 	}
 }
 
+// TestChatCalledFlowRunsNoChatOnlyNode: in a chat run too, a called flow
+// may hold no node a headless run cannot run (docs/flows.md "call_flow"):
+// the call_flow node fails, and the called flow's handover, tag or delay
+// does nothing to the conversation.
+func TestChatCalledFlowRunsNoChatOnlyNode(t *testing.T) {
+	t.Parallel()
+	for _, node := range []string{
+		`{"id": "n", "type": "handover", "text": "Bye"}`,
+		`{"id": "n", "type": "tag", "tag": "vip"}`,
+		`{"id": "n", "type": "delay", "seconds": 5}`,
+	} {
+		t.Run(node, func(t *testing.T) {
+			t.Parallel()
+			child := parse(t, nodes("n", node))
+			def := parse(t, nodes("c", `{"id": "c", "type": "call_flow", "flow_id": "f2"}`))
+			res := chatInvoke(t, &Engine{Flows: flowMap{"f2": child}}, def, typed("hi"))
+			r := res.Run
+			wantStatus(t, r, StatusFailed)
+			if r.Error.Code != CodeNodeFailed || !strings.Contains(r.Error.Message, `node "c" (call_flow)`) || !strings.Contains(r.Error.Message, "a chat-only node") {
+				t.Fatalf("error %+v", r.Error)
+			}
+			if len(res.Actions) != 0 || r.WakeAt != nil {
+				t.Fatalf("the called flow acted: %q, wake %v", actions(res), r.WakeAt)
+			}
+		})
+	}
+}
+
 // TestChatUnsupportedNodes: a chat run fails at a node it does not run,
 // the trace saying node_type_unsupported; what came before stays listed.
 func TestChatUnsupportedNodes(t *testing.T) {
