@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -118,7 +119,11 @@ type runWindow struct {
 // windows breaks run down by half second of accepted time, with the
 // machine's samples taken meanwhile (in time order).
 func (pb *pipelineBench) windows(run *pipelineRun, samples []machineSample) []runWindow {
-	received := pb.rcv.receivedTimes(run)
+	return halfSeconds(run, pb.rcv.receivedTimes(run), samples)
+}
+
+// halfSeconds is windows over the times the receiver saw each message.
+func halfSeconds(run *pipelineRun, received []time.Time, samples []machineSample) []runWindow {
 	lat, ingress := map[int][]time.Duration{}, map[int][]time.Duration{}
 	last := 0
 	for i := range run.n {
@@ -206,5 +211,50 @@ func printWindows(name string, ws []runWindow) {
 	}
 	if len(byMax) > 0 {
 		fmt.Printf("window %s median  %s\n", name, line(byMax[len(byMax)/2]))
+	}
+}
+
+// TestHalfSecondsBreakARunDown: messages go to the half second they were
+// accepted in, uncounted ones are left out, and each half second gets
+// the machine's work over the samples around it; a half second without
+// samples around it says so (-1).
+func TestHalfSecondsBreakARunDown(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	run := &pipelineRun{start: start, n: 4,
+		counted:  []bool{true, true, false, true},
+		sent:     []time.Time{at(90), at(390), at(100), at(690)},
+		accepted: []time.Time{at(100), at(400), at(110), at(700)},
+	}
+	received := []time.Time{at(110), at(450), at(5000), at(703)}
+	samples := []machineSample{
+		{at: at(0), busy: 0, total: 0, flushes: 0, flushMS: 0, writes: 0, writeMS: 0, messaging: 0, ok: true},
+		{at: at(500), busy: 60, total: 100, flushes: 10, flushMS: 20, writes: 4, writeMS: 2, messaging: 0.25, ok: true},
+	}
+	ws := halfSeconds(run, received, samples)
+	if len(ws) != 2 {
+		t.Fatalf("%d half seconds, want 2: %+v", len(ws), ws)
+	}
+	first, second := ws[0], ws[1]
+	if first.messages != 2 || first.max != 50 || first.p99 != 50 || first.ingressP99 != 10 {
+		t.Errorf("first half second %+v, want the two counted messages: p99 and max 50 ms, ingress p99 10 ms", first)
+	}
+	if first.cpuBusy != 60 || first.flushes != 10 || first.flushMS != 2 || first.writeMSPerIO != 0.5 || first.messaging != 50 {
+		t.Errorf("first half second's machine %+v, want 60 %% busy, 10 flushes of 2 ms, 0.5 ms a write, messaging at 50 %% of a core", first)
+	}
+	if second.messages != 1 || second.max != 3 || second.cpuBusy != -1 || second.flushMS != -1 {
+		t.Errorf("second half second %+v, want one message of 3 ms and no machine figures (no sample after it)", second)
+	}
+}
+
+// TestWholeDisk tells disks from their partitions and other devices.
+func TestWholeDisk(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{"vda": true, "sda": true, "xvdb": true, "nvme0n1": true,
+		"vda1": false, "sda2": false, "nvme0n1p1": false, "loop0": false, "ram0": false, "dm-0": false} {
+		if got := wholeDisk(name); got != want {
+			t.Errorf("wholeDisk(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
