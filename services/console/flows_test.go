@@ -420,11 +420,7 @@ func TestFlowServiceErrorsInWords(t *testing.T) {
 	// No flow-runner at all: every page says so.
 	down := defaults()
 	down.withoutFlowRunner = true
-	h := newHarness(t, down)
-	ws := h.workspace("Acme")
-	h.operator(t, "ann@example.com", ws)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
+	_, ws, b := signedInToAcmeWith(t, down)
 	for _, path := range []string{"/flows", "/flows/f1", "/flows/f1/runs/r1", "/kb"} {
 		r := b.get("/workspaces/" + ws + path)
 		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "A service the console needs did not answer (flow-runner") {

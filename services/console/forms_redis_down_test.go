@@ -60,11 +60,7 @@ func TestFormPostedWhileRedisDoesNotAnswer(t *testing.T) {
 	hook := &formsDown{}
 	s := defaults()
 	s.redisHook = hook
-	h := newHarness(t, s)
-	ws := h.workspace("Acme")
-	h.operator(t, "ann@example.com", ws)
-	b := h.browser(t)
-	b.mustSignIn("ann@example.com")
+	h, ws, b := signedInToAcmeWith(t, s)
 	g := guardedForm{h: h, b: b, page: "/workspaces/" + ws + "/keys"}
 	form := g.filled(t)
 	form.Set("name", "ci")
