@@ -229,8 +229,8 @@ func TestRefusals(t *testing.T) {
 }
 
 // TestCheckNewBoundsNameAndDescription: a new version's name and
-// description are bounded, in characters; a stored one past the bounds
-// still parses, and runs.
+// description are bounded, in characters, and no loop's next names the
+// loop; a stored one past the rules still parses, and runs.
 func TestCheckNewBoundsNameAndDescription(t *testing.T) {
 	t.Parallel()
 	doc := func(name, description string) []byte {
@@ -243,6 +243,8 @@ func TestCheckNewBoundsNameAndDescription(t *testing.T) {
 		{"at the bounds", string(doc(strings.Repeat("é", MaxNameLength), strings.Repeat("d", MaxDescriptionLength))), "", ""},
 		{"name too long", string(doc(strings.Repeat("é", 201), "")), "name", "at most 200 characters (got 201)"},
 		{"description too long", string(doc("t", strings.Repeat("d", 2001))), "description", "at most 2000 characters (got 2001)"},
+		{"loop next to itself", `{"name": "t", "triggers": ["api"], "nodes": [{"id": "s", "type": "start", "next": "x"},
+			{"id": "x", "type": "loop", "over": "[1]", "as": "i", "body": "b", "next": "x"}, {"id": "b", "type": "end"}]}`, "next", "names the node itself"},
 	} {
 		def, err := Parse([]byte(tt.give), ParseOptions{})
 		if err != nil {

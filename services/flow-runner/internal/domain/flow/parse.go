@@ -78,13 +78,23 @@ const (
 
 // CheckNew applies the rules a document must meet to be published that a
 // version stored before them need not meet to keep running (Parse reads
-// stored versions too): the name's and the description's lengths.
+// stored versions too): the name's and the description's lengths, and a
+// loop's next naming the loop.
 func (d *Definition) CheckNew() error {
 	if n := utf8.RuneCountInString(d.Name); n > MaxNameLength {
 		return &ValidationError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxNameLength, n)}
 	}
 	if n := utf8.RuneCountInString(d.Description); n > MaxDescriptionLength {
 		return &ValidationError{Field: "description", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxDescriptionLength, n)}
+	}
+	// No target names its own node (docs/flows.md "The document"):
+	// checkGraph lets a loop's through, so that a body naming its loop is
+	// told it leads back; a loop whose next is itself, which would run its
+	// list again until the run's budget, is refused here.
+	for _, n := range d.Nodes {
+		if l, ok := n.(*Loop); ok && l.Next == l.ID() {
+			return &ValidationError{NodeID: l.ID(), Field: "next", Reason: "names the node itself"}
+		}
 	}
 	return nil
 }
