@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -103,6 +104,8 @@ func buildOptions() []expr.Option {
 		expr.MaxNodes(2000),
 		expr.Patch(safetyPatcher{}),
 		expr.Function(addFunc, safeAdd),
+		expr.Function(divideFunc, safeDivide),
+		expr.Function(moduloFunc, safeModulo),
 		expr.Function(tickFunc, tick),
 	}
 	for name, fn := range amplifiers {
@@ -115,14 +118,17 @@ func buildOptions() []expr.Option {
 }
 
 const (
-	addFunc   = "__add"
-	tickFunc  = "__tick"
-	meterName = "__meter"
+	addFunc    = "__add"
+	divideFunc = "__divide"
+	moduloFunc = "__modulo"
+	tickFunc   = "__tick"
+	meterName  = "__meter"
 )
 
 // safetyPatcher rewrites the tree before it is compiled: `a + b` becomes a
-// bounded call, every call and every predicate body is passed through the
-// meter, and member access is nil-safe.
+// bounded call, `a / b` and `a % b` calls that refuse a zero divisor (and
+// take the float64s a run's numbers are), every call and every predicate
+// body is passed through the meter, and member access is nil-safe.
 type safetyPatcher struct{}
 
 func metered(n ast.Node) ast.Node {
@@ -135,11 +141,21 @@ func metered(n ast.Node) ast.Node {
 func (safetyPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.BinaryNode:
-		if n.Operator == "+" {
+		switch n.Operator {
+		case "+":
 			ast.Patch(node, metered(&ast.CallNode{
 				Callee:    &ast.IdentifierNode{Value: addFunc},
 				Arguments: []ast.Node{n.Left, n.Right},
 			}))
+		case "/", "%":
+			fn := divideFunc
+			if n.Operator == "%" {
+				fn = moduloFunc
+			}
+			ast.Patch(node, &ast.CallNode{
+				Callee:    &ast.IdentifierNode{Value: fn},
+				Arguments: []ast.Node{n.Left, n.Right},
+			})
 		}
 	case *ast.MemberNode:
 		if !n.Method {
@@ -295,6 +311,71 @@ func add(a, b any) (v any, err error) {
 		}
 	}()
 	return exprruntime.Add(a, b), nil
+}
+
+// errDivisionByZero is a / or % by zero: an error that fails the node
+// (docs/flows.md "Expressions and templates"), not an infinity a comparison
+// could take for a number.
+var errDivisionByZero = errors.New("division by zero")
+
+// safeDivide is a / b, a float64 as expr's own; a zero b is an error.
+func safeDivide(args ...any) (any, error) {
+	a, b, err := operands("/", args)
+	if err != nil {
+		return nil, err
+	}
+	if b == 0 {
+		return nil, errDivisionByZero
+	}
+	return a / b, nil
+}
+
+// safeModulo is a % b. expr's own takes integers only, while every number
+// of a run's variables is a float64 (JSON's numbers): whole numbers give
+// what integers would, and a zero b is an error.
+func safeModulo(args ...any) (any, error) {
+	if len(args) == 2 {
+		if a, ok := args[0].(int); ok {
+			if b, ok := args[1].(int); ok && b != 0 {
+				return a % b, nil
+			}
+		}
+	}
+	a, b, err := operands("%", args)
+	if err != nil {
+		return nil, err
+	}
+	if b == 0 {
+		return nil, errDivisionByZero
+	}
+	return math.Mod(a, b), nil
+}
+
+// operands reads the two numbers of an arithmetic operator.
+func operands(op string, args []any) (a, b float64, err error) {
+	if len(args) != 2 {
+		return 0, 0, fmt.Errorf("%s takes two operands", op)
+	}
+	a, okA := number(args[0])
+	b, okB := number(args[1])
+	if !okA || !okB {
+		return 0, 0, fmt.Errorf("invalid operation: %T %s %T", args[0], op, args[1])
+	}
+	return a, b, nil
+}
+
+// number is v as a float64 when it is a number.
+func number(v any) (float64, bool) {
+	rv := reflect.ValueOf(v)
+	switch {
+	case rv.CanFloat():
+		return rv.Float(), true
+	case rv.CanInt():
+		return float64(rv.Int()), true
+	case rv.CanUint():
+		return float64(rv.Uint()), true
+	}
+	return 0, false
 }
 
 func argString(args []any, i int, fn string) (string, error) {

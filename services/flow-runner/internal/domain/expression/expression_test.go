@@ -45,6 +45,15 @@ func TestEval(t *testing.T) {
 		{"let", `let x = vars.n; x * x`, float64(9)},
 		{"ternary", `vars.n > 1 ? "big" : "small"`, "big"},
 		{"len in range", `1..len(vars.items)`, []any{float64(1), float64(2)}},
+		// A run's numbers are float64s (JSON's): % takes them as it takes
+		// integers (docs/flows.md "The expression language").
+		{"modulo of a variable", "vars.n % 2", float64(1)},
+		{"modulo of variables", "(vars.n + 4) % vars.n", float64(1)},
+		{"modulo of integers", "7 % 3", float64(1)},
+		{"modulo negative", "-7 % 3", float64(-1)},
+		{"modulo of a fraction", "vars.n % 2.5", 0.5},
+		{"even", "vars.n % 2 == 0", false},
+		{"division", "vars.n / 2", 1.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +131,38 @@ func TestBounded(t *testing.T) {
 		var se *SizeError
 		if !errors.As(err, &e) && !errors.As(err, &se) {
 			t.Errorf("Eval(%q): %T %v, want *Error", give, err, err)
+		}
+	}
+}
+
+// TestDivisionByZeroIsAnError: / and % by zero fail the expression
+// (docs/flows.md "Expressions and templates"), also where the infinity it would
+// give is compared rather than stored, and in a condition.
+func TestDivisionByZeroIsAnError(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{"n": float64(3), "zero": float64(0)}
+	for _, give := range []string{
+		"1 / 0", "vars.n / 0", "vars.n / vars.zero > 1", "-vars.n / vars.zero < 0", "vars.zero / vars.zero != 1",
+		"7 % 0", "vars.n % 0 == 0", "vars.n % vars.zero == 0",
+	} {
+		p, err := Compile(give)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", give, err)
+		}
+		if v, err := p.Eval(vars); err == nil || !strings.Contains(err.Error(), "division by zero") {
+			t.Errorf("Eval(%q) = %#v, %v; want a division by zero", give, v, err)
+		}
+		if v, err := p.EvalBool(vars); err == nil {
+			t.Errorf("EvalBool(%q) = %v, want an error", give, v)
+		}
+	}
+	for _, give := range []string{`"a" / 2`, `vars.n % "2"`, "vars.missing % 2"} {
+		p, err := Compile(give)
+		if err != nil {
+			continue
+		}
+		if v, err := p.Eval(vars); err == nil {
+			t.Errorf("Eval(%q) = %#v, want an error", give, v)
 		}
 	}
 }
