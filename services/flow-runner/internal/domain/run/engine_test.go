@@ -229,6 +229,62 @@ func TestHTTPFailsWithoutOnError(t *testing.T) {
 	}
 }
 
+// TestHTTPRequestAsSent pins what an http node or a webhook_call action
+// sends (docs/flows.md "http"): GET (POST for webhook_call) and 10 s by
+// default; a string body as is, with no Content-Type added; any other body
+// as JSON, with Content-Type: application/json unless the node sets one.
+func TestHTTPRequestAsSent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		node        string
+		wantMethod  string
+		wantBody    string
+		wantType    string
+		wantTimeout time.Duration
+	}{
+		{"http defaults", `{"id": "h", "type": "http", "url": "https://e.x/{{vars.input.id}}"}`, "GET", "", "", 10 * time.Second},
+		{"webhook_call defaults", `{"id": "h", "type": "action", "action": "webhook_call", "url": "https://e.x/{{vars.input.id}}"}`, "POST", "", "", 10 * time.Second},
+		{"string body as is", `{"id": "h", "type": "http", "method": "PUT", "url": "https://e.x/{{vars.input.id}}", "body": "id={{vars.input.id}}", "timeout_ms": 1}`,
+			"PUT", "id=a1", "", time.Millisecond},
+		{"template of a string as is", `{"id": "h", "type": "action", "action": "webhook_call", "url": "https://e.x/{{vars.input.id}}", "body": "{{vars.input.id}}"}`,
+			"POST", "a1", "", 10 * time.Second},
+		{"object body as JSON", `{"id": "h", "type": "http", "method": "PATCH", "url": "https://e.x/{{vars.input.id}}", "body": {"n": "{{vars.input.n}}"}}`,
+			"PATCH", `{"n":3}`, "application/json", 10 * time.Second},
+		{"template of an object as JSON", `{"id": "h", "type": "http", "method": "POST", "url": "https://e.x/{{vars.input.id}}", "body": "{{vars.input}}"}`,
+			"POST", `{"id":"a1","n":3}`, "application/json", 10 * time.Second},
+		{"the node's own content type", `{"id": "h", "type": "http", "method": "DELETE", "url": "https://e.x/{{vars.input.id}}",
+			"headers": {"content-TYPE": "application/merge-patch+json"}, "body": [1], "timeout_ms": 10000}`,
+			"DELETE", `[1]`, "application/merge-patch+json", 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []HTTPRequest
+			e := &Engine{HTTP: httpFunc(func(_ context.Context, req HTTPRequest) (HTTPResponse, error) {
+				got = append(got, req)
+				return HTTPResponse{Status: 204}, nil
+			})}
+			res := invoke(t, e, parse(t, nodes("h", tt.node)), map[string]any{"id": "a1", "n": float64(3)})
+			if res.Run.Status != StatusCompleted || len(got) != 1 {
+				t.Fatalf("status %s error %+v, %d requests", res.Run.Status, res.Run.Error, len(got))
+			}
+			req := got[0]
+			contentType := ""
+			for k, v := range req.Headers {
+				if strings.EqualFold(k, "Content-Type") {
+					contentType = v
+				}
+			}
+			if req.Method != tt.wantMethod || req.URL != "https://e.x/a1" || string(req.Body) != tt.wantBody ||
+				contentType != tt.wantType || len(req.Headers) > 1 || req.Timeout != tt.wantTimeout {
+				t.Fatalf("sent %s %s headers %v body %q timeout %s; want %s body %q type %q timeout %s",
+					req.Method, req.URL, req.Headers, req.Body, req.Timeout, tt.wantMethod, tt.wantBody, tt.wantType, tt.wantTimeout)
+			}
+		})
+	}
+}
+
 func TestNodes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -293,6 +349,12 @@ func TestNodes(t *testing.T) {
 			`{"id": "e", "type": "end", "output": {"sum": "{{vars.sum}}", "item": "{{vars.item}}"}}`),
 			map[string]any{"items": []any{float64(1), float64(2), float64(3)}}, map[string]any{"sum": float64(6), "item": nil},
 			[]Message{{Type: "text", Text: "item 1"}, {Type: "text", Text: "item 2"}, {Type: "text", Text: "item 3"}}},
+		{"loop gives back what its variable shadowed", nodes("v",
+			`{"id": "v", "type": "variable", "set": {"item": "'mine'"}, "next": "l"}`,
+			`{"id": "l", "type": "loop", "over": "[1, 2]", "as": "item", "body": "say", "next": "e"}`,
+			`{"id": "say", "type": "send_message", "message": {"text": "item {{vars.item}}"}}`,
+			`{"id": "e", "type": "end", "output": {"item": "{{vars.item}}"}}`),
+			nil, map[string]any{"item": "mine"}, []Message{{Type: "text", Text: "item 1"}, {Type: "text", Text: "item 2"}}},
 		{"loop max_iterations", nodes("l",
 			`{"id": "l", "type": "loop", "over": "1..10", "as": "i", "body": "add", "max_iterations": 4, "next": "e"}`,
 			`{"id": "add", "type": "variable", "name": "sum", "op": "increment", "value": "vars.i"}`,
