@@ -104,6 +104,17 @@ func TestPublishListAndDeactivate(t *testing.T) {
 	if r := h.invoke(ws, gone, map[string]any{"input": map[string]any{}}); r.Status != "completed" {
 		t.Fatalf("republished: %+v", r)
 	}
+
+	// The list is the most recently updated first, whichever was created
+	// first: each publish moves its flow to the top.
+	for _, top := range []string{api, gone, api} {
+		h.publish(ws, top, doc("Greeter", apiOnly, "done", endNode))
+		status, body := h.api(ws, full, http.MethodGet, "/v1/flows", nil)
+		list := apicheck.Body[flowrunnerapi.FlowsResponse](t, body)
+		if status != http.StatusOK || len(list.Flows) != 2 || list.Flows[0].ID != top {
+			t.Fatalf("list after publishing %s: %d %s", top, status, body)
+		}
+	}
 }
 
 func TestFeatureOffAndModules(t *testing.T) {
