@@ -83,7 +83,11 @@ func (h handler) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err := proto.Unmarshal(msg.Data(), &ev); err != nil {
 		return natsx.Permanent(fmt.Errorf("decode chat turn: %w", err))
 	}
-	t, err := turn(&ev)
+	var stored time.Time
+	if md, err := msg.Metadata(); err == nil {
+		stored = md.Timestamp
+	}
+	t, err := turn(&ev, stored)
 	if err != nil {
 		return natsx.Permanent(err)
 	}
@@ -124,13 +128,27 @@ func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
 	return func() { close(done) }
 }
 
-// turn reads a chat turn as the use case takes it.
-func turn(ev *eventsv1.ChatTurn) (app.Turn, error) {
+// turn reads a chat turn as the use case takes it. stored is when the
+// chat stream stored it (zero when unknown): the time of a turn without
+// created_at, which messaging always sets. Read as the epoch, such a turn
+// would be answered at once without its predecessor and continue a
+// waiting run however long expired; read as the time it is handled, it
+// would move on each redelivery, and never outwait a predecessor that
+// never came. The stream's time is a moment after the message's, and the
+// same at every delivery.
+func turn(ev *eventsv1.ChatTurn, stored time.Time) (app.Turn, error) {
 	if ev.GetId() == "" || ev.GetWorkspaceId() == "" || ev.GetConversationId() == "" || ev.GetSeq() < 1 || ev.GetMessage() == nil {
 		return app.Turn{}, fmt.Errorf("chat turn %q lacks its id, workspace, conversation, seq or message", ev.GetId())
 	}
 	if ev.GetMode() != app.ModeAuto && ev.GetMode() != app.ModeSuggest {
 		return app.Turn{}, fmt.Errorf("chat turn %s: mode %q is neither auto nor suggest", ev.GetId(), ev.GetMode())
+	}
+	created := stored
+	if ev.CreatedAt != nil {
+		created = ev.GetCreatedAt().AsTime()
+	}
+	if created.IsZero() {
+		return app.Turn{}, fmt.Errorf("chat turn %s has no created_at, and its time in the stream is unknown", ev.GetId())
 	}
 	m := run.CustomerMessage{ID: ev.GetMessage().GetId(), Text: ev.GetMessage().GetText(), Type: ev.GetMessage().GetType()}
 	if ev.Postback != nil {
@@ -144,6 +162,6 @@ func turn(ev *eventsv1.ChatTurn) (app.Turn, error) {
 			ContactID: ev.GetContact().GetId(), ContactName: ev.GetContact().GetName(),
 		},
 		Message:   m,
-		CreatedAt: ev.GetCreatedAt().AsTime(),
+		CreatedAt: created.UTC(),
 	}, nil
 }

@@ -20,11 +20,13 @@ import (
 )
 
 // scriptedAnswerer answers each turn by its id: the error its script
-// gives for the nth time the turn is answered (nil past the script).
+// gives for the nth time the turn is answered (nil past the script). It
+// records the time each answer was given the turn as.
 type scriptedAnswerer struct {
 	mu      sync.Mutex
 	script  map[string][]error
 	answers map[string]int
+	created map[string][]time.Time
 }
 
 func (s *scriptedAnswerer) AnswerTurn(_ context.Context, t app.Turn) error {
@@ -32,6 +34,9 @@ func (s *scriptedAnswerer) AnswerTurn(_ context.Context, t app.Turn) error {
 	defer s.mu.Unlock()
 	n := s.answers[t.ID]
 	s.answers[t.ID] = n + 1
+	if s.created != nil {
+		s.created[t.ID] = append(s.created[t.ID], t.CreatedAt)
+	}
 	if errs := s.script[t.ID]; n < len(errs) {
 		return errs[n]
 	}
@@ -106,5 +111,51 @@ func TestTurnsThatCanNeverBeAnsweredAreDropped(t *testing.T) {
 		if got := answerer.count(id); got != want {
 			t.Errorf("turn %s answered %d times, want %d", id, got, want)
 		}
+	}
+}
+
+// TestATurnWithoutItsTimeIsTakenAtItsTimeInTheStream: a turn without
+// created_at is answered as stored when the chat stream stored it, the
+// same time at each delivery; not as the epoch, which would answer it
+// without its predecessor and continue a long expired run.
+func TestATurnWithoutItsTimeIsTakenAtItsTimeInTheStream(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	js := env.JetStream(t)
+	ctx := context.Background()
+	chat := natsx.ChatStream(env.Stream)
+	answerer := &scriptedAnswerer{answers: map[string]int{}, created: map[string][]time.Time{}, script: map[string][]error{
+		"untimed": {errors.New("read workspace: the gateway is unreachable")},
+	}}
+	cons, err := Start(ctx, js, Config{Stream: chat, Durable: "chat-test", Concurrency: 4, AckWait: time.Minute}, answerer, env.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cons.Stop(context.Background()) })
+
+	b, err := proto.Marshal(&eventsv1.ChatTurn{
+		Id: "untimed", WorkspaceId: "ws", ConversationId: "conv", Seq: 2, Mode: app.ModeAuto,
+		Message: &eventsv1.Message{Id: "m", Text: "hi", Type: "text"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's clock and ours may differ by a moment, never by much.
+	before := time.Now().Add(-time.Minute)
+	if _, err := js.Publish(ctx, chat.ChatSubject("ws", "conv"), b, jetstream.WithMsgID("untimed")); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(time.Minute)
+	wait.For(t, 20*time.Second, "the turn answered after its retry", func() error {
+		if n := answerer.count("untimed"); n < 2 {
+			return fmt.Errorf("answered %d times", n)
+		}
+		return nil
+	})
+	answerer.mu.Lock()
+	created := answerer.created["untimed"]
+	answerer.mu.Unlock()
+	if created[0].Before(before) || created[0].After(after) || !created[1].Equal(created[0]) {
+		t.Fatalf("the turn was answered as created at %v, want the same time, when it was published (%v to %v)", created, before, after)
 	}
 }
