@@ -85,7 +85,10 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, chann
 		return err
 	}
 	c := &catalog.ChatConversation{WorkspaceID: row.WorkspaceID, ConversationID: row.ConversationID, AnsweredSeq: row.AnsweredSeq, Mode: row.Mode,
-		ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion}
+		ChatFlowID: row.ChatFlowID, ChatFlowVersion: row.ChatFlowVersion, WakeTries: row.WakeTries}
+	if row.WakeRetryAt != nil {
+		c.WakeRetryAt = row.WakeRetryAt.UTC()
+	}
 	if row.AnsweredSeq > 0 {
 		// The row is written when a turn is answered or a run woken; its
 		// insert for a first turn not answered yet is neither.
@@ -134,12 +137,13 @@ func (s *ChatStore) Hold(ctx context.Context, workspaceID, conversationID, chann
 // the parameters that start at first (conversationArgs).
 func updateConversation(first int) string {
 	return fmt.Sprintf(`UPDATE `+Schema+`.chat_conversations
-	SET answered_seq = $%d, mode = $%d, waiting_run_id = $%d, waiting_since = $%d, updated_at = $%d
-	WHERE conversation_id = $%d`, first, first+1, first+2, first+3, first+4, first+5)
+	SET answered_seq = $%d, mode = $%d, waiting_run_id = $%d, waiting_since = $%d, updated_at = $%d,
+		wake_tries = $%d, wake_retry_at = $%d
+	WHERE conversation_id = $%d`, first, first+1, first+2, first+3, first+4, first+5, first+6, first+7)
 }
 
 // insertRunAndConversationStatement stores a turn's new run and its
-// conversation ($31–$36).
+// conversation ($31–$38).
 var insertRunAndConversationStatement = insertRunWith(updateConversation(31))
 
 // conversationArgs are updateConversation's parameters for c.
@@ -150,7 +154,12 @@ func conversationArgs(c *catalog.ChatConversation) []any {
 		since := c.WaitingSince.UTC()
 		waitingRunID, waitingSince = &c.Waiting.ID, &since
 	}
-	return []any{c.AnsweredSeq, c.Mode, waitingRunID, waitingSince, time.Now().UTC(), c.ConversationID}
+	var retryAt *time.Time
+	if !c.WakeRetryAt.IsZero() {
+		at := c.WakeRetryAt.UTC()
+		retryAt = &at
+	}
+	return []any{c.AnsweredSeq, c.Mode, waitingRunID, waitingSince, time.Now().UTC(), c.WakeTries, retryAt, c.ConversationID}
 }
 
 // firstTurnLockClass is the first key of the advisory locks that guard a
@@ -167,6 +176,8 @@ type heldConversation struct {
 	WaitingRunID                *string
 	WaitingSince                *time.Time
 	UpdatedAt                   time.Time
+	WakeTries                   int
+	WakeRetryAt                 *time.Time
 	ChatFlowID                  string
 	ChatFlowVersion             int
 }
@@ -175,7 +186,7 @@ type heldConversation struct {
 // workspace $4), only it (the chat flow's rows are read, not locked), and
 // reads the chat flow of channel $5 (NULL for none) with it.
 var lockConversationStatement = `SELECT c.workspace_id, c.conversation_id, c.answered_seq, c.mode, c.waiting_run_id, c.waiting_since, c.updated_at,
-		coalesce(cf.flow_id::text, ''), coalesce(f.published_version, 0)
+		c.wake_tries, c.wake_retry_at, coalesce(cf.flow_id::text, ''), coalesce(f.published_version, 0)
 	FROM ` + Schema + `.chat_conversations c
 	LEFT JOIN (` + chatFlowJoin(1) + `) ON cf.channel_id = $5 AND cf.workspace_id = c.workspace_id
 	WHERE c.conversation_id = $3 AND c.workspace_id = $4
@@ -194,7 +205,7 @@ func lockConversation(ctx context.Context, held *db.HeldTx, workspaceID, convers
 		err := held.QueryRow(ctx, lockConversationStatement,
 			append(chatFlowArgs(), conversationID, workspaceID, channel),
 			&row.WorkspaceID, &row.ConversationID, &row.AnsweredSeq, &row.Mode, &row.WaitingRunID, &row.WaitingSince, &row.UpdatedAt,
-			&row.ChatFlowID, &row.ChatFlowVersion)
+			&row.WakeTries, &row.WakeRetryAt, &row.ChatFlowID, &row.ChatFlowVersion)
 		switch {
 		case err == nil:
 			return row, nil
@@ -229,7 +240,8 @@ func lockConversation(ctx context.Context, held *db.HeldTx, workspaceID, convers
 	return heldConversation{}, fmt.Errorf("conversation %s is not workspace %s's", conversationID, workspaceID)
 }
 
-// DueWakes implements catalog.ChatStore.
+// DueWakes implements catalog.ChatStore. greatest skips a NULL
+// wake_retry_at: a wake never tried takes its place by its wake time.
 func (s *ChatStore) DueWakes(ctx context.Context, now time.Time, limit int) ([]catalog.Wakeup, error) {
 	var rows []struct {
 		WorkspaceID    string
@@ -239,9 +251,9 @@ func (s *ChatStore) DueWakes(ctx context.Context, now time.Time, limit int) ([]c
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT c.workspace_id, c.conversation_id, r.id AS run_id
 		FROM `+Schema+`.runs r JOIN `+Schema+`.chat_conversations c ON c.waiting_run_id = r.id
-		WHERE r.status = 'waiting' AND r.wake_at <= ?
-		ORDER BY r.wake_at
-		LIMIT ?`, now.UTC(), limit).Scan(&rows).Error
+		WHERE r.status = 'waiting' AND r.wake_at <= @now AND (c.wake_retry_at IS NULL OR c.wake_retry_at <= @now)
+		ORDER BY greatest(r.wake_at, c.wake_retry_at), r.id
+		LIMIT @limit`, sql.Named("now", now.UTC()), sql.Named("limit", limit)).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("due chat runs: %w", err)
 	}

@@ -193,6 +193,26 @@ func TestHoldKeepsTheWaitingRun(t *testing.T) {
 	}
 }
 
+// waitingRun stores a new chat run of ws, due at wake (nil: waiting at a
+// question), as the run waiting in a new conversation since now, which
+// change, when not nil, changes further.
+func waitingRun(t *testing.T, chats *ChatStore, ws string, wake *time.Time, change func(c *catalog.ChatConversation)) *run.Run {
+	t.Helper()
+	conv := uuid.NewString()
+	r := chatRun(ws, "")
+	r.Chat.ConversationID, r.WakeAt = conv, wake
+	if err := chats.Hold(context.Background(), ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
+		c.Waiting, c.WaitingSince = r, time.Now().UTC().Truncate(time.Microsecond)
+		if change != nil {
+			change(c)
+		}
+		return &catalog.ChatRun{Run: r, New: true}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // TestDueWakes: only runs waiting at a delay in their conversation whose
 // time has come, earliest first, at most limit.
 func TestDueWakes(t *testing.T) {
@@ -203,18 +223,11 @@ func TestDueWakes(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	wait := func(wake *time.Time, stays bool) *run.Run {
 		t.Helper()
-		conv := uuid.NewString()
-		r := chatRun(ws, "")
-		r.Chat.ConversationID, r.WakeAt = conv, wake
-		if err := chats.Hold(ctx, ws, conv, "", func(c *catalog.ChatConversation) (*catalog.ChatRun, error) {
-			if stays {
-				c.Waiting, c.WaitingSince = r, now
+		return waitingRun(t, chats, ws, wake, func(c *catalog.ChatConversation) {
+			if !stays {
+				c.Waiting = nil
 			}
-			return &catalog.ChatRun{Run: r, New: true}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return r
+		})
 	}
 	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
 	later := wait(at(-time.Second), true)
@@ -246,5 +259,42 @@ func TestDueWakes(t *testing.T) {
 	}
 	if due, err := chats.DueWakes(ctx, now, 2); err != nil || !reflect.DeepEqual(due, want[:2]) {
 		t.Fatalf("due, limit 2: %+v, %v", due, err)
+	}
+}
+
+// TestDueWakesAfterTheirRetry: a wake that failed is due again at its
+// retry, not before, and takes its place among the due wakes by it; the
+// tries and the retry are kept with the conversation until it changes.
+func TestDueWakesAfterTheirRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, _, runs := publishedFlow(t, time.Hour)
+	chats := NewChatStore(runs.db)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	wait := func(wake time.Duration, tries int, retry time.Duration) catalog.Wakeup {
+		t.Helper()
+		at := now.Add(wake)
+		r := waitingRun(t, chats, ws, &at, func(c *catalog.ChatConversation) {
+			if tries > 0 {
+				c.WakeTries, c.WakeRetryAt = tries, now.Add(retry)
+			}
+		})
+		return catalog.Wakeup{WorkspaceID: ws, ConversationID: r.Chat.ConversationID, RunID: r.ID}
+	}
+	retried := wait(-2*time.Minute, 1, -10*time.Second)
+	due := wait(-time.Minute, 0, 0)
+	notYet := wait(-3*time.Minute, 3, time.Minute)
+	got, err := chats.DueWakes(ctx, now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []catalog.Wakeup{due, retried}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("due\n got %+v\nwant %+v", got, want)
+	}
+	if c := held(t, chats, ws, notYet.ConversationID); c.WakeTries != 3 || !c.WakeRetryAt.Equal(now.Add(time.Minute)) {
+		t.Fatalf("the conversation keeps %d tries, retry at %v", c.WakeTries, c.WakeRetryAt)
+	}
+	if got, err := chats.DueWakes(ctx, now.Add(time.Minute), 10); err != nil || len(got) != 3 || got[2] != notYet {
+		t.Fatalf("due at the last retry: %+v, %v", got, err)
 	}
 }

@@ -265,7 +265,8 @@ func (a *App) settle(ctx context.Context, c *catalog.ChatConversation, res *run.
 			return nil, err
 		}
 	}
-	c.Waiting = nil
+	// A new waiting run, or none: the failed wakes were the old one's.
+	c.Waiting, c.WakeTries, c.WakeRetryAt = nil, 0, time.Time{}
 	if r.Status == run.StatusWaiting {
 		c.Waiting, c.WaitingSince = r, a.now()
 	}

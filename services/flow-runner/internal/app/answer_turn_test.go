@@ -52,6 +52,8 @@ type memConv struct {
 	waitingRunID string
 	waitingSince time.Time
 	movedAt      time.Time
+	wakeTries    int
+	wakeRetryAt  time.Time
 }
 
 func newMemChats() *memChats {
@@ -69,7 +71,8 @@ func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c
 	if !ok {
 		row = &memConv{workspaceID: ws, mode: ModeAuto}
 	}
-	c := &catalog.ChatConversation{WorkspaceID: ws, ConversationID: conv, AnsweredSeq: row.answered, Mode: row.mode, MovedAt: row.movedAt}
+	c := &catalog.ChatConversation{WorkspaceID: ws, ConversationID: conv, AnsweredSeq: row.answered, Mode: row.mode, MovedAt: row.movedAt,
+		WakeTries: row.wakeTries, WakeRetryAt: row.wakeRetryAt}
 	if row.waitingRunID != "" {
 		c.Waiting, c.WaitingSince = m.load(row.waitingRunID), row.waitingSince
 	}
@@ -105,7 +108,7 @@ func (m *memChats) Hold(ctx context.Context, ws, conv, channel string, fn func(c
 		m.store(changed.Run)
 		m.nodeRuns[changed.Run.ID] = append(m.nodeRuns[changed.Run.ID], changed.NodeRuns...)
 	}
-	next := &memConv{workspaceID: ws, answered: c.AnsweredSeq, mode: c.Mode, movedAt: m.now()}
+	next := &memConv{workspaceID: ws, answered: c.AnsweredSeq, mode: c.Mode, movedAt: m.now(), wakeTries: c.WakeTries, wakeRetryAt: c.WakeRetryAt}
 	if c.Waiting != nil {
 		next.waitingRunID, next.waitingSince = c.Waiting.ID, c.WaitingSince
 	}
@@ -118,7 +121,7 @@ func (m *memChats) DueWakes(_ context.Context, now time.Time, limit int) ([]cata
 	defer m.mu.Unlock()
 	var due []catalog.Wakeup
 	for id, c := range m.convs {
-		if c.waitingRunID == "" {
+		if c.waitingRunID == "" || c.wakeRetryAt.After(now) {
 			continue
 		}
 		if at, ok := m.load(c.waitingRunID).Wake(); ok && !at.After(now) {

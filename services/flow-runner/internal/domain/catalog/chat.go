@@ -33,6 +33,11 @@ type ChatConversation struct {
 	// predecessor is missing waits ChatGapWait from it too: turns held
 	// back behind a delay come back together once the run goes on.
 	MovedAt time.Time
+	// WakeTries counts the wakes of Waiting, waiting at a delay node,
+	// that failed for now; WakeRetryAt is when it is tried again (zero
+	// while none failed). A change of Waiting clears them.
+	WakeTries   int
+	WakeRetryAt time.Time
 	// ChatFlowID and ChatFlowVersion are the chat flow of the channel
 	// Hold was given, as ChatFlowStore.ChatFlow reads it, read with the
 	// lock: "" and 0 when the assistant answers, or when Hold was given
@@ -67,6 +72,8 @@ type ChatStore interface {
 	// (ChatFlowID), read in the same round trip as the lock.
 	Hold(ctx context.Context, workspaceID, conversationID, channelID string, fn func(c *ChatConversation) (*ChatRun, error)) error
 	// DueWakes returns at most limit chat runs waiting at a delay node
-	// whose wake time is at or before now, earliest first.
+	// whose wake time, and the time of the retry of a wake that failed
+	// (WakeRetryAt), are at or before now, earliest first by the later of
+	// the two: a wake tried again comes after the wakes due before it.
 	DueWakes(ctx context.Context, now time.Time, limit int) ([]Wakeup, error)
 }
