@@ -200,27 +200,42 @@ func insertRows(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, ex
 	if err != nil {
 		return fmt.Errorf("insert deliveries: %w", err)
 	}
-	var conflicts []string
+	return readBack(ctx, pool, rows, created, existing, errs, func(r, stored *deliveryRow) error {
+		if stored == nil {
+			// Purged between the insert and the read: try again.
+			return fmt.Errorf("load delivery %s: %w", r.ID, gorm.ErrRecordNotFound)
+		}
+		return nil
+	})
+}
+
+// readBack reads the stored delivery of each of rows that a statement did
+// not write (its id not in wrote) into existing[i], or sets errs[i] to
+// what unusable says of it and the row stored under its id (nil when
+// none is), when that is not nil.
+func readBack(ctx context.Context, pool gorm.ConnPool, rows []*deliveryRow, wrote map[string]struct{},
+	existing []**delivery.Delivery, errs []*error, unusable func(r, stored *deliveryRow) error,
+) error {
+	var missed []string
 	for _, r := range rows {
-		if _, ok := created[ids.Canonical(r.ID)]; !ok {
-			conflicts = append(conflicts, r.ID)
+		if _, ok := wrote[ids.Canonical(r.ID)]; !ok {
+			missed = append(missed, r.ID)
 		}
 	}
-	if len(conflicts) == 0 {
+	if len(missed) == 0 {
 		return nil
 	}
-	found, err := loadRows(ctx, pool, conflicts)
+	found, err := loadRows(ctx, pool, missed)
 	if err != nil {
 		return err
 	}
 	for i, r := range rows {
-		if _, ok := created[ids.Canonical(r.ID)]; ok {
+		if _, ok := wrote[ids.Canonical(r.ID)]; ok {
 			continue
 		}
 		stored := found[ids.Canonical(r.ID)]
-		if stored == nil {
-			// Purged between the insert and the read: try again.
-			*errs[i] = fmt.Errorf("load delivery %s: %w", r.ID, gorm.ErrRecordNotFound)
+		if err := unusable(r, stored); err != nil {
+			*errs[i] = err
 			continue
 		}
 		if *existing[i], err = stored.toDomain(); err != nil {
@@ -256,9 +271,12 @@ func loadRows(ctx context.Context, pool gorm.ConnPool, wanted []string) (map[str
 type stateItem struct {
 	row   deliveryRow
 	count func(*webhook.Webhook) bool
-	// insert: the row is new (Insert); existing is then the delivery
-	// found stored under its id, when one was (nothing written).
+	// insert: the row is new (Insert). Otherwise the row is updated only
+	// while it counts read attempts. existing is the delivery found
+	// stored instead, when one was: under the id of a new row, or with
+	// other attempts than read (nothing written).
 	insert   bool
+	read     int
 	existing *delivery.Delivery
 }
 
@@ -276,25 +294,30 @@ func (s *DeliveryStore) Insert(ctx context.Context, d *delivery.Delivery, count 
 }
 
 // Progress implements delivery.Store.
-func (s *DeliveryStore) Progress(ctx context.Context, d *delivery.Delivery) error {
-	return s.writeState(ctx, d, nil)
+func (s *DeliveryStore) Progress(ctx context.Context, d *delivery.Delivery, read int) (*delivery.Delivery, error) {
+	return s.writeState(ctx, d, read, nil)
 }
 
 // Finish implements delivery.Store.
-func (s *DeliveryStore) Finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
-	return s.writeState(ctx, d, count)
+func (s *DeliveryStore) Finish(ctx context.Context, d *delivery.Delivery, read int, count func(*webhook.Webhook) bool) (*delivery.Delivery, error) {
+	return s.writeState(ctx, d, read, count)
 }
 
-func (s *DeliveryStore) writeState(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
+func (s *DeliveryStore) writeState(ctx context.Context, d *delivery.Delivery, read int, count func(*webhook.Webhook) bool) (*delivery.Delivery, error) {
 	row, err := deliveryToRow(d)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.states.Do(ctx, &stateItem{row: row, count: count})
+	item := &stateItem{row: row, read: read, count: count}
+	if err := s.states.Do(ctx, item); err != nil {
+		return nil, err
+	}
+	return item.existing, nil
 }
 
 // written reports whether j's state was stored: not failed, and not an
-// insert that found its delivery stored already.
+// insert that found its delivery stored already or an update that found
+// it written by another round.
 func written(j *groupcommit.Job[*stateItem]) bool { return j.Err == nil && j.Item.existing == nil }
 
 // writeStates stores a batch of delivery states (new rows and updates) and
@@ -382,16 +405,20 @@ func writeStateRows(ctx context.Context, pool gorm.ConnPool, batch []*groupcommi
 	return nil
 }
 
-// updateStates writes the batch's states in one statement; the payload,
-// stored by Create, is never written again. A job whose row is missing
-// (purged meanwhile) or belongs to another workspace gets an error and
-// nothing is written for it: writing nowhere would lose the outcome, so the
-// event is handled again and recorded anew.
+// updateStates writes the batch's states in one statement, each on the
+// condition that its row still counts the attempts its round read; the
+// payload, stored by Create, is never written again. A job whose row
+// counts others (another round of the delivery wrote first) gets the
+// stored delivery as existing, and nothing is written for it: the round
+// carries on from it. A job whose row is missing (purged meanwhile) or
+// belongs to another workspace gets an error and nothing is written for
+// it: writing nowhere would lose the outcome, so the event is handled
+// again and recorded anew. Only a job not written costs a read.
 func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.Job[*stateItem]) error {
 	n := len(batch)
 	var (
 		rowIDs, workspaces, statuses = make([]string, n), make([]string, n), make([]string, n)
-		attempts                     = make([]int, n)
+		attempts, read               = make([]int, n), make([]int, n)
 		responses                    = make([]*int, n)
 		lastErrors, histories        = make([]*string, n), make([]string, n)
 		deliveredAt                  = make([]*time.Time, n)
@@ -399,7 +426,7 @@ func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.
 	)
 	for i, j := range batch {
 		r := &j.Item.row
-		rowIDs[i], workspaces[i], statuses[i], attempts[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts
+		rowIDs[i], workspaces[i], statuses[i], attempts[i], read[i] = r.ID, r.WorkspaceID, r.Status, r.Attempts, j.Item.read
 		responses[i], lastErrors[i], histories[i] = r.ResponseStatus, r.LastError, r.AttemptHistory
 		deliveredAt[i], updatedAt[i] = r.DeliveredAt, r.UpdatedAt
 	}
@@ -413,21 +440,27 @@ func updateStates(ctx context.Context, pool gorm.ConnPool, batch []*groupcommit.
 			delivered_at = u.delivered_at,
 			updated_at = u.updated_at
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[],
-				$8::timestamptz[], $9::timestamptz[])
+				$8::timestamptz[], $9::timestamptz[], $10::int[])
 			AS u(id, workspace_id, status, attempts, response_status, last_error, attempt_history,
-				delivered_at, updated_at)
-		WHERE d.id = u.id::uuid AND d.workspace_id = u.workspace_id::uuid
+				delivered_at, updated_at, read)
+		WHERE d.id = u.id::uuid AND d.workspace_id = u.workspace_id::uuid AND d.attempts = u.read
 		RETURNING d.id::text`,
-		rowIDs, workspaces, statuses, attempts, responses, lastErrors, histories, deliveredAt, updatedAt)
+		rowIDs, workspaces, statuses, attempts, responses, lastErrors, histories, deliveredAt, updatedAt, read)
 	if err != nil {
 		return fmt.Errorf("update deliveries: %w", err)
 	}
-	for _, j := range batch {
-		if _, ok := written[ids.Canonical(j.Item.row.ID)]; !ok {
-			j.Err = fmt.Errorf("update delivery %s: %w", j.Item.row.ID, gorm.ErrRecordNotFound)
-		}
+	rows := make([]*deliveryRow, n)
+	existing := make([]**delivery.Delivery, n)
+	errs := make([]*error, n)
+	for i, j := range batch {
+		rows[i], existing[i], errs[i] = &j.Item.row, &j.Item.existing, &j.Err
 	}
-	return nil
+	return readBack(ctx, pool, rows, written, existing, errs, func(r, stored *deliveryRow) error {
+		if stored == nil || ids.Canonical(stored.WorkspaceID) != ids.Canonical(r.WorkspaceID) {
+			return fmt.Errorf("update delivery %s: %w", r.ID, gorm.ErrRecordNotFound)
+		}
+		return nil
+	})
 }
 
 // Batched inserts pass each column as one array and unnest them, so one

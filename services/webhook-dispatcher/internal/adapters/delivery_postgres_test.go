@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,7 +92,7 @@ func TestConcurrentFailuresAreAllCounted(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, d := range ds {
 		wg.Go(func() {
-			if err := s.deliveries.Finish(context.Background(), d, counter(hook, false, 5, &paused[i])); err != nil {
+			if _, err := s.deliveries.Finish(context.Background(), d, 0, counter(hook, false, 5, &paused[i])); err != nil {
 				t.Errorf("Finish: %v", err)
 			}
 		})
@@ -128,7 +129,7 @@ func TestSuccessWritesTheWebhookOnlyWhenItHadFailures(t *testing.T) {
 	var paused atomic.Bool
 	_, _, before := s.webhookState(t, ws)
 	for range 3 {
-		if err := s.deliveries.Finish(context.Background(), s.finished(t, ws, true), counter(hook, true, 20, &paused)); err != nil {
+		if _, err := s.deliveries.Finish(context.Background(), s.finished(t, ws, true), 0, counter(hook, true, 20, &paused)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,14 +138,14 @@ func TestSuccessWritesTheWebhookOnlyWhenItHadFailures(t *testing.T) {
 	}
 
 	for range 2 {
-		if err := s.deliveries.Finish(context.Background(), s.finished(t, ws, false), counter(hook, false, 20, &paused)); err != nil {
+		if _, err := s.deliveries.Finish(context.Background(), s.finished(t, ws, false), 0, counter(hook, false, 20, &paused)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, failures, _ := s.webhookState(t, ws); failures != 2 {
 		t.Fatalf("%d failures, want 2", failures)
 	}
-	if err := s.deliveries.Finish(context.Background(), s.finished(t, ws, true), counter(hook, true, 20, &paused)); err != nil {
+	if _, err := s.deliveries.Finish(context.Background(), s.finished(t, ws, true), 0, counter(hook, true, 20, &paused)); err != nil {
 		t.Fatal(err)
 	}
 	if status, failures, _ := s.webhookState(t, ws); failures != 0 || status != "active" {
@@ -168,7 +169,7 @@ func TestAnOutcomeThatCannotBeStoredFailsAlone(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, d := range append(good, gone) {
 		wg.Go(func() {
-			err := s.deliveries.Finish(context.Background(), d, counter(hook, false, 20, &paused))
+			_, err := s.deliveries.Finish(context.Background(), d, 0, counter(hook, false, 20, &paused))
 			switch {
 			case d == gone && err == nil:
 				t.Error("Finish of a delivery without a row succeeded")
@@ -188,6 +189,53 @@ func TestAnOutcomeThatCannotBeStoredFailsAlone(t *testing.T) {
 	}
 }
 
+// An update is made only on the row as its round read it: an outcome
+// whose row another round wrote meanwhile (more attempts than it read) is
+// not written and not counted, and its Finish returns the stored
+// delivery; the outcomes sharing its write are stored and counted.
+func TestAnOutcomeOnARowWrittenMeanwhileIsNotWritten(t *testing.T) {
+	t.Parallel()
+	s := newStores(t)
+	ws := uuid.NewString()
+	hook := s.saveWebhook(t, ws)
+	good := []*delivery.Delivery{s.finished(t, ws, false), s.finished(t, ws, false), s.finished(t, ws, false)}
+	raced := []*delivery.Delivery{s.finished(t, ws, false), s.finished(t, ws, false)}
+	for _, d := range raced {
+		other := delivery.New(d.ID, ws, d.Event, d.Payload, d.CreatedAt)
+		other.Record(delivery.Attempt{Number: 1, StartedAt: d.CreatedAt, Duration: time.Millisecond, ResponseStatus: 503, Error: "receiver answered 503"})
+		if lost, err := s.deliveries.Progress(context.Background(), other, 0); err != nil || lost != nil {
+			t.Fatalf("the other round's Progress = %+v, %v", lost, err)
+		}
+	}
+	var paused atomic.Bool
+	var wg sync.WaitGroup
+	for _, d := range append(slices.Clone(good), raced...) {
+		wg.Go(func() {
+			lost, err := s.deliveries.Finish(context.Background(), d, 0, counter(hook, false, 20, &paused))
+			switch {
+			case err != nil:
+				t.Errorf("Finish: %v", err)
+			case slices.Contains(raced, d) && (lost == nil || lost.Attempts != 1 || lost.Status != delivery.StatusPending || lost.History[0].ResponseStatus != 503):
+				t.Errorf("Finish on a row written meanwhile returned %+v", lost)
+			case !slices.Contains(raced, d) && lost != nil:
+				t.Errorf("Finish on a row as read returned %+v", lost)
+			}
+		})
+	}
+	wg.Wait()
+	if _, failures, _ := s.webhookState(t, ws); failures != len(good) {
+		t.Errorf("%d failures counted, want %d", failures, len(good))
+	}
+	for _, d := range raced {
+		var status string
+		var attempts int
+		_ = s.db.Raw(`SELECT status, attempts FROM dispatch.deliveries WHERE id = ?`, d.ID).Row().Scan(&status, &attempts)
+		if status != "pending" || attempts != 1 {
+			t.Errorf("a row written meanwhile was overwritten: %s after %d attempts", status, attempts)
+		}
+	}
+}
+
 // The payload is stored once, by Create; later writes never change it,
 // and a second Create of the same id returns the stored delivery.
 func TestPayloadIsStoredOnce(t *testing.T) {
@@ -202,7 +250,7 @@ func TestPayloadIsStoredOnce(t *testing.T) {
 	}
 	d.Payload = []byte(`{"changed":true}`)
 	d.Record(delivery.Attempt{Number: 1, StartedAt: now, Duration: time.Millisecond, ResponseStatus: 503, Error: "receiver answered 503"})
-	if err := s.deliveries.Progress(ctx, d); err != nil {
+	if _, err := s.deliveries.Progress(ctx, d, 0); err != nil {
 		t.Fatal(err)
 	}
 	again := delivery.New(d.ID, ws, delivery.EventMessageReceived, []byte(`{"rendered":"again"}`), now.Add(time.Minute))
@@ -212,7 +260,7 @@ func TestPayloadIsStoredOnce(t *testing.T) {
 	}
 	d.Record(delivery.Attempt{Number: 2, StartedAt: now, Duration: time.Millisecond, ResponseStatus: 200})
 	d.Finish()
-	if err := s.deliveries.Finish(ctx, d, nil); err != nil {
+	if _, err := s.deliveries.Finish(ctx, d, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	var payload, status string
@@ -351,7 +399,7 @@ func TestInsertedOutcomesAreCountedWithUpdatedOnes(t *testing.T) {
 	}
 	for _, d := range updated {
 		wg.Go(func() {
-			if err := s.deliveries.Finish(context.Background(), d, counter(hook, false, 100, &paused)); err != nil {
+			if _, err := s.deliveries.Finish(context.Background(), d, 0, counter(hook, false, 100, &paused)); err != nil {
 				t.Errorf("Finish: %v", err)
 			}
 		})

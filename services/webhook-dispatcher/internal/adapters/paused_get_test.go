@@ -30,7 +30,7 @@ func TestPausedAtIsStoredAndCleared(t *testing.T) {
 		changed, _ := w.RecordDelivery(false, 1, at)
 		return changed
 	}
-	if err := s.deliveries.Finish(ctx, s.finished(t, ws, false), pause); err != nil {
+	if _, err := s.deliveries.Finish(ctx, s.finished(t, ws, false), 0, pause); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.webhooks.Get(ctx, ws)
@@ -55,7 +55,7 @@ func TestPausedAtIsStoredAndCleared(t *testing.T) {
 		t.Fatalf("after a re-save: %s, paused_at %v (returned %v); want active, none", got.Status, got.PausedAt, resaved.PausedAt)
 	}
 
-	if err := s.deliveries.Finish(ctx, s.finished(t, ws, false), pause); err != nil {
+	if _, err := s.deliveries.Finish(ctx, s.finished(t, ws, false), 0, pause); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.webhooks.Get(ctx, ws); got.PausedAt == nil {
@@ -78,7 +78,7 @@ func TestGetDelivery(t *testing.T) {
 	d := s.finished(t, ws, false)
 	d.Record(delivery.Attempt{Number: 2, StartedAt: d.CreatedAt.Add(time.Second), Duration: 1500 * time.Microsecond, ResponseStatus: 204})
 	d.Finish()
-	if err := s.deliveries.Finish(ctx, d, nil); err != nil {
+	if _, err := s.deliveries.Finish(ctx, d, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 

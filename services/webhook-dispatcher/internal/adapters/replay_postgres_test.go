@@ -50,7 +50,7 @@ func TestReplayClaim(t *testing.T) {
 	}
 	sent.Record(delivery.Attempt{Number: 1, StartedAt: now, Duration: time.Millisecond, ResponseStatus: 200})
 	sent.Finish()
-	if err := deliveries.Finish(ctx, sent, nil); err != nil {
+	if _, err := deliveries.Finish(ctx, sent, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	again := delivery.New(sent.ID, ws, delivery.EventPostbackReceived, []byte(`{"rendered":"again"}`), now.Add(time.Hour))

@@ -56,7 +56,7 @@ func (a *App) attempt(ctx context.Context, lane *isolation.Lane, hook *webhook.W
 		// The early write may have found earlier attempts; one still to
 		// end renumbers this one when it does (carryOn).
 		at.Number = r.d.NextAttempt()
-		r.d.Record(at)
+		r.record(at)
 		if at.Succeeded() {
 			return nil
 		}

@@ -56,14 +56,14 @@ func (s *countingStore) Insert(ctx context.Context, d *delivery.Delivery, count 
 	return s.DeliveryStore.Insert(ctx, d, count)
 }
 
-func (s *countingStore) Progress(ctx context.Context, d *delivery.Delivery) error {
+func (s *countingStore) Progress(ctx context.Context, d *delivery.Delivery, read int) (*delivery.Delivery, error) {
 	s.note("Progress")
-	return s.DeliveryStore.Progress(ctx, d)
+	return s.DeliveryStore.Progress(ctx, d, read)
 }
 
-func (s *countingStore) Finish(ctx context.Context, d *delivery.Delivery, count func(*webhook.Webhook) bool) error {
+func (s *countingStore) Finish(ctx context.Context, d *delivery.Delivery, read int, count func(*webhook.Webhook) bool) (*delivery.Delivery, error) {
 	s.note("Finish " + string(d.Status))
-	return s.DeliveryStore.Finish(ctx, d, count)
+	return s.DeliveryStore.Finish(ctx, d, read, count)
 }
 
 // scriptedSender answers each POST with the next of its results, after
@@ -126,6 +126,15 @@ func newDeliveryCase(t *testing.T, pendingAfter time.Duration, sender *scriptedS
 // newDeliveryCaseWith is newDeliveryCase under policy.
 func newDeliveryCaseWith(t *testing.T, policy app.Policy, sender *scriptedSender) deliveryCase {
 	t.Helper()
+	c := newDeliveryCaseSending(t, policy, sender)
+	c.sender = sender
+	return c
+}
+
+// newDeliveryCaseSending is newDeliveryCaseWith with any sender (the
+// case's sender field is then nil).
+func newDeliveryCaseSending(t *testing.T, policy app.Policy, sender delivery.Sender) deliveryCase {
+	t.Helper()
 	env := testenv.New(t, testenv.Migrated(adapters.Schema, migrations.FS))
 	gdb := env.DB(t, adapters.Schema, migrations.FS)
 	store := &countingStore{DeliveryStore: adapters.NewDeliveryStore(gdb)}
@@ -149,7 +158,7 @@ func newDeliveryCaseWith(t *testing.T, policy app.Policy, sender *scriptedSender
 			t.Fatal(err)
 		}
 	}
-	return deliveryCase{app: a, store: store, sender: sender, ws: ws, notSent: notSent, replays: replays, lastWritten: lastWritten}
+	return deliveryCase{app: a, store: store, ws: ws, notSent: notSent, replays: replays, lastWritten: lastWritten}
 }
 
 func (c deliveryCase) event() *eventsv1.Event {

@@ -18,12 +18,19 @@ const DefaultPendingAfter = time.Second
 // sent: a round settled within Policy.PendingAfter writes its row once,
 // with the outcome (docs/architecture.md "Delivery semantics"). A longer
 // round is written pending by its early write, or after its first failed
-// attempt, and then updated.
+// attempt, and then updated. Another round of the same delivery (a replay,
+// a second copy of the event) may write the row meanwhile: an update is
+// made only on the row as this round last read or wrote it, and one that
+// finds it written by the other round carries on from what it wrote.
 type round struct {
 	d *delivery.Delivery
 	// stored says the log holds d's row, written or read by this round:
 	// its next write is an update. Until then it is an insert.
 	stored bool
+	// read is how many attempts the row counted when this round last read
+	// or wrote it; unsaved are the round's attempts the row does not hold.
+	read    int
+	unsaved []delivery.Attempt
 	// early, while not nil, writes d pending once the round has been
 	// under way for Policy.PendingAfter (its first attempt waiting for a
 	// place or in flight, or its attempts refused by the circuit).
@@ -39,10 +46,34 @@ type earlyWrite struct {
 	done     chan struct{}
 	existing *delivery.Delivery
 	err      error
+	// wrote is how many attempts the pending row counts.
+	wrote int
 }
 
-// storedRound is a round over a delivery the log holds already.
-func storedRound(d *delivery.Delivery) *round { return &round{d: d, stored: true} }
+// storedRound is a round over a delivery the log holds already, as read.
+func storedRound(d *delivery.Delivery) *round { return &round{d: d, stored: true, read: d.Attempts} }
+
+// record adds the round's attempt at to its delivery.
+func (r *round) record(at delivery.Attempt) {
+	r.d.Record(at)
+	r.unsaved = append(r.unsaved, at)
+}
+
+// saved notes that the log holds r's delivery as it stands.
+func (r *round) saved() {
+	r.read, r.unsaved = r.d.Attempts, nil
+}
+
+// carryOn makes r's delivery continue stored, another round's record of
+// it, which its next write updates.
+func (r *round) carryOn(stored *delivery.Delivery) error {
+	if stored.WorkspaceID != r.d.WorkspaceID {
+		return replay.ForeignError(r.d.ID)
+	}
+	r.d.Continue(stored, r.unsaved)
+	r.read = stored.Attempts
+	return nil
+}
 
 // newRound is a round over a delivery not yet written: its row is written
 // pending after Policy.PendingAfter unless the round has stored it (or
@@ -52,7 +83,7 @@ func (a *App) newRound(d *delivery.Delivery) *round {
 	// The timer writes a copy: d is the round's to change.
 	pending := *d
 	pending.History = slices.Clone(d.History)
-	w := &earlyWrite{done: make(chan struct{})}
+	w := &earlyWrite{done: make(chan struct{}), wrote: pending.Attempts}
 	w.timer = time.AfterFunc(a.cfg.pendingAfter(), func() {
 		defer close(w.done)
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -93,15 +124,18 @@ func (a *App) endEarlyWrite(r *round) error {
 	}
 	r.stored = true
 	if w.existing != nil {
-		return carryOn(r.d, w.existing)
+		return r.carryOn(w.existing)
 	}
+	r.read = w.wrote
 	return nil
 }
 
 // save writes r's delivery as it stands, pending or settled: an update of
 // its stored row (Finish with count once settled, else Progress), or the
 // row's insert (counted the same way). An insert that finds the record of
-// another round of the same delivery carries on from it and updates it.
+// another round of the same delivery, or an update that finds the row
+// written by one since r read it, carries on from that record and
+// updates it.
 func (a *App) save(ctx context.Context, r *round, count func(*webhook.Webhook) bool) error {
 	if err := a.endEarlyWrite(r); err != nil {
 		return err
@@ -113,27 +147,32 @@ func (a *App) save(ctx context.Context, r *round, count func(*webhook.Webhook) b
 		}
 		r.stored = true
 		if existing == nil {
+			r.saved()
 			return nil
 		}
-		if err := carryOn(r.d, existing); err != nil {
+		if err := r.carryOn(existing); err != nil {
 			return err
 		}
 	}
-	if r.d.Status.Final() {
-		return a.deliveries.Finish(ctx, r.d, count)
+	for {
+		var (
+			lost *delivery.Delivery
+			err  error
+		)
+		if r.d.Status.Final() {
+			lost, err = a.deliveries.Finish(ctx, r.d, r.read, count)
+		} else {
+			lost, err = a.deliveries.Progress(ctx, r.d, r.read)
+		}
+		if err != nil {
+			return err
+		}
+		if lost == nil {
+			r.saved()
+			return nil
+		}
+		if err := r.carryOn(lost); err != nil {
+			return err
+		}
 	}
-	return a.deliveries.Progress(ctx, r.d)
-}
-
-// carryOn makes d continue stored, another round's record of it, keeping
-// d's outcome when it has one.
-func carryOn(d, stored *delivery.Delivery) error {
-	if stored.WorkspaceID != d.WorkspaceID {
-		return replay.ForeignError(d.ID)
-	}
-	d.Continue(stored)
-	if d.Status == delivery.StatusDelivered || d.Status == delivery.StatusFailed {
-		d.Finish()
-	}
-	return nil
 }

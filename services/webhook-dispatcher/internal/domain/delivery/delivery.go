@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	sdkwebhook "github.com/parleyhq/parley/sdk/go/webhook"
@@ -166,8 +167,13 @@ func (d *Delivery) Record(a Attempt) {
 }
 
 // Finish sets the outcome from the last attempt: delivered after a 2xx,
-// failed otherwise.
+// failed otherwise. A delivery already delivered stays delivered: a round
+// starts pending, so it is one that another round delivered while this
+// one was under way (Continue).
 func (d *Delivery) Finish() {
+	if d.Status == StatusDelivered {
+		return
+	}
 	if n := len(d.History); n > 0 && d.History[n-1].Succeeded() {
 		d.Status = StatusDelivered
 		return
@@ -177,18 +183,36 @@ func (d *Delivery) Finish() {
 }
 
 // Continue carries d on from stored, the record another round of the same
-// delivery made first (a replay, or a second copy of the event in the
-// stream): d takes stored's body, creation time and attempts, and its own
-// attempts follow them, renumbered, so the log's count covers both rounds.
-// d's status is left as it is.
-func (d *Delivery) Continue(stored *Delivery) {
-	own := d.History
+// delivery wrote while d's round was under way (a replay, live delivery,
+// or a second copy of the event in the stream). own are the attempts of
+// d's round that the log does not hold. d takes stored's body, creation
+// time and attempts, and own join them, oldest first and renumbered, so
+// the log counts the attempts of both rounds; response_status and
+// last_error are the latest attempt's. The status is d's, except that a
+// delivery either round delivered is delivered, and a skip leaves an
+// outcome stored meanwhile as it is.
+func (d *Delivery) Continue(stored *Delivery, own []Attempt) {
+	status := d.Status
+	history := append(slices.Clone(stored.History), own...)
+	slices.SortStableFunc(history, func(a, b Attempt) int { return a.StartedAt.Compare(b.StartedAt) })
 	d.Payload, d.CreatedAt = stored.Payload, stored.CreatedAt
-	d.History = append([]Attempt(nil), stored.History...)
-	d.Attempts, d.ResponseStatus, d.LastError, d.DeliveredAt = stored.Attempts, stored.ResponseStatus, stored.LastError, stored.DeliveredAt
-	for _, a := range own {
+	d.History, d.ResponseStatus, d.LastError, d.DeliveredAt = nil, nil, nil, nil
+	d.Attempts = stored.Attempts - len(stored.History)
+	for _, a := range history {
 		a.Number = d.NextAttempt()
 		d.Record(a)
+	}
+	switch {
+	case status == StatusSkipped && stored.Status.Final():
+		d.Status, d.ResponseStatus, d.LastError, d.DeliveredAt = stored.Status, stored.ResponseStatus, stored.LastError, stored.DeliveredAt
+	case status == StatusSkipped:
+		d.Skip()
+	case status == StatusDelivered || stored.Status == StatusDelivered:
+		d.Status = StatusDelivered
+	case status == StatusFailed:
+		d.Status, d.DeliveredAt = StatusFailed, nil
+	default:
+		d.Status = StatusPending
 	}
 }
 
@@ -245,9 +269,16 @@ type Store interface {
 	// its first round without a wait.
 	Insert(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) (existing *Delivery, err error)
 	// Progress stores d's attempts so far while it is still pending, on
-	// its stored row.
-	Progress(ctx context.Context, d *Delivery) error
-	// Finish stores d's outcome and, in the same transaction, passes the
+	// its stored row, if that row still counts read attempts: the count
+	// d's round last read or wrote. Otherwise another round of the
+	// delivery wrote it meanwhile: nothing is written, and Progress
+	// returns the stored delivery (lost) for the round to carry on from
+	// (Delivery.Continue) and write again. Each write of attempts adds
+	// to the count, so it tells whether the row is still as read.
+	Progress(ctx context.Context, d *Delivery, read int) (lost *Delivery, err error)
+	// Finish stores d's outcome, on the condition Progress writes on
+	// (returning the stored delivery when another round wrote first,
+	// without counting), and, in the same transaction, passes the
 	// workspace's webhook to count (when count is not nil and the webhook
 	// still exists) and stores what count changed, so the log and the
 	// failure counter never disagree. count may be called more than once
@@ -257,7 +288,7 @@ type Store interface {
 	// The four writes are safe for concurrent use, and concurrent calls
 	// may share a statement or a transaction. None of them ever changes a
 	// stored payload.
-	Finish(ctx context.Context, d *Delivery, count func(*webhook.Webhook) (changed bool)) error
+	Finish(ctx context.Context, d *Delivery, read int, count func(*webhook.Webhook) (changed bool)) (lost *Delivery, err error)
 	// List returns the deliveries of the workspace's log that q selects,
 	// newest first.
 	List(ctx context.Context, workspaceID string, q ListQuery) ([]*Delivery, error)

@@ -91,56 +91,86 @@ func TestSkipped(t *testing.T) {
 	}
 }
 
-// A round that finds another round's record of its delivery carries it on:
-// its own attempts follow the stored ones, renumbered, and its outcome
-// follows its own last attempt.
+// A round that finds another round's record of its delivery, written while
+// it was under way, carries it on: the attempts of both, oldest first and
+// renumbered, the latest one's answer, and delivered when either round
+// delivered it.
 func TestContinue(t *testing.T) {
 	t.Parallel()
-	failed := Attempt{Number: 1, StartedAt: t0, Duration: time.Second, ResponseStatus: 503, Error: "receiver answered 503"}
-	ok := Attempt{Number: 1, StartedAt: t0.Add(time.Minute), Duration: time.Millisecond, ResponseStatus: 200}
+	at := func(minute, status int) Attempt {
+		a := Attempt{Number: 1, StartedAt: t0.Add(time.Duration(minute) * time.Minute), Duration: time.Millisecond, ResponseStatus: status}
+		if status != 200 {
+			a.Error = "receiver answered 503"
+		}
+		return a
+	}
 	tests := []struct {
-		name         string
-		stored, ours []Attempt
+		name string
+		// stored is the other round's record; ours is our round's status
+		// before it carries on (pending while under way).
+		stored       []Attempt
+		storedStatus Status
+		ours         []Attempt
+		ourStatus    Status
 		wantStatus   Status
-		wantNumbers  []int
+		wantMinutes  []int
 		wantLast     int
 	}{
-		{"failed, then delivered", []Attempt{failed}, []Attempt{ok}, StatusDelivered, []int{1, 2}, 200},
-		{"delivered, then failed", []Attempt{ok}, []Attempt{failed, failed}, StatusFailed, []int{1, 2, 3}, 503},
-		{"nothing stored yet", nil, []Attempt{ok}, StatusDelivered, []int{1}, 200},
-		{"none of ours yet", []Attempt{failed}, nil, StatusPending, []int{1}, 503},
+		{"failed, then delivered", []Attempt{at(0, 503)}, StatusFailed, []Attempt{at(1, 200)}, StatusDelivered, StatusDelivered, []int{0, 1}, 200},
+		{"delivered, then failed", []Attempt{at(1, 200)}, StatusDelivered, []Attempt{at(2, 503), at(3, 503)}, StatusFailed, StatusDelivered, []int{1, 2, 3}, 503},
+		{"ours started first", []Attempt{at(2, 503)}, StatusPending, []Attempt{at(1, 200)}, StatusDelivered, StatusDelivered, []int{1, 2}, 503},
+		{"both failed", []Attempt{at(0, 503)}, StatusFailed, []Attempt{at(1, 503)}, StatusFailed, StatusFailed, []int{0, 1}, 503},
+		{"ours under way, the other delivered", []Attempt{at(1, 200)}, StatusDelivered, []Attempt{at(0, 503)}, StatusPending, StatusDelivered, []int{0, 1}, 200},
+		{"both under way", []Attempt{at(1, 503)}, StatusPending, []Attempt{at(0, 503)}, StatusPending, StatusPending, []int{0, 1}, 503},
+		{"nothing stored yet", nil, StatusPending, []Attempt{at(0, 200)}, StatusDelivered, StatusDelivered, []int{0}, 200},
+		{"none of ours yet", []Attempt{at(0, 503)}, StatusFailed, nil, StatusPending, StatusPending, []int{0}, 503},
+		{"skipped, the other under way", []Attempt{at(0, 503)}, StatusPending, nil, StatusSkipped, StatusSkipped, []int{0}, 503},
+		{"skipped, the other failed", []Attempt{at(0, 503)}, StatusFailed, nil, StatusSkipped, StatusFailed, []int{0}, 503},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			stored := New("d1", "ws", EventMessageReceived, []byte(`{"stored":1}`), t0)
 			for _, a := range tt.stored {
+				a.Number = stored.NextAttempt()
 				stored.Record(a)
 			}
-			stored.Finish()
+			stored.Status = tt.storedStatus
 			d := New("d1", "ws", EventMessageReceived, []byte(`{"ours":1}`), t0.Add(time.Hour))
 			for _, a := range tt.ours {
 				a.Number = d.NextAttempt()
 				d.Record(a)
 			}
-			if len(tt.ours) > 0 {
-				d.Finish()
+			d.Status = tt.ourStatus
+			d.Continue(stored, slices.Clone(d.History))
+			var minutes []int
+			for i, a := range d.History {
+				minutes = append(minutes, int(a.StartedAt.Sub(t0)/time.Minute))
+				if a.Number != i+1 {
+					t.Errorf("attempt %d numbered %d", i+1, a.Number)
+				}
 			}
-			d.Continue(stored)
-			if len(tt.ours) > 0 {
-				d.Finish()
-			}
-			var numbers []int
-			for _, a := range d.History {
-				numbers = append(numbers, a.Number)
-			}
-			if d.Status != tt.wantStatus || d.Attempts != len(tt.wantNumbers) || !slices.Equal(numbers, tt.wantNumbers) ||
+			if d.Status != tt.wantStatus || d.Attempts != len(tt.wantMinutes) || !slices.Equal(minutes, tt.wantMinutes) ||
 				*d.ResponseStatus != tt.wantLast || string(d.Payload) != `{"stored":1}` || !d.CreatedAt.Equal(t0) {
-				t.Errorf("status %s, attempts %d %v, last %d, payload %s, created %s", d.Status, d.Attempts, numbers, *d.ResponseStatus, d.Payload, d.CreatedAt)
+				t.Errorf("status %s, attempts %d started at minutes %v, last %d, payload %s, created %s",
+					d.Status, d.Attempts, minutes, *d.ResponseStatus, d.Payload, d.CreatedAt)
 			}
-			if (d.Status == StatusDelivered) != (d.DeliveredAt != nil) {
+			if d.Status.Final() && (d.Status == StatusDelivered) != (d.DeliveredAt != nil) {
 				t.Errorf("delivered_at %v with status %s", d.DeliveredAt, d.Status)
 			}
 		})
+	}
+}
+
+// A round that another round's record made delivered stays delivered
+// when its own attempts then fail.
+func TestFinishKeepsDelivered(t *testing.T) {
+	t.Parallel()
+	d := New("d1", "ws", EventMessageReceived, []byte(`{}`), t0)
+	d.Status = StatusDelivered
+	d.Record(Attempt{Number: d.NextAttempt(), StartedAt: t0, ResponseStatus: 503, Error: "receiver answered 503"})
+	d.Finish()
+	if d.Status != StatusDelivered {
+		t.Fatalf("status %s, want delivered", d.Status)
 	}
 }
