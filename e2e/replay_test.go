@@ -171,20 +171,9 @@ func TestReplayEndToEnd(t *testing.T) {
 		t.Fatalf("first deliveries: %d distinct, postback %q", len(bodies), postbackID)
 	}
 
-	// The log records each outcome just after the receiver answered; the
-	// SRE replays what the log shows delivered (a replay that starts
-	// while an outcome is still being written may leave the log counting
-	// one attempt fewer: docs/webhooks.md "Replaying events").
-	wait.For(t, 10*time.Second, "the delivery log to hold the first deliveries", func() error {
-		log := sh.deliveryLog(t)
-		for id := range bodies {
-			if d := log[id]; d["status"] != "delivered" || d["attempts"] != 1.0 {
-				return fmt.Errorf("log entry %v, want delivered after 1 attempt", d)
-			}
-		}
-		return nil
-	})
-	// The receiver loses them; the SRE replays the range.
+	// The receiver loses them; the SRE replays the range, maybe before
+	// the log holds the first outcomes: the log then counts both rounds'
+	// attempts all the same (docs/webhooks.md "Replaying events").
 	sh.rcv.Forget()
 	var out replayOutput
 	s.ctl(t, &out, "deliveries", "replay", "--workspace", sh.ws, "--since", rfc(since), "--until", rfc(until))
