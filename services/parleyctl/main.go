@@ -50,43 +50,59 @@ func fail(stderr io.Writer, err error) int {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := config.Load[ctlconfig.Config]()
-	if err != nil {
-		return err
-	}
 	if text, ok := cli.Help(args); ok {
 		fmt.Fprintln(stdout, text)
 		return nil
 	}
-	// NATS is reached at the first call, once the command line is read: a
-	// mistake in it is told as one (exit 2) at once, NATS up or not.
-	caller := &lazyCaller{cfg: cfg}
+	// The settings are read, and NATS reached, at the first call, once the
+	// command line is read: help and a mistake in the command line are
+	// told at once, whatever the environment holds and NATS up or not.
+	caller := &lazyCaller{}
 	defer caller.close()
 	// Each call is bounded by rpc.CallTimeout (the client applies it); a
 	// command making several (a replay queued in parts) is not cut short.
-	return cli.New(cfg, caller, stdout).Run(ctx, args)
+	return cli.NewLazy(caller.settings, caller, stdout).Run(ctx, args)
 }
 
-// lazyCaller connects to NATS at its first call and makes every call
-// through that one connection.
+// lazyCaller reads the settings and connects to NATS at its first call,
+// and makes every call through that one connection.
 type lazyCaller struct {
-	cfg    ctlconfig.Config
+	cfg    *ctlconfig.Config // the settings, once read
 	client *rpc.Client
 	closed func() // closes the connection, once made
+}
+
+// settings reads parleyctl's settings from the environment the first time
+// and returns them after; a setting that is wrong is refused, naming its
+// variable.
+func (c *lazyCaller) settings() (ctlconfig.Config, error) {
+	if c.cfg != nil {
+		return *c.cfg, nil
+	}
+	cfg, err := config.Load[ctlconfig.Config]()
+	if err != nil {
+		return ctlconfig.Config{}, err
+	}
+	c.cfg = &cfg
+	return cfg, nil
 }
 
 func (c *lazyCaller) connect(ctx context.Context) (*rpc.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
+	cfg, err := c.settings()
+	if err != nil {
+		return nil, err
+	}
 	// An operator waits a few seconds for a NATS that is starting, not for ever.
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	nc, err := natsx.Connect(connectCtx, c.cfg.Connections, "parleyctl", zap.NewNop())
+	nc, err := natsx.Connect(connectCtx, cfg.Connections, "parleyctl", zap.NewNop())
 	if err != nil {
 		return nil, fmt.Errorf("%w (is `make run` up?)", err)
 	}
-	c.client, c.closed = rpc.NewClient(nc, c.cfg.RPCSubjectPrefix), nc.Close
+	c.client, c.closed = rpc.NewClient(nc, cfg.RPCSubjectPrefix), nc.Close
 	return c.client, nil
 }
 

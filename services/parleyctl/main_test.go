@@ -78,3 +78,49 @@ func TestAMistakeInTheCommandLineNeedsNoNATS(t *testing.T) {
 		t.Fatalf("NATS down: exit %d, stderr %q; want 1 and what to check", exit, stderr.String())
 	}
 }
+
+// TestHelpAndUsageNeedNoSettings: help, a command's usage and a mistake in
+// the command line are told whatever the environment holds; only a command
+// that calls a service reads the settings, and refuses a bad one naming
+// its variable (docs/operations.md "The operator CLI: parleyctl"). Before,
+// parleyctl read the settings first, so a bad NATS_URL made even
+// `parleyctl help` fail.
+func TestHelpAndUsageNeedNoSettings(t *testing.T) {
+	// A password with an unescaped "%" does not parse as a URL.
+	t.Setenv("NATS_URL", "nats://parley:50%off@127.0.0.1:4222")
+
+	for _, args := range [][]string{nil, {"help"}, {"--help"}, {"channel"}, {"webhook", "-h"}} {
+		var stdout bytes.Buffer
+		if err := run(context.Background(), args, &stdout); err != nil {
+			t.Fatalf("parleyctl %q: %v, want the usage", args, err)
+		}
+		if !strings.HasPrefix(stdout.String(), "usage:\n  parleyctl ") {
+			t.Errorf("parleyctl %q printed %q, want the usage", args, stdout.String())
+		}
+	}
+
+	usages := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workspace", "create", "--help"}, "usage: parleyctl workspace create --name NAME"},
+		{[]string{"demo", "-h"}, "usage: parleyctl demo"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; run parleyctl help`},
+		{[]string{"workspace", "create", "--slug", "acme"}, "--name is required"},
+	}
+	for _, tt := range usages {
+		var stderr bytes.Buffer
+		err := run(context.Background(), tt.args, io.Discard)
+		if exit := fail(&stderr, err); exit != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("parleyctl %q: exit %d, stderr %q; want 2 and %q", tt.args, exit, stderr.String(), tt.want)
+		}
+	}
+
+	for _, args := range [][]string{{"workspace", "create", "--name", "Acme"}, {"demo"}} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), args, io.Discard)
+		if exit := fail(&stderr, err); exit != 1 || !strings.Contains(stderr.String(), "NATS_URL") {
+			t.Errorf("parleyctl %q: exit %d, stderr %q; want 1 naming NATS_URL", args, exit, stderr.String())
+		}
+	}
+}

@@ -38,16 +38,26 @@ func usagef(format string, args ...any) error {
 
 // CLI runs commands against the services.
 type CLI struct {
-	cfg  config.Config
-	call Caller
+	// settings returns parleyctl's settings; only a command that calls a
+	// service asks for them, so help and a mistake in the command line
+	// need none.
+	settings func() (config.Config, error)
+	call     Caller
 	// api is the commands' client of the services, over call.
 	api    *adminclient.Client
 	stdout io.Writer
 }
 
-// New returns a CLI writing results to stdout.
+// New returns a CLI with the settings cfg, writing results to stdout.
 func New(cfg config.Config, call Caller, stdout io.Writer) *CLI {
-	return &CLI{cfg: cfg, call: call, api: adminclient.New(call), stdout: stdout}
+	return NewLazy(func() (config.Config, error) { return cfg, nil }, call, stdout)
+}
+
+// NewLazy is New with the settings read by settings when a command first
+// needs them: main reads the environment then, so that a bad setting
+// stands in the way of the commands that use it and of no usage.
+func NewLazy(settings func() (config.Config, error), call Caller, stdout io.Writer) *CLI {
+	return &CLI{settings: settings, call: call, api: adminclient.New(call), stdout: stdout}
 }
 
 type command struct {

@@ -58,11 +58,15 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	cfg, err := c.settings()
+	if err != nil {
+		return err
+	}
 	ws, err := c.ensureDemoWorkspace(ctx)
 	if err != nil {
 		return err
 	}
-	key, err := c.api.CreateAPIKey(ctx, ws.ID, gatewayapi.NewAPIKey{Name: "demo", Key: c.cfg.DemoAPIKey})
+	key, err := c.api.CreateAPIKey(ctx, ws.ID, gatewayapi.NewAPIKey{Name: "demo", Key: cfg.DemoAPIKey})
 	if err != nil {
 		return fmt.Errorf("demo api key: %w", err)
 	}
@@ -74,8 +78,8 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 		WorkspaceID: ws.ID,
 		Kind:        messagingapi.KindTelegram,
 		ExternalID:  demoTelegramBot,
-		Token:       c.cfg.DemoTelegramToken,
-		Secret:      c.cfg.DemoTelegramSecret,
+		Token:       cfg.DemoTelegramToken,
+		Secret:      cfg.DemoTelegramSecret,
 	})
 	if err != nil {
 		return err
@@ -96,7 +100,7 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	if err != nil {
 		return fmt.Errorf("list demo flows: %w", err)
 	}
-	doc, name, description, err := demoFlow(c.cfg.FlowRunnerURL() + "/healthz")
+	doc, name, description, err := demoFlow(cfg.FlowRunnerURL() + "/healthz")
 	if err != nil {
 		return err
 	}
@@ -118,15 +122,15 @@ func demo(ctx context.Context, c *CLI, args []string) error {
 	}
 	return c.print(map[string]any{
 		"workspace":   ws,
-		"api_key":     c.cfg.DemoAPIKey,
+		"api_key":     cfg.DemoAPIKey,
 		"api_key_id":  key.ID,
-		"gateway_url": c.cfg.GatewayURL(),
+		"gateway_url": cfg.GatewayURL(),
 		"channels":    []messagingapi.AdminChannel{telegram, webchat},
 		"telegram_ingress": map[string]string{
-			"url":          c.cfg.MessagingURL() + "/ingress/telegram/" + telegram.ID,
+			"url":          cfg.MessagingURL() + "/ingress/telegram/" + telegram.ID,
 			"secret_token": telegram.Secret,
 		},
-		"webchat_url": c.cfg.MessagingURL() + "/webchat/" + webchat.ID,
+		"webchat_url": cfg.MessagingURL() + "/webchat/" + webchat.ID,
 		"flow_id":     flow.ID,
 		"flow":        flow,
 		"ai_flow_id":  aiFlow.ID,
