@@ -71,7 +71,9 @@ func (p Proxies) trusts(a netip.Addr) bool {
 // X-Forwarded-For chain is read from the right (each proxy appends the
 // address it saw), skipping trusted proxies: the first address no trusted
 // proxy vouches beyond is the client. Entries a client wrote itself sit to
-// the left of that and are never read. The zero Addr means the peer
+// the left of that and are never read. An entry may carry the port the
+// proxy saw (203.0.113.7:51234, [2001:db8::1]:443), as some load balancers
+// write it: the address alone counts. The zero Addr means the peer
 // address could not be read (not a TCP connection).
 func (p Proxies) ClientAddr(r *http.Request) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
@@ -81,8 +83,8 @@ func (p Proxies) ClientAddr(r *http.Request) netip.Addr {
 	client := peer
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
+		a, ok := hopAddr(strings.TrimSpace(hops[i]))
+		if !ok {
 			// A garbled entry: nothing to its left can be believed, and
 			// the last trusted hop saw whoever wrote it.
 			return client
@@ -93,6 +95,19 @@ func (p Proxies) ClientAddr(r *http.Request) netip.Addr {
 		}
 	}
 	return client
+}
+
+// hopAddr reads one X-Forwarded-For entry: an address, or an address and
+// a port. A port alone would make each connection of one client a
+// different client.
+func hopAddr(hop string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(hop); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr(), true
+	}
+	return netip.Addr{}, false
 }
 
 func peerAddr(remote string) netip.Addr {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +83,55 @@ func TestFailedAuthenticationsBehindATrustedProxy(t *testing.T) {
 	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("10.9.9.9, 203.0.113.1")))
 	// Another client behind the same proxy has its own count.
 	h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.2")).expectError(t, http.StatusUnauthorized, "unauthorized")
+}
+
+// TestFailedAuthenticationsBehindAProxyThatWritesPorts: a proxy that
+// writes the client's port into X-Forwarded-For (203.0.113.7:51234,
+// [2001:db8::1]:443) names the client by its address alone, so its
+// connections share one count, neither the balancer's nor one per port;
+// an entry that is no address counts as the proxy that passed it on
+// (docs/operations.md "Behind a load balancer"). Before, an entry with a
+// port was taken for garbage and every such client counted as the
+// balancer.
+func TestFailedAuthenticationsBehindAProxyThatWritesPorts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, authFailuresPerMinute(2), func(c *gwconfig.Config) { c.TrustedProxies = "127.0.0.1" })
+	unknown := "pk_" + strings.Repeat("U", 43)
+	from := func(xff string) http.Header { return http.Header{"X-Forwarded-For": {xff}} }
+	fail := func(xff string) {
+		t.Helper()
+		h.call(t, http.MethodGet, "/v1/me", unknown, nil, from(xff)).expectError(t, http.StatusUnauthorized, "unauthorized")
+	}
+
+	fail("203.0.113.7:51234")
+	fail("10.9.9.9, 203.0.113.7:51235")
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.7:51236")))
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("203.0.113.7")))
+
+	fail("[2001:db8::1]:443")
+	fail("[2001:db8::1]:444")
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, from("2001:db8::1")))
+
+	// Neither client was counted as the balancer: its own count is
+	// untouched until entries that are no address, which it passed on.
+	fail("203.0.113.8:51234")
+	fail("203.0.113.9:http")
+	fail("garbage")
+	wantAuthThrottled(t, h.call(t, http.MethodGet, "/v1/me", unknown, nil, nil))
+	fail("203.0.113.8")
+
+	keys, err := h.env.Redis(t).Keys(t.Context(), h.env.RedisPrefix+"*authfail*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted []string
+	for _, k := range keys {
+		counted = append(counted, k[strings.LastIndex(k, "authfail:")+len("authfail:"):])
+	}
+	slices.Sort(counted)
+	if want := []string{"127.0.0.1", "2001:db8::/64", "203.0.113.7", "203.0.113.8"}; !slices.Equal(counted, want) {
+		t.Fatalf("counted addresses %v, want %v", counted, want)
+	}
 }
 
 // A request refused before its body is read (no key, a wrong one, an
