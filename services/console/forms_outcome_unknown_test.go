@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,4 +83,47 @@ func TestFormPostedAgainWhenItsFirstPostsOutcomeIsUnknown(t *testing.T) {
 			t.Fatalf("the form posted again once the gateway runs = %d, %d keys made: %s", r.status, g.made(), r.body)
 		}
 	})
+}
+
+// TestAReSaveWhoseReadGetsNoAnswerIsFreed: the webhook's "Save again"
+// first reads the webhook's status; when that read gets no answer in
+// time, nothing was written, so the post says to try again and the form
+// posted again acts (docs/console.md "Forms posted twice"). Before, any
+// call not answered in time kept the form as one that may have been done
+// for 24 hours.
+func TestAReSaveWhoseReadGetsNoAnswerIsFreed(t *testing.T) {
+	t.Parallel()
+	s := defaults()
+	s.callTimeout = 2 * time.Second
+	h, ws, b := signedInToAcmeWith(t, s)
+	base := "/workspaces/" + ws
+	h.dispatcher.webhook(ws, "paused", "2026-11-24T04:00:00Z")
+	resave := "POST /admin/webhooks/" + ws + "/resave"
+	g := h.dispatcherForm(b, base+"/webhook", base+"/webhook/resave", resave, nil, http.StatusOK, base+"/webhook?secret_shown=1&again=1")
+	form := g.filled(t)
+
+	late := make(chan struct{})
+	answer := sync.OnceFunc(func() { close(late) })
+	t.Cleanup(answer)
+	h.dispatcher.mu.Lock()
+	h.dispatcher.statusLate = late
+	h.dispatcher.mu.Unlock()
+	first := b.do(http.MethodPost, g.post, form, nil)
+	if first.status != http.StatusServiceUnavailable || g.made() != 0 {
+		t.Fatalf("the first post = %d, %d re-saves, want 503 and none: %s", first.status, g.made(), first.body)
+	}
+	if strings.Contains(first.body, "may have been done") {
+		t.Fatalf("the first post says it may have been done, though nothing was written:\n%s", first.body)
+	}
+	mustContain(t, first, "dispatcher did not answer in time; try again shortly")
+
+	h.dispatcher.mu.Lock()
+	h.dispatcher.statusLate = nil
+	h.dispatcher.mu.Unlock()
+	answer()
+	again := b.do(http.MethodPost, g.post, form, nil)
+	if again.status != http.StatusOK || g.made() != 1 {
+		t.Fatalf("the form posted again = %d, %d re-saves, want 200 and 1: %s", again.status, g.made(), again.body)
+	}
+	mustContain(t, again, "whsec_fake_secret_1")
 }

@@ -49,6 +49,9 @@ type fakeDispatcher struct {
 	refusals map[string]*errs.Error
 	calls    []dispatcherCall
 	secrets  int
+	// statusLate, when set, holds each read of a webhook's status until
+	// it is closed: its answer comes after the console stopped waiting.
+	statusLate chan struct{}
 }
 
 func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
@@ -81,6 +84,12 @@ func (d *fakeDispatcher) note(c echo.Context, body []byte) *errs.Error {
 }
 
 func (d *fakeDispatcher) webhookStatus(c echo.Context) error {
+	d.mu.Lock()
+	late := d.statusLate
+	d.mu.Unlock()
+	if late != nil {
+		<-late
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	w, ok := d.webhooks[c.Param("ws")]

@@ -54,7 +54,7 @@ func (a *App) CreateAPIKey(ctx context.Context, op operator.Operator, id, formID
 		return gatewayapi.CreatedAPIKey{}, ErrKeyNameRequired
 	}
 	return once(ctx, a, id, formID, FormCreateAPIKey, name, func() (gatewayapi.CreatedAPIKey, error) {
-		k, err := a.apiKeys.CreateAPIKey(ctx, id, gatewayapi.NewAPIKey{Name: name})
+		k, err := written(a.apiKeys.CreateAPIKey(ctx, id, gatewayapi.NewAPIKey{Name: name}))
 		if err != nil {
 			return gatewayapi.CreatedAPIKey{}, workspaceError(id, "create API key", err)
 		}

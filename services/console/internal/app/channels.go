@@ -50,7 +50,7 @@ func (a *App) CreateChannel(ctx context.Context, op operator.Operator, id, formI
 	}
 	ch.WorkspaceID = id
 	return once(ctx, a, id, formID, FormCreateChannel, ch, func() (messagingapi.AdminChannel, error) {
-		created, err := a.channels.CreateChannel(ctx, ch)
+		created, err := written(a.channels.CreateChannel(ctx, ch))
 		if err != nil {
 			return messagingapi.AdminChannel{}, fmt.Errorf("create channel in workspace %s: %w", id, err)
 		}

@@ -142,7 +142,7 @@ func (a *App) PublishFlow(ctx context.Context, op operator.Operator, workspaceID
 
 // publishFlow is PublishFlow's call to the flow-runner.
 func (a *App) publishFlow(ctx context.Context, workspaceID, flowID string, document []byte) (flowrunnerapi.PublishedFlow, error) {
-	published, err := a.flows.PublishFlow(ctx, workspaceID, flowID, document)
+	published, err := written(a.flows.PublishFlow(ctx, workspaceID, flowID, document))
 	if e, ok := adminclient.AsError(err); ok && e.Status == http.StatusBadRequest && e.Code == errs.CodeInvalidRequest {
 		return flowrunnerapi.PublishedFlow{}, &FlowRefusedError{Problem: FlowProblemOf(e)}
 	}

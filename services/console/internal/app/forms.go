@@ -14,10 +14,11 @@ import (
 // drawn, and the use case behind it does its work once per form id and
 // input. A repeat after the work is a *FormDoneError naming what the
 // first post made; one while it runs is ErrFormRunning. A post refused
-// (by the console or a service) may be posted again. A post whose service
-// gave no answer that says whether it did the work (no answer in time, a
-// 5xx, the connection lost) may have done it: its repeat is
-// ErrFormOutcomeUnknown and does nothing. A form id that is "" or no id
+// (by the console or a service) may be posted again. A post whose call
+// that writes gave no answer that says whether it did the work (no answer
+// in time, a 5xx, the connection lost) may have done it: its repeat is
+// ErrFormOutcomeUnknown and does nothing; a read before that call
+// failing, in any way, did nothing. A form id that is "" or no id
 // (an old page, a scripted post) is not checked.
 
 // The actions of the guarded forms: each is part of the claim, so two
@@ -88,9 +89,11 @@ type FormClaim interface {
 
 // once does do as form formID's action in the workspace with input,
 // once: a repeat is the claim's error and does nothing. ref names what
-// do made, for the repeats. A refusal frees the form, an outcome unknown
-// (outcomeUnknown) keeps it and is a *FormOutcomeUnknownError; a form id
-// that is no id, or no Forms, does do unchecked.
+// do made, for the repeats. do makes its calls that write through
+// written: such a call whose outcome is unknown keeps the form claimed
+// and is a *FormOutcomeUnknownError; any other failure (a refusal, a read
+// failing: nothing was written) frees the form. A form id that is no id,
+// or no Forms, does do unchecked.
 func once[T any](ctx context.Context, a *App, workspaceID, formID, action string, input any, do func() (T, error), ref func(T) string) (T, error) {
 	var claim FormClaim
 	if a.forms != nil && IsID(formID) {
@@ -102,10 +105,11 @@ func once[T any](ctx context.Context, a *App, workspaceID, formID, action string
 	}
 	out, err := do()
 	if claim != nil {
+		var unsettled *unsettledWrite
 		switch {
 		case err == nil:
 			claim.Done(context.WithoutCancel(ctx), ref(out))
-		case outcomeUnknown(err):
+		case errors.As(err, &unsettled):
 			claim.Unknown(context.WithoutCancel(ctx))
 			err = &FormOutcomeUnknownError{Err: err}
 		default:
@@ -115,33 +119,37 @@ func once[T any](ctx context.Context, a *App, workspaceID, formID, action string
 	return out, err
 }
 
-// refusals are the console's own names for a service's 4xx answer that
-// a form's work returns in its place (conversationError, workspaceError,
-// publishFlow).
-var refusals = []error{ErrConversationNotFound, ErrWorkspaceNotFound, ErrFlowNotFound}
+// written is the result of a form's call that writes (once's do), its
+// error marked when it leaves open whether the service did the work. Only
+// a call that writes can: whatever else fails (a read before the write, a
+// refusal, the console's own check) wrote nothing, so however it is
+// worded it frees the form.
+func written[T any](out T, err error) (T, error) {
+	if err != nil && mayHaveWritten(err) {
+		err = &unsettledWrite{err: err}
+	}
+	return out, err
+}
 
-// outcomeUnknown reports whether err, a form's work failing, leaves open
-// whether a service did that work. A service's refusal (a 4xx, or the
-// console's name for one) and a call that reached no service
-// (rpc.ErrNotSent) did nothing. A 5xx may come after the work (a service
-// failing once it was done), and a call not answered in time, cut off or
-// cancelled may have been done; so may any error not known to be a
-// refusal.
-func outcomeUnknown(err error) bool {
+// unsettledWrite is a call that writes failing without saying whether the
+// service did the work (written).
+type unsettledWrite struct{ err error }
+
+func (e *unsettledWrite) Error() string { return e.err.Error() }
+func (e *unsettledWrite) Unwrap() error { return e.err }
+
+// mayHaveWritten reports whether err, a call that writes failing, leaves
+// open whether the service did that work. A service's refusal (a 4xx)
+// and a call that reached no service (rpc.ErrNotSent) did nothing. A 5xx
+// may come after the work (a service failing once it was done), and a
+// call not answered in time, cut off or cancelled may have been done; so
+// may a call whose answer could not be read.
+func mayHaveWritten(err error) bool {
 	if errors.Is(err, rpc.ErrNotSent) {
 		return false
 	}
 	if e, ok := errs.As(err); ok {
 		return e.Status >= http.StatusInternalServerError
-	}
-	var flowRefused *FlowRefusedError
-	if errors.As(err, &flowRefused) {
-		return false
-	}
-	for _, refusal := range refusals {
-		if errors.Is(err, refusal) {
-			return false
-		}
 	}
 	return true
 }

@@ -139,7 +139,7 @@ func (a *App) Reply(ctx context.Context, op operator.Operator, workspaceID, conv
 		return messagingapi.Message{}, err
 	}
 	return once(ctx, a, workspaceID, formID, FormReply, replyInput{conversationID, m}, func() (messagingapi.Message, error) {
-		sent, err := a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m})
+		sent, err := written(a.inbox.SendOperatorMessage(ctx, conversationID, messagingapi.SendOperatorMessage{WorkspaceID: workspaceID, Operator: op.Email, Message: m}))
 		if err != nil {
 			return messagingapi.Message{}, conversationError("send reply", err)
 		}

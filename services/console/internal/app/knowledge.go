@@ -30,7 +30,7 @@ func (a *App) AddDocument(ctx context.Context, op operator.Operator, workspaceID
 	}
 	input := [2]string{title, markdown}
 	return once(ctx, a, workspaceID, formID, FormAddDocument, input, func() (flowrunnerapi.KnowledgeDocument, error) {
-		d, err := a.flows.AddDocument(ctx, workspaceID, title, markdown)
+		d, err := written(a.flows.AddDocument(ctx, workspaceID, title, markdown))
 		if err != nil {
 			return flowrunnerapi.KnowledgeDocument{}, fmt.Errorf("add document: %w", err)
 		}

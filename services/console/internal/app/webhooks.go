@@ -92,7 +92,7 @@ func (a *App) SaveWebhook(ctx context.Context, op operator.Operator, workspaceID
 		return dispatcherapi.SavedWebhook{}, err
 	}
 	return once(ctx, a, workspaceID, formID, FormSaveWebhook, webhookURL, func() (dispatcherapi.SavedWebhook, error) {
-		return a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL)
+		return written(a.webhooks.SaveWebhook(ctx, workspaceID, webhookURL))
 	}, func(s dispatcherapi.SavedWebhook) string { return s.Webhook.ID })
 }
 
@@ -112,7 +112,7 @@ func (a *App) SendTestEvent(ctx context.Context, op operator.Operator, workspace
 	}
 	return once(ctx, a, workspaceID, formID, FormTestEvent, nil, func() (TestResult, error) {
 		start := a.now()
-		d, err := a.webhooks.SendTestEvent(ctx, workspaceID)
+		d, err := written(a.webhooks.SendTestEvent(ctx, workspaceID))
 		if err != nil {
 			return TestResult{}, err
 		}
@@ -145,13 +145,14 @@ func (a *App) ResaveWebhook(ctx context.Context, op operator.Operator, workspace
 	}, func(r Resaved) string { return r.Saved.Webhook.ID })
 }
 
-// resaveWebhook is ResaveWebhook's calls to the dispatcher.
+// resaveWebhook is ResaveWebhook's calls to the dispatcher. Only the
+// re-save writes (written): the read before it failing frees the form.
 func (a *App) resaveWebhook(ctx context.Context, workspaceID string) (Resaved, error) {
 	before, err := a.webhooks.WebhookStatus(ctx, workspaceID)
 	if e, ok := adminclient.AsError(err); err != nil && (!ok || e.Code != codeNoWebhook) {
 		return Resaved{}, fmt.Errorf("get webhook of %s: %w", workspaceID, err)
 	}
-	saved, err := a.webhooks.ResaveWebhook(ctx, workspaceID)
+	saved, err := written(a.webhooks.ResaveWebhook(ctx, workspaceID))
 	if err != nil {
 		return Resaved{}, err
 	}
@@ -253,7 +254,7 @@ func (a *App) ReplayRange(ctx context.Context, op operator.Operator, workspaceID
 // replay queues req once for form formID's action (once).
 func (a *App) replay(ctx context.Context, formID, action string, req dispatcherapi.ReplayRequest) (dispatcherapi.Replay, error) {
 	return once(ctx, a, req.WorkspaceID, formID, action, req, func() (dispatcherapi.Replay, error) {
-		return a.webhooks.Replay(ctx, req)
+		return written(a.webhooks.Replay(ctx, req))
 	}, func(r dispatcherapi.Replay) string { return r.ID })
 }
 
