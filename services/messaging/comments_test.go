@@ -297,6 +297,51 @@ func TestInstagramCommentStoredAndForwarded(t *testing.T) {
 	}
 }
 
+// TestCommentWithoutATimeIsKeptAtItsArrival: a comment Meta gives no
+// positive time (no entry time on Instagram, no created_time nor entry time
+// on a page's feed) is stored and forwarded, stamped with its arrival, as
+// a message is (docs/channels.md "Messenger and Instagram"), not dropped.
+func TestCommentWithoutATimeIsKeptAtItsArrival(t *testing.T) {
+	t.Parallel()
+	g := newMetaGraph(t)
+	h := newCommentHarness(t, g)
+	ws := uuid.NewString()
+	account := "1785" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	page := "4" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	h.cmtChannel(ws, "instagram", account, "external")
+	h.cmtChannel(ws, "messenger", page, "external")
+	igBody := fmt.Sprintf(`{"object":"instagram","entry":[{"id":%q,"changes":[{"field":"comments","value":
+		{"from":{"id":"232323233","username":"bo.codes"},"media":{"id":"17887498072083521"},"id":"%s_1","text":"In blue?"}}]}]}`, account, account)
+	feedBody := fmt.Sprintf(`{"object":"page","entry":[{"id":%q,"time":0,"changes":[{"field":"feed","value":
+		{"from":{"id":"111","name":"Bo"},"post_id":"%s_1","comment_id":"%s_7","message":"In red?","item":"comment","verb":"add","created_time":-1}}]}]}`, page, page, page)
+
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	for _, body := range []string{igBody, feedBody} {
+		if code := h.cmtPost(body); code != http.StatusOK {
+			t.Fatalf("ingress = %d", code)
+		}
+	}
+	after := time.Now().UTC()
+	evs := h.cmtEvents()
+	if len(evs) != 2 || h.count("comments", "") != 2 {
+		t.Fatalf("events = %d, comments = %d; want 2 and 2", len(evs), h.count("comments", ""))
+	}
+	for i, id := range []string{account + "_1", page + "_7"} {
+		at := evs[i].GetCommentReceived().GetComment().GetReceivedAt().AsTime()
+		if evs[i].GetCommentReceived().GetComment().GetId() != id || at.Before(before) || at.After(after) {
+			t.Fatalf("event %d: comment %s received_at %v, want %s between %v and %v", i,
+				evs[i].GetCommentReceived().GetComment().GetId(), at, id, before, after)
+		}
+		var got struct{ Comment messagingapi.Comment }
+		if err := h.api(ws, http.MethodGet, "/v1/comments/"+id, nil, &got); err != nil {
+			t.Fatal(err)
+		}
+		if stored, err := time.Parse(time.RFC3339Nano, got.Comment.ReceivedAt); err != nil || !stored.Equal(at) {
+			t.Fatalf("GET %s: received_at %q, want the event's %v (%v)", id, got.Comment.ReceivedAt, at, err)
+		}
+	}
+}
+
 // cmtAPI posts a raw body to a comment route as the gateway does and
 // returns the status and the decoded body. A 429 must not carry
 // Retry-After (docs/comments.md "Its limits"): the private-reply caps are not a

@@ -58,14 +58,17 @@ type instagramComment struct {
 
 // ErrMalformedChange is a change that is not an object with a string
 // field, or a comment change whose value lacks what a comment needs (its
-// id, a time).
+// id) or says a time that is not one.
 var ErrMalformedChange = errors.New("malformed comment change")
 
 // ParseCommentChange reads a new comment out of a change: Facebook's feed
 // (item comment, verb add) or Instagram's comments. It returns nil for
 // changes that are not a new comment (other fields, items and verbs), and
-// an error wrapping ErrMalformedChange for a comment it cannot read.
-func ParseCommentChange(entry Entry, change Change) (*comment.Inbound, error) {
+// an error wrapping ErrMalformedChange for a comment it cannot read. The
+// comment's time is Meta's, its created_time or else the entry's;
+// receivedAt, its arrival, stands in when Meta gives none that is positive
+// (docs/channels.md "Messenger and Instagram"), as for a message.
+func ParseCommentChange(entry Entry, change Change, receivedAt time.Time) (*comment.Inbound, error) {
 	switch change.Field {
 	case FieldFeed:
 		var v feedValue
@@ -78,7 +81,7 @@ func ParseCommentChange(entry Entry, change Change) (*comment.Inbound, error) {
 		if v.CommentID == "" {
 			return nil, fmt.Errorf("%w: feed comment without comment_id", ErrMalformedChange)
 		}
-		at, err := feedTime(v.CreatedTime, entry.Time)
+		at, err := feedTime(v.CreatedTime, entry.Time, receivedAt)
 		if err != nil {
 			return nil, err
 		}
@@ -100,10 +103,7 @@ func ParseCommentChange(entry Entry, change Change) (*comment.Inbound, error) {
 		if v.ID == "" {
 			return nil, fmt.Errorf("%w: instagram comment without id", ErrMalformedChange)
 		}
-		if entry.Time <= 0 {
-			return nil, fmt.Errorf("%w: instagram comment without entry time", ErrMalformedChange)
-		}
-		in := &comment.Inbound{ExternalID: v.ID, ParentID: v.ParentID, Text: v.Text, CreatedAt: unixTime(entry.Time)}
+		in := &comment.Inbound{ExternalID: v.ID, ParentID: v.ParentID, Text: v.Text, CreatedAt: entryTime(entry.Time, receivedAt)}
 		if v.Media != nil {
 			in.PostID = v.Media.ID
 		}
@@ -116,34 +116,51 @@ func ParseCommentChange(entry Entry, change Change) (*comment.Inbound, error) {
 }
 
 // feedTime reads created_time: Unix seconds in feed webhooks, an ISO 8601
-// string ("2026-11-22T10:00:00+0000") in Graph reads. Without one, the
-// entry's time stands in.
-func feedTime(raw json.RawMessage, entryTime int64) (time.Time, error) {
+// string ("2026-11-22T10:00:00+0000") in Graph reads. Without one, or with
+// one not positive, the entry's time stands in, or receivedAt (entryTime).
+// Only a created_time that is no time at all ("soon", an object) is
+// malformed.
+func feedTime(raw json.RawMessage, entry int64, receivedAt time.Time) (time.Time, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		if entryTime <= 0 {
-			return time.Time{}, fmt.Errorf("%w: feed comment without created_time", ErrMalformedChange)
-		}
-		return unixTime(entryTime), nil
+		return entryTime(entry, receivedAt), nil
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err == nil {
-		if secs, err := strconv.ParseInt(n.String(), 10, 64); err == nil && secs > 0 {
-			return unixTime(secs), nil
+		if secs, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+			return positiveTime(unixTime(secs), entry, receivedAt), nil
 		}
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		for _, layout := range []string{"2006-01-02T15:04:05-0700", time.RFC3339} {
-			if t, err := time.Parse(layout, s); err == nil && t.Unix() > 0 {
-				return t.UTC(), nil
+			if t, err := time.Parse(layout, s); err == nil {
+				return positiveTime(t.UTC(), entry, receivedAt), nil
 			}
 		}
-		if secs, err := strconv.ParseInt(s, 10, 64); err == nil && secs > 0 {
-			return unixTime(secs), nil
+		if secs, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return positiveTime(unixTime(secs), entry, receivedAt), nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("%w: created_time %s is not a time", ErrMalformedChange, raw)
+}
+
+// positiveTime is t when it is after the Unix epoch, else the entry's time
+// or receivedAt (entryTime).
+func positiveTime(t time.Time, entry int64, receivedAt time.Time) time.Time {
+	if t.Unix() > 0 {
+		return t
+	}
+	return entryTime(entry, receivedAt)
+}
+
+// entryTime is the entry's time, or receivedAt when Meta gave none that is
+// positive.
+func entryTime(entry int64, receivedAt time.Time) time.Time {
+	if entry > 0 {
+		return unixTime(entry)
+	}
+	return receivedAt.UTC()
 }
 
 // unixTime reads a Meta time: seconds in change entries, milliseconds in

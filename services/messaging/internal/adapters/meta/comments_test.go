@@ -30,7 +30,7 @@ func commentsOf(t *testing.T, name string) ([]*comment.Inbound, []error) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := ParseCommentChange(e, c)
+			in, err := ParseCommentChange(e, c, time.Now())
 			out = append(out, in)
 			errs = append(errs, err)
 		}
@@ -95,6 +95,7 @@ func TestParseCommentChangeEdges(t *testing.T) {
 	feed := func(value string) Change { return Change{Field: FieldFeed, Value: json.RawMessage(value)} }
 	ig := func(value string) Change { return Change{Field: FieldComments, Value: json.RawMessage(value)} }
 	entry := Entry{ID: "1", Time: 1763805600}
+	arrival := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name      string
 		entry     Entry
@@ -109,12 +110,20 @@ func TestParseCommentChangeEdges(t *testing.T) {
 		{"entry time in milliseconds", Entry{ID: "1", Time: 1763805600123}, ig(`{"id":"c","text":"x"}`), time.UnixMilli(1763805600123).UTC(), false, false},
 		{"no from", entry, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":1763805600}`), time.Unix(1763805600, 0).UTC(), false, false},
 		{"feed comment without id", entry, feed(`{"item":"comment","verb":"add","created_time":1763805600}`), time.Time{}, true, true},
-		{"feed created_time at year 1", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":"0001-01-01T00:00:00+0000"}`), time.Time{}, true, true},
+		// A time missing or not positive is taken as the entry's, or
+		// without one as the arrival (docs/channels.md "Messenger and
+		// Instagram"): the comment is kept, not dropped.
+		{"feed created_time 0: the entry's", entry, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":0}`), time.Unix(1763805600, 0).UTC(), false, false},
+		{"feed created_time negative: the arrival", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":-5}`), arrival, false, false},
+		{"feed created_time at year 1: the arrival", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":"0001-01-01T00:00:00+0000"}`), arrival, false, false},
+		{"feed created_time as a string 0: the arrival", Entry{ID: "1", Time: -1}, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":"0"}`), arrival, false, false},
 		{"feed created_time garbage", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":"soon"}`), time.Time{}, true, true},
-		{"feed without any time", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c"}`), time.Time{}, true, true},
+		{"feed created_time an object", entry, feed(`{"item":"comment","verb":"add","comment_id":"c","created_time":{}}`), time.Time{}, true, true},
+		{"feed without any time: the arrival", Entry{ID: "1"}, feed(`{"item":"comment","verb":"add","comment_id":"c"}`), arrival, false, false},
 		{"feed value not an object", entry, feed(`[1,2]`), time.Time{}, true, true},
 		{"instagram without id", entry, ig(`{"text":"x"}`), time.Time{}, true, true},
-		{"instagram without entry time", Entry{ID: "1"}, ig(`{"id":"c"}`), time.Time{}, true, true},
+		{"instagram without entry time: the arrival", Entry{ID: "1"}, ig(`{"id":"c"}`), arrival, false, false},
+		{"instagram with a negative entry time: the arrival", Entry{ID: "1", Time: -7}, ig(`{"id":"c"}`), arrival, false, false},
 		{"instagram value not an object", entry, ig(`"x"`), time.Time{}, true, true},
 		{"post added", entry, feed(`{"item":"status","verb":"add","post_id":"p"}`), time.Time{}, true, false},
 		{"comment hidden", entry, feed(`{"item":"comment","verb":"hide","comment_id":"c"}`), time.Time{}, true, false},
@@ -123,7 +132,7 @@ func TestParseCommentChangeEdges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			in, err := ParseCommentChange(tt.entry, tt.change)
+			in, err := ParseCommentChange(tt.entry, tt.change, arrival)
 			if tt.malformed != errors.Is(err, ErrMalformedChange) {
 				t.Fatalf("err = %v, malformed %v", err, tt.malformed)
 			}
@@ -162,7 +171,7 @@ func FuzzParseCommentChange(f *testing.F) {
 	f.Add("comments", []byte(`{"id":"1"}`), int64(-1))
 	f.Add("feed", []byte(`null`), int64(0))
 	f.Fuzz(func(t *testing.T, field string, value []byte, entryTime int64) {
-		in, err := ParseCommentChange(Entry{ID: "1", Time: entryTime}, Change{Field: field, Value: value})
+		in, err := ParseCommentChange(Entry{ID: "1", Time: entryTime}, Change{Field: field, Value: value}, time.Now())
 		if err != nil && !errors.Is(err, ErrMalformedChange) {
 			t.Fatalf("error %v is not ErrMalformedChange", err)
 		}

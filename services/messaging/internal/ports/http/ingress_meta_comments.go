@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -25,7 +26,9 @@ func (h *ingressHandlers) metaChange(ctx context.Context, ch channel.Channel, en
 	change, err := meta.ParseChange(raw)
 	var in *comment.Inbound
 	if err == nil {
-		in, err = meta.ParseCommentChange(entry, change)
+		// At the store's precision: a comment Meta gives no time is
+		// stamped with its arrival, and the event must carry what is stored.
+		in, err = meta.ParseCommentChange(entry, change, time.Now().UTC().Truncate(time.Microsecond))
 	}
 	if errors.Is(err, meta.ErrMalformedChange) {
 		h.observer.Ingress(string(ch.Kind), app.IngressInvalid)
