@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,78 @@ func TestSendMessageToWebchatConversationWithoutVisitor(t *testing.T) {
 	wantErr(t, err, http.StatusBadGateway, "platform_error", "no webchat visitor")
 	if n := h.count("messages", ""); n != 0 {
 		t.Fatalf("stored %d messages", n)
+	}
+}
+
+// TestTelegramCarouselIsOneMessagePerCard: Telegram has no carousel, so
+// each card goes as its own message, in order: sendPhoto with the title
+// and subtitle as caption and the card's buttons as its inline keyboard,
+// sendMessage for a card without image. The one stored carousel message
+// has the first one's id as external_id and all of them in
+// metadata.external_ids (docs/sending.md "Each platform").
+func TestTelegramCarouselIsOneMessagePerCard(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ws := uuid.NewString()
+	ch := h.telegramChannel(ws, "external")
+	conv := h.customerConversation(ws, ch, 4242)
+	before := len(h.tg.Calls())
+
+	var out messagingapi.MessageSent
+	if err := h.api(ws, http.MethodPost, "/v1/carousel", map[string]any{
+		"conversation_id": conv.ID,
+		"elements": []map[string]any{
+			{"title": "Blue mug", "subtitle": "12 USD", "image_url": "https://cdn.shop.example/blue.jpg",
+				"buttons": []map[string]any{{"type": "postback", "title": "Buy", "payload": "BUY_BLUE"}}},
+			{"title": "Red mug", "image_url": "https://cdn.shop.example/red.jpg",
+				"buttons": []map[string]any{{"type": "web_url", "title": "See it", "url": "https://shop.example/red"}}},
+			{"title": "Gift card", "subtitle": "Any amount"},
+		},
+	}, &out); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.tg.Calls()[before:]
+	type sent struct {
+		method, photo, text string
+		markup              any
+	}
+	want := []sent{
+		{"sendPhoto", "https://cdn.shop.example/blue.jpg", "Blue mug\n12 USD",
+			map[string]any{"inline_keyboard": []any{[]any{map[string]any{"text": "Buy", "callback_data": "BUY_BLUE"}}}}},
+		{"sendPhoto", "https://cdn.shop.example/red.jpg", "Red mug",
+			map[string]any{"inline_keyboard": []any{[]any{map[string]any{"text": "See it", "url": "https://shop.example/red"}}}}},
+		{"sendMessage", "", "Gift card\nAny amount", nil},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("telegram got %d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, c := range calls {
+		text := c.Params["caption"]
+		if c.Method == "sendMessage" {
+			text = c.Params["text"]
+		}
+		photo, _ := c.Params["photo"].(string)
+		if c.Method != want[i].method || photo != want[i].photo || text != want[i].text ||
+			c.Params["chat_id"] != float64(4242) || !reflect.DeepEqual(c.Params["reply_markup"], want[i].markup) {
+			t.Fatalf("card %d: %s %v, want %+v", i, c.Method, c.Params, want[i])
+		}
+	}
+	// The fake numbers its messages one by one: the cards are the last
+	// three.
+	last, _ := strconv.Atoi(h.tg.LastMessageID())
+	ids := []any{strconv.Itoa(last - 2), strconv.Itoa(last - 1), strconv.Itoa(last)}
+	m := out.Message
+	if m.Type != "carousel" || m.Sender != "user" || m.ExternalID != ids[0] ||
+		!reflect.DeepEqual(m.Metadata["external_ids"], ids) || m.Metadata["ratio"] != "horizontal" {
+		t.Fatalf("message = %+v, want a carousel with external_id %s and external_ids %v", m, ids[0], ids)
+	}
+	if elements, _ := m.Metadata["elements"].([]any); len(elements) != 3 {
+		t.Fatalf("metadata.elements = %v", m.Metadata["elements"])
+	}
+	if n := h.count("messages", "sender = 'user'"); n != 1 {
+		t.Fatalf("stored user messages = %d, want the one carousel", n)
+	}
+	if stored := h.messages(ws, conv.ID, "?limit=1").Messages[0]; !reflect.DeepEqual(stored, m) {
+		t.Fatalf("stored %+v, returned %+v", stored, m)
 	}
 }
