@@ -821,3 +821,57 @@ func TestPrivateReplyJoinsTheCustomersConversation(t *testing.T) {
 		t.Fatalf("messages = %+v", msgs)
 	}
 }
+
+// TestCommentReplyRulesInTheirOrder: when several rules refuse a reply,
+// the first of docs/comments.md's tables answers, and nothing is posted.
+// A public reply's text is required before the comment is looked up, and
+// held to its platform's bound after; a private reply's text is checked
+// whole before the lookup; then the comment's own rules, the commenter's
+// window, and the page's daily cap.
+func TestCommentReplyRulesInTheirOrder(t *testing.T) {
+	t.Parallel()
+	g := newMetaGraph(t)
+	h := newCommentHarness(t, g, func(c *svcconfig.Config) {
+		c.PrivateReplyWindow = time.Hour
+		c.PrivateReplyDailyCap = 1
+	})
+	ws := uuid.NewString()
+	page := "9" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	h.cmtChannel(ws, "messenger", page, "external")
+	now := time.Now()
+	h.cmtPost(feedComment(page, page+"_a", "222", "Cy", "first", now.Add(-10*time.Minute), "add"))
+	h.cmtPost(feedComment(page, page+"_b", "222", "Cy", "second", now.Add(-5*time.Minute), "add"))
+	h.cmtPost(feedComment(page, page+"_old", "222", "Cy", "old", now.Add(-2*time.Hour), "add"))
+	h.cmtPost(feedComment(page, page+"_d", "333", "Di", "other", now.Add(-time.Minute), "add"))
+	g.SetCommenter(page+"_a", "psid-cy")
+
+	// The one private reply the day allows: Cy's window and the page's
+	// cap are both taken from here on.
+	if status, body := h.cmtAPI(ws, "/v1/comments/"+page+"_a/private-reply", `{"text":"hi Cy"}`); status != http.StatusOK {
+		t.Fatalf("first private reply = %d %v", status, body)
+	}
+	text := func(n int) string { return `{"text":"` + strings.Repeat("x", n) + `"}` }
+	tests := []struct {
+		name, path, body string
+		status           int
+		code             string
+	}{
+		{"public: a tag before a missing text", "/v1/comments/nope_1/reply", `{"tag":"HUMAN_AGENT"}`, 400, "tag_unsupported"},
+		{"public: a blank text before the lookup", "/v1/comments/nope_1/reply", `{"text":" "}`, 400, "invalid_request"},
+		{"public: the lookup before the platform's bound", "/v1/comments/nope_1/reply", text(8001), 404, "comment_not_found"},
+		{"private: a tag before the text", "/v1/comments/nope_1/private-reply", `{"tag":"HUMAN_AGENT","text":""}`, 400, "tag_unsupported"},
+		{"private: a text over 2000 before the lookup", "/v1/comments/nope_1/private-reply", text(2001), 400, "invalid_request"},
+		{"private: used before the commenter and the cap", "/v1/comments/" + page + "_a/private-reply", `{"text":"again"}`, 409, "private_reply_used"},
+		{"private: expired before the commenter and the cap", "/v1/comments/" + page + "_old/private-reply", `{"text":"hi"}`, 409, "private_reply_expired"},
+		{"private: the commenter before the cap", "/v1/comments/" + page + "_b/private-reply", `{"text":"hi"}`, 429, "private_reply_commenter_window"},
+		{"private: the cap", "/v1/comments/" + page + "_d/private-reply", `{"text":"hi Di"}`, 429, "private_reply_daily_cap"},
+	}
+	for _, tt := range tests {
+		if status, body := h.cmtAPI(ws, tt.path, tt.body); status != tt.status || body["code"] != tt.code {
+			t.Errorf("%s: %d %v, want %d %s", tt.name, status, body, tt.status, tt.code)
+		}
+	}
+	if n := len(g.Calls()); n != 1 {
+		t.Fatalf("graph calls = %d, want only the first private reply", n)
+	}
+}
