@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -848,4 +849,39 @@ func TestWebchatWhileNATSIsDown(t *testing.T) {
 		return r.Status == http.StatusOK && h.ready()
 	})
 	openStream(t, base, ch.ID, token)
+}
+
+// TestWebchatPostbackOfTheLatest100Messages: a tap counts when its payload
+// is a postback button's among the conversation's latest 100 messages (no
+// more than the widget's history shows), not any older one
+// (docs/channels.md "Webchat").
+func TestWebchatPostbackOfTheLatest100Messages(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ws := uuid.NewString()
+	ch := h.webchatChannel(ws, "external")
+	token, _ := newVisitor(t, h.base, ch.ID)
+	tap := func(clientID string) widgetResp {
+		return widgetCall(t, http.MethodPost, h.base+"/webchat/"+ch.ID+"/postbacks", token,
+			`{"payload":"OLD","client_message_id":"`+clientID+`"}`)
+	}
+	say(t, h.base, ch.ID, token, map[string]any{"text": "hi"})
+	conv := h.conversations(ws, "").Conversations[0]
+	send := func(body map[string]any) {
+		t.Helper()
+		body["conversation_id"] = conv.ID
+		if err := h.api(ws, http.MethodPost, "/v1/messages", body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"text": "Choose", "buttons": []map[string]any{{"type": "postback", "title": "Old offer", "payload": "OLD"}}})
+	for i := range 99 {
+		send(map[string]any{"text": "news " + strconv.Itoa(i)})
+	}
+	// The button's message is the 100th newest: its tap counts.
+	if r := tap("tap-1"); r.Status != http.StatusCreated {
+		t.Fatalf("tap on the 100th newest message: %d %s", r.Status, r.Body)
+	}
+	// That tap made it the 101st.
+	wantWidgetErr(t, tap("tap-2"), http.StatusBadRequest, "invalid_request", "payload is not the payload of a postback button")
 }
