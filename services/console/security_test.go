@@ -231,3 +231,25 @@ func TestNoSessionFixation(t *testing.T) {
 		t.Fatalf("session token after sign-in = %q", got)
 	}
 }
+
+// TestMissingStaticFileIsThePage: a file the console does not have under
+// /static/ (or the folder itself, which lists nothing) is the console's
+// 404 page, not cached, like any page that does not exist; the files it
+// has are served and cached for an hour.
+func TestMissingStaticFileIsThePage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, defaults())
+	b := h.browser(t)
+	for _, path := range []string{"/static/nope.js", "/static/", "/static/nope/", "/static/../static/x.css"} {
+		r := b.get(path)
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, "There is no such page.") {
+			t.Errorf("GET %s = %d: %.300s", path, r.status, r.body)
+		}
+		if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", path, cc)
+		}
+	}
+	if r := b.get("/static/copy.js"); r.status != http.StatusOK || r.header.Get("Cache-Control") != "public, max-age=3600" {
+		t.Errorf("GET /static/copy.js = %d, Cache-Control %q", r.status, r.header.Get("Cache-Control"))
+	}
+}

@@ -97,7 +97,7 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	e.Use(securityHeaders, middleware.BodyLimit("4M"))
 
 	static, _ := fs.Sub(staticFS, "static")
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheFor(time.Hour, http.FileServerFS(static)))))
+	e.GET("/static/*", staticFiles(static))
 	e.GET("/login", c.loginForm)
 	e.POST("/login", c.login)
 	e.POST("/logout", c.logout, c.signedIn)
@@ -115,11 +115,20 @@ func NewPublic(d PublicDeps) *echo.Echo {
 	return e
 }
 
-func cacheFor(d time.Duration, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(d.Seconds())))
-		h.ServeHTTP(w, r)
-	})
+// staticFiles serves the files of files under /static/, cached for an
+// hour. A name that is no file there (a folder included, which would be
+// listed) is the console's 404 page, as any page that does not exist
+// (docs/console.md "Errors in words").
+func staticFiles(files fs.FS) echo.HandlerFunc {
+	serve := http.StripPrefix("/static/", http.FileServerFS(files))
+	return func(ctx echo.Context) error {
+		if info, err := fs.Stat(files, ctx.Param("*")); err != nil || info.IsDir() {
+			return echo.ErrNotFound
+		}
+		ctx.Response().Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(time.Hour.Seconds())))
+		serve.ServeHTTP(ctx.Response(), ctx.Request())
+		return nil
+	}
 }
 
 const (
