@@ -135,6 +135,24 @@ func (a *App) Authenticate(ctx context.Context, token string) (operator.Operator
 	return op, s, nil
 }
 
+// SessionLive reports whether token still opens a live session, without
+// sliding it: a stream that outlasts its request (the inbox's events)
+// asks before each thing it sends, so it ends with its session (signed
+// out, or expired) instead of outliving it.
+func (a *App) SessionLive(ctx context.Context, token string) (bool, error) {
+	if token == "" {
+		return false, nil
+	}
+	s, err := a.sessions.ByTokenHash(ctx, session.HashToken(token))
+	if errors.Is(err, session.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return s.Live(a.now()), nil
+}
+
 // SignOut ends the session token opens; an unknown token is already out.
 func (a *App) SignOut(ctx context.Context, token string) error {
 	if token == "" {

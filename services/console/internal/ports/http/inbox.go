@@ -558,17 +558,26 @@ func (c *Console) inboxEvents(ctx echo.Context) error {
 	}
 	ping := time.NewTicker(inboxPing)
 	defer ping.Stop()
-	done := ctx.Request().Context().Done()
+	r := ctx.Request()
+	// The stream ends with its session: nothing more is sent once the
+	// operator signed out or the session expired.
+	live := func() bool {
+		ok, err := c.app.SessionLive(r.Context(), tokenOf(ctx))
+		if err != nil {
+			c.log.Warn("inbox stream: read session", zap.Error(err), zap.String("request_id", requestIDOf(ctx)))
+		}
+		return ok
+	}
 	for {
 		select {
-		case <-done:
+		case <-r.Context().Done():
 			return nil
 		case <-ping.C:
-			if sse.Comment("ping") != nil {
+			if !live() || sse.Comment("ping") != nil {
 				return nil
 			}
 		case conv := <-changes:
-			if sse.Event("change", []byte(conv)) != nil {
+			if !live() || sse.Event("change", []byte(conv)) != nil {
 				return nil
 			}
 		}
