@@ -253,3 +253,43 @@ func TestMissingStaticFileIsThePage(t *testing.T) {
 		t.Errorf("GET /static/copy.js = %d, Cache-Control %q", r.status, r.header.Get("Cache-Control"))
 	}
 }
+
+// TestEveryAnswerCarriesTheSecurityHeaders: the headers docs/console.md
+// "Security headers" lists are on every answer, not only on pages: a
+// static file, a redirect to sign in, a refused post, a page or method
+// that does not exist, a body over the limit, and a signed-in page and
+// its event stream.
+func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	h, ws, b := signedInToAcme(t)
+	anonymous := h.browser(t)
+	answers := map[string]response{
+		"the sign-in page":           anonymous.get("/login"),
+		"a static file":              anonymous.get("/static/console.css"),
+		"a redirect to sign in":      anonymous.get("/workspaces/" + ws),
+		"a sign-in without a token":  anonymous.do(http.MethodPost, "/login", url.Values{"email": {"ann@example.com"}, "password": {password}}, nil),
+		"a page that does not exist": anonymous.get("/no/such/page"),
+		"a method not taken":         anonymous.do(http.MethodPut, "/login", url.Values{}, nil),
+		"a body over the limit":      anonymous.do(http.MethodPost, "/login", url.Values{"email": {strings.Repeat("a", 5<<20)}}, nil),
+		"a signed-in page":           b.get("/workspaces/" + ws),
+		"a post without its token":   b.do(http.MethodPost, "/workspaces/"+ws+"/keys", url.Values{"name": {"ci"}}, nil),
+	}
+	s := openInboxStream(t, b, ws)
+	answers["the inbox's event stream"] = response{status: s.resp.StatusCode, header: s.resp.Header}
+	for what, r := range answers {
+		for header, want := range map[string]string{
+			"X-Content-Type-Options":     "nosniff",
+			"Referrer-Policy":            "same-origin",
+			"X-Frame-Options":            "DENY",
+			"Cross-Origin-Opener-Policy": "same-origin",
+		} {
+			if got := r.header.Get(header); got != want {
+				t.Errorf("%s (%d): %s = %q, want %q", what, r.status, header, got, want)
+			}
+		}
+		assertStrictCSP(t, r.header.Get("Content-Security-Policy"))
+	}
+	if r := answers["a body over the limit"]; r.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the limit = %d, want 413", r.status)
+	}
+}
