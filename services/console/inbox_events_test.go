@@ -12,13 +12,14 @@ import (
 	"github.com/google/uuid"
 
 	messagingapi "github.com/parleyhq/parley/pkg/api/messaging"
+	"github.com/parleyhq/parley/pkg/testenv/sse"
 )
 
 // inboxStream is an inbox page's event stream as a browser reads it.
 type inboxStream struct {
-	t    *testing.T
-	resp *http.Response
-	r    *bufio.Reader
+	t      *testing.T
+	resp   *http.Response
+	events *sse.Reader
 }
 
 // openInboxStream opens the workspace's inbox event stream with b's
@@ -37,37 +38,35 @@ func openInboxStream(t *testing.T, b *browser, ws string) *inboxStream {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("the inbox stream = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	s := &inboxStream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
-	if retry := s.next(); retry != "retry: 2000" {
-		t.Fatalf("the stream starts with %q, want the browser told to retry after 2 s", retry)
+	body := bufio.NewReader(resp.Body)
+	if retry, err := body.ReadString('\n'); err != nil || retry != "retry: 2000\n" {
+		t.Fatalf("the stream starts with %q (%v), want the browser told to retry after 2 s", retry, err)
 	}
-	if ready := s.next(); !strings.HasPrefix(ready, "event: ready") {
+	s := &inboxStream{t: t, resp: resp, events: sse.NewReader(body)}
+	if ready := s.next(); ready != "ready" {
 		t.Fatalf("the stream's first event is %q, want ready", ready)
 	}
 	return s
 }
 
-// next is the stream's next block (an event, a comment, a field),
-// skipping pings; "" when the stream has ended.
+// next is the stream's next event, "name" or "name: data", skipping
+// pings; "" when the stream has ended.
 func (s *inboxStream) next() string {
 	s.t.Helper()
 	for {
-		var block []string
-		for {
-			line, err := s.r.ReadString('\n')
-			if errors.Is(err, io.EOF) && line == "" && len(block) == 0 {
-				return ""
-			}
-			if err != nil {
-				s.t.Fatalf("read the inbox stream: %v", err)
-			}
-			if line = strings.TrimRight(line, "\n"); line == "" {
-				break
-			}
-			block = append(block, line)
+		ev, err := s.events.Next()
+		if errors.Is(err, io.EOF) {
+			return ""
 		}
-		if got := strings.Join(block, "\n"); got != ": ping" {
-			return got
+		if err != nil {
+			s.t.Fatalf("read the inbox stream: %v", err)
+		}
+		switch {
+		case ev.Comment == "ping":
+		case ev.Name == "ready":
+			return ev.Name
+		default:
+			return ev.Name + ": " + ev.Data
 		}
 	}
 }
@@ -108,7 +107,7 @@ func TestInboxEventStream(t *testing.T) {
 	publishInboxChange(t, h, other, other, uuid.NewString())
 	publishInboxChange(t, h, own, other, uuid.NewString()) // on our subject, but another's
 	publishInboxChange(t, h, own, own, conv)
-	if got, want := s.next(), "event: change\ndata: "+conv; got != want {
+	if got, want := s.next(), "change: "+conv; got != want {
 		t.Fatalf("the stream sent %q, want %q (only the workspace's own change)", got, want)
 	}
 
@@ -120,7 +119,7 @@ func TestInboxEventStream(t *testing.T) {
 		t.Fatalf("after signing out the stream sent %q, want it ended", got)
 	}
 	for range 2 {
-		if got := expiring.next(); !strings.HasPrefix(got, "event: change") {
+		if got := expiring.next(); !strings.HasPrefix(got, "change: ") {
 			t.Fatalf("the other session's stream sent %q, want both changes", got)
 		}
 	}
