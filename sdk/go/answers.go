@@ -37,6 +37,12 @@ func (*FlowMessage) identifiedBy() []string      { return []string{"type"} }
 func (*NodeEnd) identifiedBy() []string          { return []string{"node_id"} }
 func (*RunEnd) identifiedBy() []string           { return []string{"status"} }
 
+// openAPIDocument is the answer of GET /v1/openapi.json, which
+// OpenAPIDocument returns as its bytes.
+type openAPIDocument struct{}
+
+func (*openAPIDocument) identifiedBy() []string { return []string{"openapi"} }
+
 // listing is an answer that lists answers of another type under one of
 // its properties (a page): each of them is checked as well.
 type listing interface {

@@ -3,6 +3,7 @@ package parley
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,7 +21,16 @@ func (c *Client) OpenAPIDocument(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body) // in memory already (send reads it whole)
+	b, err := io.ReadAll(resp.Body) // in memory already (send reads it whole)
+	if err == nil {
+		// A proxy's page with 200, or no body, is not the document, as it
+		// would be no other call's answer.
+		_, err = identified(b, (*openAPIDocument)(nil))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: GET %s: decode the answer: %w", ErrMalformedAnswer, r.path, err)
+	}
+	return b, nil
 }
 
 // Me returns the workspace the API key belongs to, its plan, channels and

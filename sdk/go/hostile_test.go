@@ -33,7 +33,8 @@ func endless(w http.ResponseWriter, contentType string, sent *atomic.Int64) {
 const unbounded = 32 << 20
 
 // TestMalformedAnswers: a success the client cannot read is an error
-// wrapping ErrMalformedAnswer, with the call's key, after one attempt.
+// wrapping ErrMalformedAnswer, with the call's key, after one attempt; so
+// is one in place of the OpenAPI document.
 func TestMalformedAnswers(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -72,6 +73,13 @@ func TestMalformedAnswers(t *testing.T) {
 			}
 			if n := len(rec.all()); n != 1 {
 				t.Errorf("%d attempts, want 1", n)
+			}
+			// Nor is it taken for the API's document.
+			if b, err := c.OpenAPIDocument(ctx); !errors.Is(err, ErrMalformedAnswer) || b != nil {
+				t.Errorf("OpenAPIDocument: %q, %v; want ErrMalformedAnswer", b, err)
+			}
+			if n := len(rec.all()); n != 2 {
+				t.Errorf("%d attempts in all, want 2", n)
 			}
 		})
 	}
