@@ -89,6 +89,11 @@ func Verify(secret string, header http.Header, body []byte) error {
 // Deduplicating by X-Service-Delivery is the caller's part (NewHandler
 // does it).
 func VerifyAt(secret string, header http.Header, body []byte, now time.Time) error {
+	// First: a receiver without its secret refuses every delivery the
+	// same way, whatever the delivery's headers.
+	if secret == "" {
+		return fmt.Errorf("%w: no secret to check %s with", ErrSignature, HeaderSignature)
+	}
 	ts := headerValue(header, HeaderTimestamp)
 	if ts == "" {
 		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderTimestamp)
@@ -105,9 +110,6 @@ func VerifyAt(secret string, header http.Header, body []byte, now time.Time) err
 	// from now, and a forged one could wrap into the window.
 	if skew := now.Unix() - unix; skew > int64(Tolerance/time.Second) || skew < -int64(Tolerance/time.Second) {
 		return fmt.Errorf("%w: %s %s is %ds from now, more than %s", ErrTimestamp, HeaderTimestamp, ts, skew, Tolerance)
-	}
-	if secret == "" {
-		return fmt.Errorf("%w: no secret to check %s with", ErrSignature, HeaderSignature)
 	}
 	if !hmac.Equal([]byte(got), []byte(sign(secret, ts, body))) {
 		return fmt.Errorf("%w: %s", ErrSignature, HeaderSignature)

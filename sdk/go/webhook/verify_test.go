@@ -92,6 +92,9 @@ func TestVerifyAt(t *testing.T) {
 		{"a forged one first, the genuine one duplicated after", fresh, sign("whsec_other", fresh, body), body, ErrSignature, "", []string{signed(fresh)}},
 		{"a huge timestamp", strings.Repeat("9", 1<<16), signed(strings.Repeat("9", 1<<16)), body, ErrTimestamp, "", nil},
 		{"an empty secret", fresh, sign("", fresh, body), body, ErrSignature, "-", nil},
+		// An unset secret is told as such whatever the delivery.
+		{"an empty secret, a stale timestamp", at(-301 * time.Second), sign("", at(-301*time.Second), body), body, ErrSignature, "-", nil},
+		{"an empty secret, no headers", "-", "-", body, ErrSignature, "-", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
