@@ -31,6 +31,7 @@ func (*Delivery) identifiedBy() []string         { return []string{"id"} }
 func (*DeliveryPage) identifiedBy() []string     { return []string{"deliveries"} }
 func (*InvokeResult) identifiedBy() []string     { return []string{"status", "run_id"} }
 func (*RunTrace) identifiedBy() []string         { return []string{"run"} }
+func (*Run) identifiedBy() []string              { return []string{"id"} }
 func (*RunStart) identifiedBy() []string         { return []string{"run_id"} }
 func (*NodeStart) identifiedBy() []string        { return []string{"node_id"} }
 func (*FlowMessage) identifiedBy() []string      { return []string{"type"} }
@@ -43,36 +44,44 @@ type openAPIDocument struct{}
 
 func (*openAPIDocument) identifiedBy() []string { return []string{"openapi"} }
 
-// listing is an answer that lists answers of another type under one of
-// its properties (a page): each of them is checked as well.
-type listing interface {
-	answer
-	listed() (property string, item answer)
+// part is a property of an answer that holds another answer (item), or a
+// list of them (list), checked as that answer is: a page's rows, the
+// message a send stored, the comment a reply answers.
+type part struct {
+	property string
+	item     answer
+	list     bool
 }
 
-func (*ConversationPage) listed() (string, answer) { return "conversations", (*Conversation)(nil) }
-func (*MessagePage) listed() (string, answer)      { return "messages", (*Message)(nil) }
-func (*DeliveryPage) listed() (string, answer)     { return "deliveries", (*Delivery)(nil) }
+// composite is an answer that holds others.
+type composite interface {
+	answer
+	parts() []part
+}
+
+func (*ConversationPage) parts() []part { return []part{{"conversations", (*Conversation)(nil), true}} }
+func (*MessagePage) parts() []part      { return []part{{"messages", (*Message)(nil), true}} }
+func (*DeliveryPage) parts() []part     { return []part{{"deliveries", (*Delivery)(nil), true}} }
+func (*Me) parts() []part               { return []part{{"channels", (*Channel)(nil), true}} }
+func (*SendImageResult) parts() []part {
+	return []part{{"message", (*Message)(nil), false}, {"messages", (*Message)(nil), true}}
+}
+func (*CommentReply) parts() []part { return []part{{"comment", (*Comment)(nil), false}} }
+func (*PrivateReply) parts() []part { return []part{{"comment", (*Comment)(nil), false}} }
+func (*SavedWebhook) parts() []part { return []part{{"webhook", (*Webhook)(nil), false}} }
+func (*RunTrace) parts() []part     { return []part{{"run", (*Run)(nil), false}} }
 
 // decodeAnswer decodes the JSON raw into v and checks what v is: an
 // answer must be an object with each property that identifies it, the
-// items a page lists too, and so must each item of a list of answers
-// (Channels, Flows). Every answer and stream event is decoded here; the
-// caller wraps an error in ErrMalformedAnswer with what it read.
+// answers it holds too (check), and so must each item of a list of
+// answers (Channels, Flows). Every answer and stream event is decoded
+// here; the caller wraps an error in ErrMalformedAnswer with what it read.
 func decodeAnswer(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
 	if a, ok := v.(answer); ok {
-		props, err := identified(raw, a)
-		if err != nil {
-			return err
-		}
-		if l, ok := v.(listing); ok {
-			property, item := l.listed()
-			return eachIdentified(props[property], item, property)
-		}
-		return nil
+		return check(raw, a)
 	}
 	if list := reflect.ValueOf(v); list.Kind() == reflect.Pointer && list.Elem().Kind() == reflect.Slice {
 		if item, ok := reflect.New(list.Elem().Type().Elem()).Interface().(answer); ok {
@@ -97,6 +106,35 @@ func identified(raw []byte, a answer) (map[string]json.RawMessage, error) {
 	return props, nil
 }
 
+// check checks that raw is an object with each property that identifies
+// a, and each answer a holds (its parts) likewise. A list left out is an
+// empty one, as null is; an answer that holds one answer identifies
+// itself by it, so it is never left out.
+func check(raw []byte, a answer) error {
+	props, err := identified(raw, a)
+	if err != nil {
+		return err
+	}
+	c, ok := a.(composite)
+	if !ok {
+		return nil
+	}
+	for _, p := range c.parts() {
+		if p.list {
+			if props[p.property] == nil {
+				continue
+			}
+			err = eachIdentified(props[p.property], p.item, p.property)
+		} else if err = check(props[p.property], p.item); err != nil {
+			err = fmt.Errorf("%s: %w", p.property, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // eachIdentified checks each item of the JSON array raw, the list named
 // name (null is an empty one), as an answer of item's type.
 func eachIdentified(raw json.RawMessage, item answer, name string) error {
@@ -105,7 +143,7 @@ func eachIdentified(raw json.RawMessage, item answer, name string) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	for i, it := range items {
-		if _, err := identified(it, item); err != nil {
+		if err := check(it, item); err != nil {
 			return fmt.Errorf("%s[%d]: %w", name, i, err)
 		}
 	}

@@ -494,6 +494,40 @@ func TestAnswersWithoutTheirProperties(t *testing.T) {
 			_, err := c.ListDeliveries(ctx, DeliveriesParams{})
 			return err
 		})},
+		// The answers that hold another answer hold it whole, as the
+		// document requires: {} is no message, comment, webhook or run.
+		{"a channel of me", map[string]any{"workspace": map[string]any{"id": "w1"}, "channels": []any{map[string]any{}}}, call(func(c *Client) error {
+			_, err := c.Me(ctx)
+			return err
+		})},
+		{"a sent image's message", map[string]any{"message": map[string]any{}, "messages": []any{}}, call(func(c *Client) error {
+			_, err := c.SendImage(ctx, SendImageRequest{ConversationID: "c1", ImageURL: "https://example.com/i.png"})
+			return err
+		})},
+		{"a sent image's message null", map[string]any{"message": nil, "messages": []any{}}, call(func(c *Client) error {
+			_, err := c.SendImage(ctx, SendImageRequest{ConversationID: "c1", ImageURL: "https://example.com/i.png"})
+			return err
+		})},
+		{"a sent image's listed message", map[string]any{"message": map[string]any{"id": "m1"}, "messages": []any{map[string]any{"id": "m1"}, map[string]any{}}}, call(func(c *Client) error {
+			_, err := c.SendImage(ctx, SendImageRequest{ConversationID: "c1", ImageURL: "https://example.com/i.png"})
+			return err
+		})},
+		{"a public reply's comment", map[string]any{"ok": true, "comment": map[string]any{}}, call(func(c *Client) error {
+			_, err := c.ReplyToComment(ctx, "k1", "hi")
+			return err
+		})},
+		{"a private reply's comment", map[string]any{"ok": true, "comment": map[string]any{}}, call(func(c *Client) error {
+			_, err := c.PrivateReply(ctx, "k1", "hi")
+			return err
+		})},
+		{"a saved webhook's webhook", map[string]any{"webhook": map[string]any{}, "secret": "whsec_1"}, call(func(c *Client) error {
+			_, err := c.SaveWebhook(ctx, "https://example.com/h")
+			return err
+		})},
+		{"a trace's run", map[string]any{"run": map[string]any{}, "node_runs": []any{}}, call(func(c *Client) error {
+			_, err := c.Run(ctx, "f1", "r1")
+			return err
+		})},
 		{"a stream's replay", map[string]any{}, call(func(c *Client) error {
 			for _, err := range c.InvokeStream(ctx, "f1", nil) {
 				if err != nil {
