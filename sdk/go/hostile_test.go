@@ -174,28 +174,42 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 // TestAbsurdRetryAfter: a Retry-After beyond MaxWait, however written, is
-// returned at once; an unreadable one is as none.
+// returned at once; an unreadable one is as none. With MaxWait as long as
+// a Duration holds (no bound), one too large for a Duration is still
+// beyond it, and one just within it waits, never wrapped around by its
+// jitter into a retry at once.
 func TestAbsurdRetryAfter(t *testing.T) {
 	t.Parallel()
+	// Jitter on the longest waits stops at the longest Duration.
+	for range 1000 {
+		if d := (RetryPolicy{}).withJitter(math.MaxInt64 - 100*time.Millisecond); d < math.MaxInt64-100*time.Millisecond {
+			t.Fatalf("a wait of %v, wrapped around", d)
+		}
+	}
 	for _, tt := range []struct {
 		name, after string
 		status      int
 		attempts    int
+		maxWait     time.Duration // 0: the default
 	}{
-		{"429 wrapped-around seconds", "18446744074", 429, 1},
-		{"429 huge seconds", "99999999999999999999999999", 429, 1},
-		{"429 negative", "-1", 429, 1},
-		{"429 garbage", "soon", 429, 1},
-		{"429 a past date", "Wed, 21 Oct 2015 07:28:00 GMT", 429, 1},
-		{"503 wrapped-around seconds", "18446744074", 503, 1},
-		{"503 garbage backs off", "soon", 503, 4},
-		{"503 a past date backs off", "Wed, 21 Oct 2015 07:28:00 GMT", 503, 4},
+		{"429 wrapped-around seconds", "18446744074", 429, 1, 0},
+		{"429 huge seconds", "99999999999999999999999999", 429, 1, 0},
+		{"429 negative", "-1", 429, 1, 0},
+		{"429 garbage", "soon", 429, 1, 0},
+		{"429 a past date", "Wed, 21 Oct 2015 07:28:00 GMT", 429, 1, 0},
+		{"503 wrapped-around seconds", "18446744074", 503, 1, 0},
+		{"503 garbage backs off", "soon", 503, 4, 0},
+		{"503 a past date backs off", "Wed, 21 Oct 2015 07:28:00 GMT", 503, 4, 0},
+		{"429 huge seconds, no bound", "99999999999999999999999999", 429, 1, math.MaxInt64},
+		{"429 wrapped-around seconds, no bound", "18446744074", 429, 1, math.MaxInt64},
+		{"429 seconds just within a Duration, no bound", "9223372036", 429, 4, math.MaxInt64},
+		{"503 huge seconds, no bound", "99999999999999999999999999", 503, 1, math.MaxInt64},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, rec, waits := server(t, func(w http.ResponseWriter, r *http.Request, n int) {
 				apiError(w, tt.status, "rate_limited", tt.after)
-			})
+			}, WithRetry(RetryPolicy{MaxWait: tt.maxWait}))
 			_, err := c.Flows(context.Background())
 			var perr *Error
 			if !errors.As(err, &perr) || perr.Status != tt.status {
@@ -205,7 +219,7 @@ func TestAbsurdRetryAfter(t *testing.T) {
 				t.Errorf("%d attempts, want %d", n, tt.attempts)
 			}
 			for _, d := range *waits {
-				if d <= 0 || d > defaultMaxWait {
+				if d <= 0 || d > max(tt.maxWait, defaultMaxWait) {
 					t.Errorf("a wait of %v", d)
 				}
 			}

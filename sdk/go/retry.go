@@ -2,6 +2,7 @@ package parley
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -66,12 +67,12 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 func (p RetryPolicy) delay(e *Error, attempt int) (time.Duration, bool) {
 	switch {
 	case e.Status == http.StatusTooManyRequests:
-		if e.RetryAfter <= 0 || e.RetryAfter > p.MaxWait {
+		if e.RetryAfter <= 0 || p.tooLong(e.RetryAfter) {
 			return 0, false
 		}
 		return p.withJitter(e.RetryAfter), true
 	case e.Status == http.StatusServiceUnavailable:
-		if e.RetryAfter > p.MaxWait {
+		if p.tooLong(e.RetryAfter) {
 			return 0, false
 		}
 		if e.RetryAfter > 0 {
@@ -84,10 +85,22 @@ func (p RetryPolicy) delay(e *Error, attempt int) (time.Duration, bool) {
 	return 0, false
 }
 
+// tooLong reports whether a Retry-After of d is beyond MaxWait. One too
+// large for a Duration (parseRetryAfter's longest) is beyond any MaxWait,
+// that longest one included.
+func (p RetryPolicy) tooLong(d time.Duration) bool {
+	return d > p.MaxWait || d == math.MaxInt64
+}
+
 // withJitter adds up to a tenth of d (at most a second) to d, so that
-// clients told the same Retry-After do not all come back at once.
+// clients told the same Retry-After do not all come back at once. The sum
+// stops at the longest Duration: wrapped around, it would be no wait.
 func (p RetryPolicy) withJitter(d time.Duration) time.Duration {
-	return d + jitter(min(d/10, time.Second))
+	j := jitter(min(d/10, time.Second))
+	if d > math.MaxInt64-j {
+		return math.MaxInt64
+	}
+	return d + j
 }
 
 func jitter(upTo time.Duration) time.Duration {
