@@ -38,6 +38,15 @@ func (*FlowMessage) identifiedBy() []string      { return []string{"type"} }
 func (*NodeEnd) identifiedBy() []string          { return []string{"node_id"} }
 func (*RunEnd) identifiedBy() []string           { return []string{"status"} }
 
+// okAnswer is the answer {"ok": true} of the calls that return nothing
+// else (SendTyping, DeleteWebhook): read like any other, so that a proxy's
+// page is not taken for the call done.
+type okAnswer struct {
+	OK bool `json:"ok"`
+}
+
+func (*okAnswer) identifiedBy() []string { return []string{"ok"} }
+
 // openAPIDocument is the answer of GET /v1/openapi.json, which
 // OpenAPIDocument returns as its bytes.
 type openAPIDocument struct{}

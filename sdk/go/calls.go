@@ -117,7 +117,7 @@ func (c *Client) SendCarousel(ctx context.Context, req SendCarouselRequest, opts
 // Idempotency-Key (a repeat is harmless) and so is not retried after a
 // lost connection or a 503.
 func (c *Client) SendTyping(ctx context.Context, conversationID string) error {
-	return c.do(ctx, c.plain(http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}), nil)
+	return c.do(ctx, c.plain(http.MethodPost, "/typing", TypingRequest{ConversationID: conversationID}), new(okAnswer))
 }
 
 // Comment returns a comment (by its id on the platform) and its reply
@@ -165,7 +165,7 @@ func (c *Client) Webhook(ctx context.Context) (*Webhook, error) {
 // success: that attempt removed it.
 func (c *Client) DeleteWebhook(ctx context.Context) error {
 	r := c.plain(http.MethodDelete, "/webhook", nil)
-	err := c.do(ctx, r, nil)
+	err := c.do(ctx, r, new(okAnswer))
 	if r.mayHaveActed && errors.Is(err, ErrWebhookNotFound) {
 		return nil
 	}

@@ -399,17 +399,13 @@ func parseRetryAfter(v string) time.Duration {
 	return 0
 }
 
-// do makes a JSON call and decodes a success's body into out (unless nil).
+// do makes a JSON call and decodes a success's body into out.
 func (c *Client) do(ctx context.Context, r *request, out any) error {
 	resp, err := c.send(ctx, r)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
-	}
 	raw, err := io.ReadAll(resp.Body) // in memory already (send)
 	if err == nil {
 		err = decodeAnswer(raw, out)

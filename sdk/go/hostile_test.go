@@ -542,6 +542,10 @@ func TestAnswersWithoutTheirProperties(t *testing.T) {
 			_, err := c.Run(ctx, "f1", "r1")
 			return err
 		})},
+		// The calls that answer {"ok": true} read it: a proxy's page or
+		// {} is not the removal or the indicator done.
+		{"a removed webhook", map[string]any{}, call(func(c *Client) error { return c.DeleteWebhook(ctx) })},
+		{"a typing indicator", map[string]any{}, call(func(c *Client) error { return c.SendTyping(ctx, "c1") })},
 		{"a stream's replay", map[string]any{}, call(func(c *Client) error {
 			for _, err := range c.InvokeStream(ctx, "f1", nil) {
 				if err != nil {
