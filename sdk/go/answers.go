@@ -80,6 +80,10 @@ func (*PrivateReply) parts() []part { return []part{{"comment", (*Comment)(nil),
 func (*SavedWebhook) parts() []part { return []part{{"webhook", (*Webhook)(nil), false}} }
 func (*RunTrace) parts() []part     { return []part{{"run", (*Run)(nil), false}} }
 
+// An InvokeResult's messages are a stream's message events, checked alike
+// (a replayed stream yields them as RunMessages).
+func (*InvokeResult) parts() []part { return []part{{"messages", (*FlowMessage)(nil), true}} }
+
 // decodeAnswer decodes the JSON raw into v and checks what v is: an
 // answer must be an object with each property that identifies it, the
 // answers it holds too (check), and so must each item of a list of

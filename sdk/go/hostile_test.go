@@ -542,6 +542,19 @@ func TestAnswersWithoutTheirProperties(t *testing.T) {
 			_, err := c.Run(ctx, "f1", "r1")
 			return err
 		})},
+		// A run's messages are read as a stream's message events are.
+		{"a run's message", map[string]any{"status": "completed", "run_id": "r1", "messages": []any{map[string]any{}}}, call(func(c *Client) error {
+			_, err := c.Invoke(ctx, "f1", nil)
+			return err
+		})},
+		{"a stream's replayed message", map[string]any{"status": "completed", "run_id": "r1", "messages": []any{map[string]any{"type": "text"}, map[string]any{}}}, call(func(c *Client) error {
+			for _, err := range c.InvokeStream(ctx, "f1", nil) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})},
 		// The calls that answer {"ok": true} read it: a proxy's page or
 		// {} is not the removal or the indicator done.
 		{"a removed webhook", map[string]any{}, call(func(c *Client) error { return c.DeleteWebhook(ctx) })},
