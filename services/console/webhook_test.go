@@ -52,6 +52,9 @@ type fakeDispatcher struct {
 	// statusLate, when set, holds each read of a webhook's status until
 	// it is closed: its answer comes after the console stopped waiting.
 	statusLate chan struct{}
+	// statusAfterSave, when set, is how every read of a webhook's status
+	// is refused once a save or re-save has answered.
+	statusAfterSave *errs.Error
 }
 
 func serveDispatcher(t *testing.T, env *testenv.Env) *fakeDispatcher {
@@ -128,6 +131,9 @@ func (d *fakeDispatcher) find(ws, id string) (dispatcherapi.Delivery, bool) {
 // saved stores w, active, with a new secret and answers it.
 func (d *fakeDispatcher) saved(c echo.Context, ws string, w dispatcherapi.WebhookStatus) error {
 	d.secrets++
+	if d.statusAfterSave != nil {
+		d.refusals["GET /admin/webhooks/"+ws] = d.statusAfterSave
+	}
 	w.Status, w.ConsecutiveFailures, w.PausedAt = "active", 0, nil
 	d.webhooks[ws] = w
 	public := dispatcherapi.Webhook{ID: w.ID, URL: w.URL, Status: w.Status, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
@@ -692,6 +698,37 @@ func TestWebhookPagesRefuseAnotherWorkspace(t *testing.T) {
 
 // TestWebhookPagesWithTheDispatcherDown: a dispatcher that does not answer
 // is said in words on each page.
+// TestSecretShownWhenTheStateCannotBeReadAgain: a save or re-save that
+// the dispatcher did, whose page could not read the webhook's state
+// again, still shows its secret (it cannot be shown again), beside the
+// refusal in words.
+func TestSecretShownWhenTheStateCannotBeReadAgain(t *testing.T) {
+	t.Parallel()
+	h, ws, b := signedInToAcme(t)
+	page := "/workspaces/" + ws + "/webhook"
+	h.dispatcher.mu.Lock()
+	h.dispatcher.statusAfterSave = errs.New(http.StatusServiceUnavailable, "unavailable", "webhook-dispatcher is not running")
+	h.dispatcher.mu.Unlock()
+	wantSecret := func(what string, r response, secret string) {
+		t.Helper()
+		if !shows(r.body, `<code id="secret" class="secret" aria-labelledby="secret-label">`+secret+`</code>`) ||
+			!shows(r.body, "A service the console needs did not answer (webhook-dispatcher is not running). Try again in a moment.") ||
+			r.header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("%s = %d: %s", what, r.status, r.body)
+		}
+	}
+
+	f := hookForm(b.pageCSRF(page))
+	f.Set("url", "https://hooks.example.com/new")
+	wantSecret("save", b.do(http.MethodPost, page, f, nil), "whsec_fake_secret_1")
+
+	h.dispatcher.mu.Lock()
+	delete(h.dispatcher.refusals, "GET /admin/webhooks/"+ws)
+	h.dispatcher.mu.Unlock()
+	f = hookForm(b.pageCSRF(page))
+	wantSecret("re-save", b.do(http.MethodPost, page+"/resave", f, nil), "whsec_fake_secret_2")
+}
+
 func TestWebhookPagesWithTheDispatcherDown(t *testing.T) {
 	t.Parallel()
 	h, ws, b := signedInToAcme(t)

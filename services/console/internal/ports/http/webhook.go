@@ -103,11 +103,13 @@ func (c *Console) saveWebhook(ctx echo.Context) error {
 		v.Page = wv
 		return c.serviceError(ctx, "webhook", v, webhookError(saveErr))
 	}
+	// Saved: its secret is on the page even when the webhook's state
+	// could not be read again, since it cannot be shown again.
+	wv.Saved = &saved
+	v.Page = wv
 	if err != nil {
 		return c.serviceError(ctx, "webhook", v, webhookError(err))
 	}
-	wv.Saved = &saved
-	v.Page = wv
 	return c.render(ctx, http.StatusOK, "webhook", v)
 }
 
@@ -145,15 +147,17 @@ func (c *Console) resaveWebhook(ctx echo.Context) error {
 		return answer
 	}
 	v, wv, err := c.webhookView(ctx)
-	if resaveErr == nil {
-		resaveErr = err
-	}
 	if resaveErr != nil {
 		v.Page = wv
 		return c.serviceError(ctx, "webhook", v, webhookError(resaveErr))
 	}
+	// Saved again: its secret is on the page even when the webhook's
+	// state could not be read again, as saveWebhook's.
 	wv.Saved, wv.Resaved = &resaved.Saved, &resaved
 	v.Page = wv
+	if err != nil {
+		return c.serviceError(ctx, "webhook", v, webhookError(err))
+	}
 	return c.render(ctx, http.StatusOK, "webhook", v)
 }
 
