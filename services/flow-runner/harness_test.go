@@ -91,6 +91,9 @@ func startOn(t *testing.T, env *testenv.Env, suffix string, mutate func(*svcconf
 	clk := &clock{}
 	bg := testenv.Serve(t, "flow-runner", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), seams{clock: clk.now}) })
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), cfg.RPCSubjectPrefix), clock: clk}
+	// This instance's own readiness first: another instance of the test
+	// may answer the rpc already, while this one is still migrating.
+	bg.WaitReady("http://"+cfg.Addr, 20*time.Second)
 	wait.For(t, 20*time.Second, "flow-runner ready", func() error {
 		bg.Early()
 		if status, _ := h.admin(http.MethodPost, "/admin/flows/not-a-flow/deactivate", ""); status != http.StatusNotFound {

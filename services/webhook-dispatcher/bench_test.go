@@ -426,10 +426,13 @@ func benchLogger(instance int) *zap.Logger {
 	return zap.New(core).With(zap.String("service", rpc.ServiceDispatcher), zap.Int("instance", instance))
 }
 
-// benchWaitReady waits until the instance's consumer exists and its rpc
-// server answers.
+// benchWaitReady waits until the instance is ready, its consumer exists
+// and its rpc server answers.
 func benchWaitReady(b *testing.B, env *testenv.Env, cfg svcconfig.Config, bg *testenv.Background) {
 	b.Helper()
+	// Its own readiness first: another instance answers the rpc, and
+	// made the consumer, while this one may still be migrating.
+	bg.WaitReady("http://"+cfg.Addr, 30*time.Second)
 	js := env.JetStream(b)
 	client := rpc.NewClient(env.NATS(b), env.RPCPrefix)
 	deadline := time.Now().Add(30 * time.Second)

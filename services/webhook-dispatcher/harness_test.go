@@ -86,6 +86,10 @@ func startWith(t *testing.T, env *testenv.Env, mutate func(*svcconfig.Config), w
 	}
 	bg := testenv.Serve(t, "dispatcher", func(ctx context.Context) error { return serve(ctx, cfg, env.Logger(t), w) })
 	h := &harness{t: t, env: env, cfg: cfg, rpc: rpc.NewClient(env.NATS(t), env.RPCPrefix), js: env.JetStream(t), stop: bg.Stop}
+	// This instance's own readiness first: another instance of the test
+	// may have made the consumer and may answer the rpc already, while
+	// this one is still migrating.
+	bg.WaitReady("http://"+cfg.Addr, 20*time.Second)
 	wait.For(t, 20*time.Second, "dispatcher ready", func() error {
 		bg.Early()
 		if _, err := h.js.Consumer(context.Background(), env.Stream.Name, cfg.Consumer); err != nil {
