@@ -325,6 +325,10 @@ func TestSession(t *testing.T) {
 	}
 	status, body = h.api(ws, full, http.MethodPost, path, map[string]any{"session_id": r.SessionID, "input": map[string]any{"text": 42}})
 	wantError(t, status, body, http.StatusBadRequest, "input_invalid")
+	status, body = h.api(ws, full, http.MethodPost, path, map[string]any{"session_id": r.SessionID})
+	if msg := wantError(t, status, body, http.StatusBadRequest, "input_invalid"); !strings.HasPrefix(msg, "input: ") {
+		t.Fatalf("a continue without input: message %q, want it to name input", msg)
+	}
 	for _, tt := range []struct{ ws, path, session string }{
 		{ws, path, uuid.NewString()},
 		{ws, path, "nope"},
